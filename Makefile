@@ -1,0 +1,49 @@
+# vigil's contract with its users and developers: each target does one thing.
+GO      ?= go
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+# go-nvml's nvml.h uses deprecated declarations; keep the build quiet.
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
+export CGO_ENABLED = 1
+
+BINS := bin/vigil-prolog bin/vigil-epilog bin/vigil-watch
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build deps run test test-short lint bench fuzz install clean
+
+all: build
+
+build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch
+	$(GO) build -o bin/vigil-prolog ./prolog
+	$(GO) build -o bin/vigil-epilog ./epilog
+	$(GO) build -o bin/vigil-watch ./watcher
+
+deps: ## install the Debian packages that vigil's tests and build need (root)
+	bash .ci/deps
+
+run: build ## run vigil's main job, the node sanity suite, on this machine without changing anything
+	./bin/vigil-prolog --dry-run
+
+test: ## run every test: unit, fuzz seeds, and e2e on a real local Slurm (root)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-short: ## unit tests only: no Slurm cluster is started
+	$(GO) test -count=1 -short ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: ## print vigil's performance figures
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+fuzz: ## fuzz the parsers, FUZZTIME each (default 30s)
+	bash .ci/fuzz $(or $(FUZZTIME),30s)
+
+install: build ## install the binaries under $(PREFIX)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,143 @@
+// Package benchmarks holds vigil's node sanity suite: the Check interface, the
+// registry that checks add themselves to from init(), the runner that gives each
+// check a deadline (and a child process when it calls into vendor libraries), and
+// the verdict rules.
+package benchmarks
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Status is the outcome of a check. Only StatusFail ever drains a node.
+type Status string
+
+const (
+	// StatusPass means the check ran and the node is fit.
+	StatusPass Status = "pass"
+	// StatusFail means the check ran and found a fault.
+	StatusFail Status = "fail"
+	// StatusUnknown means vigil could not tell: a library is missing, a
+	// command is unavailable, or the checker itself failed.
+	StatusUnknown Status = "unknown"
+)
+
+// Kind says whether a check reads facts or measures performance. Failed
+// performance probes are retried before they count; health facts are not.
+type Kind int
+
+const (
+	// KindHealth is a fact read from the node (device count, ECC, XID ...).
+	KindHealth Kind = iota
+	// KindPerf is a performance probe (GEMM, bandwidth, latency ...).
+	KindPerf
+)
+
+// Value is one measured or read quantity of a check, usually for one device.
+type Value struct {
+	// Device names the device the value is about ("gpu3", "/scratch"); empty for the node.
+	Device string `json:"device,omitempty"`
+	// Name is what was measured ("tflops_bf16", "write_mib_s", "ecc_uncorrected").
+	Name string `json:"name"`
+	// Value is the reading, in Unit.
+	Value float64 `json:"value"`
+	// Unit of Value and Threshold ("TFLOPS", "MiB/s", "us", "count").
+	Unit string `json:"unit,omitempty"`
+	// Threshold is the limit Value was compared with, when there is one.
+	Threshold *float64 `json:"threshold,omitempty"`
+	// Op is how Value is compared with Threshold: ">=" (at least) or "<=" (at most).
+	Op string `json:"op,omitempty"`
+	// Status is this value's own verdict.
+	Status Status `json:"status"`
+}
+
+// Result is what one run of a check found.
+type Result struct {
+	// Check is the check's registered name.
+	Check string `json:"check"`
+	// Status is the check's verdict.
+	Status Status `json:"status"`
+	// Reason is a stable CamelCase token (GEMMBelowThreshold); it goes into
+	// the drain reason.
+	Reason string `json:"reason,omitempty"`
+	// Message is for people ("gpu3 412 TFLOPS < 600").
+	Message string `json:"message,omitempty"`
+	// Device is the device that caused a failure, if one did ("gpu3").
+	Device string `json:"device,omitempty"`
+	// Values are the per-device readings.
+	Values []Value `json:"values,omitempty"`
+	// Attempts is how many times the check ran (retries included).
+	Attempts int `json:"attempts"`
+	// Duration is the wall time of the last attempt.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Check is one sanity check. Implementations live one per file and call
+// Register from init().
+type Check interface {
+	// Name is the check's stable name, used in config, flags, reports and
+	// drain reasons ("gemm", "nvml-ecc", "disk").
+	Name() string
+	// Kind says whether failures are retried.
+	Kind() Kind
+	// Isolated reports whether the check calls into vendor libraries and so
+	// must run in a child process that can be killed when it hangs.
+	Isolated() bool
+	// Run performs the check. It must honour ctx's deadline where it can;
+	// the runner enforces it regardless.
+	Run(ctx context.Context, env *Env) Result
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Check{}
+)
+
+// Register adds a check to the registry. It is meant to be called from init()
+// and panics on a duplicate name, which is a programming error.
+func Register(c Check) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[c.Name()]; dup {
+		panic("benchmarks: duplicate check " + c.Name())
+	}
+	registry[c.Name()] = c
+}
+
+// Lookup returns the registered check with the given name.
+func Lookup(name string) (Check, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	c, ok := registry[name]
+	return c, ok
+}
+
+// Names returns the names of all registered checks, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Env is what a check gets to work with on this node.
+type Env struct {
+	// Node is this node's Slurm name (SLURMD_NODENAME), or the host name.
+	Node string
+	// JobID is the job being checked, empty outside a job.
+	JobID string
+	// Devices are the accelerator indices allocated to the job; nil means
+	// every device on the node.
+	Devices []int
+	// GresGPUs is the GPU count the node's Slurm Gres declares; 0 when unknown.
+	GresGPUs int
+	// Settings decodes this check's own config table ([checks.NAME]) into v,
+	// which holds the check's defaults beforehand. Nil means no config.
+	Settings func(v any) error
+}

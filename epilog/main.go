@@ -1,0 +1,13 @@
+// Command vigil-epilog is a placeholder until its real main lands.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	flag.Usage = func() { fmt.Fprintf(os.Stderr, "usage: vigil-epilog [flags]\n"); flag.PrintDefaults() }
+	flag.Parse()
+}
