@@ -1,41 +1,13 @@
 package slurm
 
-// This file is the slurm package's public surface while it is being built;
-// each stub below is replaced by its real implementation in its own file.
-
 import (
 	"context"
 	"errors"
 	"time"
 )
 
+// errTODO marks a stub not yet replaced by its implementation.
 var errTODO = errors.New("slurm: not implemented yet")
-
-// Job is the job as the prolog, epilog and a job step see it.
-type Job struct {
-	ID           string            // SLURM_JOB_ID
-	User         string            // SLURM_JOB_USER
-	UID          int               // SLURM_JOB_UID
-	GID          int               // SLURM_JOB_GID
-	NodeList     string            // SLURM_JOB_NODELIST or SLURM_NODELIST, compressed
-	Nodes        []string          // NodeList expanded
-	NodeName     string            // SLURMD_NODENAME (or the step's node)
-	Partition    string            // SLURM_JOB_PARTITION
-	GPUs         []int             // SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES when numeric
-	RestartCount int               // SLURM_RESTART_COUNT / SLURM_JOB_RESTART_COUNT
-	StepID       string            // SLURM_STEP_ID, empty outside a step
-	Context      string            // SLURM_SCRIPT_CONTEXT (prolog_slurmd, epilog_slurmd)
-	Spank        map[string]string // SPANK_* variables, keyed without the prefix
-}
-
-// JobFromEnv reads the job from environment lookups (os.LookupEnv in mains).
-func JobFromEnv(lookup func(string) (string, bool)) (*Job, error) { return nil, errTODO }
-
-// ExpandHostlist expands a Slurm hostlist expression as `scontrol show hostnames` does.
-func ExpandHostlist(expr string) ([]string, error) { return nil, errTODO }
-
-// CompressHostlist compresses host names as `scontrol show hostlist` does.
-func CompressHostlist(hosts []string) string { return "" }
 
 // Runner runs one command with a deadline in its own process group.
 type Runner interface {
@@ -105,11 +77,3 @@ func (c *Client) Requeue(ctx context.Context, id string, hold bool) error { retu
 
 // Cancel cancels the job.
 func (c *Client) Cancel(ctx context.Context, id string) error { return errTODO }
-
-// JobCgroups finds the job's cgroup directories under root (normally
-// /sys/fs/cgroup) for cgroup v1 and v2 layouts; node is the slurmd name for
-// hosts that run several slurmd.
-func JobCgroups(root, jobID string, uid int, node string) ([]string, error) { return nil, errTODO }
-
-// CgroupPIDs lists every PID in the cgroup subtrees of dirs, deduplicated and sorted.
-func CgroupPIDs(dirs []string) ([]int, error) { return nil, errTODO }
