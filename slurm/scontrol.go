@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// errTODO marks a stub not yet replaced by its implementation.
-var errTODO = errors.New("slurm: not implemented yet")
-
 // Runner runs one command with a deadline in its own process group.
 type Runner interface {
 	Run(ctx context.Context, argv []string) (stdout []byte, err error)
