@@ -1,0 +1,75 @@
+package health
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// ReasonECCUncorrectable: a device counted more uncorrectable (volatile)
+// ECC errors than allowed since the driver last loaded.
+const ReasonECCUncorrectable = "ECCUncorrectable"
+
+// eccSettings are the settings of [checks.ecc].
+type eccSettings struct {
+	// MaxUncorrected is the most uncorrectable volatile ECC errors a device
+	// may have (count).
+	MaxUncorrected int `toml:"max_uncorrected"`
+}
+
+// ecc reads each device's uncorrectable volatile ECC error count.
+type ecc struct{ lib *library }
+
+func init() { benchmarks.Register(&ecc{lib: shared}) }
+
+func (*ecc) Name() string          { return "ecc" }
+func (*ecc) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*ecc) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.ecc].
+func (*ecc) Defaults() any { return &eccSettings{} }
+
+// Validate reports out-of-range settings.
+func (s *eccSettings) Validate() error {
+	if s.MaxUncorrected < 0 {
+		return fmt.Errorf("max_uncorrected = %d: must be >= 0", s.MaxUncorrected)
+	}
+	return nil
+}
+
+func (c *ecc) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*eccSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	gpus, res := openGPUs(c.lib, c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	limit := float64(s.MaxUncorrected)
+	for _, g := range gpus {
+		if t.canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		if ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "ECC error count", ret)
+			continue
+		}
+		st := benchmarks.StatusPass
+		if float64(n) > limit {
+			st = benchmarks.StatusFail
+			t.fail(g.id(), ReasonECCUncorrectable, "%s uncorrectable ECC errors %d > %d", g.id(), n, s.MaxUncorrected)
+		}
+		t.value(g.id(), "ecc_uncorrected_volatile", float64(n), "count", ptr(limit), "<=", st)
+	}
+	return t.result(fmt.Sprintf("%d GPUs without uncorrectable ECC errors", len(gpus)))
+}

@@ -1,0 +1,225 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// Reasons of the gpu-count check.
+const (
+	// ReasonGPUCountMismatch: NVML sees fewer GPUs than expected (or none
+	// because the driver is missing while GPUs are expected).
+	ReasonGPUCountMismatch = "GPUCountMismatch"
+	// ReasonGPUFellOffBus: an NVIDIA GPU is on the PCI bus but not in NVML.
+	ReasonGPUFellOffBus = "GPUFellOffBus"
+	// ReasonAllocatedGPUMissing: a device allocated to the job does not exist in NVML.
+	ReasonAllocatedGPUMissing = "AllocatedGPUMissing"
+	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
+	ReasonSysfsUnreadable = "SysfsUnreadable"
+)
+
+// gpuCountSettings are the settings of [checks.gpu-count].
+type gpuCountSettings struct {
+	// Expected is how many GPUs the node must have; 0 means use the node's
+	// Slurm Gres GPU count, and no expectation when that is unknown too.
+	Expected int `toml:"expected"`
+	// Sysfs is the root of sysfs, where bus/pci/devices lists the PCI devices.
+	Sysfs string `toml:"sysfs"`
+}
+
+// gpuCount compares the GPUs NVML sees with the expected count and with the
+// NVIDIA GPUs on the PCI bus.
+type gpuCount struct{ lib *library }
+
+func init() { benchmarks.Register(&gpuCount{lib: shared}) }
+
+func (*gpuCount) Name() string          { return "gpu-count" }
+func (*gpuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*gpuCount) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.gpu-count].
+func (*gpuCount) Defaults() any { return &gpuCountSettings{Sysfs: "/sys"} }
+
+// Validate reports out-of-range settings.
+func (s *gpuCountSettings) Validate() error {
+	if s.Expected < 0 {
+		return fmt.Errorf("expected = %d: must be >= 0", s.Expected)
+	}
+	return nil
+}
+
+func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*gpuCountSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	expected := s.Expected
+	if expected == 0 && env != nil {
+		expected = env.GresGPUs
+	}
+	t := &tally{check: c.Name()}
+
+	pci, pciErr := nvidiaPCIGPUs(s.Sysfs)
+	if pciErr != nil {
+		t.unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+	} else {
+		t.value("", "pci_gpus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
+	}
+
+	lib, err := c.lib.get()
+	if err != nil {
+		return c.noNVML(t, err, expected, pci, pciErr)
+	}
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		t.nvmlErr("", "device count", ret)
+		return t.result("")
+	}
+
+	st := benchmarks.StatusPass
+	if n < expected {
+		st = benchmarks.StatusFail
+		t.fail("", ReasonGPUCountMismatch, "expected %d %s, NVML sees %d", expected, plural(expected, "GPU"), n)
+	}
+	var thr *float64
+	if expected > 0 {
+		thr = ptr(float64(expected))
+	}
+	t.value("", "gpus", float64(n), "count", thr, ">=", st)
+	if n > expected && expected > 0 {
+		t.note("NVML sees %d GPUs, more than the %d expected", n, expected)
+	}
+
+	if env != nil {
+		for _, i := range env.Devices {
+			if i < 0 || i >= n {
+				t.fail(fmt.Sprintf("gpu%d", i), ReasonAllocatedGPUMissing,
+					"gpu%d allocated to the job but NVML sees %d GPUs", i, n)
+			}
+		}
+	}
+
+	if pciErr == nil && len(pci) > n {
+		missing := missingFromNVML(lib, n, pci)
+		if len(missing) == 0 {
+			t.fail("", ReasonGPUFellOffBus, "%d NVIDIA GPUs on the PCI bus, NVML sees %d", len(pci), n)
+		}
+		for _, addr := range missing {
+			t.fail(addr, ReasonGPUFellOffBus,
+				"%s NVIDIA GPU on the PCI bus but not in NVML (%d on the bus, %d in NVML)", addr, len(pci), n)
+		}
+	}
+	if n == 0 {
+		return t.result("no NVIDIA devices found")
+	}
+	if expected > 0 {
+		return t.result(fmt.Sprintf("%d GPUs, %d expected", n, expected))
+	}
+	return t.result(fmt.Sprintf("%d GPUs", n))
+}
+
+// noNVML decides when NVML cannot be opened: a fault when GPUs are
+// expected and the driver is missing (the node cannot run GPU jobs), a pass
+// when none are expected and none are on the bus, unknown otherwise.
+func (c *gpuCount) noNVML(t *tally, err error, expected int, pci []string, pciErr error) benchmarks.Result {
+	onBus := ""
+	if pciErr == nil && len(pci) > 0 {
+		onBus = fmt.Sprintf(" (%d NVIDIA %s on the PCI bus)", len(pci), plural(len(pci), "GPU"))
+	}
+	driverMissing := errors.Is(err, ErrLibraryNotFound) || errors.Is(err, ErrDriverNotLoaded)
+	switch {
+	case expected > 0 && driverMissing:
+		t.value("", "gpus", 0, "count", ptr(float64(expected)), ">=", benchmarks.StatusFail)
+		t.fail("", ReasonGPUCountMismatch, "expected %d %s, found none: %v%s", expected, plural(expected, "GPU"), err, onBus)
+		return t.result("")
+	case expected == 0 && errors.Is(err, ErrLibraryNotFound) && onBus == "":
+		// A node without NVIDIA GPUs; an unreadable sysfs changes nothing.
+		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusPass, Values: t.values,
+			Message: "no NVIDIA devices found (libnvidia-ml.so.1 not found)"}
+	}
+	r := nvmlUnavailable(c.Name(), err)
+	if onBus != "" {
+		r.Message = fmt.Sprintf("%v, but %d NVIDIA %s on the PCI bus", err, len(pci), plural(len(pci), "GPU"))
+	}
+	r.Values = t.values
+	return r
+}
+
+// nvidiaPCIGPUs lists the PCI addresses of NVIDIA display and 3D
+// controllers (vendor 0x10de, class 0x0300xx or 0x0302xx) under
+// sysfs/bus/pci/devices, sorted. A sysfs without a PCI bus has none.
+func nvidiaPCIGPUs(sysfs string) ([]string, error) {
+	dir := filepath.Join(sysfs, "bus", "pci", "devices")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("PCI devices: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		vendor, err := os.ReadFile(filepath.Join(dir, e.Name(), "vendor"))
+		if err != nil {
+			continue // a device that vanished while listing
+		}
+		if strings.TrimSpace(string(vendor)) != "0x10de" {
+			continue
+		}
+		class, err := os.ReadFile(filepath.Join(dir, e.Name(), "class"))
+		if err != nil {
+			continue
+		}
+		cl := strings.TrimSpace(string(class))
+		if strings.HasPrefix(cl, "0x0300") || strings.HasPrefix(cl, "0x0302") {
+			out = append(out, normalisePCI(e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// missingFromNVML returns the PCI addresses in pci that none of NVML's n
+// devices has, or nil when NVML's bus ids cannot all be read.
+func missingFromNVML(lib nvml.Interface, n int, pci []string) []string {
+	have := map[string]bool{}
+	for i := 0; i < n; i++ {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil
+		}
+		info, ret := dev.GetPciInfo()
+		if ret != nvml.SUCCESS {
+			return nil
+		}
+		have[busID(info)] = true
+	}
+	var out []string
+	for _, addr := range pci {
+		if !have[addr] {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// plural returns word, or its plural when n is not 1.
+func plural(n int, word string) string {
+	switch {
+	case n == 1:
+		return word
+	case strings.HasSuffix(word, "s"):
+		return word + "es"
+	}
+	return word + "s"
+}

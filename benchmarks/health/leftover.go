@@ -1,0 +1,117 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// Reasons of the leftover check.
+const (
+	// ReasonLeftoverProcess: processes still run on a device before the job starts.
+	ReasonLeftoverProcess = "LeftoverProcess"
+	// ReasonLeftoverMemory: more device memory is in use than an idle device uses.
+	ReasonLeftoverMemory = "LeftoverMemory"
+)
+
+// leftoverSettings are the settings of [checks.leftover].
+type leftoverSettings struct {
+	// MaxUsedMiB is the device memory an idle device may report as used, in
+	// MiB, for models without an entry in Models.
+	MaxUsedMiB float64 `toml:"max_used_mib"`
+	// Models is MaxUsedMiB per device model (MiB); an entry replaces the shipped one.
+	Models map[string]float64 `toml:"models"`
+}
+
+// leftover looks for processes and memory that earlier jobs left on the
+// devices. On a shared node it must only see the job's own devices
+// (Env.Devices), or the other jobs' processes count as leftovers.
+type leftover struct{ lib *library }
+
+func init() { benchmarks.Register(&leftover{lib: shared}) }
+
+func (*leftover) Name() string          { return "leftover" }
+func (*leftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*leftover) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.leftover].
+func (*leftover) Defaults() any {
+	return &leftoverSettings{MaxUsedMiB: 1024, Models: copyMap(leftoverDefaults)}
+}
+
+// Validate reports out-of-range settings.
+func (s *leftoverSettings) Validate() error {
+	if s.MaxUsedMiB < 0 {
+		return fmt.Errorf("max_used_mib = %g: must be >= 0", s.MaxUsedMiB)
+	}
+	for model, v := range s.Models {
+		if v < 0 {
+			return fmt.Errorf("models %q = %g: must be >= 0", model, v)
+		}
+	}
+	return nil
+}
+
+func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*leftoverSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	gpus, res := openGPUs(c.lib, c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, g := range gpus {
+		if t.canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		procs, err := deviceProcs(g.dev)
+		var ret nvml.Return
+		switch {
+		case errors.As(err, &ret):
+			t.nvmlErr(g.id(), "running processes", ret)
+		case err != nil:
+			t.unknown(g.id(), ReasonNVMLError, "%s %v", g.id(), err)
+		default:
+			st := benchmarks.StatusPass
+			if len(procs) > 0 {
+				st = benchmarks.StatusFail
+				list := make([]string, 0, len(procs))
+				for _, p := range procs {
+					list = append(list, fmt.Sprintf("pid %d (%d MiB)", p.Pid, p.UsedGpuMemory>>20))
+				}
+				t.fail(g.id(), ReasonLeftoverProcess, "%s %d %s left by an earlier job: %s",
+					g.id(), len(procs), plural(len(procs), "process"), strings.Join(list, ", "))
+			}
+			t.value(g.id(), "processes", float64(len(procs)), "count", ptr(0.0), "<=", st)
+		}
+
+		mem, ret := g.dev.GetMemoryInfo()
+		if ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "memory info", ret)
+			continue
+		}
+		limit := s.MaxUsedMiB
+		if v, ok := s.Models[g.name]; ok {
+			limit = v
+		}
+		used := float64(mem.Used) / (1 << 20)
+		st := benchmarks.StatusPass
+		if used > limit {
+			st = benchmarks.StatusFail
+			t.fail(g.id(), ReasonLeftoverMemory, "%s %.0f MiB of device memory in use > %.0f", g.id(), used, limit)
+		}
+		t.value(g.id(), "memory_used", used, "MiB", ptr(limit), "<=", st)
+	}
+	return t.result(fmt.Sprintf("%d GPUs free of earlier jobs", len(gpus)))
+}

@@ -1,0 +1,107 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// ReasonNVLinkDown: a device has fewer active NVLink links than it should.
+const ReasonNVLinkDown = "NVLinkDown"
+
+// nvlinkSettings are the settings of [checks.nvlink].
+type nvlinkSettings struct {
+	// ExpectedLinks is the number of active links per device model (count);
+	// an entry replaces the shipped one for that model.
+	ExpectedLinks map[string]int `toml:"expected_links"`
+}
+
+// nvlink counts each device's active NVLink links.
+type nvlink struct{ lib *library }
+
+func init() { benchmarks.Register(&nvlink{lib: shared}) }
+
+func (*nvlink) Name() string          { return "nvlink" }
+func (*nvlink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*nvlink) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.nvlink].
+func (*nvlink) Defaults() any { return &nvlinkSettings{ExpectedLinks: copyMap(nvlinkDefaults)} }
+
+// Validate reports out-of-range settings.
+func (s *nvlinkSettings) Validate() error {
+	for model, n := range s.ExpectedLinks {
+		if n < 0 || n > nvml.NVLINK_MAX_LINKS {
+			return fmt.Errorf("expected_links %q = %d: must be 0..%d", model, n, nvml.NVLINK_MAX_LINKS)
+		}
+	}
+	return nil
+}
+
+func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*nvlinkSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	gpus, res := openGPUs(c.lib, c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+gpus:
+	for _, g := range gpus {
+		if t.canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		active := 0
+		var down []string
+		for link := 0; link < nvml.NVLINK_MAX_LINKS; link++ {
+			state, ret := g.dev.GetNvLinkState(link)
+			switch ret {
+			case nvml.SUCCESS:
+				if state == nvml.FEATURE_ENABLED {
+					active++
+				} else {
+					down = append(down, fmt.Sprint(link))
+				}
+			case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
+				// No such link on this device.
+			default:
+				t.nvmlErr(g.id(), fmt.Sprintf("NVLink %d state", link), ret)
+				continue gpus
+			}
+		}
+		want := s.ExpectedLinks[g.name]
+		st := benchmarks.StatusPass
+		var thr *float64
+		switch {
+		case want > 0:
+			thr = ptr(float64(want))
+			if active < want {
+				st = benchmarks.StatusFail
+				t.fail(g.id(), ReasonNVLinkDown, "%s NVLink %d of %d links active%s", g.id(), active, want, downList(down))
+			}
+		case active > 0 && len(down) > 0:
+			// Unknown model: some links up and others down is a broken link.
+			st = benchmarks.StatusFail
+			t.fail(g.id(), ReasonNVLinkDown, "%s NVLink %d links active%s", g.id(), active, downList(down))
+		}
+		t.value(g.id(), "nvlink_active", float64(active), "count", thr, ">=", st)
+	}
+	return t.result(fmt.Sprintf("%d GPUs with all NVLink links active", len(gpus)))
+}
+
+func downList(down []string) string {
+	if len(down) == 0 {
+		return ""
+	}
+	return ", down: " + strings.Join(down, ",")
+}

@@ -1,0 +1,411 @@
+// Package health holds vigil's node health facts: NVIDIA GPU facts read
+// through NVML (device count, ECC, row remapping, XID, NVLink, PCIe, clock
+// slowdowns, leftovers of earlier jobs) and the local scratch disk check.
+// Each check lives in its own file and registers itself with
+// benchmarks.Register from init().
+//
+// NVML is reached through go-nvml's nvml.Interface, opened once per process
+// (see Library and Shutdown), so tests can stand a whole fake node in for
+// the driver with go-nvml's mock package.
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// ErrLibraryNotFound means libnvidia-ml.so.1 could not be loaded: no NVIDIA
+// driver is installed on this node.
+var ErrLibraryNotFound = errors.New("libnvidia-ml.so.1 not found")
+
+// ErrDriverNotLoaded means libnvidia-ml.so.1 is installed but the NVIDIA
+// kernel driver is not loaded.
+var ErrDriverNotLoaded = errors.New("NVIDIA driver not loaded")
+
+// library opens NVML at most once and hands the same handle to every check
+// of the process.
+type library struct {
+	open func() nvml.Interface
+
+	mu     sync.Mutex
+	opened bool
+	lib    nvml.Interface
+	err    error
+}
+
+// shared is the process-wide NVML session used by the registered checks.
+var shared = &library{open: func() nvml.Interface { return nvml.New() }}
+
+// get initialises NVML on first use and returns the handle, or the reason it
+// cannot be used (wrapping ErrLibraryNotFound or ErrDriverNotLoaded where
+// that is the cause). Init is not retried within a process.
+func (l *library) get() (nvml.Interface, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opened {
+		l.opened = true
+		lib := l.open()
+		if ret := lib.Init(); ret != nvml.SUCCESS {
+			l.err = initError(ret)
+		} else {
+			l.lib = lib
+		}
+	}
+	return l.lib, l.err
+}
+
+// shutdown releases NVML if get opened it. The next get opens it again.
+func (l *library) shutdown() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lib := l.lib
+	l.opened, l.lib, l.err = false, nil, nil
+	if lib == nil {
+		return nil
+	}
+	if ret := lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml shutdown: %w", ret)
+	}
+	return nil
+}
+
+func initError(ret nvml.Return) error {
+	switch ret {
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return ErrLibraryNotFound
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		return fmt.Errorf("%w: %w", ErrDriverNotLoaded, ret)
+	}
+	return fmt.Errorf("nvml init: %w", ret)
+}
+
+// Library returns the process-wide NVML handle, initialising NVML on first
+// use. The error wraps ErrLibraryNotFound on a node without the NVIDIA
+// driver. Callers must not call Init or Shutdown on the handle; call
+// Shutdown once when the process is done with NVML.
+func Library() (nvml.Interface, error) { return shared.get() }
+
+// Shutdown releases the process-wide NVML handle opened by Library or by a
+// check. It is safe to call when NVML was never opened.
+func Shutdown() error { return shared.shutdown() }
+
+// DeviceProcesses returns the PIDs of the processes (compute and graphics)
+// running on the given NVML device indices, or on every device when
+// devices is nil, sorted and without duplicates. lib must be initialised
+// (see Library). A device whose processes cannot be listed makes it return
+// the PIDs found so far together with an error naming the device.
+func DeviceProcesses(lib nvml.Interface, devices []int) ([]uint32, error) {
+	indices, err := deviceIndices(lib, devices)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint32]bool{}
+	var errs []error
+	for _, i := range indices {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("gpu%d: get handle: %w", i, ret))
+			continue
+		}
+		procs, err := deviceProcs(dev)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gpu%d: %w", i, err))
+		}
+		for _, p := range procs {
+			seen[p.Pid] = true
+		}
+	}
+	pids := make([]uint32, 0, len(seen))
+	for p := range seen {
+		pids = append(pids, p)
+	}
+	sort.Slice(pids, func(a, b int) bool { return pids[a] < pids[b] })
+	return pids, errors.Join(errs...)
+}
+
+// deviceProcs lists the compute and graphics processes of one device; a
+// device that does not support the graphics list is not an error.
+func deviceProcs(dev nvml.Device) ([]nvml.ProcessInfo, error) {
+	compute, ret := dev.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("compute processes: %w", ret)
+	}
+	graphics, ret := dev.GetGraphicsRunningProcesses()
+	if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
+		return compute, fmt.Errorf("graphics processes: %w", ret)
+	}
+	out := append([]nvml.ProcessInfo(nil), compute...)
+	for _, g := range graphics {
+		dup := false
+		for _, c := range compute {
+			if c.Pid == g.Pid {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// deviceIndices returns devices, or every index NVML knows when devices is nil.
+func deviceIndices(lib nvml.Interface, devices []int) ([]int, error) {
+	if devices != nil {
+		return devices, nil
+	}
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("device count: %w", ret)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out, nil
+}
+
+// gpu is one device a check inspects.
+type gpu struct {
+	index int
+	dev   nvml.Device
+	// name is the NVML product name ("NVIDIA H100 80GB HBM3"); empty when
+	// it could not be read.
+	name string
+	// ret is why the device handle could not be obtained (SUCCESS when it was).
+	ret nvml.Return
+}
+
+// id is the device's name in results ("gpu3").
+func (g gpu) id() string { return fmt.Sprintf("gpu%d", g.index) }
+
+// selectGPUs returns the devices a check inspects: the job's devices when
+// env.Devices is set, every device otherwise. A device whose handle cannot
+// be obtained is returned with ret set.
+func selectGPUs(lib nvml.Interface, env *benchmarks.Env) ([]gpu, error) {
+	var want []int
+	if env != nil {
+		want = env.Devices
+	}
+	indices, err := deviceIndices(lib, want)
+	if err != nil {
+		return nil, err
+	}
+	gpus := make([]gpu, 0, len(indices))
+	for _, i := range indices {
+		g := gpu{index: i}
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			g.ret = ret
+		} else {
+			g.dev = dev
+			if name, ret := dev.GetName(); ret == nvml.SUCCESS {
+				g.name = name
+			}
+		}
+		gpus = append(gpus, g)
+	}
+	return gpus, nil
+}
+
+// Reason tokens shared by the NVML checks.
+const (
+	// ReasonNVMLLibraryNotFound: libnvidia-ml.so.1 is not installed (unknown).
+	ReasonNVMLLibraryNotFound = "NVMLLibraryNotFound"
+	// ReasonNVMLDriverNotLoaded: the NVIDIA kernel driver is not loaded (unknown).
+	ReasonNVMLDriverNotLoaded = "NVMLDriverNotLoaded"
+	// ReasonGPULost: NVML says the device fell off the bus or became
+	// inaccessible (ERROR_GPU_IS_LOST); a fault.
+	ReasonGPULost = "GPULost"
+	// ReasonNVMLError: an NVML call failed (unknown).
+	ReasonNVMLError = "NVMLError"
+	// ReasonNotSupported: the device does not report this fact (unknown).
+	ReasonNotSupported = "NotSupported"
+	// ReasonInvalidSettings: the check's settings are out of range (unknown).
+	ReasonInvalidSettings = "InvalidSettings"
+	// ReasonCanceled: the check's deadline passed before it finished (unknown).
+	ReasonCanceled = "Canceled"
+)
+
+// openGPUs is the common start of every per-device NVML check: open NVML
+// and select the devices. On failure it returns the unknown result to
+// report.
+func openGPUs(l *library, name string, env *benchmarks.Env) ([]gpu, *benchmarks.Result) {
+	lib, err := l.get()
+	if err != nil {
+		r := nvmlUnavailable(name, err)
+		return nil, &r
+	}
+	gpus, err := selectGPUs(lib, env)
+	if err != nil {
+		return nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown,
+			Reason: ReasonNVMLError, Message: err.Error()}
+	}
+	if len(gpus) == 0 {
+		return nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusPass,
+			Message: "no NVIDIA devices found"}
+	}
+	return gpus, nil
+}
+
+// nvmlUnavailable is the unknown result of a check that could not open NVML.
+func nvmlUnavailable(name string, err error) benchmarks.Result {
+	r := benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonNVMLError,
+		Message: "NVML unavailable: " + err.Error()}
+	switch {
+	case errors.Is(err, ErrLibraryNotFound):
+		r.Reason = ReasonNVMLLibraryNotFound
+		r.Message = "no NVIDIA devices found (libnvidia-ml.so.1 not found)"
+	case errors.Is(err, ErrDriverNotLoaded):
+		r.Reason = ReasonNVMLDriverNotLoaded
+		r.Message = err.Error()
+	}
+	return r
+}
+
+// finding is one device's fault or uncertainty.
+type finding struct {
+	device, reason, message string
+}
+
+// tally collects what a check found per device and turns it into a Result:
+// any fault makes it fail (the first fault names the reason and device),
+// otherwise any uncertainty makes it unknown, otherwise it passes.
+type tally struct {
+	check    string
+	values   []benchmarks.Value
+	fails    []finding
+	unknowns []finding
+	notes    []string
+}
+
+func (t *tally) fail(device, reason, format string, args ...any) {
+	t.fails = append(t.fails, finding{device, reason, fmt.Sprintf(format, args...)})
+}
+
+func (t *tally) unknown(device, reason, format string, args ...any) {
+	t.unknowns = append(t.unknowns, finding{device, reason, fmt.Sprintf(format, args...)})
+}
+
+// nvmlErr records a failed NVML call: unknown for the device, except
+// ERROR_GPU_IS_LOST, which is itself the fact that the device is gone.
+func (t *tally) nvmlErr(device, what string, ret nvml.Return) {
+	switch ret {
+	case nvml.ERROR_NOT_SUPPORTED:
+		t.unknown(device, ReasonNotSupported, "%s %s not supported", device, what)
+	case nvml.ERROR_GPU_IS_LOST:
+		t.value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
+		t.fail(device, ReasonGPULost, "%s lost: fell off the bus or became inaccessible (%s)", device, what)
+	default:
+		t.unknown(device, ReasonNVMLError, "%s %s: %v", device, what, ret)
+	}
+}
+
+func (t *tally) note(format string, args ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
+
+// value records a reading; threshold may be nil.
+func (t *tally) value(device, name string, v float64, unit string, threshold *float64, op string, st benchmarks.Status) {
+	t.values = append(t.values, benchmarks.Value{Device: device, Name: name, Value: v, Unit: unit,
+		Threshold: threshold, Op: op, Status: st})
+}
+
+// canceled records that ctx ended and reports whether it did.
+func (t *tally) canceled(ctx context.Context) bool {
+	if err := ctx.Err(); err != nil {
+		t.unknown("", ReasonCanceled, "stopped before all devices were read: %v", err)
+		return true
+	}
+	return false
+}
+
+// result builds the check's Result; passMsg is the message when all is well.
+func (t *tally) result(passMsg string) benchmarks.Result {
+	r := benchmarks.Result{Check: t.check, Values: t.values}
+	pick := func(fs []finding) {
+		r.Reason, r.Device = fs[0].reason, fs[0].device
+		msgs := make([]string, 0, len(fs))
+		for _, f := range fs {
+			msgs = append(msgs, f.message)
+		}
+		r.Message = strings.Join(msgs, "; ")
+	}
+	switch {
+	case len(t.fails) > 0:
+		r.Status = benchmarks.StatusFail
+		pick(t.fails)
+	case len(t.unknowns) > 0:
+		r.Status = benchmarks.StatusUnknown
+		pick(t.unknowns)
+	default:
+		r.Status = benchmarks.StatusPass
+		r.Message = passMsg
+	}
+	if len(t.notes) > 0 {
+		r.Message = strings.TrimPrefix(r.Message+"; "+strings.Join(t.notes, "; "), "; ")
+	}
+	return r
+}
+
+// checkSettings is a check's settings struct: Validate reports out-of-range
+// values (the framework may call it too, after decoding Defaults()).
+type checkSettings interface{ Validate() error }
+
+// loadSettings decodes the check's config table over s, which holds the
+// defaults, and validates the result.
+func loadSettings(env *benchmarks.Env, s checkSettings) error {
+	if err := decodeSettings(env, s); err != nil {
+		return err
+	}
+	return s.Validate()
+}
+
+// decodeSettings fills v (holding defaults) from the check's config table.
+func decodeSettings(env *benchmarks.Env, v any) error {
+	if env == nil || env.Settings == nil {
+		return nil
+	}
+	return env.Settings(v)
+}
+
+// badSettings is the unknown result of a check whose settings do not decode
+// or are out of range.
+func badSettings(name string, err error) benchmarks.Result {
+	return benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonInvalidSettings,
+		Message: fmt.Sprintf("settings of [checks.%s]: %v", name, err)}
+}
+
+// busID turns NVML's fixed-size bus id into a normalised PCI address
+// ("0000:3b:00.0"): lower case, four-digit domain.
+func busID(p nvml.PciInfo) string {
+	b := make([]byte, 0, len(p.BusId))
+	for _, c := range p.BusId {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return normalisePCI(string(b))
+}
+
+// normalisePCI lower-cases a PCI address and trims its domain to four
+// digits, so NVML's "00000000:3B:00.0" and sysfs's "0000:3b:00.0" compare equal.
+func normalisePCI(addr string) string {
+	addr = strings.ToLower(strings.TrimSpace(addr))
+	if dom, rest, ok := strings.Cut(addr, ":"); ok && len(dom) > 4 {
+		addr = dom[len(dom)-4:] + ":" + rest
+	}
+	return addr
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,120 @@
+package health
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// Reasons of the row-remap check.
+const (
+	// ReasonRowRemapFailed: the device ran out of spare rows (remapping failed).
+	ReasonRowRemapFailed = "RowRemapFailed"
+	// ReasonRowRemapPending: a row remap waits for a GPU reset.
+	ReasonRowRemapPending = "RowRemapPending"
+	// ReasonRetiredPagesPending: (pre-Ampere) a page retirement waits for a GPU reset.
+	ReasonRetiredPagesPending = "RetiredPagesPending"
+	// ReasonRetiredPagesExceeded: (pre-Ampere) more pages retired than allowed.
+	ReasonRetiredPagesExceeded = "RetiredPagesExceeded"
+)
+
+// rowRemapSettings are the settings of [checks.row-remap].
+type rowRemapSettings struct {
+	// MaxRetiredPages is the most retired pages (both causes) a pre-Ampere
+	// device may have (count).
+	MaxRetiredPages int `toml:"max_retired_pages"`
+}
+
+// rowRemap reads row remapping state (Ampere and later) or retired pages
+// (earlier devices).
+type rowRemap struct{ lib *library }
+
+func init() { benchmarks.Register(&rowRemap{lib: shared}) }
+
+func (*rowRemap) Name() string          { return "row-remap" }
+func (*rowRemap) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*rowRemap) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.row-remap].
+func (*rowRemap) Defaults() any { return &rowRemapSettings{MaxRetiredPages: 60} }
+
+// Validate reports out-of-range settings.
+func (s *rowRemapSettings) Validate() error {
+	if s.MaxRetiredPages < 0 {
+		return fmt.Errorf("max_retired_pages = %d: must be >= 0", s.MaxRetiredPages)
+	}
+	return nil
+}
+
+func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*rowRemapSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	gpus, res := openGPUs(c.lib, c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, g := range gpus {
+		if t.canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		_, unc, pending, failed, ret := g.dev.GetRemappedRows()
+		switch ret {
+		case nvml.SUCCESS:
+			st := benchmarks.StatusPass
+			if failed {
+				st = benchmarks.StatusFail
+				t.fail(g.id(), ReasonRowRemapFailed, "%s row remapping failed (%d uncorrectable rows remapped)", g.id(), unc)
+			}
+			if pending {
+				st = benchmarks.StatusFail
+				t.fail(g.id(), ReasonRowRemapPending, "%s row remapping pending: GPU reset needed", g.id())
+			}
+			t.value(g.id(), "remapped_rows_uncorrectable", float64(unc), "count", nil, "", st)
+		case nvml.ERROR_NOT_SUPPORTED:
+			c.retiredPages(t, g, s.MaxRetiredPages)
+		default:
+			t.nvmlErr(g.id(), "remapped rows", ret)
+		}
+	}
+	return t.result(fmt.Sprintf("%d GPUs without row remap failures", len(gpus)))
+}
+
+// retiredPages checks a device that predates row remapping.
+func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
+	total := 0
+	for _, cause := range []nvml.PageRetirementCause{
+		nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+		nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+	} {
+		pages, ret := g.dev.GetRetiredPages(cause)
+		if ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "row remapping and retired pages", ret)
+			return
+		}
+		total += len(pages)
+	}
+	st := benchmarks.StatusPass
+	if total > max {
+		st = benchmarks.StatusFail
+		t.fail(g.id(), ReasonRetiredPagesExceeded, "%s retired pages %d > %d", g.id(), total, max)
+	}
+	pending, ret := g.dev.GetRetiredPagesPendingStatus()
+	switch {
+	case ret != nvml.SUCCESS:
+		t.nvmlErr(g.id(), "retired pages pending status", ret)
+	case pending == nvml.FEATURE_ENABLED:
+		st = benchmarks.StatusFail
+		t.fail(g.id(), ReasonRetiredPagesPending, "%s page retirement pending: GPU reset needed", g.id())
+	}
+	t.value(g.id(), "retired_pages", float64(total), "count", ptr(float64(max)), "<=", st)
+}

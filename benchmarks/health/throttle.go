@@ -1,0 +1,121 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// throttleReason is one clocks-event reason bit that can count as a fault.
+type throttleReason struct {
+	bit    uint64
+	name   string // settings name
+	reason string // Reason token
+}
+
+// throttleReasons are the clocks-event reasons that say the hardware is
+// holding the clocks down. The software power cap, idle, application
+// clocks and sync boost reasons are normal operation and never listed.
+var throttleReasons = []throttleReason{
+	{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown", "HWSlowdown"},
+	{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown", "HWThermalSlowdown"},
+	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown", "HWPowerBrakeSlowdown"},
+	{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown", "SWThermalSlowdown"},
+}
+
+// throttleSettings are the settings of [checks.throttle].
+type throttleSettings struct {
+	// Reasons are the clocks-event reasons that fail the check, by name:
+	// hw_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, sw_thermal_slowdown.
+	Reasons []string `toml:"reasons"`
+}
+
+// throttle reads each device's current clocks-event reasons.
+type throttle struct{ lib *library }
+
+func init() { benchmarks.Register(&throttle{lib: shared}) }
+
+func (*throttle) Name() string          { return "throttle" }
+func (*throttle) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*throttle) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.throttle].
+func (*throttle) Defaults() any {
+	s := &throttleSettings{}
+	for _, r := range throttleReasons {
+		s.Reasons = append(s.Reasons, r.name)
+	}
+	return s
+}
+
+// Validate reports unknown reason names.
+func (s *throttleSettings) Validate() error {
+	_, err := s.watched()
+	return err
+}
+
+// watched returns the reasons named in the settings.
+func (s *throttleSettings) watched() ([]throttleReason, error) {
+	var watch []throttleReason
+	for _, name := range s.Reasons {
+		found := false
+		for _, r := range throttleReasons {
+			if r.name == name {
+				watch = append(watch, r)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("reasons: unknown reason %q", name)
+		}
+	}
+	return watch, nil
+}
+
+func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*throttleSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	watch, _ := s.watched()
+	gpus, res := openGPUs(c.lib, c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, g := range gpus {
+		if t.canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		bits, ret := g.dev.GetCurrentClocksEventReasons()
+		if ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "clocks event reasons", ret)
+			continue
+		}
+		var names []string
+		first := ""
+		for _, r := range watch {
+			if bits&r.bit != 0 {
+				names = append(names, r.name)
+				if first == "" {
+					first = r.reason
+				}
+			}
+		}
+		st := benchmarks.StatusPass
+		if len(names) > 0 {
+			st = benchmarks.StatusFail
+			t.fail(g.id(), first, "%s clocks slowed down: %s", g.id(), strings.Join(names, ", "))
+		}
+		t.value(g.id(), "clocks_event_reasons", float64(bits), "bitmask", nil, "", st)
+	}
+	return t.result(fmt.Sprintf("%d GPUs without hardware slowdown", len(gpus)))
+}

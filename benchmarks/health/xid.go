@@ -1,0 +1,375 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	log "github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
+// A fault XID fails the check with the reason "XID<n>" ("XID79").
+const ReasonKernelLogUnreadable = "KernelLogUnreadable"
+
+// xidInfo describes one XID.
+type xidInfo struct {
+	// what the driver reports.
+	what string
+	// fault is true for hardware faults that make the node unfit; false for
+	// errors a job causes itself (they are recorded, never fail the check).
+	fault bool
+}
+
+// xidTable is the curated list of XIDs vigil knows, after NVIDIA's XID
+// catalogue. XIDs not listed are recorded and do not fail the check unless
+// fault_xids lists them.
+var xidTable = map[int]xidInfo{
+	13:  {"graphics engine exception", false},
+	31:  {"GPU memory page fault", false},
+	43:  {"GPU stopped processing", false},
+	45:  {"preemptive cleanup, due to previous errors", false},
+	68:  {"video decoder exception", false},
+	69:  {"graphics engine class error", false},
+	48:  {"double-bit ECC error", true},
+	61:  {"internal micro-controller breakpoint/warning", true},
+	62:  {"internal micro-controller halt", true},
+	63:  {"ECC page retirement or row remapping event", true},
+	64:  {"ECC page retirement or row remapping failure", true},
+	74:  {"NVLink error", true},
+	79:  {"GPU has fallen off the bus", true},
+	92:  {"high single-bit ECC error rate", true},
+	94:  {"contained ECC error", true},
+	95:  {"uncontained ECC error", true},
+	119: {"GSP RPC timeout", true},
+	120: {"GSP error", true},
+	140: {"unrecovered ECC error", true},
+}
+
+// defaultFaultXIDs lists the XIDs of xidTable that are hardware faults, sorted.
+func defaultFaultXIDs() []int {
+	var out []int
+	for x, info := range xidTable {
+		if info.fault {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// xidLine matches the driver's XID message, e.g.
+// "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+var xidLine = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+)(?:\.[0-7])?\): (\d+),\s*(.*)`)
+
+// xidEvent is one XID found in the kernel log.
+type xidEvent struct {
+	XID int `json:"xid"`
+	// PCI is the device's PCI address as the driver prints it, normalised
+	// ("0000:3b:00").
+	PCI string `json:"pci"`
+	// Seq is the kmsg sequence number, 0 when read from a text file.
+	Seq uint64 `json:"seq,omitempty"`
+	// Text is the driver's message after the XID number.
+	Text string `json:"text"`
+}
+
+// parseXID returns the XID event in a log message, if there is one.
+func parseXID(l logLine) (xidEvent, bool) {
+	m := xidLine.FindStringSubmatch(l.text)
+	if m == nil {
+		return xidEvent{}, false
+	}
+	x, err := strconv.Atoi(m[2])
+	if err != nil {
+		return xidEvent{}, false
+	}
+	return xidEvent{XID: x, PCI: normalisePCI(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
+}
+
+// xidState is what the xid check remembers between runs.
+type xidState struct {
+	// BootID is the kernel's boot id the position belongs to.
+	BootID string `json:"boot_id"`
+	// Source is the log the position belongs to.
+	Source string `json:"source"`
+	// Seq is the last kmsg sequence number read (character device source).
+	Seq uint64 `json:"seq,omitempty"`
+	// Offset and Inode are the position in a text log file.
+	Offset int64  `json:"offset,omitempty"`
+	Inode  uint64 `json:"inode,omitempty"`
+	// Faults are the fault XIDs seen since boot (sticky mode).
+	Faults []xidEvent `json:"faults,omitempty"`
+}
+
+// maxStickyFaults bounds the faults kept in the state file.
+const maxStickyFaults = 64
+
+// xidSettings are the settings of [checks.xid].
+type xidSettings struct {
+	// Source is the kernel log: the /dev/kmsg character device, or a text
+	// file (kern.log, or a kmsg dump) read from where the last run stopped.
+	Source string `toml:"source"`
+	// Root is prefixed to Source and to /proc/sys/kernel/random/boot_id.
+	Root string `toml:"root"`
+	// StateDir holds the last-read position and the faults seen this boot.
+	StateDir string `toml:"state_dir"`
+	// FaultXIDs are the XIDs that fail the check; it replaces the curated list.
+	FaultXIDs []int `toml:"fault_xids"`
+	// Sticky keeps failing on a fault XID until the node reboots; when
+	// false only XIDs logged since the last run count.
+	Sticky bool `toml:"sticky"`
+}
+
+// xid reads the XID errors the NVIDIA driver logged since the last run.
+type xid struct{ lib *library }
+
+func init() { benchmarks.Register(&xid{lib: shared}) }
+
+func (*xid) Name() string          { return "xid" }
+func (*xid) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (*xid) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings of [checks.xid].
+func (*xid) Defaults() any {
+	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: defaultFaultXIDs(), Sticky: true}
+}
+
+// Validate reports missing paths and impossible XIDs.
+func (s *xidSettings) Validate() error {
+	if s.Source == "" || s.StateDir == "" {
+		return errors.New("source and state_dir must be set")
+	}
+	for _, x := range s.FaultXIDs {
+		if x <= 0 {
+			return fmt.Errorf("fault_xids: %d is not an XID", x)
+		}
+	}
+	return nil
+}
+
+func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*xidSettings)
+	if err := loadSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	t := &tally{check: c.Name()}
+	source := filepath.Join(s.Root, s.Source)
+	bootID := ""
+	if b, err := os.ReadFile(filepath.Join(s.Root, "proc", "sys", "kernel", "random", "boot_id")); err == nil {
+		bootID = strings.TrimSpace(string(b))
+	}
+
+	unlock, err := lockState(s.StateDir)
+	if err != nil {
+		t.note("no state kept: %v", err)
+	} else {
+		defer unlock()
+	}
+	statePath := filepath.Join(s.StateDir, "xid-state.json")
+	prev, err := loadXIDState(statePath)
+	if err != nil {
+		t.note("state ignored: %v", err)
+	}
+	cur := prev
+	if prev.BootID != bootID || prev.Source != source {
+		cur = xidState{BootID: bootID, Source: source}
+		if prev.Source == source && !isCharDevice(source) {
+			// Same text log after a reboot: go on where we stopped; the
+			// faults of the last boot are gone with it.
+			cur.Offset, cur.Inode = prev.Offset, prev.Inode
+		}
+	}
+	fresh := cur.BootID != prev.BootID || cur.Source != prev.Source || prev.Source == ""
+
+	var lines []logLine
+	if isCharDevice(source) {
+		lines, cur.Seq, err = readKmsg(source, cur.Seq, fresh)
+	} else {
+		var id fileIdentity
+		lines, cur.Offset, id, err = readLogFile(source, cur.Offset, cur.Inode)
+		cur.Inode = id.inode
+	}
+	if err != nil {
+		t.unknown("", ReasonKernelLogUnreadable, "kernel log %s: %v", source, err)
+	}
+
+	faultSet := map[int]bool{}
+	for _, x := range s.FaultXIDs {
+		faultSet[x] = true
+	}
+	var events []xidEvent
+	for _, l := range lines {
+		if ev, ok := parseXID(l); ok {
+			events = append(events, ev)
+		}
+	}
+	for _, ev := range events {
+		if faultSet[ev.XID] {
+			cur.Faults = append(cur.Faults, ev)
+		}
+	}
+	if n := len(cur.Faults); n > maxStickyFaults {
+		cur.Faults = cur.Faults[n-maxStickyFaults:]
+	}
+	if unlock != nil {
+		if err := saveXIDState(statePath, cur); err != nil {
+			log.WithFields(log.Fields{"check": c.Name()}).WithError(err).Warn("xid state not saved")
+			t.note("state not saved: %v", err)
+		}
+	}
+
+	devices := c.pciToDevice()
+	var allowed map[string]bool // device names the job owns; nil: all
+	if env != nil && env.Devices != nil {
+		allowed = map[string]bool{}
+		for _, i := range env.Devices {
+			allowed[fmt.Sprintf("gpu%d", i)] = true
+		}
+	}
+	name := func(ev xidEvent) (string, bool) {
+		if d, ok := devices[ev.PCI]; ok {
+			return d, allowed == nil || allowed[d]
+		}
+		return ev.PCI, true // unknown to NVML (maybe off the bus): always counts
+	}
+
+	for _, ev := range events {
+		dev, mine := name(ev)
+		if !mine {
+			continue
+		}
+		st := benchmarks.StatusPass
+		if faultSet[ev.XID] {
+			st = benchmarks.StatusFail
+		}
+		t.value(dev, "xid", float64(ev.XID), "", nil, "", st)
+		if !faultSet[ev.XID] {
+			t.note("%s XID %d (%s)", dev, ev.XID, describeXID(ev.XID, false))
+		}
+	}
+	faults := events
+	if s.Sticky {
+		faults = cur.Faults
+	}
+	for _, ev := range faults {
+		dev, mine := name(ev)
+		if !mine || !faultSet[ev.XID] {
+			continue
+		}
+		t.fail(dev, fmt.Sprintf("XID%d", ev.XID), "%s XID %d (%s): %s", dev, ev.XID, describeXID(ev.XID, true), ev.Text)
+	}
+	return t.result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
+}
+
+// describeXID names an XID for messages.
+func describeXID(x int, fault bool) string {
+	if info, ok := xidTable[x]; ok {
+		if !info.fault && !fault {
+			return "job error: " + info.what
+		}
+		return info.what
+	}
+	return "unlisted"
+}
+
+// pciToDevice maps PCI addresses as XID messages print them ("0000:3b:00")
+// to device names ("gpu3"); empty when NVML is unavailable.
+func (c *xid) pciToDevice() map[string]string {
+	out := map[string]string{}
+	lib, err := c.lib.get()
+	if err != nil {
+		return out
+	}
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return out
+	}
+	for i := 0; i < n; i++ {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		info, ret := dev.GetPciInfo()
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		addr, _, _ := strings.Cut(busID(info), ".")
+		out[addr] = fmt.Sprintf("gpu%d", i)
+	}
+	return out
+}
+
+func isCharDevice(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// lockState takes an exclusive lock on the state directory, so prologs and
+// epilogs of jobs sharing the node do not interleave their updates.
+func lockState(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "xid.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func loadXIDState(path string) (xidState, error) {
+	var s xidState
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return xidState{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// saveXIDState writes the state atomically (temp file, fsync, rename).
+func saveXIDState(path string, s xidState) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".xid-state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
