@@ -1,0 +1,687 @@
+// Package slurmtest starts a real, throwaway Slurm cluster on this machine
+// for tests: its own munge daemon and key, one slurmctld and N slurmd (one
+// port each, all on 127.0.0.1), built from Debian's packages (munge,
+// slurmctld, slurmd, slurm-client) and torn down by PID when the test ends.
+//
+// Everything lives in a short directory under /tmp (Unix socket paths are
+// limited to 108 bytes), node and cluster names carry a random prefix so that
+// clusters started in parallel (go test runs packages in parallel) never
+// share ports, names or cgroups.
+package slurmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// Options shape the cluster. The zero value gives three idle nodes.
+type Options struct {
+	// Nodes is the number of slurmd daemons (nodes); 0 means 3.
+	Nodes int
+	// Prolog and Epilog are absolute paths of programs run by slurmd. Each is
+	// wrapped in a generated script that sets SLURM_CONF and PATH (slurmd
+	// runs them with no PATH) and execs the program.
+	Prolog, Epilog string
+	// PrologFlags is slurm.conf's PrologFlags, e.g. "Alloc" or "Alloc,Contain".
+	PrologFlags string
+	// PrologEpilogTimeout is in seconds; 0 keeps Slurm's default.
+	PrologEpilogTimeout int
+	// HealthCheckProgram is an absolute path, wrapped like Prolog.
+	HealthCheckProgram string
+	// HealthCheckInterval is in seconds; 0 keeps Slurm's default (no periodic run).
+	HealthCheckInterval int
+	// GPUsPerNode gives every node a fake gres gpu:N; gres.conf File= points
+	// at character devices (major 195, like /dev/nvidiaN) made under Dir.
+	GPUsPerNode int
+	// PlugStack is the content of plugstack.conf (PlugStackConfig=); empty
+	// gives an empty file.
+	PlugStack string
+	// ExtraConf lines are appended to slurm.conf (later lines win).
+	ExtraConf []string
+	// MailProg is slurm.conf's MailProg; empty gives a script that appends
+	// its arguments to Cluster.MailLog.
+	MailProg string
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	// Dir holds everything: configuration, state, spool, logs, munge.
+	Dir string
+	// Conf is the path of slurm.conf.
+	Conf string
+	// Nodes are the node names, unique per cluster.
+	Nodes []string
+	// Env is the environment for Slurm clients: SLURM_CONF=Conf and a PATH
+	// with the Slurm binaries. Command adds it to the test's environment.
+	Env []string
+
+	// Name is the ClusterName, unique per cluster.
+	Name string
+	// MailLog is where the default MailProg appends one line per mail.
+	MailLog string
+	// PlugStackConf is the path of plugstack.conf (PlugStackConfig=); write
+	// it and call Restart for slurmd to load the new plugins.
+	PlugStackConf string
+	// CgroupPlugin is "cgroup/v1" when the cluster tracks jobs with
+	// proctrack/cgroup and task/cgroup, or "" when the machine has no cgroup
+	// v1 freezer hierarchy and the cluster falls back to proctrack/linuxproc.
+	CgroupPlugin string
+	// CtldPort and NodePorts are the TCP ports slurmctld and each slurmd
+	// listen on.
+	CtldPort  int
+	NodePorts []int
+
+	opts    Options
+	mu      sync.Mutex
+	munge   *daemon
+	ctld    *daemon
+	slurmds []*daemon
+}
+
+// Binaries the harness needs, with the Debian package that ships each.
+var needed = []struct{ bin, pkg string }{
+	{"mungekey", "munge"},
+	{"munged", "munge"},
+	{"slurmctld", "slurmctld"},
+	{"slurmd", "slurmd"},
+	{"sinfo", "slurm-client"},
+	{"squeue", "slurm-client"},
+	{"scontrol", "slurm-client"},
+	{"sbatch", "slurm-client"},
+	{"scancel", "slurm-client"},
+}
+
+// searchPath is the PATH used to find Slurm and munge binaries and given to
+// clients and to the wrapped Prolog/Epilog/HealthCheckProgram.
+const searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// cgroupRoot is where the machine's cgroup hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// binDirs are searched after the test's PATH (a variable for tests).
+var binDirs = filepath.SplitList(searchPath)
+
+// lookBin finds a binary on the test's PATH or in binDirs.
+func lookBin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, d := range binDirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found", name)
+}
+
+// checkBinaries fails the test naming the Debian packages to install.
+func checkBinaries(t testing.TB) map[string]string {
+	t.Helper()
+	paths := map[string]string{}
+	var missing []string
+	pkgs := map[string]bool{}
+	for _, n := range needed {
+		p, err := lookBin(n.bin)
+		if err != nil {
+			missing = append(missing, n.bin)
+			pkgs[n.pkg] = true
+			continue
+		}
+		paths[n.bin] = p
+	}
+	if len(missing) > 0 {
+		var ps []string
+		for _, p := range []string{"munge", "slurmctld", "slurmd", "slurm-client"} {
+			if pkgs[p] {
+				ps = append(ps, p)
+			}
+		}
+		t.Fatalf("slurmtest: %s not installed; install the Debian packages with: apt-get install -y --no-install-recommends %s",
+			strings.Join(missing, ", "), strings.Join(ps, " "))
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("slurmtest: a local Slurm cluster must be started as root (slurmd runs jobs as their users and manages cgroups); uid is %d", os.Geteuid())
+	}
+	return paths
+}
+
+// Start builds and starts a cluster and waits until every node is idle. It
+// fails the test, with the daemons' log tails, when the cluster does not come
+// up. t.Cleanup cancels the jobs and stops the daemons by PID, also when the
+// test fails.
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	bins := checkBinaries(t)
+	if o.Nodes <= 0 {
+		o.Nodes = 3
+	}
+	sweepStale()
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		c, err := startOnce(t, o, bins)
+		if err == nil {
+			return c
+		}
+		lastErr = err
+		if !errors.Is(err, errPortInUse) {
+			break
+		}
+		t.Logf("slurmtest: attempt %d: %v; retrying with other ports", attempt, err)
+	}
+	t.Fatalf("slurmtest: cluster did not start: %v", lastErr)
+	return nil
+}
+
+var errPortInUse = errors.New("port in use")
+
+func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error) {
+	t.Helper()
+	begin := time.Now()
+	dir, err := os.MkdirTemp("/tmp", "vst-")
+	if err != nil {
+		return nil, err
+	}
+	// slurmd, munged and the job's user need to traverse it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
+	prefix := randomName()
+	c := &Cluster{
+		Dir:           dir,
+		Conf:          filepath.Join(dir, "etc", "slurm.conf"),
+		Name:          "vst" + prefix,
+		MailLog:       filepath.Join(dir, "mail.log"),
+		PlugStackConf: filepath.Join(dir, "etc", "plugstack.conf"),
+		opts:          o,
+	}
+	for i := 1; i <= o.Nodes; i++ {
+		c.Nodes = append(c.Nodes, fmt.Sprintf("%s%d", prefix, i))
+	}
+	c.Env = []string{"SLURM_CONF=" + c.Conf, "PATH=" + clientPath()}
+	if freezerAvailable() {
+		c.CgroupPlugin = "cgroup/v1"
+	}
+
+	ok := false
+	defer func() {
+		if !ok {
+			c.stop(t)
+		}
+	}()
+
+	ports, err := reservePorts(1 + o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer releasePorts(ports)
+	c.CtldPort = ports[0].port
+	for _, p := range ports[1:] {
+		c.NodePorts = append(c.NodePorts, p.port)
+	}
+	if err := c.writeFiles(bins); err != nil {
+		return nil, fmt.Errorf("writing configuration: %w", err)
+	}
+
+	// munge
+	key := filepath.Join(dir, "munge", "munge.key")
+	if out, err := exec.Command(bins["mungekey"], "--create", "--keyfile="+key).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("mungekey: %v: %s", err, out)
+	}
+	c.munge, err = startDaemon("munged", filepath.Join(dir, "log", "munged.log"), bins["munged"],
+		"-F", "--key-file="+key, "--socket="+c.mungeSocket(),
+		"--pid-file="+filepath.Join(dir, "run", "munged.pid"),
+		"--seed-file="+filepath.Join(dir, "munge", "seed"), "--num-threads=2")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(30*time.Second, "munged socket", func() (bool, error) {
+		if err := c.munge.exited(); err != nil {
+			return false, err
+		}
+		_, err := os.Stat(c.mungeSocket())
+		return err == nil, nil
+	}); err != nil {
+		return nil, c.startErr(err)
+	}
+
+	// slurmctld
+	ports[0].release()
+	c.ctld, err = startDaemon("slurmctld", filepath.Join(dir, "log", "slurmctld.out"), bins["slurmctld"],
+		"-D", "-i", "-f", c.Conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(60*time.Second, "slurmctld to answer", func() (bool, error) {
+		if err := c.ctld.exited(); err != nil {
+			return false, err
+		}
+		out, err := c.run(context.Background(), "scontrol", "ping")
+		return err == nil && strings.Contains(out, "is UP"), nil
+	}); err != nil {
+		return nil, c.startErr(err)
+	}
+
+	// slurmd
+	for i, n := range c.Nodes {
+		ports[1+i].release()
+		d, err := startDaemon("slurmd-"+n, filepath.Join(dir, "log", "slurmd-"+n+".out"), bins["slurmd"],
+			"-D", "-N", n, "-f", c.Conf)
+		if err != nil {
+			return nil, err
+		}
+		c.slurmds = append(c.slurmds, d)
+	}
+	if err := c.waitIdle(60 * time.Second); err != nil {
+		return nil, c.startErr(err)
+	}
+	ok = true
+	t.Cleanup(func() { c.stop(t) })
+	t.Logf("slurmtest: cluster %s (%s) with nodes %s up in %.2fs in %s",
+		c.Name, c.tracking(), strings.Join(c.Nodes, ","), time.Since(begin).Seconds(), c.Dir)
+	return c, nil
+}
+
+// tracking names how the cluster tracks job processes.
+func (c *Cluster) tracking() string {
+	if c.CgroupPlugin == "" {
+		return "proctrack/linuxproc"
+	}
+	return "proctrack/cgroup " + c.CgroupPlugin
+}
+
+func (c *Cluster) mungeSocket() string { return filepath.Join(c.Dir, "munge", "sock") }
+
+// startErr turns a start-up failure into an error carrying the logs.
+func (c *Cluster) startErr(err error) error {
+	logs := c.logTails(40)
+	if strings.Contains(logs, "Address already in use") {
+		err = fmt.Errorf("%w: %w", errPortInUse, err)
+	}
+	return fmt.Errorf("%w\n%s", err, logs)
+}
+
+// waitFor polls cond every 20 ms until it reports true, returns an error, or
+// timeout passes.
+func (c *Cluster) waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: timed out after %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitIdle waits until every node reports idle, failing early when a slurmd exits.
+func (c *Cluster) waitIdle(timeout time.Duration) error {
+	last := ""
+	err := c.waitFor(timeout, "nodes to be idle", func() (bool, error) {
+		if err := c.ctld.exited(); err != nil {
+			return false, err
+		}
+		for _, d := range c.slurmds {
+			if err := d.exited(); err != nil {
+				return false, err
+			}
+		}
+		out, err := c.run(context.Background(), "sinfo", "-h", "-N", "-o", "%N %T")
+		last = out
+		if err != nil {
+			return false, nil
+		}
+		states := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) == 2 {
+				states[f[0]] = f[1]
+			}
+		}
+		for _, n := range c.Nodes {
+			if states[n] != "idle" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last sinfo:\n%s", err, last)
+	}
+	return nil
+}
+
+// clientPath is PATH for clients: the test's own PATH plus the usual system directories.
+func clientPath() string {
+	p := os.Getenv("PATH")
+	if p == "" {
+		return searchPath
+	}
+	return p + ":" + searchPath
+}
+
+// Command runs a Slurm client (sinfo, squeue, scontrol, sbatch, srun,
+// scancel ...) with the cluster's environment and a one-minute deadline, and
+// returns its combined output.
+func (c *Cluster) Command(t testing.TB, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return c.run(ctx, name, args...)
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	bin, err := lookBin(name)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// Client returns an scontrol client pointed at this cluster.
+func (c *Cluster) Client() *slurm.Client {
+	bin, err := lookBin("scontrol")
+	dir := ""
+	if err == nil {
+		dir = filepath.Dir(bin)
+	}
+	return &slurm.Client{BinDir: dir, Env: append([]string(nil), c.Env...)}
+}
+
+// Sbatch writes script (given "#!/bin/sh" when it has no "#!" line) to a
+// file under Dir/jobs, submits it and returns the job id. The job runs in
+// Dir/jobs and writes to Dir/jobs/slurm-<id>.out (see JobOutput); args are
+// extra sbatch options placed after those, so they can override both. Jobs
+// run as the test's user (root) unless args hold --uid. It fails the test
+// when sbatch fails.
+func (c *Cluster) Sbatch(t testing.TB, script string, args ...string) string {
+	t.Helper()
+	jobs := filepath.Join(c.Dir, "jobs")
+	if err := os.MkdirAll(jobs, 0o777); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	f, err := os.CreateTemp(jobs, "job-*.sh")
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	if !strings.HasPrefix(script, "#!") {
+		script = "#!/bin/sh\n" + script
+	}
+	if _, err := f.WriteString(script); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	f.Close()
+	if err := os.Chmod(f.Name(), 0o755); err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	argv := []string{"--parsable", "--chdir=" + jobs, "--output=" + filepath.Join(jobs, "slurm-%j.out")}
+	argv = append(argv, args...)
+	argv = append(argv, f.Name())
+	out, err := c.Command(t, "sbatch", argv...)
+	if err != nil {
+		t.Fatalf("slurmtest: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(out)
+	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
+		id = strings.TrimSpace(id[i+1:])
+	}
+	if i := strings.IndexByte(id, ';'); i >= 0 { // id;cluster
+		id = id[:i]
+	}
+	if _, err := strconv.Atoi(id); err != nil {
+		t.Fatalf("slurmtest: sbatch printed %q, not a job id", out)
+	}
+	return id
+}
+
+// JobOutput returns the content of a job's default output file
+// (Dir/jobs/slurm-<id>.out, as Sbatch sets it), or "" when there is none yet.
+func (c *Cluster) JobOutput(id string) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "jobs", "slurm-"+id+".out"))
+	return string(b)
+}
+
+// JobInfo reads the job through Client().Job and fails the test when that
+// fails.
+func (c *Cluster) JobInfo(t testing.TB, id string) slurm.JobInfo {
+	t.Helper()
+	j, err := c.jobInfo(id)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	return j
+}
+
+func (c *Cluster) jobInfo(id string) (slurm.JobInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Client().Job(ctx, id)
+}
+
+// WaitJob polls the job until its JobState (PENDING, RUNNING, COMPLETED,
+// FAILED, ...) is one of states and returns it. On timeout it fails the test
+// with the job, the queue, the nodes and the daemons' logs.
+func (c *Cluster) WaitJob(t testing.TB, id string, timeout time.Duration, states ...string) string {
+	t.Helper()
+	want := map[string]bool{}
+	for _, s := range states {
+		want[strings.ToUpper(s)] = true
+	}
+	var last slurm.JobInfo
+	var lastErr error
+	err := c.waitFor(timeout, "job "+id+" to reach "+strings.Join(states, "|"), func() (bool, error) {
+		last, lastErr = c.jobInfo(id)
+		return lastErr == nil && want[last.State], nil
+	})
+	if err != nil {
+		t.Fatalf("slurmtest: %v (last state %q, reason %q, error %v)\n%s", err, last.State, last.Reason, lastErr, c.Dump(id))
+	}
+	return last.State
+}
+
+// WaitNode polls the node (through Client().Node) until pred holds and
+// returns it. On timeout it fails the test with the node and the logs.
+func (c *Cluster) WaitNode(t testing.TB, node string, timeout time.Duration, pred func(slurm.Node) bool) slurm.Node {
+	t.Helper()
+	var last slurm.Node
+	var lastErr error
+	err := c.waitFor(timeout, "node "+node, func() (bool, error) {
+		last, lastErr = c.node(node)
+		return lastErr == nil && pred(last), nil
+	})
+	if err != nil {
+		t.Fatalf("slurmtest: %v (last %+v, error %v)\n%s", err, last, lastErr, c.Dump(""))
+	}
+	return last
+}
+
+func (c *Cluster) node(name string) (slurm.Node, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Client().Node(ctx, name)
+}
+
+// Restart stops every slurmd and starts it again (slurmd reads
+// plugstack.conf only when it starts), then waits until each has started
+// (read its configuration and loaded its plugins). Running jobs survive in
+// their slurmstepd.
+func (c *Cluster) Restart(t testing.TB) {
+	t.Helper()
+	bin, err := lookBin("slurmd")
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	begin := time.Now()
+	starts := make([]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		starts[i] = c.slurmdStarts(n)
+	}
+	stopAll(c.slurmds, 15*time.Second)
+	c.slurmds = nil
+	for _, n := range c.Nodes {
+		d, err := startDaemon("slurmd-"+n, filepath.Join(c.Dir, "log", "slurmd-"+n+".out"), bin, "-D", "-N", n, "-f", c.Conf)
+		if err != nil {
+			t.Fatalf("slurmtest: %v", err)
+		}
+		c.slurmds = append(c.slurmds, d)
+	}
+	err = c.waitFor(60*time.Second, "slurmd to start again", func() (bool, error) {
+		for i, d := range c.slurmds {
+			if err := d.exited(); err != nil {
+				return false, err
+			}
+			if c.slurmdStarts(c.Nodes[i]) <= starts[i] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("slurmtest: restart: %v\n%s", err, c.Dump(""))
+	}
+	t.Logf("slurmtest: slurmd restarted in %.2fs", time.Since(begin).Seconds())
+}
+
+// slurmdStarts counts the "slurmd started on" lines in the node's log:
+// slurmd writes one when it has read its configuration and loaded its
+// plugins (SPANK included) and is about to register.
+func (c *Cluster) slurmdStarts(node string) int {
+	n := 0
+	for _, l := range readLines(filepath.Join(c.Dir, "log", "slurmd-"+node+".log")) {
+		if strings.Contains(l, "slurmd started on") {
+			n++
+		}
+	}
+	return n
+}
+
+// Dump returns sinfo, squeue, the job (when id is not empty), the nodes and
+// the tails of every daemon log, for failure messages.
+func (c *Cluster) Dump(id string) string {
+	var b strings.Builder
+	add := func(name string, args ...string) {
+		out, err := c.run(context.Background(), name, args...)
+		fmt.Fprintf(&b, "$ %s %s\n%s", name, strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	add("sinfo", "-N", "-l")
+	add("sinfo", "-R")
+	add("squeue", "-l")
+	if id != "" {
+		add("scontrol", "show", "job", id)
+		if out := c.JobOutput(id); out != "" {
+			fmt.Fprintf(&b, "--- job %s output\n%s\n", id, out)
+		}
+	}
+	b.WriteString(c.logTails(30))
+	return b.String()
+}
+
+// logTails returns the last n lines of each daemon log under Dir/log.
+func (c *Cluster) logTails(n int) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
+	for _, f := range files {
+		// A daemon's .out repeats its .log (run in the foreground it writes
+		// both); the .out alone matters when the daemon died before opening the log.
+		if strings.HasSuffix(f, ".out") {
+			if fi, err := os.Stat(strings.TrimSuffix(f, ".out") + ".log"); err == nil && fi.Size() > 0 {
+				continue
+			}
+		}
+		data, err := os.ReadFile(f)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "--- %s (last %d lines)\n%s\n", f, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// randomName returns a short lower-case name (a letter, then letters/digits)
+// that no other cluster's nodes on this host use.
+func randomName() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	for {
+		b := []byte{letters[rand.IntN(26)], letters[rand.IntN(26)], letters[rand.IntN(26)], letters[rand.IntN(26)]}
+		name := string(b)
+		if m, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "slurm_"+name+"*")); len(m) == 0 {
+			return name
+		}
+	}
+}
+
+// freezerAvailable reports whether the cgroup v1 freezer hierarchy that
+// proctrack/cgroup (cgroup/v1) needs is mounted.
+func freezerAvailable() bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Join(cgroupRoot, "freezer"), &st); err != nil {
+		return false
+	}
+	const cgroupSuperMagic = 0x27e0eb
+	return st.Type == cgroupSuperMagic
+}
+
+// readLines reads a file's non-empty lines.
+func readLines(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if l := strings.TrimSpace(s.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
