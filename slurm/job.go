@@ -122,12 +122,12 @@ func jobFromEnv(lookup func(string) (string, bool), names []string) (*Job, error
 
 	for _, name := range []string{"SLURM_JOB_NODELIST", "SLURM_NODELIST"} {
 		v, ok := get(name)
-		if !ok {
+		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
 		nodes, err := ExpandHostlist(v)
 		if err != nil {
-			return nil, fmt.Errorf("slurm: %s=%q: %w", name, v, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		j.NodeList, j.Nodes = v, nodes
 		break
