@@ -1,0 +1,675 @@
+// Package hang decides, from a job's samples, whether a host of the job is
+// making progress.
+//
+// # The rule
+//
+// A host is suspect when the job's I/O on it progressed less than
+// Config.IOBytes over the whole window, and hung when, in addition, its
+// resource usage over the window is flat. Per host, the detector keeps the
+// samples of the last window in a ring buffer (bounded memory: about four
+// windows' worth of samples at the configured period).
+//
+// I/O progress. The counters of a sample (rchar, wchar, read_bytes,
+// write_bytes) are sums over the job's current processes, so they drop when a
+// process exits and jump when one starts. Progress over the window is the sum,
+// per counter, of the positive differences between consecutive samples: a
+// drop counts as zero (neither progress nor negative progress) and the lower
+// value becomes the baseline, so a new process's I/O counts from its start.
+// This can hide real I/O in the one period in which a process exited, and it
+// can count a process's history a second time when it becomes readable again
+// or when an exited child's counters are added to its parent's at reaping;
+// both err towards "progress", never towards hung.
+// Where the cgroup exposes block I/O (io.stat, blkio), its progress is
+// computed the same way and the larger of the two counts.
+//
+// Coverage. A window is judged only when at least Config.MinCoverage of the
+// samples expected in it (Window/Period+1) are present; for I/O, samples
+// marked "io" in Missing (no process's I/O could be read) do not count, for a
+// device, samples without its reading (or marked "accel") do not count, for
+// the CPU, samples marked "cpu". So gaps in the samples, vanished processes
+// and unreadable files never by themselves make a host suspect or hung, and
+// while data is missing a host keeps its state. Progress, on the other hand,
+// is taken as soon as it is seen: a host recovers whatever the coverage.
+//
+// Flat usage. For each device over the window: the standard deviation of its
+// utilisation is at most Config.UtilStddev, the standard deviation of its
+// power at most Config.PowerStddevW, its median power below
+// Config.BusyPowerW (the trace does not carry the device's TDP, so "high
+// power" is an absolute threshold to tune per SKU), and its memory use changed
+// by at most Config.MemChangeMiB. The job's CPU rate (cores, from cpu_usec)
+// must be flat too: its standard deviation at most Config.CPUStddevCores +
+// Config.CPUStddevFraction × median. Every device flat at high utilisation is
+// a stuck collective (100% busy, low power), every device flat near zero a
+// deadlocked loader. Standard deviation (not MAD) decides, because it is the
+// more cautious of the two: a device that varies in a few samples only is
+// not flat. The evidence reports both.
+//
+// Without accelerators the CPU decides alone: flat and at most
+// Config.CPUIdleCores is hung (FlatCPUIdle); flat and busy is a hang only with
+// Config.CPUSpinIsHang, since a long computation without I/O looks the same.
+//
+// Grace. Samples within Config.Grace of a host's first sample never count
+// towards a window, so the first verdict can come at first sample + Grace +
+// Window.
+package hang
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+type state int
+
+const (
+	stateOK state = iota
+	stateSuspect
+	stateHung
+)
+
+// reading is one device's reading in a point.
+type reading struct {
+	slot               int
+	util, power, memMi float64
+}
+
+// point is the part of a sample the detector keeps.
+type point struct {
+	t             time.Time
+	ioOK, cpuOK   bool
+	accelOK       bool
+	cgOK          bool
+	io            trace.IO
+	cgR, cgW      uint64
+	cpu           uint64
+	procs, procsD int
+	devs          []reading
+}
+
+type host struct {
+	job   string
+	first time.Time
+	last  time.Time
+	ring  []point // ring buffer, oldest at head
+	head  int
+	n     int
+	state state
+	since time.Time
+	slots map[string]int // device id -> slot
+	ids   []string       // slot -> device id
+	// scratch, reused from sample to sample
+	win              []*point
+	rates            []float64
+	util, power, mem [][]float64
+	stats            []DeviceStats
+}
+
+// Detector holds per-host state. It is not safe for concurrent use.
+type Detector struct {
+	c      Config
+	hosts  map[string]*host
+	latest map[string]trace.Sample
+	vals   []float64 // scratch
+}
+
+// New returns a Detector with configuration c, which should have passed
+// Validate; a zero Period or Window is replaced by the default.
+func New(c Config) *Detector {
+	def := DefaultConfig()
+	if c.Period <= 0 {
+		c.Period = def.Period
+	}
+	if c.Window < c.Period {
+		c.Window = max(def.Window, c.Period)
+	}
+	if !(c.MinCoverage > 0 && c.MinCoverage <= 1) {
+		c.MinCoverage = def.MinCoverage
+	}
+	return &Detector{c: c, hosts: make(map[string]*host), latest: make(map[string]trace.Sample)}
+}
+
+// Config returns the detector's configuration.
+func (d *Detector) Config() Config { return d.c }
+
+// Latest returns the latest sample seen of each host (the map is the
+// detector's own: do not modify it).
+func (d *Detector) Latest() map[string]trace.Sample { return d.latest }
+
+func (d *Detector) capacity() int {
+	return 4*int(d.c.Window/d.c.Period) + 8
+}
+
+// expected is the number of samples a full window holds.
+func (d *Detector) expected() float64 { return float64(d.c.Window/d.c.Period) + 1 }
+
+// Observe takes one sample and returns the events it causes (usually none).
+// Samples of a host must come in time order; a sample not after the host's
+// previous one is ignored. A sample with another job than the host's
+// previous one starts the host afresh.
+func (d *Detector) Observe(s trace.Sample) []Event {
+	h := d.hosts[s.Host]
+	if h != nil && h.job != s.Job {
+		h = nil
+	}
+	if h == nil {
+		h = &host{job: s.Job, first: s.Time, ring: make([]point, d.capacity()), slots: make(map[string]int)}
+		d.hosts[s.Host] = h
+	} else if !s.Time.After(h.last) {
+		return nil
+	}
+	h.last = s.Time
+	d.latest[s.Host] = s
+	h.push(&s)
+	if s.Time.Sub(h.first) < d.c.Grace+d.c.Window {
+		return nil
+	}
+	return d.judge(h, &s)
+}
+
+func (h *host) push(s *trace.Sample) {
+	var p *point
+	if h.n < len(h.ring) {
+		p = &h.ring[(h.head+h.n)%len(h.ring)]
+		h.n++
+	} else {
+		p = &h.ring[h.head]
+		h.head = (h.head + 1) % len(h.ring)
+	}
+	devs := p.devs[:0]
+	*p = point{t: s.Time, io: s.IO, cpu: s.CPUUsec, procs: s.Procs, procsD: s.ProcsD,
+		ioOK: true, cpuOK: true, accelOK: true}
+	for _, m := range s.Missing {
+		switch m {
+		case "io", "pids":
+			p.ioOK = false
+			p.cpuOK = false
+		case "cpu":
+			p.cpuOK = false
+		case "accel":
+			p.accelOK = false
+		}
+	}
+	if s.CgroupIO != nil {
+		p.cgOK, p.cgR, p.cgW = true, s.CgroupIO.ReadBytes, s.CgroupIO.WriteBytes
+	}
+	for _, a := range s.Accel {
+		slot, ok := h.slots[a.ID]
+		if !ok {
+			slot = len(h.ids)
+			h.slots[a.ID] = slot
+			h.ids = append(h.ids, a.ID)
+		}
+		devs = append(devs, reading{slot: slot, util: a.Util, power: a.PowerW, memMi: a.MemUsedMiB})
+	}
+	p.devs = devs
+}
+
+// window fills h.win with the points of the window ending at now, oldest
+// first, leaving out points of the grace period.
+func (d *Detector) window(h *host, now time.Time) []*point {
+	start := now.Add(-d.c.Window)
+	if g := h.first.Add(d.c.Grace); g.After(start) {
+		start = g
+	}
+	h.win = h.win[:0]
+	for i := h.n - 1; i >= 0; i-- {
+		p := &h.ring[(h.head+i)%len(h.ring)]
+		if p.t.Before(start) {
+			break
+		}
+		h.win = append(h.win, p)
+	}
+	slices.Reverse(h.win)
+	return h.win
+}
+
+func pos(a, b uint64) uint64 {
+	if b > a {
+		return b - a
+	}
+	return 0
+}
+
+// progress returns the I/O progress (bytes) between two readable points.
+func progress(a, b *point) (proc, cg uint64) {
+	proc = pos(a.io.RChar, b.io.RChar) + pos(a.io.WChar, b.io.WChar) +
+		pos(a.io.ReadBytes, b.io.ReadBytes) + pos(a.io.WriteBytes, b.io.WriteBytes)
+	if a.cgOK && b.cgOK {
+		cg = pos(a.cgR, b.cgR) + pos(a.cgW, b.cgW)
+	}
+	return proc, cg
+}
+
+type ioSummary struct {
+	bytes, procBytes, cgBytes uint64
+	cgroup                    bool
+	n                         int // readable points
+}
+
+func ioOver(win []*point) ioSummary {
+	var s ioSummary
+	var prev *point
+	for _, p := range win {
+		if !p.ioOK {
+			continue
+		}
+		s.n++
+		if p.cgOK {
+			s.cgroup = true
+		}
+		if prev != nil {
+			a, b := progress(prev, p)
+			s.procBytes += a
+			s.cgBytes += b
+		}
+		prev = p
+	}
+	s.bytes = max(s.procBytes, s.cgBytes)
+	return s
+}
+
+// sinceNoProgress walks back from the newest point to find since when the
+// I/O stayed below the threshold.
+func (d *Detector) sinceNoProgress(h *host) time.Time {
+	var acc, accCg uint64
+	var next *point
+	oldest := h.last
+	for i := h.n - 1; i >= 0; i-- {
+		p := &h.ring[(h.head+i)%len(h.ring)]
+		if !p.ioOK {
+			continue
+		}
+		if next != nil {
+			a, b := progress(p, next)
+			acc += a
+			accCg += b
+			if max(acc, accCg) >= d.c.IOBytes {
+				return next.t
+			}
+		}
+		next = p
+		oldest = p.t
+	}
+	return oldest
+}
+
+func (d *Detector) judge(h *host, s *trace.Sample) []Event {
+	win := d.window(h, s.Time)
+	io := ioOver(win)
+	cov := float64(io.n) / d.expected()
+	evidence := func() map[string]any {
+		ev := map[string]any{
+			"io_bytes":     io.bytes,
+			"io_threshold": d.c.IOBytes,
+			"window_s":     d.c.Window.Seconds(),
+			"coverage":     round(math.Min(cov, 1)),
+			"procs":        s.Procs,
+			"procs_d":      s.ProcsD,
+		}
+		if io.cgroup {
+			ev["cgroup_io_bytes"] = io.cgBytes
+		}
+		return ev
+	}
+	mk := func(kind, reason, msg string, ev map[string]any) Event {
+		return Event{Time: s.Time, Host: s.Host, Job: s.Job, Event: kind, Reason: reason, Message: msg, Evidence: ev}
+	}
+	if io.bytes >= d.c.IOBytes {
+		if h.state == stateOK {
+			return nil
+		}
+		h.state = stateOK
+		return []Event{mk(EventRecovered, ReasonIOProgress,
+			fmt.Sprintf("I/O progressed again: %s over the last %v", bytesText(io.bytes), d.c.Window), evidence())}
+	}
+	if cov < d.c.MinCoverage {
+		return nil // not enough data to judge; keep the state
+	}
+	var out []Event
+	if h.state == stateOK {
+		h.state = stateSuspect
+		h.since = d.sinceNoProgress(h)
+		ev := evidence()
+		ev["since"] = h.since.Format(time.RFC3339)
+		out = append(out, mk(EventSuspect, ReasonNoIOProgress,
+			fmt.Sprintf("no I/O progress since %s: %s over the last %v (threshold %s)",
+				h.since.Format(time.RFC3339), bytesText(io.bytes), d.c.Window, bytesText(d.c.IOBytes)), ev))
+	}
+	u := d.usage(h, win, false)
+	usageEvidence := func() map[string]any {
+		u = d.usage(h, win, true)
+		ev := evidence()
+		ev["since"] = h.since.Format(time.RFC3339)
+		ev["devices"] = slices.Clone(u.devs)
+		if u.devs == nil {
+			ev["devices"] = []DeviceStats{}
+		}
+		if u.cpuKnown {
+			ev["cpu_cores_median"] = round(u.cpuMedian)
+			ev["cpu_cores_stddev"] = round(u.cpuStddev)
+		}
+		return ev
+	}
+	switch {
+	case u.verdict == verdictFlat && h.state != stateHung:
+		h.state = stateHung
+		ev := usageEvidence()
+		out = append(out, mk(EventHung, u.reason, u.message()+"; no I/O progress since "+h.since.Format(time.RFC3339), ev))
+	case u.verdict == verdictBusy && h.state == stateHung:
+		h.state = stateSuspect
+		ev := usageEvidence()
+		out = append(out, mk(EventSuspect, ReasonUsageNotFlat, "usage is no longer flat: "+u.message(), ev))
+	}
+	return out
+}
+
+type verdict int
+
+const (
+	verdictUnknown verdict = iota // not enough data
+	verdictFlat
+	verdictBusy
+)
+
+type usage struct {
+	verdict              verdict
+	reason               string
+	msg                  func() string
+	devs                 []DeviceStats // the host's scratch: clone to keep
+	cpuKnown             bool
+	cpuMedian, cpuStddev float64
+}
+
+func (u *usage) message() string {
+	if u.msg == nil {
+		return ""
+	}
+	return u.msg()
+}
+
+func text(format string, args ...any) func() string {
+	return func() string { return fmt.Sprintf(format, args...) }
+}
+
+// usage decides whether the window's resource usage is flat. With full
+// unset it computes only what the verdict needs (it may stop at the first
+// busy device, leaving devs and msg incomplete); with full set it fills in
+// every device's statistics and the message, for an event's evidence.
+func (d *Detector) usage(h *host, win []*point, full bool) usage {
+	var u usage
+	need := d.c.MinCoverage * d.expected()
+
+	// CPU rate between consecutive readable points, cores.
+	rates := h.rates[:0]
+	var prev *point
+	cpuPoints := 0
+	for _, p := range win {
+		if !p.cpuOK {
+			continue
+		}
+		cpuPoints++
+		if prev != nil && p.cpu >= prev.cpu {
+			if dt := p.t.Sub(prev.t).Seconds(); dt > 0 {
+				rates = append(rates, float64(p.cpu-prev.cpu)/1e6/dt)
+			}
+		}
+		prev = p
+	}
+	h.rates = rates
+	cpuFlat := false
+	if float64(cpuPoints) >= need && len(rates) > 0 {
+		u.cpuKnown = true
+		u.cpuMedian = d.median(rates)
+		u.cpuStddev = stddev(rates)
+		cpuFlat = u.cpuStddev <= d.c.CPUStddevCores+d.c.CPUStddevFraction*u.cpuMedian
+	}
+
+	// Devices: one pass gathers each device's readings.
+	for len(h.util) < len(h.ids) {
+		h.util = append(h.util, nil)
+		h.power = append(h.power, nil)
+		h.mem = append(h.mem, nil)
+	}
+	for i := range h.ids {
+		h.util[i], h.power[i], h.mem[i] = h.util[i][:0], h.power[i][:0], h.mem[i][:0]
+	}
+	accelPoints := 0
+	for _, p := range win {
+		if !p.accelOK {
+			continue
+		}
+		accelPoints++
+		for _, r := range p.devs {
+			h.util[r.slot] = append(h.util[r.slot], r.util)
+			h.power[r.slot] = append(h.power[r.slot], r.power)
+			h.mem[r.slot] = append(h.mem[r.slot], r.memMi)
+		}
+	}
+	if float64(accelPoints) < need {
+		u.msg = text("accelerator readings missing")
+		return u
+	}
+	allFlat, anyUnknown := true, false
+	high, idle := 0, 0
+	u.devs = h.stats[:0]
+	for slot, util := range h.util[:len(h.ids)] {
+		n := len(util)
+		if n == 0 {
+			continue
+		}
+		power, mem := h.power[slot], h.mem[slot]
+		ds := DeviceStats{ID: h.ids[slot], Samples: n}
+		ds.UtilStddev, ds.PowerStddevW = round(stddev(util)), round(stddev(power))
+		ds.MemChangeMiB = round(slices.Max(mem) - slices.Min(mem))
+		haveMedians := false
+		medians := func() {
+			ds.UtilMedian, ds.PowerMedianW = round(d.median(util)), round(d.median(power))
+			haveMedians = true
+		}
+		switch {
+		case float64(n) < need:
+			ds.Why = "too few readings"
+			anyUnknown = true
+		case ds.UtilStddev > d.c.UtilStddev:
+			ds.Why = "utilisation varies"
+		case ds.PowerStddevW > d.c.PowerStddevW:
+			ds.Why = "power varies"
+		case ds.MemChangeMiB > d.c.MemChangeMiB:
+			ds.Why = "memory use changed"
+		default:
+			medians()
+			if d.c.BusyPowerW > 0 && ds.PowerMedianW >= d.c.BusyPowerW {
+				ds.Why = "power high"
+			} else {
+				ds.Flat = true
+			}
+		}
+		if !ds.Flat {
+			allFlat = false
+			if !full && ds.Why != "too few readings" {
+				// One busy device decides; the rest is evidence only.
+				u.verdict = verdictBusy
+				return u
+			}
+		}
+		if full {
+			if !haveMedians {
+				medians()
+			}
+			ds.UtilMAD = round(d.mad(util, ds.UtilMedian))
+		}
+		if ds.UtilMedian >= d.c.HighUtil {
+			high++
+		}
+		if ds.UtilMedian <= d.c.IdleUtil {
+			idle++
+		}
+		u.devs = append(u.devs, ds)
+	}
+	h.stats = u.devs
+
+	if len(u.devs) == 0 {
+		// No accelerators: the CPU decides alone.
+		switch {
+		case !u.cpuKnown:
+			u.msg = text("CPU readings missing")
+		case !cpuFlat:
+			u.verdict, u.msg = verdictBusy, text("CPU rate varies (%.2f±%.2f cores)", u.cpuMedian, u.cpuStddev)
+		case u.cpuMedian <= d.c.CPUIdleCores:
+			u.verdict, u.reason = verdictFlat, ReasonFlatCPUIdle
+			u.msg = text("no accelerators; CPU flat and idle at %.2f cores", u.cpuMedian)
+		case d.c.CPUSpinIsHang:
+			u.verdict, u.reason = verdictFlat, ReasonFlatCPUSpin
+			u.msg = text("no accelerators; CPU flat at %.2f cores (spinning)", u.cpuMedian)
+		default:
+			// Flat but busy: a computation or a spin; cannot tell.
+			u.msg = text("no accelerators; CPU flat at %.2f cores, busy (not judged a hang)", u.cpuMedian)
+		}
+		return u
+	}
+	n := len(u.devs)
+	firstBusy := func() (DeviceStats, bool) {
+		for _, ds := range u.devs {
+			if !ds.Flat && ds.Why != "too few readings" {
+				return ds, true
+			}
+		}
+		return DeviceStats{}, false
+	}
+	switch {
+	case !allFlat:
+		if ds, ok := firstBusy(); ok {
+			u.verdict = verdictBusy
+			u.msg = text("device %s: %s (util %.1f±%.1f%%, power %.0f±%.1f W, memory changed %.0f MiB)",
+				ds.ID, ds.Why, ds.UtilMedian, ds.UtilStddev, ds.PowerMedianW, ds.PowerStddevW, ds.MemChangeMiB)
+		} else {
+			u.msg = text("too few readings of some devices")
+		}
+		_ = anyUnknown
+		return u
+	case !u.cpuKnown:
+		u.msg = text("devices flat but CPU readings missing")
+		return u
+	case !cpuFlat:
+		u.verdict = verdictBusy
+		u.msg = text("devices flat but CPU rate varies (%.2f±%.2f cores)", u.cpuMedian, u.cpuStddev)
+		return u
+	}
+	u.verdict = verdictFlat
+	cpu := u.cpuMedian
+	switch {
+	case high == n:
+		u.reason = ReasonFlatUsageStuckCollective
+		u.msg = text("all %d devices flat at high utilisation with low power (stuck collective), CPU flat at %.2f cores", n, cpu)
+	case idle == n:
+		u.reason = ReasonFlatUsageIdle
+		u.msg = text("all %d devices flat and idle, CPU flat at %.2f cores", n, cpu)
+	case high+idle == n:
+		u.reason = ReasonFlatUsageMixed
+		u.msg = text("all %d devices flat: %d at high utilisation, %d idle, CPU flat at %.2f cores", n, high, idle, cpu)
+	default:
+		u.reason = ReasonFlatUsage
+		u.msg = text("all %d devices flat, CPU flat at %.2f cores", n, cpu)
+	}
+	return u
+}
+
+func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// median of v (not modified), using the detector's scratch space.
+func (d *Detector) median(v []float64) float64 {
+	d.vals = append(d.vals[:0], v...)
+	return medianInPlace(d.vals)
+}
+
+func median(v []float64) float64 { return medianInPlace(slices.Clone(v)) }
+
+// medianInPlace returns the median of c, reordering c. It selects in
+// linear time instead of sorting: the detector takes medians of every device
+// on every sample of a suspect host.
+func medianInPlace(c []float64) float64 {
+	n := len(c)
+	if n == 0 {
+		return 0
+	}
+	m := n / 2
+	if n%2 == 1 {
+		return selectKth(c, m)
+	}
+	lo := selectKth(c, m-1)
+	// Everything from m on is >= c[m-1]: the median's upper half is their minimum.
+	return (lo + slices.Min(c[m:])) / 2
+}
+
+// selectKth reorders a so that a[k] is the k-th smallest (0-based), every
+// element before it no larger and every element after it no smaller, and
+// returns a[k] (Hoare's selection).
+func selectKth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		pivot := a[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
+}
+
+func stddev(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	var mean float64
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(ss / float64(len(v)))
+}
+
+// mad is the median absolute deviation of v around med.
+func (d *Detector) mad(v []float64, med float64) float64 {
+	d.vals = d.vals[:0]
+	for _, x := range v {
+		d.vals = append(d.vals, math.Abs(x-med))
+	}
+	return medianInPlace(d.vals)
+}
+
+func bytesText(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

@@ -1,0 +1,212 @@
+package hang
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated traces and golden files under testdata/")
+
+// dead: the host's processes are gone; its devices idle.
+var dead = phase{Util: 0, Power: 58, PowerJitter: 1, IdleDev: -1}
+
+// jobTrace interleaves the hosts' samples in time order.
+func jobTrace(gens ...gen) []trace.Sample {
+	var all []trace.Sample
+	for _, g := range gens {
+		all = append(all, g.samples()...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	return all
+}
+
+func goldenTraces() map[string][]trace.Sample {
+	host := func(name string, seed int64, ph ...phase) gen {
+		return gen{Host: name, Job: "4242", Seed: seed, Period: time.Minute, N: 60, Devs: 8, Phases: ph}
+	}
+	return map[string][]trace.Sample{
+		// One node's processes exit at minute 30; the others wait in a collective.
+		"rank-died": jobTrace(
+			host("gpu01", 1, training, at(stuck, 30)),
+			host("gpu02", 2, training, at(stuck, 30)),
+			host("gpu03", 3, training, at(dead, 30)),
+			host("gpu04", 4, training, at(stuck, 30)),
+		),
+		// One node's data loader deadlocks (processes still there, devices
+		// idle); the others wait in a collective.
+		"loader-deadlock": jobTrace(
+			host("gpu01", 5, training, at(stuck, 25)),
+			host("gpu02", 6, training, at(deadlocked, 25)),
+			host("gpu03", 7, training, at(stuck, 25)),
+		),
+		// A long checkpoint save and a long evaluation: never hung.
+		"checkpoint-and-eval": jobTrace(
+			host("gpu01", 8, training, at(checkpoint, 20), at(training, 40), at(evaluation, 45)),
+			host("gpu02", 9, training, at(checkpoint, 20), at(training, 40), at(evaluation, 45)),
+		),
+		// A hang that recovers.
+		"recovery": jobTrace(host("gpu01", 10, training, at(stuck, 20), at(training, 45))),
+	}
+}
+
+// TestReplayGolden replays generated traces (kept under testdata/ so that
+// `vigil-watch replay` can be tried on them) and compares the events with
+// golden files. Refresh both with: go test ./watcher/hang -update
+func TestReplayGolden(t *testing.T) {
+	cfg := testConfig()
+	for name, ss := range goldenTraces() {
+		t.Run(name, func(t *testing.T) {
+			tracePath := filepath.Join("testdata", name+".trace")
+			goldenPath := filepath.Join("testdata", name+".events.golden")
+			in := encode(t, ss)
+			var out bytes.Buffer
+			if err := Replay(bytes.NewReader(in), cfg, &out); err != nil {
+				t.Fatal(err)
+			}
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for p, b := range map[string][]byte{tracePath: in, goldenPath: out.Bytes()} {
+					if err := os.WriteFile(p, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			stored, err := os.ReadFile(tracePath)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(stored, in) {
+				t.Fatalf("%s differs from the generator's output (run with -update)", tracePath)
+			}
+			want, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if out.String() != string(want) {
+				t.Fatalf("events differ from %s (run with -update if intended):\n got:\n%s\nwant:\n%s", goldenPath, out.String(), want)
+			}
+		})
+	}
+}
+
+// TestReplayCulprits checks the golden scenarios' meaning, not just their bytes.
+func TestReplayCulprits(t *testing.T) {
+	tests := []struct {
+		trace    string
+		hung     map[string]string // host -> reason
+		culprits string
+	}{
+		{"rank-died", map[string]string{"gpu01": ReasonFlatUsageStuckCollective, "gpu02": ReasonFlatUsageStuckCollective,
+			"gpu03": ReasonFlatUsageIdle, "gpu04": ReasonFlatUsageStuckCollective}, "gpu03 ProcessesGone"},
+		{"loader-deadlock", map[string]string{"gpu01": ReasonFlatUsageStuckCollective, "gpu02": ReasonFlatUsageIdle,
+			"gpu03": ReasonFlatUsageStuckCollective}, "gpu02 IdleWhilePeersBusy"},
+		{"checkpoint-and-eval", map[string]string{}, ""},
+		{"recovery", map[string]string{"gpu01": ReasonFlatUsageStuckCollective}, ""},
+	}
+	traces := goldenTraces()
+	for _, tc := range tests {
+		t.Run(tc.trace, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := Replay(bytes.NewReader(encode(t, traces[tc.trace])), testConfig(), &out); err != nil {
+				t.Fatal(err)
+			}
+			hung := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if line == "" {
+					continue
+				}
+				var e struct {
+					Host, Event, Reason string
+					Evidence            struct{ Culprits []Culprit }
+				}
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Event != EventHung {
+					continue
+				}
+				hung[e.Host] = e.Reason
+				var cs []string
+				for _, c := range e.Evidence.Culprits {
+					cs = append(cs, c.Host+" "+c.Reason)
+				}
+				if len(tc.hung) > 1 && strings.Join(cs, ",") != tc.culprits {
+					t.Errorf("%s hung: culprits %v, want %s", e.Host, cs, tc.culprits)
+				}
+			}
+			if fmt.Sprint(hung) != fmt.Sprint(tc.hung) {
+				t.Fatalf("hung %v, want %v\n%s", hung, tc.hung, out.String())
+			}
+		})
+	}
+}
+
+func TestReplayBadLine(t *testing.T) {
+	in := `{"v":1,"time":"2026-11-29T10:00:00Z","host":"h"}` + "\n" + `{"v":1,"time":"2026-11-29T10:01:00Z","host":` + "\n"
+	err := Replay(strings.NewReader(in), testConfig(), &bytes.Buffer{})
+	var le *trace.LineError
+	if !errors.As(err, &le) || le.Line != 2 {
+		t.Fatalf("got %v", err)
+	}
+	c := testConfig()
+	c.Period = 0
+	if err := Replay(strings.NewReader(in), c, &bytes.Buffer{}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// BenchmarkReplay replays 500 hosts with 8 devices each, training for an
+// hour and then hanging for an hour (the detector computes usage statistics
+// on every sample of a suspect host, so this is the costly case), and reports
+// lines per second of wall time and of CPU time. 1.44 M lines (500 hosts, 2 days at
+// 60 s) take 1.44e6 divided by the reported rate.
+func BenchmarkReplay(b *testing.B) {
+	var gens []gen
+	for h := 0; h < 500; h++ {
+		gens = append(gens, gen{Host: fmt.Sprintf("gpu%03d", h), Job: "1", Seed: int64(h), Period: time.Minute, N: 120, Devs: 8,
+			Phases: []phase{training, at(stuck, 60)}})
+	}
+	data := encode(b, jobTrace(gens...))
+	lines := bytes.Count(data, []byte{'\n'})
+	c := DefaultConfig()
+	c.Window, c.Grace = 30*time.Minute, 10*time.Minute
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		var out bytes.Buffer
+		if err := Replay(bytes.NewReader(data), c, &out); err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 && bytes.Count(out.Bytes(), []byte(`"hung"`)) != 500 {
+			b.Fatalf("want 500 hung events:\n%.2000s", out.String())
+		}
+	}
+	cpu := cpuTime() - c0
+	b.ReportMetric(float64(lines*b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(lines*b.N)/cpu.Seconds(), "lines/cpu-s")
+}
+
+// cpuTime is the process's CPU time (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

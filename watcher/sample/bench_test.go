@@ -1,0 +1,100 @@
+package sample
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fixtureTree writes a /proc tree with n processes and a cgroup v1 job
+// directory listing them (cgroup.procs in two steps, cpuacct.usage) under
+// dir. These are real files on disk: /proc itself cannot hold made-up
+// processes, so the figures include ordinary file system opens, not procfs.
+func fixtureTree(tb testing.TB, dir string, n int) (root string, cgroup string) {
+	tb.Helper()
+	root = filepath.Join(dir, "root")
+	cgroup = filepath.Join(dir, "cgroup/freezer/slurm_n1/uid_1000/job_9")
+	var step0, step1 strings.Builder
+	for i := 0; i < n; i++ {
+		pid := 10000 + i
+		pd := filepath.Join(root, "proc", strconv.Itoa(pid))
+		if err := os.MkdirAll(pd, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		state := "S"
+		if i%50 == 0 {
+			state = "D"
+		}
+		stat := fmt.Sprintf("%d (python3 worker %d) %s 1 %d %d 0 -1 4194560 12345 0 0 0 %d %d 0 0 20 0 8 0 100 12345678 1000 18446744073709551615 1 1 0 0 0 0 0 16781312 1266 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+			pid, i, state, pid, pid, 1000+i, 100+i)
+		io := fmt.Sprintf("rchar: %d\nwchar: %d\nsyscr: 1234\nsyscw: 567\nread_bytes: %d\nwrite_bytes: %d\ncancelled_write_bytes: 0\n",
+			123456789+i, 98765+i, 4096*i, 8192*i)
+		for name, body := range map[string]string{"stat": stat, "io": io} {
+			if err := os.WriteFile(filepath.Join(pd, name), []byte(body), 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if i%2 == 0 {
+			fmt.Fprintf(&step0, "%d\n", pid)
+		} else {
+			fmt.Fprintf(&step1, "%d\n", pid)
+		}
+	}
+	for step, body := range map[string]string{"step_0": step0.String(), "step_1": step1.String(), "": ""} {
+		d := filepath.Join(cgroup, step)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(cgroup, "cpuacct.usage"), []byte("123456789012\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return root, cgroup
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSample samples a job of 10, 100 and 1000 processes, process list
+// from the cgroup tree (slurm.CgroupPIDs) included. Besides time and
+// allocations per sample it reports the process's CPU time per sample
+// (cpu-us/op, less sensitive to a busy machine than wall time) and the live
+// heap after sampling (heap-MB).
+func BenchmarkSample(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("procs=%d", n), func(b *testing.B) {
+			root, cg := fixtureTree(b, b.TempDir(), n)
+			s := &Sampler{Root: root, Cgroups: []string{cg}, Host: "n1", Job: "9"}
+			if got := s.Sample(time.Now()); got.Procs != n || len(got.Missing) != 0 || got.ProcsD != (n+49)/50 {
+				b.Fatalf("sample: %d procs, %d in D, missing %v", got.Procs, got.ProcsD, got.Missing)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				s.Sample(time.Now())
+			}
+			cpu := cpuTime() - c0
+			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// ErrNVML is wrapped by the errors of the NVML source.
+var ErrNVML = errors.New("sample: nvml")
+
+// NVML reads NVIDIA devices through go-nvml: utilisation (utilization.gpu),
+// memory used and power usage.
+type NVML struct {
+	lib     nvml.Interface
+	ids     []string
+	devices []nvml.Device
+}
+
+// NewNVML initialises lib (nvml.New() in production, go-nvml's mock in
+// tests) and looks up devices, each an index as NVML numbers them ("0") or a
+// UUID ("GPU-..."). With no devices, every device NVML sees is sampled: in a
+// Slurm job with ConstrainDevices that is the job's devices, numbered from 0.
+// The reading's ID is the string given (or the index). Call Close when done.
+func NewNVML(lib nvml.Interface, devices []string) (*NVML, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("%w: init: %s", ErrNVML, errorString(lib, ret))
+	}
+	n := &NVML{lib: lib}
+	if len(devices) == 0 {
+		count, ret := lib.DeviceGetCount()
+		if ret != nvml.SUCCESS {
+			lib.Shutdown()
+			return nil, fmt.Errorf("%w: device count: %s", ErrNVML, errorString(lib, ret))
+		}
+		for i := 0; i < count; i++ {
+			devices = append(devices, strconv.Itoa(i))
+		}
+	}
+	for _, id := range devices {
+		var d nvml.Device
+		var ret nvml.Return
+		if i, err := strconv.Atoi(id); err == nil {
+			d, ret = lib.DeviceGetHandleByIndex(i)
+		} else if strings.HasPrefix(id, "GPU-") || strings.HasPrefix(id, "MIG-") {
+			d, ret = lib.DeviceGetHandleByUUID(id)
+		} else {
+			lib.Shutdown()
+			return nil, fmt.Errorf("%w: device %q: want an index or a UUID", ErrNVML, id)
+		}
+		if ret != nvml.SUCCESS {
+			lib.Shutdown()
+			return nil, fmt.Errorf("%w: device %s: %s", ErrNVML, id, errorString(lib, ret))
+		}
+		n.ids = append(n.ids, id)
+		n.devices = append(n.devices, d)
+	}
+	return n, nil
+}
+
+// Close shuts NVML down.
+func (n *NVML) Close() error {
+	if ret := n.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("%w: shutdown: %s", ErrNVML, errorString(n.lib, ret))
+	}
+	return nil
+}
+
+// Sample reads every device. A device that fails is left out of the result
+// and named in the error; a device without power readings
+// (ERROR_NOT_SUPPORTED) reads 0 W.
+func (n *NVML) Sample() ([]trace.Accel, error) {
+	out := make([]trace.Accel, 0, len(n.devices))
+	var errs []error
+	for i, d := range n.devices {
+		a := trace.Accel{ID: n.ids[i]}
+		u, ret := d.GetUtilizationRates()
+		if ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("device %s: utilization: %s", a.ID, errorString(n.lib, ret)))
+			continue
+		}
+		a.Util = float64(u.Gpu)
+		m, ret := d.GetMemoryInfo()
+		if ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("device %s: memory: %s", a.ID, errorString(n.lib, ret)))
+			continue
+		}
+		a.MemUsedMiB = float64(m.Used) / (1 << 20)
+		mw, ret := d.GetPowerUsage()
+		switch ret {
+		case nvml.SUCCESS:
+			a.PowerW = float64(mw) / 1000
+		case nvml.ERROR_NOT_SUPPORTED:
+		default:
+			errs = append(errs, fmt.Errorf("device %s: power: %s", a.ID, errorString(n.lib, ret)))
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("%w: %w", ErrNVML, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+func errorString(lib nvml.Interface, ret nvml.Return) (s string) {
+	defer func() {
+		// A mock without ErrorStringFunc panics; fall back to the number.
+		if recover() != nil {
+			s = fmt.Sprintf("nvml return %d", int(ret))
+		}
+	}()
+	return lib.ErrorString(ret)
+}

@@ -1,0 +1,434 @@
+// Package sample reads, for one Slurm job on one node, what the hang detector
+// needs: the I/O counters, CPU time and states of the job's processes
+// (/proc/PID/io, /proc/PID/stat), the job cgroup's CPU time (cgroup v2
+// cpu.stat usage_usec or v1 cpuacct.usage), block I/O (v2 io.stat or v1
+// blkio.throttle.io_service_bytes) and I/O pressure (v2 io.pressure) where
+// the cgroup has them, and the job's accelerators through an Accelerators
+// source.
+//
+// The parsers are pure (they take bytes); the readers take a root path, so
+// tests run on fixture trees. Nothing that cannot be read stops a sample: it
+// is named in trace.Sample.Missing instead.
+//
+// # Accelerators
+//
+// Accelerators is the seam for device telemetry. NVML reads NVIDIA devices
+// through go-nvml (an nvml.Interface, so tests use go-nvml's mock);
+// TraceAccelerators replays the accel readings of a recorded trace, so that
+// a real job on a machine without accelerators can be watched with recorded
+// (or made-up) device behaviour. A DCMI source for Ascend NPUs implements the
+// same interface.
+package sample
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Accelerators reads the job's accelerators. Sample returns one reading per
+// device; on a partial failure it returns the readings it has and an error.
+type Accelerators interface {
+	Sample() ([]trace.Accel, error)
+}
+
+// TimedAccelerators is implemented by sources that depend on the sampler's
+// clock (a trace replay). Sampler.Sample calls SampleAt instead of Sample
+// when the source implements it.
+type TimedAccelerators interface {
+	Accelerators
+	SampleAt(now time.Time) ([]trace.Accel, error)
+}
+
+// MaxMissingPerKind bounds the "io:PID"-style entries of one kind in
+// trace.Sample.Missing; beyond it one "KIND:+N" entry counts the rest.
+const MaxMissingPerKind = 8
+
+// DefaultClockTicks is USER_HZ, the unit of /proc/PID/stat times, on Linux.
+const DefaultClockTicks = 100
+
+// Sampler samples one job on one node. Set the fields, then call Sample once
+// per period. A Sampler is not safe for concurrent use.
+type Sampler struct {
+	// Root is the root under which /proc is read; "/" in production.
+	Root string
+	// Cgroups are the job's cgroup directories, as slurm.JobCgroups returns
+	// them (full paths: not re-rooted under Root). Directories nested under
+	// another of the list are not counted twice for CPU and block I/O.
+	Cgroups []string
+	// Accel reads the job's accelerators; nil for none.
+	Accel Accelerators
+	// Host and Job label the samples.
+	Host, Job string
+	// PIDs lists the job's processes; nil means slurm.CgroupPIDs(Cgroups).
+	PIDs func() ([]int, error)
+	// Exclude lists PIDs to leave out (the watcher's own step). The calling
+	// process itself is always left out: its reads of /proc are not the
+	// job's progress.
+	Exclude []int
+	// ClockTicks is USER_HZ; 0 means DefaultClockTicks.
+	ClockTicks int
+
+	buf  []byte
+	path []byte
+}
+
+// missing collects Missing entries, bounded per kind.
+type missing struct {
+	list   []string
+	counts map[string]int
+}
+
+func (m *missing) add(kind string, id int) {
+	if m.counts == nil {
+		m.counts = make(map[string]int)
+	}
+	m.counts[kind]++
+	if m.counts[kind] <= MaxMissingPerKind {
+		m.list = append(m.list, kind+":"+strconv.Itoa(id))
+	}
+}
+
+func (m *missing) whole(what string) { m.list = append(m.list, what) }
+
+func (m *missing) done() []string {
+	for _, kind := range []string{"gone", "stat", "io"} {
+		if n := m.counts[kind] - MaxMissingPerKind; n > 0 {
+			m.list = append(m.list, kind+":+"+strconv.Itoa(n))
+		}
+	}
+	return m.list
+}
+
+// Sample reads the job's state at now (the caller's clock). It never fails:
+// what cannot be read is named in the result's Missing ("pids" when the
+// process list or /proc cannot be read, "gone:PID" for a process that
+// exited while being read, "stat:PID" and "io:PID" for unreadable files,
+// "io" when no process's I/O could be read, "cpu" when no CPU time could be
+// read, "cgroup_io", "io_pressure", "accel").
+func (s *Sampler) Sample(now time.Time) trace.Sample {
+	out := trace.Sample{V: trace.Version, Time: now, Host: s.Host, Job: s.Job}
+	var miss missing
+
+	pidsFn := s.PIDs
+	if pidsFn == nil {
+		pidsFn = func() ([]int, error) { return slurm.CgroupPIDs(s.Cgroups) }
+	}
+	pids, pidsErr := pidsFn()
+	if pidsErr != nil {
+		miss.whole("pids")
+		pids = nil
+	}
+	self := os.Getpid()
+	ticks := s.ClockTicks
+	if ticks <= 0 {
+		ticks = DefaultClockTicks
+	}
+	var procTicks uint64
+	statRead, ioRead, ioTried := 0, 0, 0
+	procFD := -1
+	if len(pids) > 0 {
+		if procFD, pidsErr = s.openProc(); pidsErr != nil {
+			miss.whole("pids")
+			pids = nil
+		} else {
+			defer syscall.Close(procFD)
+		}
+	}
+	for _, pid := range pids {
+		if pid == self || s.excluded(pid) {
+			continue
+		}
+		b, err := s.readProc(procFD, pid, "stat")
+		if err != nil {
+			if vanished(err) {
+				miss.add("gone", pid)
+			} else {
+				out.Procs++
+				miss.add("stat", pid)
+			}
+			continue
+		}
+		st, err := ParseProcStat(b)
+		if err != nil {
+			out.Procs++
+			miss.add("stat", pid)
+			continue
+		}
+		out.Procs++
+		statRead++
+		if st.State == 'D' {
+			out.ProcsD++
+		}
+		procTicks += st.Ticks()
+		if st.State == 'Z' {
+			continue // a zombie's counters reach its parent's when it is reaped
+		}
+		ioTried++
+		b, err = s.readProc(procFD, pid, "io")
+		if err != nil {
+			if vanished(err) {
+				miss.add("gone", pid)
+			} else {
+				miss.add("io", pid)
+			}
+			continue
+		}
+		pio, err := ParseProcIO(b)
+		if err != nil {
+			miss.add("io", pid)
+			continue
+		}
+		ioRead++
+		out.IO.RChar += pio.RChar
+		out.IO.WChar += pio.WChar
+		out.IO.ReadBytes += pio.ReadBytes
+		out.IO.WriteBytes += pio.WriteBytes
+	}
+	if ioTried > 0 && ioRead == 0 {
+		miss.whole("io")
+	}
+
+	cpu, cpuFromCgroup := s.cgroupCPU()
+	switch {
+	case cpuFromCgroup:
+		out.CPUUsec = cpu
+	case statRead > 0 || (out.Procs == 0 && pidsErr == nil):
+		out.CPUUsec = procTicks * 1e6 / uint64(ticks)
+	default:
+		miss.whole("cpu")
+	}
+	out.CgroupIO = s.cgroupIO(&miss)
+	out.IOPressure = s.pressure(&miss)
+
+	if s.Accel != nil {
+		var acc []trace.Accel
+		var err error
+		if ta, ok := s.Accel.(TimedAccelerators); ok {
+			acc, err = ta.SampleAt(now)
+		} else {
+			acc, err = s.Accel.Sample()
+		}
+		if err != nil {
+			miss.whole("accel")
+		}
+		out.Accel = acc
+	}
+	out.Missing = miss.done()
+	return out
+}
+
+func (s *Sampler) excluded(pid int) bool {
+	for _, p := range s.Exclude {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+func vanished(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// openProc opens the directory Root/proc, under which readProc opens files
+// relative to it (openat), which spares the kernel the walk of the prefix.
+func (s *Sampler) openProc() (int, error) {
+	root := s.Root
+	if root == "" {
+		root = "/"
+	}
+	dir := filepath.Join(root, "proc")
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
+// readProc reads PID/name under the open proc directory into the sampler's
+// buffer.
+func (s *Sampler) readProc(procFD, pid int, name string) ([]byte, error) {
+	p := strconv.AppendInt(s.path[:0], int64(pid), 10)
+	p = append(p, '/')
+	p = append(p, name...)
+	s.path = p
+	path := string(p)
+	fd, err := syscall.Openat(procFD, path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return s.readFD(fd, path)
+}
+
+// readFile reads a whole (small, pseudo-) file into the sampler's buffer,
+// which it returns; valid until the next read.
+func (s *Sampler) readFile(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return s.readFD(fd, path)
+}
+
+// readFD reads fd to its end and closes it. A read that does not fill the
+// buffer is taken as the end: /proc and cgroup files produce their whole
+// content in one read when the buffer is large enough, and regular files
+// read short only at their end; this spares one read system call per file.
+func (s *Sampler) readFD(fd int, path string) ([]byte, error) {
+	defer syscall.Close(fd)
+	if s.buf == nil {
+		s.buf = make([]byte, 4096)
+	}
+	n := 0
+	for {
+		if n == len(s.buf) {
+			s.buf = append(s.buf, make([]byte, len(s.buf))...)
+		}
+		m, err := syscall.Read(fd, s.buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += m
+		if m == 0 || n < len(s.buf) {
+			return s.buf[:n], nil
+		}
+	}
+}
+
+// topCgroups returns the cgroup dirs that are not nested under another one.
+func (s *Sampler) topCgroups() []string {
+	var top []string
+	for _, d := range s.Cgroups {
+		d = filepath.Clean(d)
+		nested := false
+		for _, o := range s.Cgroups {
+			o = filepath.Clean(o)
+			if o != d && strings.HasPrefix(d, o+string(filepath.Separator)) {
+				nested = true
+				break
+			}
+		}
+		if !nested {
+			top = append(top, d)
+		}
+	}
+	return top
+}
+
+// cgroupCPU sums the CPU time of the job's cgroups (v2 cpu.stat, v1
+// cpuacct.usage), in microseconds; ok is false when no dir has either file.
+func (s *Sampler) cgroupCPU() (usec uint64, ok bool) {
+	bad := false
+	for _, d := range s.topCgroups() {
+		if b, err := s.readFile(filepath.Join(d, "cpu.stat")); err == nil {
+			if v, err := ParseCPUStat(b); err == nil {
+				usec += v
+				ok = true
+				continue
+			}
+			bad = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			bad = true
+		}
+		if b, err := s.readFile(filepath.Join(d, "cpuacct.usage")); err == nil {
+			if v, err := ParseCPUAcctUsage(b); err == nil {
+				usec += v
+				ok = true
+				continue
+			}
+			bad = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			bad = true
+		}
+	}
+	if bad {
+		// A cgroup whose CPU file exists but cannot be read: use the
+		// processes' times instead of a partial sum.
+		return 0, false
+	}
+	return usec, ok
+}
+
+// cgroupIO sums the job cgroups' block I/O: v2 io.stat, else v1
+// blkio.throttle.io_service_bytes_recursive, else
+// blkio.throttle.io_service_bytes. nil when no dir has any.
+func (s *Sampler) cgroupIO(miss *missing) *trace.CgroupIO {
+	var sum trace.CgroupIO
+	found, bad := false, false
+	for _, d := range s.topCgroups() {
+		for _, f := range []struct {
+			name  string
+			parse func([]byte) (trace.CgroupIO, error)
+		}{
+			{"io.stat", ParseIOStat},
+			{"blkio.throttle.io_service_bytes_recursive", ParseBlkioServiceBytes},
+			{"blkio.throttle.io_service_bytes", ParseBlkioServiceBytes},
+		} {
+			b, err := s.readFile(filepath.Join(d, f.name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				var c trace.CgroupIO
+				if c, err = f.parse(b); err == nil {
+					sum.ReadBytes += c.ReadBytes
+					sum.WriteBytes += c.WriteBytes
+					found = true
+					break
+				}
+			}
+			bad = true
+			break
+		}
+	}
+	if bad {
+		miss.whole("cgroup_io")
+		return nil
+	}
+	if !found {
+		return nil
+	}
+	return &sum
+}
+
+// pressure sums the job cgroups' io.pressure totals; nil when none has it.
+func (s *Sampler) pressure(miss *missing) *trace.Pressure {
+	var sum trace.Pressure
+	found := false
+	for _, d := range s.topCgroups() {
+		b, err := s.readFile(filepath.Join(d, "io.pressure"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		var p trace.Pressure
+		if err == nil {
+			p, err = ParsePressure(b)
+		}
+		if err != nil {
+			// io.pressure exists but reads EOPNOTSUPP when PSI is off.
+			if !errors.Is(err, syscall.EOPNOTSUPP) {
+				miss.whole("io_pressure")
+			}
+			return nil
+		}
+		sum.SomeUsec += p.SomeUsec
+		sum.FullUsec += p.FullUsec
+		found = true
+	}
+	if !found {
+		return nil
+	}
+	return &sum
+}
