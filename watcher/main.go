@@ -1,13 +1,356 @@
-// Command vigil-watch is a placeholder until its real main lands.
+// Command vigil-watch watches one Slurm job on one node and says when it has
+// hung: no I/O progress and flat resource usage for a whole window. It runs
+// as a job step, one task per node:
+//
+//	srun --overlap --ntasks-per-node=1 vigil-watch &
+//
+// `vigil-watch replay FILE` runs the same rule offline over a recorded trace.
+// See `vigil-watch --help` and docs/watch.md.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/watcher/run"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0 // the job ended, the watcher was signalled, or replay finished
+	exitError = 1 // the watcher could not run (not in a job, no cgroup, unreadable trace ...)
+	exitUsage = 2 // bad flags, environment or config
 )
 
 func main() {
-	flag.Usage = func() { fmt.Fprintf(os.Stderr, "usage: vigil-watch [flags]\n"); flag.PrintDefaults() }
-	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := realMain(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
+
+// cli holds what the flags say beyond the [watch] settings.
+type cli struct {
+	configPath string
+	record     string
+	accelTrace string
+	root       string
+	logLevel   string
+	dryRun     bool
+}
+
+// invocation is a parsed command line.
+type invocation struct {
+	replay   bool
+	file     string // replay's trace
+	settings run.Settings
+	cli
+}
+
+// realMain parses the command line, runs the watch loop or replay, and maps
+// the result to an exit code.
+func realMain(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	inv, code := parseArgs(args, lookup, stderr)
+	if code >= 0 {
+		return code
+	}
+	if inv.replay {
+		if err := run.Replay(inv.file, inv.settings, stdout); err != nil {
+			fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339})
+	level, _ := logrus.ParseLevel(inv.logLevel) // parseArgs checked it
+	log.SetLevel(level)
+	err := run.Watch(ctx, run.Options{
+		Settings: inv.settings, Record: inv.record, AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
+		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log,
+	})
+	if err != nil {
+		log.WithError(err).Error("vigil-watch failed")
+		return exitError
+	}
+	return exitOK
+}
+
+// parseArgs merges flags over the environment over the config file over the
+// defaults. It returns an exit code >= 0 when there is nothing to run
+// (--help, or a usage error already reported on stderr), else -1.
+func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (invocation, int) {
+	var inv invocation
+	inv.replay = len(args) > 0 && args[0] == "replay"
+	if inv.replay {
+		args = args[1:]
+	}
+	fail := func(err error) (invocation, int) {
+		fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
+		return inv, exitUsage
+	}
+	// First pass: the config path, --help and flag syntax, against defaults.
+	s := run.DefaultSettings()
+	fs := flags(inv.replay, &s, &inv.cli, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return inv, exitOK
+		}
+		return inv, exitUsage
+	}
+	if inv.replay && fs.NArg() != 1 {
+		return fail(errors.New("replay takes one trace file (see vigil-watch replay --help)"))
+	}
+	if !inv.replay && fs.NArg() != 0 {
+		return fail(fmt.Errorf("unexpected arguments %q (see vigil-watch --help)", fs.Args()))
+	}
+	if _, err := logrus.ParseLevel(inv.logLevel); err != nil && !inv.replay {
+		return fail(fmt.Errorf("--log-level: %w", err))
+	}
+	file, err := loadConfig(inv.configPath, isSet(fs, "config"))
+	if err != nil {
+		return fail(err)
+	}
+	// Second pass: flags over environment over file over defaults.
+	s = run.DefaultSettings()
+	if err := s.Load(file); err != nil {
+		return fail(err)
+	}
+	if !inv.replay {
+		if err := s.ApplyEnv(lookup); err != nil {
+			return fail(err)
+		}
+	}
+	fs = flags(inv.replay, &s, &inv.cli, io.Discard)
+	_ = fs.Parse(args) // parsed fine the first time
+	if isSet(fs, "period") {
+		s.PeriodIsDefault = false
+	}
+	if err := s.Final().Validate(file); err != nil {
+		return fail(err)
+	}
+	inv.settings = s
+	inv.file = fs.Arg(0)
+	return inv, -1
+}
+
+// loadConfig reads the config file; the default path may be missing.
+func loadConfig(path string, explicit bool) (*config.File, error) {
+	f, err := config.Load(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return config.Empty(path), nil
+	}
+	return f, err
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// detectTime is a flag.Value for a window: minutes or a Go duration.
+type detectTime struct{ d *time.Duration }
+
+func (v detectTime) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v detectTime) Set(s string) error {
+	d, err := run.ParseDetectTime(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+// graceValue is the --grace flag: setting it stops grace following the window.
+type graceValue struct{ s *run.Settings }
+
+func (v graceValue) String() string {
+	if v.s == nil || v.s.GraceIsWindow {
+		return ""
+	}
+	return v.s.Grace.String()
+}
+
+func (v graceValue) Set(str string) error {
+	d, err := time.ParseDuration(str)
+	if err != nil {
+		return err
+	}
+	v.s.Grace, v.s.GraceIsWindow = d, false
+	return nil
+}
+
+// flags binds the flags to s and c; their defaults are s's current values.
+func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
+	name := "vigil-watch"
+	if replay {
+		name = "vigil-watch replay"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() { usage(fs, replay) }
+
+	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
+	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime)
+	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
+	fs.Var(graceValue{s}, "grace", "start-up grace `duration` during which nothing is called hung (default: one window)")
+	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
+	fs.Float64Var(&s.MinCoverage, "min-coverage", s.MinCoverage, "fraction of a window's samples that must be present before it is judged")
+	fs.Float64Var(&s.UtilStddev, "util-stddev", s.UtilStddev, "largest standard deviation of a device's utilisation, in `percentage points`, that counts as flat")
+	fs.Float64Var(&s.PowerStddevW, "power-stddev-w", s.PowerStddevW, "largest standard deviation of a device's power, in `watts`, that counts as flat")
+	fs.Float64Var(&s.BusyPowerW, "busy-power-w", s.BusyPowerW, "median power, in `watts`, at or above which a device is busy, never flat (0 disables)")
+	fs.Float64Var(&s.MemChangeMiB, "mem-change-mib", s.MemChangeMiB, "largest change of a device's memory use, in `MiB`, that counts as flat")
+	if replay {
+		return fs
+	}
+	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: none, cancel or requeue")
+	fs.IntVar(&s.MaxRequeues, "max-requeues", s.MaxRequeues, "most restarts of the job that --action requeue allows")
+	fs.StringVar(&s.WebhookURL, "webhook-url", s.WebhookURL, "POST a JSON notification (Slack-compatible \"text\") to this `URL`")
+	fs.BoolVar(&s.Mail, "mail", s.Mail, "mail the job's user through Slurm's MailProg")
+	fs.BoolVar(&s.Comment, "comment", s.Comment, "record the hang in the job's comment (--comment=false to leave it alone)")
+	fs.StringVar(&s.ReportDir, "report-dir", s.ReportDir, "`dir`ectory for the JSON hang reports (default: the working directory)")
+	fs.StringVar(&c.record, "record", "", "append every sample as one JSON line to `file` (for replay); %N is replaced by the node name, %j by the job id")
+	fs.StringVar(&c.accelTrace, "accel-trace", "", "read accelerator samples from a recorded trace `file` instead of NVML/DCMI")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
+	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warning, error")
+	return fs
+}
+
+func usage(fs *flag.FlagSet, replay bool) {
+	w := fs.Output()
+	if replay {
+		fmt.Fprint(w, replayHelp)
+	} else {
+		fmt.Fprint(w, watchHelp)
+	}
+	fmt.Fprint(w, "\nOPTIONS\n")
+	fs.PrintDefaults()
+	if !replay {
+		fmt.Fprint(w, watchHelpTail)
+	}
+}
+
+const watchHelp = `NAME
+    vigil-watch - tell a Slurm job that it has hung, and why
+
+SYNOPSIS
+    vigil-watch [OPTIONS]
+    vigil-watch replay [--window D] [--period D] [--config FILE] FILE
+
+DESCRIPTION
+    vigil-watch runs inside a job as one task per node and samples the job on
+    its node every period: the I/O of every process of the job (/proc/PID/io),
+    the job's CPU time and processes, and each accelerator's utilisation, memory
+    and power. It leaves its own job step out.
+
+    The rule: a node is suspect when the job's I/O on it progressed less than
+    --io-bytes over the whole window, and hung when its resource usage over
+    the window is flat too (every accelerator steady, at 100% with low power or
+    idle at 0%, and the CPU steady). Gaps in the samples and unreadable files
+    never by themselves make a node hung; progress makes it recover.
+
+    On a hang it logs one line, writes a JSON report, updates the job's comment,
+    and notifies (webhook, mail) once per hang episode; it cancels or requeues
+    the job only when asked to (--action). It prints every event as one JSON
+    line on standard output (log lines go to standard error) and exits 0 on
+    SIGTERM or when the job's cgroup leaves the node. (When a batch script
+    ends, Slurm kills the remaining steps, this one included.)
+
+    vigil-watch replay runs the rule offline over a trace recorded with
+    --record (many hosts allowed) and prints one JSON line per event, to tune
+    the thresholds on your own jobs. It acts on nothing.
+`
+
+const watchHelpTail = `
+    Precedence: flags, then the environment, then the [watch] section of the
+    config file, then the defaults.
+
+ENVIRONMENT
+    VIGIL_HANG_DETECT_TIME
+        The job's own detection window: minutes as a bare number ("45") or a
+        Go duration ("90s", "2h"). --window overrides it.
+    SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURMD_NODENAME, SLURM_STEP_ID,
+    SLURM_RESTART_COUNT
+        Set by Slurm in the job step; they name the job, its user (mail), this
+        node, the watcher's own step (left out of the samples) and the job's
+        restart count (--max-requeues).
+
+FILES
+    /etc/vigil/vigil.toml
+        Config file; keys of [watch]: window, period, grace, io_bytes,
+        min_coverage, util_stddev, power_stddev_w, busy_power_w,
+        mem_change_mib, high_util, idle_util, cpu_stddev_cores,
+        cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang, action,
+        max_requeues, webhook_url, webhook_timeout, webhook_attempts, mail,
+        mail_prog, comment, report_dir, slurm_bin_dir.
+    REPORT_DIR/vigil-hang-JOB-NODE-TIME.json
+        One report per hang: what was flat, since when, the evidence, culprits.
+
+EXAMPLES
+    In a batch script, before the training starts:
+
+        #!/bin/bash
+        #SBATCH --nodes=4 --gpus-per-node=8
+        export VIGIL_HANG_DETECT_TIME=20          # minutes
+        srun --overlap --ntasks-per-node=1 vigil-watch &
+        srun python train.py
+
+    The same, with a webhook and the watcher's log in a file per node:
+
+        srun --overlap --ntasks-per-node=1 --error=vigil-%j-%N.log vigil-watch \
+            --webhook-url https://hooks.slack.com/services/T000/B000/XXXX &
+
+    Record the samples, then tune the window offline:
+
+        srun --overlap --ntasks-per-node=1 vigil-watch --record trace-%j-%N.jsonl &
+        ...
+        sort -s trace-1234-*.jsonl > all.jsonl    # lines start with their time
+        vigil-watch replay --window 10m all.jsonl
+
+    Requeue a hung job at most twice, without doing it yet:
+
+        vigil-watch --action requeue --max-requeues 2 --dry-run
+
+EXIT STATUS
+    0 SIGTERM or SIGINT, or the job's cgroup left the node; replay finished
+    1 vigil-watch could not run (not inside a job, unreadable trace ...)
+    2 bad flags, environment or config
+`
+
+const replayHelp = `NAME
+    vigil-watch replay - run the hang rule offline over a recorded trace
+
+SYNOPSIS
+    vigil-watch replay [--window D] [--period D] [--config FILE] FILE
+
+DESCRIPTION
+    Reads FILE, a trace written by vigil-watch --record (one JSON line per host
+    per sample, many hosts allowed), runs the same detector as the watcher and
+    prints one JSON line per event: suspect, hung or recovered, with the
+    evidence (and, for several hosts, the likely culprit hosts). It acts on
+    nothing; VIGIL_HANG_DETECT_TIME is not read. Use it to tune the [watch]
+    thresholds on your own jobs.
+
+EXAMPLE
+    vigil-watch replay --window 20m --period 60s trace.jsonl | jq -c 'select(.event=="hung")'
+`

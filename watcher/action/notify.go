@@ -1,0 +1,332 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/watcher/hang"
+)
+
+// The job comment carries vigil's state after the user's own comment:
+//
+//	<user comment>; vigil: hung since 2026-11-29T10:00:00Z on n1,n2
+//	<user comment>; vigil: recovered at 2026-11-29T10:40:00Z on n1 (hung since 2026-11-29T10:00:00Z)
+//
+// The user's part is kept; vigil's part is replaced, never appended twice.
+const commentSep = "; "
+
+var hungMarker = regexp.MustCompile(`^vigil: hung since (\S+) on (\S+)$`)
+
+// SplitComment splits a job comment into the user's part and vigil's part
+// (which starts with slurm.ReasonPrefix).
+func SplitComment(c string) (user, vigil string) {
+	i := strings.LastIndex(c, slurm.ReasonPrefix+" ")
+	if i < 0 {
+		return c, ""
+	}
+	return strings.TrimSuffix(c[:i], commentSep), c[i:]
+}
+
+func joinComment(user, vigil string) string {
+	if user == "" {
+		return vigil
+	}
+	return user + commentSep + vigil
+}
+
+// HungComment is the job comment after a hang on host since since. When the
+// old comment already reports a hang that began less than window apart from
+// since (another node of the same job, same episode), the hosts are merged
+// and dup is true.
+func HungComment(old, host string, since time.Time, window time.Duration) (comment string, dup bool) {
+	user, mine := SplitComment(old)
+	hosts := []string{host}
+	if m := hungMarker.FindStringSubmatch(mine); m != nil {
+		if t, err := time.Parse(time.RFC3339, m[1]); err == nil && absDur(t.Sub(since)) < window {
+			prev := strings.Split(m[2], ",")
+			dup = true
+			hosts = append(prev, host)
+			if t.Before(since) {
+				since = t
+			}
+		}
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	return joinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), strings.Join(hosts, ","))), dup
+}
+
+// RecoveredComment is the job comment after host recovered at t. Other hosts
+// of a shared hang stay listed as hung.
+func RecoveredComment(old, host string, t, since time.Time) string {
+	user, mine := SplitComment(old)
+	if m := hungMarker.FindStringSubmatch(mine); m != nil {
+		rest := slices.DeleteFunc(strings.Split(m[2], ","), func(h string) bool { return h == host })
+		if len(rest) > 0 {
+			return joinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, m[1], strings.Join(rest, ",")))
+		}
+	}
+	return joinComment(user, fmt.Sprintf("%s recovered at %s on %s (hung since %s)", slurm.ReasonPrefix,
+		t.UTC().Format(time.RFC3339), host, since.UTC().Format(time.RFC3339)))
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func (a *Actor) commentHung(ctx context.Context, log logrus.FieldLogger, ev hang.Event, since time.Time) (dup bool, err error) {
+	return a.updateComment(ctx, log, ev, func(old string) (string, bool) {
+		return HungComment(old, ev.Host, since, a.Window)
+	})
+}
+
+func (a *Actor) commentRecovered(ctx context.Context, log logrus.FieldLogger, ev hang.Event, since time.Time) error {
+	_, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
+		return RecoveredComment(old, ev.Host, ev.Time, since), false
+	})
+	return err
+}
+
+func (a *Actor) updateComment(ctx context.Context, log logrus.FieldLogger, ev hang.Event, next func(string) (string, bool)) (bool, error) {
+	if a.Slurm == nil {
+		return false, errors.New("job comment: no Slurm client")
+	}
+	job := a.jobID(ev)
+	info, err := a.Slurm.Job(ctx, job)
+	if err != nil {
+		return false, fmt.Errorf("job comment: read job %s: %w", job, err)
+	}
+	comment, dup := next(info.Comment)
+	if comment == info.Comment {
+		return dup, nil
+	}
+	if a.DryRun {
+		log.WithField("comment", comment).Warn("dry run: would set the job's comment")
+		return dup, nil
+	}
+	if err := a.Slurm.SetJobComment(ctx, job, comment); err != nil {
+		return dup, fmt.Errorf("job comment: %w", err)
+	}
+	log.WithField("comment", comment).Info("job comment updated")
+	return dup, nil
+}
+
+// WebhookBody is what the webhook receives: a Slack-compatible text plus
+// the report's structured fields.
+type WebhookBody struct {
+	Text string `json:"text"` // one line for people (Slack, Mattermost, Teams connectors)
+	Report
+	ReportPath string `json:"report,omitempty"` // the report file on the node
+}
+
+func webhookBody(r Report) WebhookBody {
+	return WebhookBody{Text: Summary(r), Report: r, ReportPath: r.Path}
+}
+
+// Summary is the one-line message for people about a report.
+func Summary(r Report) string {
+	who := "job " + r.Job
+	if r.User != "" {
+		who += " (" + r.User + ")"
+	}
+	switch r.Event {
+	case EventRecovered:
+		return fmt.Sprintf("vigil: %s recovered on %s at %s (hung since %s)", who, r.Host,
+			r.Time.Format(time.RFC3339), r.Since.Format(time.RFC3339))
+	}
+	s := fmt.Sprintf("vigil: %s is hung on %s since %s (no I/O progress for %s): %s", who, r.Host,
+		r.Since.Format(time.RFC3339), r.Window, r.Reason)
+	if r.Message != "" {
+		s += " (" + r.Message + ")"
+	}
+	if len(r.Flat) > 0 {
+		s += "; flat: " + strings.Join(r.Flat, ", ")
+	}
+	if len(r.Culprits) > 0 {
+		s += "; culprits: " + strings.Join(r.Culprits, ",")
+	}
+	return s
+}
+
+// errPermanent marks a webhook answer that retrying will not fix.
+var errPermanent = errors.New("permanent")
+
+func (a *Actor) webhook(ctx context.Context, log logrus.FieldLogger, body WebhookBody) error {
+	if a.WebhookURL == "" {
+		return nil
+	}
+	log = log.WithField("webhook", a.WebhookURL)
+	if a.DryRun {
+		log.WithField("text", body.Text).Warn("dry run: would POST to the webhook")
+		return nil
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	attempts := a.WebhookAttempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	backoff := time.Second
+	for i := 1; ; i++ {
+		err = a.post(ctx, data)
+		if err == nil {
+			log.WithField("attempt", i).Info("webhook notified")
+			return nil
+		}
+		if errors.Is(err, errPermanent) || i >= attempts || ctx.Err() != nil {
+			return fmt.Errorf("webhook %s: %d attempt(s): %w", a.WebhookURL, i, err)
+		}
+		log.WithError(err).WithField("attempt", i).Warn("webhook failed; retrying")
+		if err := a.sleep(ctx, backoff); err != nil {
+			return fmt.Errorf("webhook %s: %w", a.WebhookURL, err)
+		}
+		backoff *= 2
+	}
+}
+
+func (a *Actor) post(ctx context.Context, data []byte) error {
+	timeout := a.WebhookTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.WebhookURL, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "vigil-watch")
+	c := a.HTTP
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return fmt.Errorf("HTTP %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return fmt.Errorf("%w: HTTP %s: %s", errPermanent, resp.Status, bytes.TrimSpace(msg))
+}
+
+func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
+	if a.Sleep != nil {
+		return a.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// MailArgv is the MailProg command line, as slurmctld calls it:
+// MailProg -s SUBJECT USER.
+func MailArgv(prog, subject, user string) []string {
+	if prog == "" {
+		prog = DefaultMailProg
+	}
+	return []string{prog, "-s", subject, user}
+}
+
+func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) error {
+	if !a.Mail {
+		return nil
+	}
+	if a.User == "" {
+		return errors.New("mail: the job's user is unknown")
+	}
+	subject := fmt.Sprintf("vigil: job %s hung on %s", r.Job, r.Host)
+	argv := MailArgv(a.MailProg, subject, a.User)
+	if a.DryRun {
+		log.WithField("argv", argv).Warn("dry run: would send mail")
+		return nil
+	}
+	body := MailBody(r)
+	timeout := a.MailTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m := a.Mailer
+	if m == nil {
+		m = ExecRunner{}
+	}
+	if err := m.Run(ctx, argv, body); err != nil {
+		return fmt.Errorf("mail to %s: %w", a.User, err)
+	}
+	log.WithField("user", a.User).Info("mail sent")
+	return nil
+}
+
+// MailBody is the mail's text: the summary, then the report as JSON.
+func MailBody(r Report) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n\n", Summary(r))
+	fmt.Fprintf(&b, "Job:      %s\nNode:     %s\nSince:    %s\nDetected: %s\nReason:   %s\n",
+		r.Job, r.Host, r.Since.Format(time.RFC3339), r.Time.Format(time.RFC3339), r.Reason)
+	if r.Path != "" {
+		fmt.Fprintf(&b, "Report:   %s\n", r.Path)
+	}
+	fmt.Fprintf(&b, "Actions:  %s\n\nEvidence:\n", strings.Join(r.Actions, ", "))
+	ev, _ := json.MarshalIndent(r.Evidence, "", "  ")
+	b.Write(ev)
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// ExecRunner runs a command in its own process group with stdin, killing
+// the group when the context ends; stderr is kept in the error.
+type ExecRunner struct{}
+
+// Run runs argv with stdin until it exits or ctx ends.
+func (ExecRunner) Run(ctx context.Context, argv []string, stdin []byte) error {
+	if len(argv) == 0 {
+		return errors.New("empty command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if o := bytes.TrimSpace(out.Bytes()); len(o) > 0 {
+			return fmt.Errorf("%s: %w: %s", argv[0], err, o)
+		}
+		return fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package action
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+)
+
+// Report is the JSON record of one hang (or recovery) that vigil-watch
+// writes to the report directory and sends, in part, to the webhook.
+type Report struct {
+	V        int            `json:"v"`                  // format version, 1
+	Event    string         `json:"event"`              // hung or recovered
+	Job      string         `json:"job"`                // Slurm job id
+	User     string         `json:"user,omitempty"`     // the job's user
+	Host     string         `json:"host"`               // the node the event is about
+	Time     time.Time      `json:"time"`               // when the detector decided
+	Since    time.Time      `json:"since"`              // when the flat stretch began
+	Window   string         `json:"window"`             // the detection window, Go duration
+	Reason   string         `json:"reason"`             // the detector's reason token
+	Message  string         `json:"message,omitempty"`  // the detector's text for people
+	Flat     []string       `json:"flat"`               // what was flat: "io", "accel:0", "cpu" ...
+	Culprits []string       `json:"culprits"`           // hosts blamed
+	Evidence map[string]any `json:"evidence,omitempty"` // the detector's evidence, verbatim
+	Actions  []string       `json:"actions"`            // what vigil-watch does about it
+	Path     string         `json:"-"`                  // where the report was written; "" when not
+}
+
+func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Report {
+	r := Report{
+		V:        1,
+		Event:    ev.Event,
+		Job:      a.jobID(ev),
+		User:     a.User,
+		Host:     ev.Host,
+		Time:     ev.Time.UTC(),
+		Since:    since.UTC(),
+		Window:   a.Window.String(),
+		Reason:   ev.Reason,
+		Message:  ev.Message,
+		Flat:     Flat(ev),
+		Culprits: culprits,
+		Evidence: ev.Evidence,
+	}
+	if ev.Event == EventHung {
+		r.Actions = a.plannedActions()
+	}
+	if r.Actions == nil {
+		r.Actions = []string{}
+	}
+	return r
+}
+
+// plannedActions lists the actions configured for a hang, for the report
+// and the notifications.
+func (a *Actor) plannedActions() []string {
+	acts := []string{"log", "report"}
+	if a.Comment {
+		acts = append(acts, "comment")
+	}
+	if a.WebhookURL != "" {
+		acts = append(acts, "webhook")
+	}
+	if a.Mail {
+		acts = append(acts, "mail")
+	}
+	switch a.Control {
+	case ControlCancel:
+		acts = append(acts, "cancel")
+	case ControlRequeue:
+		acts = append(acts, fmt.Sprintf("requeue (at most %d restarts)", a.MaxRequeues))
+	}
+	if a.DryRun {
+		for i := range acts {
+			acts[i] = "dry-run " + acts[i]
+		}
+	}
+	return acts
+}
+
+// Flat says what the detector found flat: the evidence's "flat" list when it
+// has one; else, for suspect and hung, "io" plus "accel:ID" for each flat
+// device of the evidence's "devices", or "cpu" when the job has no devices
+// and the evidence carries its CPU rate.
+func Flat(ev hang.Event) []string {
+	switch v := ev.Evidence["flat"].(type) {
+	case []string:
+		return append([]string(nil), v...)
+	case []any:
+		out := []string{}
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	out := []string{}
+	if ev.Event != EventHung && ev.Event != EventSuspect {
+		return out
+	}
+	out = append(out, "io")
+	devices := 0
+	switch v := ev.Evidence["devices"].(type) {
+	case []hang.DeviceStats:
+		for _, d := range v {
+			devices++
+			if d.Flat {
+				out = append(out, "accel:"+d.ID)
+			}
+		}
+	case []any: // the same evidence after a JSON round trip
+		for _, x := range v {
+			m, ok := x.(map[string]any)
+			if !ok {
+				continue
+			}
+			devices++
+			if flat, _ := m["flat"].(bool); flat {
+				out = append(out, "accel:"+fmt.Sprint(m["id"]))
+			}
+		}
+	}
+	if _, ok := ev.Evidence["cpu_cores_median"]; ok && devices == 0 && ev.Event == EventHung {
+		out = append(out, "cpu")
+	}
+	return out
+}
+
+// ReportName is the report's file name for a job, host and event time.
+func ReportName(job, host string, t time.Time) string {
+	return fmt.Sprintf("vigil-hang-%s-%s-%s.json", job, host, t.UTC().Format("20060102T150405Z"))
+}
+
+func (a *Actor) writeReport(log logrus.FieldLogger, r Report) (string, error) {
+	dir := a.ReportDir
+	if dir == "" {
+		dir = "."
+	}
+	path := filepath.Join(dir, ReportName(r.Job, r.Host, r.Time))
+	if a.DryRun {
+		log.WithField("report", path).Warn("dry run: would write the hang report")
+		return "", nil
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("hang report: %w", err)
+	}
+	if err := WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("hang report: %w", err)
+	}
+	log.WithField("report", path).Info("hang report written")
+	return path, nil
+}
+
+// WriteFileAtomic writes data to path so that readers see either the old
+// file or the whole new one: a temporary file in the same directory,
+// fsync, rename, then fsync of the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,160 @@
+// Package run is vigil-watch's watch loop: every period it takes a sample of
+// the job on this node, optionally records it, feeds the hang detector and
+// hands the detector's events to the actions. It also holds the [watch]
+// settings and the offline replay command.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Clock is the loop's time source; tests step a fake one.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After waits d in real time.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Sampler takes one sample of the job on this node (*sample.Sampler).
+type Sampler interface {
+	Sample(now time.Time) trace.Sample
+}
+
+// Detector turns samples into events (*hang.Detector).
+type Detector interface {
+	Observe(s trace.Sample) []hang.Event
+}
+
+// Handler acts on events (*action.Actor).
+type Handler interface {
+	Handle(ctx context.Context, ev hang.Event) error
+}
+
+// ErrJobGone is what Alive returns (wrapped) when the job's cgroup has
+// disappeared or the job has ended: the loop then stops without error.
+var ErrJobGone = errors.New("the job is gone from this node")
+
+// Loop is the watch loop. Sampler, Detector and Period are required.
+type Loop struct {
+	Clock    Clock         // nil: RealClock
+	Period   time.Duration // time between samples
+	Sampler  Sampler
+	Detector Detector
+	// Alive is asked before each sample; an error wrapping ErrJobGone ends
+	// the loop cleanly, any other error is logged and the loop goes on. Nil
+	// means always alive.
+	Alive func() error
+	// Record receives every sample as a trace line; nil records nothing.
+	Record *trace.Writer
+	// Events receives every event as one JSON line; nil prints nothing.
+	Events io.Writer
+	// Actions acts on the events; nil acts on nothing.
+	Actions Handler
+	Log     logrus.FieldLogger // nil: the standard logger
+}
+
+// Run samples every Period until ctx ends (SIGTERM) or the job is gone.
+// Both are a clean end and return nil; only a broken setup is an error.
+func (l *Loop) Run(ctx context.Context) error {
+	if l.Period <= 0 {
+		return fmt.Errorf("watch: period %v: must be positive", l.Period)
+	}
+	clock := l.clock()
+	next := clock.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			l.log().Info("vigil-watch stopping: signalled")
+			return nil
+		}
+		if gone, err := l.Step(ctx, clock.Now()); gone {
+			l.log().WithError(err).Info("vigil-watch stopping: the job is gone from this node")
+			return nil
+		}
+		// Keep to a fixed grid: a slow sample shortens the wait instead of
+		// drifting; a sample that overran whole periods skips them.
+		now := clock.Now()
+		next = next.Add(l.Period)
+		for !next.After(now) {
+			next = next.Add(l.Period)
+		}
+		select {
+		case <-ctx.Done():
+			l.log().Info("vigil-watch stopping: signalled")
+			return nil
+		case <-clock.After(next.Sub(now)):
+		}
+	}
+}
+
+// Step takes one sample at now and acts on its events. It reports gone when
+// the job has left this node; the error then says how.
+func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
+	log := l.log()
+	if l.Alive != nil {
+		if err := l.Alive(); err != nil {
+			if errors.Is(err, ErrJobGone) {
+				return true, err
+			}
+			log.WithError(err).Warn("could not tell whether the job is still here; sampling anyway")
+		}
+	}
+	s := l.Sampler.Sample(now)
+	if len(s.Missing) > 0 {
+		log.WithField("missing", s.Missing).Debug("sample incomplete")
+	}
+	if l.Record != nil {
+		if err := l.Record.Write(s); err != nil {
+			log.WithError(err).Warn("could not record the sample")
+		}
+	}
+	for _, ev := range l.Detector.Observe(s) {
+		if l.Events != nil {
+			line, err := json.Marshal(ev)
+			if err == nil {
+				_, err = l.Events.Write(append(line, '\n'))
+			}
+			if err != nil {
+				log.WithError(err).Warn("could not print the event")
+			}
+		}
+		if l.Actions != nil {
+			if err := l.Actions.Handle(ctx, ev); err != nil {
+				log.WithError(err).WithField("event", ev.Event).Error("some actions failed")
+			}
+		}
+	}
+	return false, nil
+}
+
+func (l *Loop) clock() Clock {
+	if l.Clock == nil {
+		return RealClock{}
+	}
+	return l.Clock
+}
+
+func (l *Loop) log() logrus.FieldLogger {
+	if l.Log == nil {
+		return logrus.StandardLogger()
+	}
+	return l.Log
+}

@@ -1,0 +1,330 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/watcher/action"
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/sample"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Options is everything vigil-watch needs beyond the [watch] settings.
+type Options struct {
+	Settings Settings // merged file, environment and flags; Final() applied by Watch
+	// Record appends every sample as a trace line to this file (%j and %N
+	// expanded, see RecordPath); "" records nothing.
+	Record string
+	// AccelTrace takes the accelerator readings from a recorded trace
+	// instead of NVML/DCMI (tests and machines without accelerators).
+	AccelTrace string
+	// DryRun acts on nothing and logs what it would do.
+	DryRun bool
+	// Root is the root of /proc and /sys ("/" in production; tests use
+	// fixture trees).
+	Root string
+	// Lookup reads the environment (os.LookupEnv).
+	Lookup func(string) (string, bool)
+	// Stdout receives one JSON line per event.
+	Stdout io.Writer
+	// Log receives the log lines.
+	Log logrus.FieldLogger
+	// Clock is the loop's time source; nil is the wall clock.
+	Clock Clock
+	// Slurm is the scontrol client; nil builds one from Settings.SlurmBinDir.
+	Slurm *slurm.Client
+}
+
+// ErrNotInJob is returned when vigil-watch runs outside a Slurm job.
+var ErrNotInJob = errors.New("vigil-watch must run inside a Slurm job (srun --overlap --ntasks-per-node=1 vigil-watch &)")
+
+// Watch watches the job this process runs in, on this node, until the job
+// leaves the node or ctx ends (SIGTERM). Both end it cleanly with nil.
+func Watch(ctx context.Context, o Options) error {
+	s := o.Settings.Final()
+	if err := s.Validate(nil); err != nil {
+		return err
+	}
+	log := o.Log
+	if log == nil {
+		log = logrus.StandardLogger()
+	}
+	root := o.Root
+	if root == "" {
+		root = "/"
+	}
+	lookup := o.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	job, err := slurm.JobFromEnv(lookup)
+	if err != nil {
+		if errors.Is(err, slurm.ErrNotInJob) {
+			return ErrNotInJob
+		}
+		return fmt.Errorf("vigil-watch: %w", err)
+	}
+	log = log.WithFields(logrus.Fields{"job": job.ID, "node": job.NodeName})
+
+	cg := &cgroups{root: filepath.Join(root, "sys", "fs", "cgroup"), job: job}
+	if err := cg.refresh(); err != nil {
+		return fmt.Errorf("vigil-watch: %w", err)
+	}
+
+	accel, closeAccel, err := accelerators(o, job, log)
+	if err != nil {
+		return err
+	}
+	defer closeAccel()
+	sampler := &sample.Sampler{Root: root, Cgroups: cg.dirs, Accel: accel, Host: job.NodeName, Job: job.ID}
+	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
+
+	client := o.Slurm
+	if client == nil {
+		client = &slurm.Client{BinDir: s.SlurmBinDir}
+	}
+	control, _ := action.ParseControl(s.Action) // Validate checked it
+	mailProg := s.MailProg
+	if s.Mail && mailProg == "" {
+		mailProg = discoverMailProg(ctx, client, log)
+	}
+	actor := &action.Actor{
+		Config: action.Config{
+			Job: job.ID, User: job.User, Host: job.NodeName, Window: s.Window,
+			ReportDir:  s.ReportDir,
+			WebhookURL: s.WebhookURL, WebhookTimeout: s.WebhookTimeout, WebhookAttempts: s.WebhookAttempts,
+			Mail: s.Mail, MailProg: mailProg,
+			Comment: s.Comment, Stagger: Stagger(job, s.Period),
+			Control: control, MaxRequeues: s.MaxRequeues, RestartCount: job.RestartCount,
+			DryRun: o.DryRun,
+		},
+		Slurm: client,
+		Log:   log,
+	}
+
+	loop := &Loop{
+		Clock: o.Clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Config),
+		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
+	}
+	if o.Record != "" {
+		path := RecordPath(o.Record, job.ID, job.NodeName)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("vigil-watch: --record: %w", err)
+		}
+		defer f.Close()
+		loop.Record = trace.NewWriter(f)
+	}
+	log.WithFields(logrus.Fields{
+		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(),
+		"io_bytes": s.IOBytes, "action": string(control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
+	}).Info("vigil-watch started")
+	err = loop.Run(ctx)
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		log.WithFields(logrus.Fields{
+			"max_rss_kib": ru.Maxrss,
+			"cpu_s":       fmt.Sprintf("%.3f", float64(ru.Utime.Nano()+ru.Stime.Nano())/1e9),
+			"hung_nodes":  strings.Join(actor.Hung(), ","),
+		}).Info("vigil-watch stopped")
+	}
+	return err
+}
+
+// Stagger is how long a node waits before it looks for another node's note
+// of the same hang: its index in the job's node list times a step of at most
+// 1 s, all of them within half a period.
+func Stagger(job *slurm.Job, period time.Duration) time.Duration {
+	n := len(job.Nodes)
+	i := slices.Index(job.Nodes, job.NodeName)
+	if n < 2 || i <= 0 {
+		return 0
+	}
+	step := min(time.Second, period/2/time.Duration(n))
+	return time.Duration(i) * step
+}
+
+// RecordPath expands %j (job id) and %N (node name) in a --record path, so
+// that the watchers of a multi-node job write one file each.
+func RecordPath(pattern, job, node string) string {
+	return strings.NewReplacer("%j", job, "%N", node, "%%", "%").Replace(pattern)
+}
+
+// accelerators opens the accelerator source: the --accel-trace file, else
+// NVML over the job's GPUs, else DCMI over the job's Ascend NPUs, else none
+// (the CPU then decides alone).
+func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Accelerators, func(), error) {
+	if o.AccelTrace != "" {
+		f, err := os.Open(o.AccelTrace)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vigil-watch: --accel-trace: %w", err)
+		}
+		defer f.Close()
+		t, err := sample.NewTraceAccelerators(f, job.NodeName)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vigil-watch: --accel-trace %s: %w", o.AccelTrace, err)
+		}
+		log.WithFields(logrus.Fields{"accel_trace": o.AccelTrace, "lines": t.Len()}).Info("accelerator readings come from a recorded trace")
+		return t, func() {}, nil
+	}
+	lib := nvml.New()
+	n, nvmlErr := sample.NewNVML(lib, nvmlDevices(lib, job.GPUs))
+	if nvmlErr == nil {
+		return n, func() { n.Close() }, nil
+	}
+	if npu, err := dcmi.Open(dl.Options{}); err == nil {
+		d, err := sample.NewDCMI(npu, ascendDevices(o.lookup()))
+		if err == nil {
+			log.Info("sampling Ascend NPUs through DCMI")
+			return d, func() { d.Close() }, nil
+		}
+		npu.Close()
+		log.WithError(err).Info("DCMI found but unusable")
+	}
+	log.WithError(nvmlErr).Info("no NVIDIA or Ascend accelerators to sample")
+	return nil, func() {}, nil
+}
+
+// ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or
+// ASCEND_VISIBLE_DEVICES (logical ids); nil (every NPU DCMI lists) when
+// neither is set.
+func ascendDevices(lookup func(string) (string, bool)) []string {
+	for _, name := range []string{"ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"} {
+		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
+			var ids []string
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					ids = append(ids, f)
+				}
+			}
+			return ids
+		}
+	}
+	return nil
+}
+
+func (o Options) lookup() func(string) (string, bool) {
+	if o.Lookup == nil {
+		return os.LookupEnv
+	}
+	return o.Lookup
+}
+
+// nvmlDevices chooses the devices NVML should read: all it sees when that
+// is as many as the job has (ConstrainDevices renumbers them from 0), else
+// the job's GPU indexes (SLURM_JOB_GPUS).
+func nvmlDevices(lib nvml.Interface, gpus []int) []string {
+	if len(gpus) == 0 || lib.Init() != nvml.SUCCESS {
+		return nil
+	}
+	defer lib.Shutdown()
+	if count, ret := lib.DeviceGetCount(); ret == nvml.SUCCESS && count == len(gpus) {
+		return nil
+	}
+	ids := make([]string, len(gpus))
+	for i, g := range gpus {
+		ids[i] = strconv.Itoa(g)
+	}
+	return ids
+}
+
+// discoverMailProg asks scontrol for Slurm's MailProg, falling back to
+// action.DefaultMailProg.
+func discoverMailProg(ctx context.Context, c *slurm.Client, log logrus.FieldLogger) string {
+	cfg, err := c.Config(ctx)
+	if err != nil {
+		log.WithError(err).Warn("could not read Slurm's MailProg; using " + action.DefaultMailProg)
+		return action.DefaultMailProg
+	}
+	if p := strings.TrimSpace(cfg["MailProg"]); p != "" && p != "(null)" {
+		return p
+	}
+	return action.DefaultMailProg
+}
+
+// cgroups keeps the list of the job's cgroup directories to sample: every
+// step of the job on this node except vigil-watch's own, so that the
+// watcher's log and record writes never count as the job's progress.
+type cgroups struct {
+	root     string
+	job      *slurm.Job
+	dirs     []string
+	onChange func([]string)
+}
+
+// refresh re-lists the job's step cgroups (steps come and go). It returns an
+// error wrapping ErrJobGone when the job has no cgroup left on this node.
+func (c *cgroups) refresh() error {
+	jobDirs, err := slurm.JobCgroups(c.root, c.job.ID, c.job.UID, c.job.NodeName)
+	if errors.Is(err, slurm.ErrNoJobCgroup) {
+		return fmt.Errorf("%w: %w", ErrJobGone, err)
+	}
+	if err != nil {
+		return err
+	}
+	dirs, err := StepDirs(jobDirs, c.job.StepID)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %w", ErrJobGone, err)
+		}
+		return err
+	}
+	if !equal(dirs, c.dirs) {
+		c.dirs = dirs
+		if c.onChange != nil {
+			c.onChange(dirs)
+		}
+	}
+	return nil
+}
+
+// StepDirs lists the step directories (step_*) below each job cgroup
+// directory, leaving out step_<ownStep>. With ownStep "" (not run as a step)
+// it returns jobDirs themselves. A job directory that has vanished is an
+// error wrapping os.ErrNotExist.
+func StepDirs(jobDirs []string, ownStep string) ([]string, error) {
+	if ownStep == "" {
+		return append([]string(nil), jobDirs...), nil
+	}
+	var out []string
+	for _, d := range jobDirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "step_") && e.Name() != "step_"+ownStep {
+				out = append(out, filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
