@@ -140,4 +140,7 @@ type Env struct {
 	// Settings decodes this check's own config table ([checks.NAME]) into v,
 	// which holds the check's defaults beforehand. Nil means no config.
 	Settings func(v any) error
+	// DryRun is set for vigil-prolog --dry-run: a check should then leave no
+	// state behind (e.g. not advance a "since the last check" marker).
+	DryRun bool
 }

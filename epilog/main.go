@@ -1,13 +1,109 @@
-// Command vigil-epilog is a placeholder until its real main lands.
+// Command vigil-epilog runs after each job on every node of the job (Slurm
+// Epilog): it kills processes the job left on its accelerators, re-runs the
+// fast health facts, drains the node with a "vigil:" reason when one fails
+// (or resumes a node vigil drained once it passes), and removes vigil's
+// per-job files.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	_ "github.com/vigil-hpc/vigil/benchmarks/all"
+	"github.com/vigil-hpc/vigil/sanity"
 )
 
+const usage = `NAME
+    vigil-epilog - clean up and re-check a Slurm node after a job
+
+SYNOPSIS
+    vigil-epilog [--config FILE] [--dry-run] [--node NAME] [OVERRIDES]
+
+DESCRIPTION
+    Runs as Slurm's Epilog, as root, once per node after each job:
+      1. kills processes still holding the job's accelerators (open file
+         descriptors on /dev/nvidiaN or /dev/davinciN for the GPUs in
+         SLURM_JOB_GPUS): SIGTERM, then SIGKILL after [epilog] kill_grace;
+      2. re-runs the health facts (never the performance probes);
+      3. on a fail, drains the node with "vigil: <check> <Reason> [<device>]";
+         on a pass, resumes the node if vigil drained it; drains set by
+         anyone else are never touched;
+      4. removes vigil's per-job files ([prolog] run_dir/jobs/JOBID).
+    It exits 0 even when it drains the node: a failing Epilog would make
+    Slurm replace vigil's reason with "Epilog error".
+
+    Slurm setup (slurm.conf):
+        Epilog=/usr/local/bin/vigil-epilog
+
+OPTIONS
+    --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml);
+                       [prolog] and [epilog] apply. A missing default file means defaults.
+    --dry-run          report what would be killed, drained or resumed; change nothing
+                       (env VIGIL_DRY_RUN=1).
+    --node NAME        node name (default SLURMD_NODENAME, else the host name).
+    --log-level LEVEL  debug, info, warn, error (default info).
+    --log-format FMT   text or json (default text); logs go to stderr.
+    OVERRIDES          the [prolog] overrides of vigil-prolog (--checks, --skip,
+                       --check-timeout, --budget, --report-dir, --textfile, --run-dir ...),
+                       flags over environment (VIGIL_<KEY>) over file.
+
+EXIT STATUS
+    0  done (including when the node was drained, or the config is invalid: an
+       invalid config is logged loudly and recorded, and changes nothing)
+    2  bad command line
+    3  invalid config with --dry-run
+
+EXAMPLES
+    SLURM_JOB_ID=42 SLURM_JOB_GPUS=0,1 vigil-epilog --dry-run
+        Which processes would be killed on GPUs 0 and 1, and the health verdict.
+`
+
 func main() {
-	flag.Usage = func() { fmt.Fprintf(os.Stderr, "usage: vigil-epilog [flags]\n"); flag.PrintDefaults() }
-	flag.Parse()
+	if benchmarks.IsChild(os.Args) {
+		os.Exit(benchmarks.ChildMain(os.Args, os.Stdin, os.NewFile(3, "result"), os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vigil-epilog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	configPath := fs.String("config", "", "config file")
+	dryRun := fs.Bool("dry-run", false, "change nothing")
+	node := fs.String("node", "", "node name")
+	logLevel := fs.String("log-level", "info", "log level")
+	logFormat := fs.String("log-format", "text", "log format")
+	overrides := sanity.OverrideFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return sanity.ExitOK
+		}
+		return sanity.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vigil-epilog: unexpected argument %q (see --help)\n", fs.Arg(0))
+		return sanity.ExitUsage
+	}
+	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+		fmt.Fprintf(stderr, "vigil-epilog: %v\n", err)
+		return sanity.ExitUsage
+	}
+	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
+		*dryRun = true
+	}
+	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return sanity.Run(ctx, sanity.Options{
+		Program: "vigil-epilog", Mode: sanity.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
+		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
+	}).ExitCode
 }

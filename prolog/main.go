@@ -1,13 +1,171 @@
-// Command vigil-prolog is a placeholder until its real main lands.
+// Command vigil-prolog is vigil's node sanity suite for Slurm: run as the
+// Prolog (with PrologFlags=Alloc) it checks the node before each job,
+// drains a broken node with a "vigil:" reason and fails so Slurm requeues
+// the job; run with --health (HealthCheckProgram) it resumes nodes vigil
+// drained once they pass again.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	_ "github.com/vigil-hpc/vigil/benchmarks/all"
+	"github.com/vigil-hpc/vigil/sanity"
 )
 
+const usage = `NAME
+    vigil-prolog - check a Slurm node before a job; drain it when it is broken
+
+SYNOPSIS
+    vigil-prolog [--config FILE] [--dry-run] [--health] [--node NAME] [OVERRIDES]
+    vigil-prolog --check-config [--config FILE] [OVERRIDES]
+    vigil-prolog --list-checks
+
+DESCRIPTION
+    Runs vigil's node sanity suite: accelerator health facts (device count,
+    ECC, row remapping, XID errors, NVLink, PCIe link, throttling, leftover
+    processes), the local disk check, and, with suite = "full", performance
+    probes. Each check ends pass, fail or unknown. Checks that call vendor
+    libraries run in a child process that is killed at its deadline; a check
+    that hangs fails (CheckTimedOut), one that crashes is unknown.
+
+    Any fail drains the node with the reason "vigil: <check> <Reason> [<device>]"
+    (see sinfo -R) and exits 1, so Slurm requeues the job. Unknown never
+    drains. A pass resumes the node if vigil drained it (only then: drains,
+    down and maintenance states set by anyone else are never touched).
+
+    Slurm setup (slurm.conf):
+        Prolog=/usr/local/bin/vigil-prolog
+        PrologFlags=Alloc
+        HealthCheckProgram=/usr/local/bin/vigil-prolog --health
+    (Slurm passes no arguments to a Prolog; for HealthCheckProgram use a
+    one-line wrapper script that adds --health.)
+
+OPTIONS
+    --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml).
+                       A missing default file means the shipped defaults; a missing
+                       file given explicitly is a config error.
+    --dry-run          run every check, report what would be done, change nothing:
+                       no drain, resume or hold, no Slurm queries, no files written
+                       unless --report-dir/--textfile are given (env VIGIL_DRY_RUN=1).
+    --health           health-facts-only run outside a job (HealthCheckProgram mode).
+    --node NAME        node name (default SLURMD_NODENAME, else the host name).
+    --check-config     validate the config and print the effective configuration.
+    --list-checks      list the registered checks.
+    --log-level LEVEL  debug, info, warn, error (default info).
+    --log-format FMT   text or json (default text); logs go to stderr.
+
+OVERRIDES (flags override environment, environment overrides the file)
+    --suite full|health          [prolog] suite            env VIGIL_SUITE
+    --checks a,b                 [prolog] checks           env VIGIL_CHECKS
+    --skip a,b                   [prolog] skip             env VIGIL_SKIP
+    --check-timeout 6m           [prolog] check_timeout    env VIGIL_CHECK_TIMEOUT
+    --budget 30m                 [prolog] budget           env VIGIL_BUDGET
+    --retries 2                  [prolog] retries          env VIGIL_RETRIES
+    --on-budget-expiry fail|hold [prolog] on_budget_expiry env VIGIL_ON_BUDGET_EXPIRY
+    --timing before|after-requeue [prolog] timing          env VIGIL_TIMING
+    --report-dir DIR             [prolog] report_dir       env VIGIL_REPORT_DIR
+    --textfile FILE              [prolog] textfile         env VIGIL_TEXTFILE
+    --run-dir DIR                [prolog] run_dir          env VIGIL_RUN_DIR
+    --slurm-bin-dir DIR          [prolog] slurm_bin_dir    env VIGIL_SLURM_BIN_DIR
+
+EXIT STATUS
+    0  the node passed, or nothing may be done: unknown results, an invalid
+       config (logged loudly, recorded in the report and the vigil_config_valid
+       metric; the node is never drained for it), a held job, a skipped run
+    1  a check failed (or the budget ran out with on_budget_expiry = "fail");
+       the node was drained (or, with --dry-run, would be)
+    2  bad command line
+    3  invalid config, with --check-config or --dry-run only
+
+FILES
+    /etc/vigil/vigil.toml                          config
+    /var/lib/vigil/reports/*.json                  one JSON report per run
+    /var/lib/prometheus/node-exporter/vigil.prom   metrics for node_exporter
+    /run/vigil/jobs/JOBID/                         per-job files, removed by vigil-epilog
+
+EXAMPLES
+    vigil-prolog --dry-run
+        What would happen on this node now; changes nothing.
+    vigil-prolog --check-config --config /etc/vigil/vigil.toml
+        Validate a config and print the effective settings.
+    vigil-prolog --dry-run --suite health --checks gpu-count,disk
+        Only two health facts.
+    scontrol update NodeName=n12 State=RESUME
+        Resume a node by hand (vigil also resumes its own drains when the node passes).
+`
+
 func main() {
-	flag.Usage = func() { fmt.Fprintf(os.Stderr, "usage: vigil-prolog [flags]\n"); flag.PrintDefaults() }
-	flag.Parse()
+	if benchmarks.IsChild(os.Args) {
+		os.Exit(benchmarks.ChildMain(os.Args, os.Stdin, os.NewFile(3, "result"), os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	configPath := fs.String("config", "", "config file")
+	dryRun := fs.Bool("dry-run", false, "change nothing")
+	health := fs.Bool("health", false, "HealthCheckProgram mode")
+	node := fs.String("node", "", "node name")
+	checkConfig := fs.Bool("check-config", false, "validate and print the config")
+	listChecks := fs.Bool("list-checks", false, "list checks")
+	logLevel := fs.String("log-level", "info", "log level")
+	logFormat := fs.String("log-format", "text", "log format")
+	overrides := sanity.OverrideFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return sanity.ExitOK
+		}
+		return sanity.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vigil-prolog: unexpected argument %q (see --help)\n", fs.Arg(0))
+		return sanity.ExitUsage
+	}
+	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
+		return sanity.ExitUsage
+	}
+	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
+	if *listChecks {
+		for _, n := range benchmarks.Names() {
+			fmt.Fprintln(stdout, n)
+		}
+		return sanity.ExitOK
+	}
+	if *checkConfig {
+		return sanity.CheckConfig(stdout, path, explicit, os.LookupEnv, overrides())
+	}
+	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
+		*dryRun = true
+	}
+	mode := sanity.ModeProlog
+	if *health {
+		mode = sanity.ModeHealth
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	opts := sanity.Options{
+		Program: "vigil-prolog", Mode: mode, ConfigPath: path, ConfigExplicit: explicit,
+		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
+	}
+	if isTerminal(os.Stdout) {
+		opts.Progress = stdout
+	}
+	return sanity.Run(ctx, opts).ExitCode
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,75 @@
+package benchmarks
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestVerdict(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []Status
+		want Status
+	}{
+		{"empty", nil, StatusPass},
+		{"all pass", []Status{StatusPass, StatusPass}, StatusPass},
+		{"unknown", []Status{StatusPass, StatusUnknown}, StatusUnknown},
+		{"fail wins", []Status{StatusUnknown, StatusFail, StatusPass}, StatusFail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rs []Result
+			for _, s := range tt.in {
+				rs = append(rs, Result{Status: s})
+			}
+			if got := Verdict(rs); got != tt.want {
+				t.Fatalf("Verdict = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDrainReasonRoundTrip(t *testing.T) {
+	tests := []struct {
+		res  Result
+		want string
+	}{
+		{Result{Check: "gpu-count", Reason: "GPUCountMismatch"}, "vigil: gpu-count GPUCountMismatch"},
+		{Result{Check: "nvml-ecc", Reason: "ECCUncorrectable", Device: "gpu3"}, "vigil: nvml-ecc ECCUncorrectable gpu3"},
+		{Result{Check: "disk", Device: "/scratch dir"}, "vigil: disk Failed /scratch_dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			got := DrainReason(tt.res)
+			if got != tt.want {
+				t.Fatalf("DrainReason = %q, want %q", got, tt.want)
+			}
+			c, r, d, ok := ParseDrainReason(got)
+			if !ok || c != tt.res.Check || (tt.res.Reason != "" && r != tt.res.Reason) || (d == "") != (tt.res.Device == "") {
+				t.Fatalf("ParseDrainReason(%q) = %q %q %q %v", got, c, r, d, ok)
+			}
+		})
+	}
+	if _, _, _, ok := ParseDrainReason("admin: bad fan"); ok {
+		t.Error("parsed someone else's reason")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	all, err := Select(nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		if c.Name() == FaultCheckName {
+			t.Fatal("fault-inject selected by default")
+		}
+	}
+	got, err := Select([]string{FaultCheckName, "test-flaky-perf", "test-fail-health"}, []string{"test-fail-health"}, true)
+	if err != nil || len(got) != 1 || got[0].Name() != FaultCheckName {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := Select([]string{"nope"}, []string{"nada"}, false); !errors.Is(err, ErrUnknownCheck) {
+		t.Fatalf("err = %v", err)
+	}
+}

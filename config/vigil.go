@@ -1,0 +1,151 @@
+package config
+
+import (
+	"errors"
+	"time"
+)
+
+// Timing values of Prolog.Timing.
+const (
+	// TimingBefore runs the suite before every job.
+	TimingBefore = "before"
+	// TimingAfterRequeue runs it only when the job was requeued
+	// (SLURM_RESTART_COUNT > 0), as a sanity check after fault tolerance.
+	TimingAfterRequeue = "after-requeue"
+)
+
+// Actions of Prolog.OnBudgetExpiry.
+const (
+	// ActionFail fails the prolog and drains the node when the budget runs out.
+	ActionFail = "fail"
+	// ActionHold holds the job and leaves the node alone.
+	ActionHold = "hold"
+)
+
+// Suites of Prolog.Suite.
+const (
+	// SuiteFull runs every enabled check: health facts and performance probes.
+	SuiteFull = "full"
+	// SuiteHealth runs the health facts only (the fast path).
+	SuiteHealth = "health"
+)
+
+// Prolog is the [prolog] section: what vigil-prolog runs and how it acts.
+// The epilog and the HealthCheckProgram mode read it too.
+type Prolog struct {
+	// Checks names the checks to run; empty means every registered check
+	// that is on by default.
+	Checks []string `toml:"checks"`
+	// Skip names checks not to run.
+	Skip []string `toml:"skip"`
+	// Suite is "full" or "health" (health facts only).
+	Suite string `toml:"suite"`
+	// CheckTimeout is each check's deadline ("6m").
+	CheckTimeout time.Duration `toml:"check_timeout"`
+	// Timeouts overrides CheckTimeout per check name.
+	Timeouts map[string]time.Duration `toml:"timeouts"`
+	// Budget is the whole run's deadline ("30m"); vigil always returns inside it.
+	Budget time.Duration `toml:"budget"`
+	// Retries is how many more times a failed performance probe runs.
+	Retries int `toml:"retries"`
+	// OnBudgetExpiry is "fail" (drain, fail the prolog) or "hold" (hold the job, leave the node).
+	OnBudgetExpiry string `toml:"on_budget_expiry"`
+	// Timing is "before" (every job) or "after-requeue" (only requeued jobs).
+	Timing string `toml:"timing"`
+	// ReportDir receives one JSON report per run; empty disables reports.
+	ReportDir string `toml:"report_dir"`
+	// Textfile is the Prometheus textfile written after each run; empty disables it.
+	Textfile string `toml:"textfile"`
+	// RunDir holds vigil's per-job files; the epilog removes them.
+	RunDir string `toml:"run_dir"`
+	// SlurmBinDir is where scontrol lives (the prolog runs without PATH).
+	SlurmBinDir string `toml:"slurm_bin_dir"`
+	// SlurmTimeout is the deadline of each scontrol call ("30s").
+	SlurmTimeout time.Duration `toml:"slurm_timeout"`
+	// KeepReports is how many JSON reports to keep in ReportDir (0 keeps all).
+	KeepReports int `toml:"keep_reports"`
+}
+
+// Epilog is the [epilog] section.
+type Epilog struct {
+	// KillProcesses kills processes still holding the job's devices.
+	KillProcesses bool `toml:"kill_processes"`
+	// KillGrace is how long processes get after SIGTERM before SIGKILL ("5s").
+	KillGrace time.Duration `toml:"kill_grace"`
+	// Recheck re-runs the fast health facts after the job.
+	Recheck bool `toml:"recheck"`
+}
+
+// Lower bounds of the [prolog] durations; smaller values are config errors
+// (an integer in TOML would otherwise be read as nanoseconds).
+const (
+	MinCheckTimeout = 100 * time.Millisecond
+	MinBudget       = time.Second
+)
+
+// DefaultProlog returns the shipped [prolog] settings. This is the one place
+// those defaults live.
+func DefaultProlog() Prolog {
+	return Prolog{
+		Suite:          SuiteFull,
+		CheckTimeout:   6 * time.Minute,
+		Budget:         30 * time.Minute,
+		Retries:        2,
+		OnBudgetExpiry: ActionFail,
+		Timing:         TimingBefore,
+		ReportDir:      "/var/lib/vigil/reports",
+		Textfile:       "/var/lib/prometheus/node-exporter/vigil.prom",
+		RunDir:         "/run/vigil",
+		SlurmBinDir:    "/usr/bin",
+		SlurmTimeout:   30 * time.Second,
+		KeepReports:    200,
+	}
+}
+
+// DefaultEpilog returns the shipped [epilog] settings.
+func DefaultEpilog() Epilog {
+	return Epilog{KillProcesses: true, KillGrace: 5 * time.Second, Recheck: true}
+}
+
+// Validate checks p's values, naming the key and line of each bad one in f.
+func (p Prolog) Validate(f *File) error {
+	var errs []error
+	if p.Suite != SuiteFull && p.Suite != SuiteHealth {
+		errs = append(errs, f.Errorf("prolog.suite", "%q: want %q or %q", p.Suite, SuiteFull, SuiteHealth))
+	}
+	if p.CheckTimeout < MinCheckTimeout {
+		errs = append(errs, f.Errorf("prolog.check_timeout", "%v: want at least %v (write durations as strings: \"6m\")", p.CheckTimeout, MinCheckTimeout))
+	}
+	for name, d := range p.Timeouts {
+		if d < MinCheckTimeout {
+			errs = append(errs, f.Errorf("prolog.timeouts."+name, "%v: want at least %v", d, MinCheckTimeout))
+		}
+	}
+	if p.Budget < MinBudget {
+		errs = append(errs, f.Errorf("prolog.budget", "%v: want at least %v (write durations as strings: \"30m\")", p.Budget, MinBudget))
+	}
+	if p.Retries < 0 || p.Retries > 10 {
+		errs = append(errs, f.Errorf("prolog.retries", "%d: want 0 to 10", p.Retries))
+	}
+	if p.OnBudgetExpiry != ActionFail && p.OnBudgetExpiry != ActionHold {
+		errs = append(errs, f.Errorf("prolog.on_budget_expiry", "%q: want %q or %q", p.OnBudgetExpiry, ActionFail, ActionHold))
+	}
+	if p.Timing != TimingBefore && p.Timing != TimingAfterRequeue {
+		errs = append(errs, f.Errorf("prolog.timing", "%q: want %q or %q", p.Timing, TimingBefore, TimingAfterRequeue))
+	}
+	if p.SlurmTimeout < time.Second {
+		errs = append(errs, f.Errorf("prolog.slurm_timeout", "%v: want at least 1s", p.SlurmTimeout))
+	}
+	if p.KeepReports < 0 {
+		errs = append(errs, f.Errorf("prolog.keep_reports", "%d: must be 0 or more", p.KeepReports))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks e's values, naming the key and line of each bad one in f.
+func (e Epilog) Validate(f *File) error {
+	if e.KillGrace < 0 {
+		return f.Errorf("epilog.kill_grace", "%v: must be 0 or more", e.KillGrace)
+	}
+	return nil
+}

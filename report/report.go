@@ -1,0 +1,227 @@
+// Package report records what a vigil run found: one JSON report per run,
+// a Prometheus textfile for node_exporter's textfile collector, and a
+// readable table for people. Files are written atomically (temp file, fsync,
+// rename) so readers never see half a report.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// Version is the JSON report's format version (field "v").
+const Version = 1
+
+// Report is one run of vigil-prolog, vigil-epilog or a health run.
+type Report struct {
+	// V is the format version.
+	V int `json:"v"`
+	// Program is the binary that ran ("vigil-prolog").
+	Program string `json:"program"`
+	// Mode is "prolog", "epilog" or "health".
+	Mode string `json:"mode"`
+	// Node is the Slurm node name.
+	Node string `json:"node"`
+	// Job is the job ID, empty outside a job.
+	Job string `json:"job,omitempty"`
+	// Start is when the run began.
+	Start time.Time `json:"start"`
+	// Duration is the run's wall time.
+	Duration time.Duration `json:"duration_ns"`
+	// DryRun is set when vigil changed nothing on purpose.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Config says which config the run used and whether it was valid.
+	Config ConfigInfo `json:"config"`
+	// Accelerators is what the host shows of NVIDIA and Ascend devices.
+	Accelerators Accelerators `json:"accelerators"`
+	// Results has one entry per check, in run order.
+	Results []benchmarks.Result `json:"results"`
+	// Verdict is the node's verdict over Results.
+	Verdict benchmarks.Status `json:"verdict"`
+	// BudgetExpired is set when the run's budget ran out.
+	BudgetExpired bool `json:"budget_expired,omitempty"`
+	// Skipped says why the suite did not run (timing), empty when it ran.
+	Skipped string `json:"skipped,omitempty"`
+	// Action is what vigil did (or, in a dry run, would do) about the node and job.
+	Action Action `json:"action"`
+	// Notes are things a reader should know (missing pieces, warnings).
+	Notes []string `json:"notes,omitempty"`
+	// ExitCode is the program's exit code.
+	ExitCode int `json:"exit_code"`
+	// CheckerMaxRSSKiB is the largest peak memory of a checker child
+	// process, in KiB (0 when none ran).
+	CheckerMaxRSSKiB int64 `json:"checker_max_rss_kib,omitempty"`
+}
+
+// ConfigInfo describes the config a run used.
+type ConfigInfo struct {
+	// Path of the config file.
+	Path string `json:"path"`
+	// Found is false when the default file did not exist and defaults were used.
+	Found bool `json:"found"`
+	// Valid is false when the file could not be parsed or validated.
+	Valid bool `json:"valid"`
+	// Errors are the config errors, each naming key and line.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Accelerators is what the host shows of accelerators, independent of any
+// vendor library.
+type Accelerators struct {
+	// NVIDIA is the number of NVIDIA GPUs seen (device nodes or PCI functions).
+	NVIDIA int `json:"nvidia"`
+	// Ascend is the number of Ascend NPUs seen.
+	Ascend int `json:"ascend"`
+	// Evidence says where they were seen ("/dev/nvidia0", "pci 0000:3b:00.0 10de").
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Action kinds.
+const (
+	ActionNone   = "none"   // nothing to do
+	ActionDrain  = "drain"  // drain the node
+	ActionResume = "resume" // resume a node vigil drained earlier
+	ActionHold   = "hold"   // hold (requeue-hold) the job, leave the node alone
+	ActionKeep   = "keep"   // someone else's drain is left in place
+)
+
+// Action is what vigil did about the node and job.
+type Action struct {
+	// Kind is one of the Action* constants.
+	Kind string `json:"kind"`
+	// Reason is the drain reason set, or the reason found.
+	Reason string `json:"reason,omitempty"`
+	// Done is true when the action was carried out (false in a dry run or on error).
+	Done bool `json:"done"`
+	// Error is why the action failed, if it did.
+	Error string `json:"error,omitempty"`
+	// Killed lists processes the epilog killed (PIDs).
+	Killed []int `json:"killed,omitempty"`
+}
+
+// Counts returns how many results passed, failed and were unknown.
+func (r *Report) Counts() (pass, fail, unknown int) {
+	for _, res := range r.Results {
+		switch res.Status {
+		case benchmarks.StatusPass:
+			pass++
+		case benchmarks.StatusFail:
+			fail++
+		default:
+			unknown++
+		}
+	}
+	return
+}
+
+// FileName is the report's file name: start time (UTC), mode and job,
+// e.g. 20261129T151000.123Z-prolog-job42.json.
+func (r *Report) FileName() string {
+	job := "nojob"
+	if r.Job != "" {
+		job = "job" + sanitize(r.Job)
+	}
+	ts := r.Start.UTC().Format("20060102T150405.000Z")
+	return fmt.Sprintf("%s-%s-%s.json", ts, sanitize(r.Mode), job)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 || r == ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// JSON returns the report as indented JSON with a trailing newline.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteJSON writes the report atomically into dir (created when missing)
+// and returns its path.
+func WriteJSON(dir string, r *Report) (string, error) {
+	b, err := r.JSON()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	path := filepath.Join(dir, r.FileName())
+	if err := WriteAtomic(path, b, 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// WriteAtomic writes data to path through a temp file in the same
+// directory, fsyncs it, renames it into place and fsyncs the directory.
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("report: writing %s: %w", name, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("report: fsync %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Prune removes the oldest JSON reports in dir so that at most keep remain
+// (keep <= 0 keeps all). Report names sort by time.
+func Prune(dir string, keep int) error {
+	if keep <= 0 {
+		return nil
+	}
+	m, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	sort.Strings(m)
+	for len(m) > keep {
+		if err := os.Remove(m[0]); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("report: %w", err)
+		}
+		m = m[1:]
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", p, got, want)
+	}
+}
+
+func f64(v float64) *float64 { return &v }
+
+func sampleReport() *Report {
+	return &Report{
+		V: Version, Program: "vigil-prolog", Mode: "prolog", Node: "gpu07", Job: "4242",
+		Start:        time.Date(2026, 11, 29, 15, 10, 0, 0, time.UTC),
+		Duration:     1234 * time.Millisecond,
+		Config:       ConfigInfo{Path: "/etc/vigil/vigil.toml", Found: true, Valid: true},
+		Accelerators: Accelerators{NVIDIA: 2, Evidence: []string{"/dev/nvidia0", "/dev/nvidia1"}},
+		Results: []benchmarks.Result{
+			{Check: "gpu-count", Status: benchmarks.StatusPass, Attempts: 1, Duration: 3 * time.Millisecond,
+				Values: []benchmarks.Value{{Name: "gpus", Value: 2, Unit: "count", Threshold: f64(2), Op: ">=", Status: benchmarks.StatusPass}}},
+			{Check: "ecc", Status: benchmarks.StatusFail, Reason: "ECCUncorrectable", Device: "gpu1", Message: "gpu1: 3 uncorrectable \"volatile\" errors",
+				Attempts: 1, Duration: 5 * time.Millisecond,
+				Values: []benchmarks.Value{{Device: "gpu1", Name: "ecc_uncorrected", Value: 3, Unit: "count", Threshold: f64(0), Op: "<=", Status: benchmarks.StatusFail}}},
+			{Check: "nvlink", Status: benchmarks.StatusUnknown, Reason: "NVMLCallFailed", Message: "nvmlDeviceGetNvLinkState: not supported", Attempts: 1, Duration: time.Millisecond},
+		},
+		Verdict:  benchmarks.StatusFail,
+		Action:   Action{Kind: ActionDrain, Reason: "vigil: ecc ECCUncorrectable gpu1", Done: true},
+		ExitCode: 1,
+	}
+}
+
+func TestGoldenJSON(t *testing.T) {
+	b, err := sampleReport().JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json", b)
+}
+
+func TestGoldenPrometheus(t *testing.T) {
+	var b bytes.Buffer
+	if err := Prometheus(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "vigil.prom", b.Bytes())
+}
+
+func TestGoldenTable(t *testing.T) {
+	var b bytes.Buffer
+	Table(&b, sampleReport())
+	golden(t, "table.txt", b.Bytes())
+}
+
+func TestGoldenTableNoAccelerators(t *testing.T) {
+	r := &Report{V: Version, Program: "vigil-prolog", Mode: "prolog", Node: "vm", DryRun: true,
+		Config: ConfigInfo{Path: "/etc/vigil/vigil.toml", Valid: true},
+		Results: []benchmarks.Result{
+			{Check: "disk", Status: benchmarks.StatusPass, Attempts: 1, Message: "/tmp writable"},
+			{Check: "ecc", Status: benchmarks.StatusUnknown, Reason: "NVMLLibraryNotFound", Message: "libnvidia-ml.so.1 not found", Attempts: 1},
+		},
+		Verdict: benchmarks.StatusUnknown, Action: Action{Kind: ActionNone}}
+	var b bytes.Buffer
+	Table(&b, r)
+	golden(t, "table-dry-run.txt", b.Bytes())
+}
+
+func TestGoldenTableInvalidConfig(t *testing.T) {
+	r := &Report{V: Version, Program: "vigil-prolog", Mode: "prolog", Node: "n1",
+		Config:  ConfigInfo{Path: "/etc/vigil/vigil.toml", Found: true, Errors: []string{"/etc/vigil/vigil.toml:3: prolog.bugdet: unknown key"}},
+		Verdict: benchmarks.StatusUnknown, Skipped: "the config is invalid", Action: Action{Kind: ActionNone}}
+	var b bytes.Buffer
+	Table(&b, r)
+	golden(t, "table-invalid.txt", b.Bytes())
+}
+
+func TestWriteJSONAtomicAndPrune(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "reports")
+	r := sampleReport()
+	var paths []string
+	for i := 0; i < 3; i++ {
+		r.Start = r.Start.Add(time.Second)
+		p, err := WriteJSON(dir, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	if filepath.Base(paths[0]) != "20261129T151001.000Z-prolog-job4242.json" {
+		t.Errorf("name %s", paths[0])
+	}
+	if err := Prune(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != filepath.Base(paths[1]) {
+		t.Fatalf("after prune: %v (no temp files may remain)", names)
+	}
+}
+
+func TestWriteTextfileReplaces(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tf", "vigil.prom")
+	r := sampleReport()
+	if err := WriteTextfile(p, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Config.Valid = false
+	if err := WriteTextfile(p, r); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `vigil_config_valid{mode="prolog"} 0`) {
+		t.Fatalf("textfile:\n%s", b)
+	}
+	m, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"))
+	if len(m) != 0 {
+		t.Fatalf("temp files left: %v", m)
+	}
+}
+
+func TestLabelEscaping(t *testing.T) {
+	if got := labels("a", "x\"y\\z\nw"); got != `{a="x\"y\\z\nw"}` {
+		t.Fatalf("labels = %s", got)
+	}
+}
+
+func TestWriteAtomicFailsCleanly(t *testing.T) {
+	if err := WriteAtomic(filepath.Join(t.TempDir(), "missing", "f"), []byte("x"), 0o644); err == nil {
+		t.Fatal("no error for a missing directory")
+	}
+}

@@ -1,0 +1,198 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// Table writes the report for people: what was found, each check with its
+// values, what was unavailable and why, and what vigil did or would do.
+func Table(w io.Writer, r *Report) {
+	job := ""
+	if r.Job != "" {
+		job = ", job " + r.Job
+	}
+	dry := ""
+	if r.DryRun {
+		dry = " (dry run: nothing is changed)"
+	}
+	fmt.Fprintf(w, "%s %s on %s%s%s\n", r.Program, r.Mode, r.Node, job, dry)
+	switch {
+	case !r.Config.Valid:
+		fmt.Fprintf(w, "config:       %s is INVALID; vigil changes nothing until it is fixed:\n", r.Config.Path)
+		for _, e := range r.Config.Errors {
+			fmt.Fprintf(w, "                %s\n", e)
+		}
+	case !r.Config.Found:
+		fmt.Fprintf(w, "config:       %s not found, using the shipped defaults\n", r.Config.Path)
+	default:
+		fmt.Fprintf(w, "config:       %s\n", r.Config.Path)
+	}
+	fmt.Fprintf(w, "accelerators: %s\n", describeAccel(r.Accelerators))
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "skipped:      %s\n", r.Skipped)
+	}
+	if len(r.Results) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECK\tSTATUS\tREASON\tDEVICE\tTIME\tDETAILS")
+		for _, res := range r.Results {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Check, res.Status, dash(res.Reason), dash(res.Device),
+				res.Duration.Round(time.Millisecond), clip(oneLine(res.Message), 100))
+			for _, v := range res.Values {
+				fmt.Fprintf(tw, "  \t%s\t\t%s\t\t%s\n", v.Status, dash(v.Device), describeValue(v))
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+		var ran []string
+		var whys []string
+		byWhy := map[string][]string{}
+		for _, res := range r.Results {
+			if res.Status != benchmarks.StatusUnknown {
+				ran = append(ran, res.Check)
+				continue
+			}
+			why := firstNonEmpty(oneLine(res.Message), res.Reason)
+			if _, ok := byWhy[why]; !ok {
+				whys = append(whys, why)
+			}
+			byWhy[why] = append(byWhy[why], res.Check)
+		}
+		fmt.Fprintf(w, "ran:          %s\n", listOrNone(ran))
+		if len(whys) == 0 {
+			fmt.Fprintf(w, "unavailable:  none\n")
+		}
+		for i, why := range whys {
+			label := "unavailable:"
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(w, "%-13s %s: %s\n", label, strings.Join(byWhy[why], ", "), why)
+		}
+	}
+	p, f, u := r.Counts()
+	fmt.Fprintf(w, "verdict:      %s (%d passed, %d failed, %d unknown) in %v\n", r.Verdict, p, f, u, r.Duration.Round(time.Millisecond))
+	if r.BudgetExpired {
+		fmt.Fprintf(w, "budget:       EXPIRED before every check finished\n")
+	}
+	fmt.Fprintf(w, "action:       %s\n", DescribeAction(r))
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note:         %s\n", n)
+	}
+}
+
+// DescribeAction says in words what vigil did or would do.
+func DescribeAction(r *Report) string {
+	a := r.Action
+	would := func(s string) string {
+		if r.DryRun {
+			return "would " + s + " (dry run)"
+		}
+		if a.Error != "" {
+			return "tried to " + s + ", FAILED: " + a.Error
+		}
+		return s[:1] + s[1:]
+	}
+	var s string
+	switch a.Kind {
+	case ActionDrain:
+		s = would(fmt.Sprintf("drain %s with reason %q", r.Node, a.Reason))
+	case ActionResume:
+		s = would(fmt.Sprintf("resume %s (drained by vigil: %q)", r.Node, a.Reason))
+	case ActionHold:
+		s = would(fmt.Sprintf("hold job %s and leave %s alone", r.Job, r.Node))
+	case ActionKeep:
+		s = fmt.Sprintf("none: %s is drained by someone else (%q), left as it is", r.Node, a.Reason)
+	default:
+		s = "none"
+	}
+	if len(a.Killed) > 0 {
+		s += fmt.Sprintf("; killed leftover processes %v", a.Killed)
+	}
+	return s
+}
+
+func describeAccel(a Accelerators) string {
+	if a.NVIDIA == 0 && a.Ascend == 0 {
+		return "no NVIDIA or Ascend devices found (no /dev/nvidia[0-9]*, /dev/davinci[0-9]*, or PCI functions of vendor 10de/19e5)"
+	}
+	var parts []string
+	if a.NVIDIA > 0 {
+		parts = append(parts, fmt.Sprintf("%d NVIDIA", a.NVIDIA))
+	}
+	if a.Ascend > 0 {
+		parts = append(parts, fmt.Sprintf("%d Ascend", a.Ascend))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeValue(v benchmarks.Value) string {
+	s := fmt.Sprintf("%s = %s", v.Name, num(v.Value))
+	if v.Unit != "" {
+		s += " " + v.Unit
+	}
+	if v.Threshold != nil {
+		s += fmt.Sprintf(" (want %s %s)", v.Op, num(*v.Threshold))
+	}
+	return s
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// Progress shows checks as they run, one line each, for a terminal.
+type Progress struct {
+	// W is where progress goes (stderr or stdout when it is a terminal).
+	W io.Writer
+}
+
+// Start announces a check (attempt counts from 1).
+func (p *Progress) Start(name string, attempt int) {
+	if attempt > 1 {
+		fmt.Fprintf(p.W, "  %-24s retry %d ...\r", name, attempt-1)
+		return
+	}
+	fmt.Fprintf(p.W, "  %-24s running ...\r", name)
+}
+
+// Done shows a check's result.
+func (p *Progress) Done(res benchmarks.Result) {
+	fmt.Fprintf(p.W, "\033[K  %-24s %-7s %s %v\n", res.Check, res.Status, res.Reason, res.Duration.Round(time.Millisecond))
+}

@@ -1,0 +1,122 @@
+package sanity
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// OverrideFlags registers one string flag per Overridable [prolog] key on
+// fs and returns a function that lists the flags actually given.
+func OverrideFlags(fs *flag.FlagSet) func() map[string]string {
+	vals := map[string]*string{}
+	for _, k := range Overridable {
+		vals[k] = fs.String(FlagName(k), "", "override [prolog] "+k+" (env "+EnvName(k)+")")
+	}
+	return func() map[string]string {
+		out := map[string]string{}
+		fs.Visit(func(f *flag.Flag) {
+			for k, v := range vals {
+				if FlagName(k) == f.Name {
+					out[k] = *v
+				}
+			}
+		})
+		return out
+	}
+}
+
+// ConfigPathFrom returns the config path from the flag value (when given),
+// else VIGIL_CONFIG, else the default, and whether it was given explicitly.
+func ConfigPathFrom(flagValue string, lookup func(string) (string, bool)) (string, bool) {
+	if flagValue != "" {
+		return flagValue, true
+	}
+	if v, ok := lookup("VIGIL_CONFIG"); ok && v != "" {
+		return v, true
+	}
+	return DefaultConfigPath, false
+}
+
+// effective is what --check-config prints.
+type effective struct {
+	Prolog any            `toml:"prolog"`
+	Epilog any            `toml:"epilog"`
+	Checks map[string]any `toml:"checks"`
+}
+
+// CheckConfig validates the config as a run would and prints the effective
+// config (file, then environment, then flags; every check's settings with
+// its shipped defaults) to w, or the errors. It returns the exit code:
+// ExitOK when valid, ExitConfig when not.
+func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (string, bool), flags map[string]string) int {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	s, errs := LoadSettings(path, explicit, lookup, flags)
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "# %s is INVALID:\n", path)
+		for _, e := range errs {
+			for _, line := range strings.Split(e.Error(), "\n") {
+				fmt.Fprintf(w, "#   %s\n", line)
+			}
+		}
+		return ExitConfig
+	}
+	if s.Found {
+		fmt.Fprintf(w, "# %s is valid. Effective configuration (file, then environment, then flags):\n", path)
+	} else {
+		fmt.Fprintf(w, "# %s not found: the shipped defaults apply. Effective configuration:\n", path)
+	}
+	eff := effective{Prolog: durationsAsStrings(s.Prolog), Epilog: durationsAsStrings(s.Epilog), Checks: map[string]any{}}
+	var silent []string
+	for _, name := range benchmarks.Names() {
+		c, _ := benchmarks.Lookup(name)
+		d, ok := c.(benchmarks.Defaulter)
+		if !ok {
+			silent = append(silent, name)
+			continue
+		}
+		v := d.Defaults()
+		_ = s.File.Decode("checks."+name, v) // validated above
+		eff.Checks[name] = durationsAsStrings(v)
+	}
+	enc := toml.NewEncoder(w)
+	enc.Indent = ""
+	if err := enc.Encode(eff); err != nil {
+		fmt.Fprintf(w, "# cannot print: %v\n", err)
+		return ExitConfig
+	}
+	if len(silent) > 0 {
+		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
+	}
+	return ExitOK
+}
+
+// SetupLog configures the standard logrus logger: level ("info", "debug"
+// ...), format "text" or "json", to w.
+func SetupLog(w io.Writer, level, format string) error {
+	l := logrus.StandardLogger()
+	l.SetOutput(w)
+	lv, err := logrus.ParseLevel(level)
+	if err != nil {
+		return err
+	}
+	l.SetLevel(lv)
+	switch format {
+	case "json":
+		l.SetFormatter(&logrus.JSONFormatter{})
+	case "text", "":
+		l.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
+	default:
+		return fmt.Errorf("log format %q: want text or json", format)
+	}
+	return nil
+}

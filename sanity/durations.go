@@ -1,0 +1,87 @@
+package sanity
+
+import (
+	"reflect"
+	"strings"
+	"time"
+)
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// durationsAsStrings turns a settings struct (or pointer to one) into a
+// map keyed by its toml names with durations written as "6m0s", so the
+// printed config reads back the same way it is written.
+func durationsAsStrings(v any) any {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return v
+		}
+		rv = rv.Elem()
+	}
+	return convert(rv)
+}
+
+func convert(rv reflect.Value) any {
+	if rv.Type() == durationType {
+		return time.Duration(rv.Int()).String()
+	}
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil
+		}
+		return convert(rv.Elem())
+	case reflect.Struct:
+		m := map[string]any{}
+		t := rv.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := f.Name
+			if f.Anonymous && f.Tag.Get("toml") == "" {
+				// Embedded structs are flattened, as the TOML decoder does.
+				if inner, ok := convert(rv.Field(i)).(map[string]any); ok {
+					for k, v := range inner {
+						m[k] = v
+					}
+					continue
+				}
+			}
+			if tag := f.Tag.Get("toml"); tag != "" {
+				if tag == "-" {
+					continue
+				}
+				name = strings.Split(tag, ",")[0]
+			}
+			if c := convert(rv.Field(i)); c != nil {
+				m[name] = c
+			}
+		}
+		return m
+	case reflect.Map:
+		if rv.Len() == 0 {
+			return nil
+		}
+		m := map[string]any{}
+		for _, k := range rv.MapKeys() {
+			if c := convert(rv.MapIndex(k)); c != nil {
+				m[k.String()] = c
+			}
+		}
+		return m
+	case reflect.Slice:
+		if rv.Len() == 0 {
+			return []any{}
+		}
+		s := make([]any, 0, rv.Len())
+		for i := 0; i < rv.Len(); i++ {
+			s = append(s, convert(rv.Index(i)))
+		}
+		return s
+	default:
+		return rv.Interface()
+	}
+}

@@ -1,0 +1,162 @@
+package sanity
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// DeviceHolders finds the processes that hold device files open.
+type DeviceHolders interface {
+	// Holders returns the PIDs with an open file descriptor on any of
+	// devices (absolute paths such as /dev/nvidia3), sorted.
+	Holders(devices []string) ([]int, error)
+}
+
+// ProcFS finds device holders by reading /proc/PID/fd links under Root
+// ("/" in production; tests point it at a fixture tree).
+type ProcFS struct {
+	// Root is the file system root that holds proc/.
+	Root string
+	// Self is a PID never reported (vigil itself); 0 means os.Getpid().
+	Self int
+}
+
+// Holders implements DeviceHolders. Processes that vanish or whose fds
+// cannot be read while scanning are skipped.
+func (p ProcFS) Holders(devices []string) ([]int, error) {
+	if len(devices) == 0 {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, d := range devices {
+		want[d] = true
+	}
+	self := p.Self
+	if self == 0 {
+		self = os.Getpid()
+	}
+	procDir := filepath.Join(p.Root, "proc")
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return nil, fmt.Errorf("sanity: listing processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fds, err := os.ReadDir(filepath.Join(procDir, e.Name(), "fd"))
+		if err != nil {
+			continue // gone, or a kernel thread we may not read
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(procDir, e.Name(), "fd", fd.Name()))
+			if err == nil && want[target] {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	sort.Ints(pids)
+	return pids, nil
+}
+
+// Signaler sends signals to processes.
+type Signaler interface {
+	// Signal sends sig to pid; a process that is already gone is not an error.
+	Signal(pid int, sig syscall.Signal) error
+	// Alive reports whether pid still exists (and is not a zombie).
+	Alive(pid int) bool
+}
+
+// OSSignaler signals real processes.
+type OSSignaler struct{}
+
+// Signal implements Signaler.
+func (OSSignaler) Signal(pid int, sig syscall.Signal) error {
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("sanity: signal %v to %d: %w", sig, pid, err)
+	}
+	return nil
+}
+
+// Alive implements Signaler.
+func (OSSignaler) Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	if i := lastIndex(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+func lastIndex(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// KillHolders sends SIGTERM to pids, waits up to grace for them to go
+// (polling through sleep), then SIGKILLs the rest. It returns the PIDs it
+// signalled.
+func KillHolders(s Signaler, pids []int, grace time.Duration, sleep func(time.Duration)) ([]int, error) {
+	var errs []error
+	var hit []int
+	for _, pid := range pids {
+		if err := s.Signal(pid, syscall.SIGTERM); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		hit = append(hit, pid)
+	}
+	const step = 100 * time.Millisecond
+	for waited := time.Duration(0); waited < grace && anyAlive(s, hit); waited += step {
+		sleep(step)
+	}
+	for _, pid := range hit {
+		if s.Alive(pid) {
+			if err := s.Signal(pid, syscall.SIGKILL); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return hit, errors.Join(errs...)
+}
+
+func anyAlive(s Signaler, pids []int) bool {
+	for _, p := range pids {
+		if s.Alive(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// JobDevices returns the device files of the job's accelerators: for each
+// index N, /dev/nvidiaN and /dev/davinciN. No indices means none: on a
+// shared node vigil never kills what it cannot tie to the job.
+func JobDevices(indices []int) []string {
+	var out []string
+	for _, i := range indices {
+		out = append(out, fmt.Sprintf("/dev/nvidia%d", i), fmt.Sprintf("/dev/davinci%d", i))
+	}
+	return out
+}
