@@ -1,0 +1,316 @@
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/cuda"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+)
+
+func TestThresholdsLookup(t *testing.T) {
+	th := Thresholds{
+		"H100":      {"tflops_bf16": 600},
+		"H100 PCIe": {"tflops_bf16": 400},
+		"A100":      {"tflops_tf32": 100},
+	}
+	tests := []struct {
+		name, model, metric string
+		want                float64
+		key                 string
+		ok                  bool
+	}{
+		{"sxm", "NVIDIA H100 80GB HBM3", "tflops_bf16", 600, "H100", true},
+		{"longest key wins", "NVIDIA H100 PCIe", "tflops_bf16", 400, "H100 PCIe", true},
+		{"case-insensitive", "nvidia h100 pcie", "tflops_bf16", 400, "H100 PCIe", true},
+		{"metric missing", "NVIDIA A100-SXM4-80GB", "tflops_bf16", 0, "", false},
+		{"unknown model", "Tesla V100", "tflops_bf16", 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, key, ok := th.Lookup(tt.model, tt.metric)
+			if got != tt.want || key != tt.key || ok != tt.ok {
+				t.Errorf("Lookup = %v %q %v, want %v %q %v", got, key, ok, tt.want, tt.key, tt.ok)
+			}
+		})
+	}
+	merged := th.merge(Thresholds{"H100": {"tflops_fp8": 1000}, "B200": {"tflops_bf16": 1500}})
+	if merged["H100"]["tflops_bf16"] != 600 || merged["H100"]["tflops_fp8"] != 1000 || merged["B200"]["tflops_bf16"] != 1500 {
+		t.Errorf("merge = %v", merged)
+	}
+	if _, ok := th["H100"]["tflops_fp8"]; ok {
+		t.Error("merge changed its receiver")
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	th := Thresholds{"H100": {"tflops_bf16": 600, "wall_us": 10}}
+	higher := metric{Name: "tflops_bf16_8192", Key: "tflops_bf16", Unit: "TFLOPS", Label: "bf16 GEMM"}
+	lower := metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency"}
+	rs := func(vals ...float64) []reading {
+		var out []reading
+		for i, v := range vals {
+			out = append(out, reading{Device: devName(i), Model: "NVIDIA H100 80GB HBM3", Value: v})
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		m         metric
+		readings  []reading
+		peers     Peers
+		wantFails []string // "gpuN:threshold" or "gpuN:peers"
+	}{
+		{"all healthy", higher, rs(700, 710, 705, 695), DefaultPeers(), nil},
+		{"below floor", higher, rs(700, 550, 705, 695), DefaultPeers(), []string{"gpu1:threshold"}},
+		{"above floor, below peers", higher, rs(800, 810, 640, 805), DefaultPeers(), []string{"gpu2:peers"}},
+		{"peers need 3 devices", higher, rs(800, 640), DefaultPeers(), nil},
+		{"peers disabled", higher, rs(800, 810, 640, 805), Peers{Fraction: 0, Min: 3}, nil},
+		{"lower is better", lower, rs(8, 12, 8.5, 8.2), DefaultPeers(), []string{"gpu1:threshold"}},
+		{"lower: above peers", lower, rs(4, 4.1, 6, 3.9), DefaultPeers(), []string{"gpu2:peers"}},
+		{"NaN fails", higher, rs(math.NaN(), 700, 700), DefaultPeers(), []string{"gpu0:threshold"}},
+		{"no key, peers only", metric{Name: "x", Unit: "u", Label: "x"}, rs(100, 100, 50), DefaultPeers(), []string{"gpu2:peers"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals, fs := evaluate(tt.m, tt.readings, th, tt.peers)
+			if len(vals) != len(tt.readings) {
+				t.Fatalf("%d values for %d readings", len(vals), len(tt.readings))
+			}
+			var got []string
+			for _, f := range fs {
+				kind := "threshold"
+				if f.Peers {
+					kind = "peers"
+				}
+				got = append(got, f.Device+":"+kind)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantFails, ",") {
+				t.Errorf("findings %v, want %v (%+v)", got, tt.wantFails, fs)
+			}
+			for _, v := range vals {
+				failed := false
+				for _, f := range fs {
+					failed = failed || f.Device == v.Device
+				}
+				if (v.Status == benchmarks.StatusFail) != failed {
+					t.Errorf("%s status %s, findings %v", v.Device, v.Status, got)
+				}
+				if tt.m.Key != "" && v.Threshold == nil {
+					t.Errorf("%s has no threshold", v.Device)
+				}
+			}
+		})
+	}
+}
+
+// TestBusBandwidth checks the nccl-tests formulas against rows in the form
+// nccl-tests prints them (size in bytes, time in µs, algbw and busbw in
+// GB/s, rounded to two decimals).
+func TestBusBandwidth(t *testing.T) {
+	tests := []struct {
+		op           CollOp
+		ranks        int
+		size         float64 // nccl-tests "size" column, bytes
+		timeUs       float64
+		algbw, busbw float64
+	}{
+		{AllReduce, 8, 8589934592, 36590, 234.76, 410.83},
+		{AllReduce, 2, 1073741824, 12000, 89.48, 89.48},
+		{AllReduce, 4, 268435456, 2250, 119.30, 178.96},
+		{AllGather, 8, 8589934592, 26000, 330.38, 289.08},
+		{AllToAll, 8, 1073741824, 4500, 238.61, 208.78},
+		{AllToAll, 16, 536870912, 3000, 178.96, 167.77},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.op, tt.ranks), func(t *testing.T) {
+			alg := algBW(tt.size, tt.timeUs/1e6)
+			bus := alg * busFactor(tt.op, tt.ranks)
+			if math.Abs(alg-tt.algbw) > 0.005 || math.Abs(bus-tt.busbw) > 0.005 {
+				t.Errorf("algbw %.2f busbw %.2f, want %.2f %.2f", alg, bus, tt.algbw, tt.busbw)
+			}
+		})
+	}
+	// The size S of each op from per-rank counts.
+	if got := sizeBytes(AllGather, 1<<20, 8); got != 8*4<<20 {
+		t.Errorf("all-gather size %v", got)
+	}
+	if got := sizeBytes(AllReduce, 1<<20, 8); got != 4<<20 {
+		t.Errorf("all-reduce size %v", got)
+	}
+	if busFactor(AllReduce, 1) != 0 {
+		t.Error("one rank moves nothing over the bus")
+	}
+}
+
+func TestCollectiveVerification(t *testing.T) {
+	devs := []int{0, 1, 2, 4}
+	for _, op := range []CollOp{AllReduce, AllGather, AllToAll} {
+		t.Run(string(op), func(t *testing.T) {
+			in := collInputs(4, 64)
+			good := collExpected(op, in)
+			if err := verifyCollective(op, devs, in, good); err != nil {
+				t.Fatal(err)
+			}
+			bad := make([][]float32, len(good))
+			for r := range good {
+				bad[r] = append([]float32(nil), good[r]...)
+			}
+			bad[3][10] += 1
+			err := verifyCollective(op, devs, in, bad)
+			if err == nil || !strings.Contains(err.Error(), "gpu4") {
+				t.Errorf("corruption not caught or not attributed to gpu4: %v", err)
+			}
+			if err := verifyCollective(op, devs, in, bad[:2]); err == nil {
+				t.Error("missing outputs not caught")
+			}
+		})
+	}
+	// Expected values by hand: 2 ranks, all-to-all swaps halves.
+	in := [][]float32{{1, 2}, {3, 4}}
+	if got := collExpected(AllToAll, in); fmt.Sprint(got) != "[[1 3] [2 4]]" {
+		t.Errorf("all-to-all expected %v", got)
+	}
+	if got := collExpected(AllReduce, in); fmt.Sprint(got) != "[[4 6] [4 6]]" {
+		t.Errorf("all-reduce expected %v", got)
+	}
+	if got := collExpected(AllGather, in); fmt.Sprint(got) != "[[1 2 3 4] [1 2 3 4]]" {
+		t.Errorf("all-gather expected %v", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		status benchmarks.Status
+		reason string
+	}{
+		{"library missing", &dl.NotFoundError{Names: []string{"libcuda.so.1"}, Tried: []string{"libcuda.so.1"}}, benchmarks.StatusUnknown, ReasonLibraryMissing},
+		{"symbol missing", fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, ReasonLibraryMissing},
+		{"no devices", fmt.Errorf("%w: none", ErrNoDevices), benchmarks.StatusUnknown, ReasonNoDevices},
+		{"driver says no device", &cuda.Error{Op: "cuInit", Code: cuda.ErrNoDevice, Name: "CUDA_ERROR_NO_DEVICE"}, benchmarks.StatusUnknown, ReasonNoDevices},
+		{"hung", fmt.Errorf("%w: x", ErrHung), benchmarks.StatusFail, ReasonDeviceHung},
+		{"device fault", &cuda.Error{Op: "cuStreamSynchronize", Code: cuda.ErrIllegalAddress, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, benchmarks.StatusFail, ReasonDeviceFault},
+		{"other", errors.New("boom"), benchmarks.StatusUnknown, ReasonCheckerError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := classify("gemm", tt.err)
+			if r.Status != tt.status || r.Reason != tt.reason {
+				t.Errorf("classify = %s %s, want %s %s", r.Status, r.Reason, tt.status, tt.reason)
+			}
+		})
+	}
+}
+
+func TestRunRespectsDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	block := make(chan struct{})
+	defer close(block)
+	t0 := time.Now()
+	err := run(ctx, func() error { <-block; return nil })
+	if !errors.Is(err, ErrHung) {
+		t.Fatalf("err = %v, want ErrHung", err)
+	}
+	if time.Since(t0) > 5*time.Second {
+		t.Error("run did not return at the deadline")
+	}
+}
+
+// TestChecksWithoutCUDA runs every registered compute check the way the
+// prolog does on a machine without the NVIDIA libraries: each reports
+// unknown, names the library it looked for and never panics.
+func TestChecksWithoutCUDA(t *testing.T) {
+	settings := `cuda_libraries = ["libcuda.so.1.vigil-test-absent"]` + "\n"
+	for _, name := range []string{"gemm", "kernel-launch", "copy", "allreduce", "allgather", "alltoall", "multi-allreduce", "overlap"} {
+		t.Run(name, func(t *testing.T) {
+			c, ok := benchmarks.Lookup(name)
+			if !ok {
+				t.Fatalf("check %s is not registered", name)
+			}
+			if !c.Isolated() {
+				t.Error("compute checks call into the GPU and must run isolated")
+			}
+			env := envWith(t, name, "[checks."+name+"]\n"+settings)
+			r := c.Run(context.Background(), env)
+			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
+				t.Fatalf("result %+v, want unknown %s", r, ReasonLibraryMissing)
+			}
+			if !strings.Contains(r.Message, "libcuda.so.1.vigil-test-absent not found (searched:") {
+				t.Errorf("message %q does not name the library and the search", r.Message)
+			}
+		})
+	}
+	// With the shipped settings: the default name is what the message names
+	// when this machine has no driver (CI has none).
+	if _, err := dl.Open(dl.Options{Names: cuda.DefaultNames}); err != nil {
+		c, _ := benchmarks.Lookup("gemm")
+		r := c.Run(context.Background(), nil)
+		if r.Status != benchmarks.StatusUnknown || !strings.Contains(r.Message, "libcuda.so.1 not found") {
+			t.Errorf("default settings: %+v", r)
+		}
+	}
+}
+
+func TestBadSettingsAreUnknown(t *testing.T) {
+	tests := []struct{ check, toml string }{
+		{"gemm", "dtypes = [\"int4\"]"},
+		{"gemm", "sizes = [100]"},
+		{"gemm", "peer_fraction = 1.5"},
+		{"gemm", "no_such_key = 1"},
+		{"kernel-launch", "launches = 1"},
+		{"copy", "bytes = 10"},
+		{"allreduce", "iters = 0"},
+		{"overlap", "dtype = \"fp64\""},
+		{"command", "timeout = \"0s\"\ncommand = [\"true\"]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.check+"/"+tt.toml, func(t *testing.T) {
+			c, _ := benchmarks.Lookup(tt.check)
+			r := c.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\n"+tt.toml+"\n"))
+			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings {
+				t.Errorf("result %+v, want unknown %s", r, ReasonBadSettings)
+			}
+		})
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	for _, name := range []string{"gemm", "kernel-launch", "copy", "allreduce", "allgather", "alltoall", "multi-allreduce", "overlap", "command"} {
+		c, _ := benchmarks.Lookup(name)
+		d, ok := c.(benchmarks.Defaulter)
+		if !ok {
+			t.Errorf("%s has no Defaults", name)
+			continue
+		}
+		if d.Defaults() == nil {
+			t.Errorf("%s: nil defaults", name)
+		}
+	}
+	s := DefaultGEMMSettings()
+	if err := s.validate(); err != nil {
+		t.Error(err)
+	}
+	for _, model := range []string{"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200"} {
+		if _, _, ok := s.Thresholds.Lookup(model, "tflops_bf16"); !ok {
+			t.Errorf("no shipped bf16 GEMM floor for %s", model)
+		}
+		if _, _, ok := allReduceThresholds.Lookup(model, "busbw_gbps"); !ok {
+			t.Errorf("no shipped all-reduce floor for %s", model)
+		}
+		if _, _, ok := launchThresholds.Lookup(model, "wall_us"); !ok {
+			t.Errorf("no shipped launch limit for %s", model)
+		}
+		if _, _, ok := copyThresholds.Lookup(model, "h2d_gbps"); !ok {
+			t.Errorf("no shipped copy floor for %s", model)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// ReasonKernelWrongResult: the fill kernel did not write what it should (fail).
+const ReasonKernelWrongResult = "KernelWrongResult"
+
+// LaunchSettings are the settings of [checks.kernel-launch].
+type LaunchSettings struct {
+	Libraries
+	Peers
+	// Launches is how many empty kernels are timed per device.
+	Launches int `toml:"launches"`
+	// Thresholds: model → "event_us" / "wall_us" → most microseconds (median).
+	Thresholds Thresholds `toml:"thresholds"`
+}
+
+// launchThresholds are the shipped limits on the median launch latency of
+// an empty kernel: event time between two events around the launch, and
+// host wall time of launch plus synchronize. The A100 figures are the
+// published fleet baselines; newer parts are held to the same.
+var launchThresholds = Thresholds{
+	"A100": {"event_us": 5.5, "wall_us": 9.4},
+	"H100": {"event_us": 5.5, "wall_us": 9.4},
+	"H200": {"event_us": 5.5, "wall_us": 9.4},
+	"B200": {"event_us": 5.5, "wall_us": 9.4},
+}
+
+// DefaultLaunchSettings are the shipped settings. The peer comparison is
+// loose (fail above twice the median): devices on the far socket of a
+// two-socket host legitimately launch slower.
+func DefaultLaunchSettings() LaunchSettings {
+	return LaunchSettings{
+		Libraries:  DefaultLibraries(),
+		Peers:      Peers{Fraction: 0.5, Min: 3},
+		Launches:   1000,
+		Thresholds: launchThresholds.merge(nil),
+	}
+}
+
+type launchCheck struct{ open Opener }
+
+func init() { benchmarks.Register(&launchCheck{open: OpenCUDA}) }
+
+func (*launchCheck) Name() string          { return "kernel-launch" }
+func (*launchCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
+func (*launchCheck) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings.
+func (*launchCheck) Defaults() any { s := DefaultLaunchSettings(); return &s }
+
+func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := DefaultLaunchSettings()
+	s.Thresholds = nil
+	if err := decode(env, &s); err != nil {
+		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+	}
+	s.Thresholds = launchThresholds.merge(s.Thresholds)
+	if s.Launches < 10 {
+		return unknown(c.Name(), ReasonBadSettings, "launches = %d: must be >= 10", s.Launches)
+	}
+	if err := s.Peers.validate(); err != nil {
+		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+	}
+	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
+	if err != nil {
+		return classify(c.Name(), err)
+	}
+	defer node.Close()
+	devs := node.Devices()
+	r := &result{check: c.Name()}
+	var ev, wall, p99 []reading
+	// One device at a time: launch latency is what the host thread sees,
+	// and concurrent launches from other devices would disturb it.
+	for _, d := range devs {
+		var out LaunchOutput
+		err := run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, s.Launches); return err })
+		if err == nil && (len(out.EventUs) == 0 || len(out.WallUs) == 0) {
+			err = errors.New("no launches were timed")
+		}
+		if err != nil {
+			r.deviceError(devName(d.Index), err)
+			if errors.Is(err, ErrHung) {
+				break
+			}
+			continue
+		}
+		if !out.FillOK {
+			r.fail(ReasonKernelWrongResult, devName(d.Index), "%s: the fill kernel wrote wrong values", devName(d.Index))
+		}
+		ev = append(ev, reading{devName(d.Index), d.Name, median(out.EventUs)})
+		wall = append(wall, reading{devName(d.Index), d.Name, median(out.WallUs)})
+		p99 = append(p99, reading{devName(d.Index), d.Name, percentile(out.WallUs, 99)})
+	}
+	for _, x := range []struct {
+		m  metric
+		rs []reading
+		p  Peers
+	}{
+		{metric{Name: "event_us", Key: "event_us", Unit: "us", Lower: true, Label: "launch latency (event)"}, ev, s.Peers},
+		{metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency (wall)"}, wall, s.Peers},
+		{metric{Name: "wall_us_p99", Unit: "us", Lower: true, Label: "launch latency p99 (wall)"}, p99, Peers{}},
+	} {
+		vals, fs := evaluate(x.m, x.rs, s.Thresholds, x.p)
+		r.add(x.m, "LaunchLatency", vals, fs)
+	}
+	r.note("libcuda %s", node.Driver())
+	return r.done(fmt.Sprintf("%d devices: launch latency as expected", len(devs)))
+}

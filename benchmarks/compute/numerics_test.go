@@ -1,0 +1,191 @@
+package compute
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestEncodings(t *testing.T) {
+	tests := []struct {
+		x         float32
+		bf16, f16 uint16
+		e4m3      uint8
+	}{
+		{1, 0x3f80, 0x3c00, 0x38},
+		{-2, 0xc000, 0xc000, 0xc0},
+		{0.125, 0x3e00, 0x3000, 0x20},
+		{1.875, 0x3ff0, 0x3f80, 0x3f},
+		{0, 0, 0, 0},
+		{448, 0x43e0, 0x5f00, 0x7e},
+		{0.001953125, 0x3b00, 0x1800, 0x01}, // 2^-9: e4m3's smallest subnormal
+	}
+	for _, tt := range tests {
+		if got := bf16FromF32(tt.x); got != tt.bf16 {
+			t.Errorf("bf16(%g) = %#x, want %#x", tt.x, got, tt.bf16)
+		}
+		if got := f16FromF32(tt.x); got != tt.f16 {
+			t.Errorf("f16(%g) = %#x, want %#x", tt.x, got, tt.f16)
+		}
+		if got := e4m3FromF32(tt.x); got != tt.e4m3 {
+			t.Errorf("e4m3(%g) = %#x, want %#x", tt.x, got, tt.e4m3)
+		}
+	}
+	// Rounding and saturation.
+	if got := e4m3FromF32(1000); got != 0x7e {
+		t.Errorf("e4m3(1000) = %#x, want saturation to 448 (0x7e)", got)
+	}
+	if got := f16ToF32(f16FromF32(1 + 1.0/4096)); got != 1 {
+		t.Errorf("f16 round to even: %g", got)
+	}
+	if got := f16FromF32(1e6); got != 0x7c00 {
+		t.Errorf("f16(1e6) = %#x, want inf", got)
+	}
+	if got := bf16ToF32(bf16FromF32(1 + 1.0/256 + 1.0/512)); got != 1+1.0/128 {
+		t.Errorf("bf16 rounding: %g", got)
+	}
+}
+
+func TestGEMMInputsAreExactInEveryType(t *testing.T) {
+	for i := -inputSteps; i <= inputSteps; i++ {
+		x := float32(i) / inputScale
+		if y := bf16ToF32(bf16FromF32(x)); y != x {
+			t.Errorf("bf16 %g -> %g", x, y)
+		}
+		if y := f16ToF32(f16FromF32(x)); y != x {
+			t.Errorf("f16 %g -> %g", x, y)
+		}
+		if y := e4m3ToF32(e4m3FromF32(x)); y != x {
+			t.Errorf("e4m3 %g -> %g", x, y)
+		}
+	}
+	a := genMatrix(8, 8, 1)
+	for _, v := range a {
+		if v < -2 || v > 2 || v*inputScale != float32(math.Round(float64(v*inputScale))) {
+			t.Fatalf("genMatrix value %g is not a multiple of 1/8 in [-2, 2]", v)
+		}
+	}
+}
+
+// hostGEMM computes D (column-major m×n) exactly and rounds it to dt.
+func hostGEMM(dt DType, m, n, k int, a, bt []float32) []float32 {
+	d := make([]float32, m*n)
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			var s float64
+			for l := 0; l < k; l++ {
+				s += float64(a[i*k+l]) * float64(bt[j*k+l])
+			}
+			d[i+j*m] = roundTo(dt, s)
+		}
+	}
+	return d
+}
+
+func TestGEMMVerification(t *testing.T) {
+	const m, n, k = 48, 32, 64
+	a, bt := genMatrix(m, k, 11), genMatrix(n, k, 12)
+	st := statsOf(m, n, k, a, bt)
+	for _, dt := range []DType{BF16, FP16, TF32, FP8} {
+		d := hostGEMM(dt, m, n, k, a, bt)
+		d2 := hostGEMM(dt, n, m, k, bt, a)
+		t.Run(string(dt)+"/correct", func(t *testing.T) {
+			if err := checkSamples(dt, st, a, bt, d, 200, 1); err != nil {
+				t.Error(err)
+			}
+			if err := checkColumnSums(dt, st, a, bt, d); err != nil {
+				t.Error(err)
+			}
+			if err := checkCross(dt, st, d, d2); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	d := hostGEMM(BF16, m, n, k, a, bt)
+	d2 := hostGEMM(BF16, n, m, k, bt, a)
+	corrupt := []struct {
+		name   string
+		f      func(d []float32)
+		checks string // which of samples/sums/cross must fail
+	}{
+		{"zeros", func(d []float32) {
+			for i := range d {
+				d[i] = 0
+			}
+		}, "samples sums cross"},
+		{"one element off", func(d []float32) { d[5+7*m] += 40 }, "sums cross"},
+		{"NaN", func(d []float32) { d[100] = float32(math.NaN()) }, "sums cross"},
+		{"one column scaled", func(d []float32) {
+			for i := 0; i < m; i++ {
+				d[i+3*m] *= 1.5
+			}
+		}, "cross"},
+		{"transposed tile", func(d []float32) {
+			for i := 0; i < 8; i++ {
+				for j := 0; j < i; j++ {
+					d[i+j*m], d[j+i*m] = d[j+i*m], d[i+j*m]
+				}
+			}
+		}, "cross"},
+	}
+	for _, c := range corrupt {
+		t.Run("bf16/"+c.name, func(t *testing.T) {
+			bad := append([]float32(nil), d...)
+			c.f(bad)
+			results := map[string]error{
+				"samples": checkSamples(BF16, st, a, bt, bad, m*n*4, 1),
+				"sums":    checkColumnSums(BF16, st, a, bt, bad),
+				"cross":   checkCross(BF16, st, bad, d2),
+			}
+			for _, want := range strings.Fields(c.checks) {
+				var wr *wrongResult
+				if !errors.As(results[want], &wr) {
+					t.Errorf("%s did not catch it (err %v)", want, results[want])
+				}
+			}
+		})
+	}
+}
+
+func TestPercentileMedian(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	if m := median(xs); m != 3 {
+		t.Errorf("median = %g", m)
+	}
+	if m := median([]float64{1, 2, 3, 4}); m != 2.5 {
+		t.Errorf("even median = %g", m)
+	}
+	if p := percentile(xs, 99); p != 5 {
+		t.Errorf("p99 = %g", p)
+	}
+	if xs[0] != 5 {
+		t.Error("median sorted its input")
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	x := genMatrix(4, 33, 5)
+	for _, dt := range []DType{BF16, FP16, TF32} {
+		got := decodeOut(dt, encode(dt, x))
+		for i := range x {
+			if got[i] != x[i] {
+				t.Fatalf("%s: element %d %g -> %g", dt, i, x[i], got[i])
+			}
+		}
+	}
+	b := encode(FP8, x)
+	if len(b) != len(x) {
+		t.Fatalf("fp8 is one byte per element, got %d for %d", len(b), len(x))
+	}
+	for i := range x {
+		if e4m3ToF32(b[i]) != x[i] {
+			t.Fatalf("fp8 element %d %g -> %g", i, x[i], e4m3ToF32(b[i]))
+		}
+	}
+	// The fill patterns the overlap check writes read as 1.0.
+	if bf16ToF32(uint16(onePattern(BF16))) != 1 || f16ToF32(uint16(onePattern(FP16))) != 1 ||
+		math.Float32frombits(onePattern(TF32)) != 1 || e4m3ToF32(uint8(onePattern(FP8))) != 1 {
+		t.Error("onePattern is not 1.0 in every type")
+	}
+}

@@ -1,0 +1,96 @@
+package compute
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// OverlapSettings are the settings of [checks.overlap].
+type OverlapSettings struct {
+	Libraries
+	// DType and Size are the GEMMs' input type and m = n = k.
+	DType string `toml:"dtype"`
+	Size  int    `toml:"size"`
+	// GEMMs and AllReduces are how many of each run per device in a round.
+	GEMMs      int `toml:"gemms"`
+	AllReduces int `toml:"allreduces"`
+	// Bytes is each all-reduce's buffer size.
+	Bytes int `toml:"bytes"`
+	// MinEfficiency is the least (GEMM alone + all-reduce alone) / together:
+	// 2 is perfect overlap, 1 is none, below 1 running both at once is
+	// slower than one after the other.
+	MinEfficiency float64 `toml:"min_efficiency"`
+}
+
+// DefaultOverlapSettings are the shipped settings. The floor only catches
+// pathological interference (concurrent slower than serial); calibrate it.
+func DefaultOverlapSettings() OverlapSettings {
+	return OverlapSettings{Libraries: DefaultLibraries(), DType: "bf16", Size: 8192, GEMMs: 20, AllReduces: 20, Bytes: 256 << 20, MinEfficiency: 0.9}
+}
+
+type overlapCheck struct{ open Opener }
+
+func init() { benchmarks.Register(&overlapCheck{open: OpenCUDA}) }
+
+func (*overlapCheck) Name() string          { return "overlap" }
+func (*overlapCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
+func (*overlapCheck) Isolated() bool        { return true }
+
+// Defaults returns the shipped settings.
+func (*overlapCheck) Defaults() any { s := DefaultOverlapSettings(); return &s }
+
+func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := DefaultOverlapSettings()
+	if err := decode(env, &s); err != nil {
+		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+	}
+	switch DType(s.DType) {
+	case BF16, FP16, TF32, FP8:
+	default:
+		return unknown(c.Name(), ReasonBadSettings, "dtype = %q: not one of bf16, fp16, tf32, fp8", s.DType)
+	}
+	if s.Size < 16 || s.Size%16 != 0 || s.GEMMs < 1 || s.AllReduces < 1 || s.Bytes < 4096 || s.MinEfficiency < 0 {
+		return unknown(c.Name(), ReasonBadSettings, "need size a multiple of 16, gemms and allreduces >= 1, bytes >= 4096, min_efficiency >= 0")
+	}
+	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
+	if err != nil {
+		return classify(c.Name(), err)
+	}
+	defer node.Close()
+	devs := node.Devices()
+	if len(devs) < 2 {
+		return unknown(c.Name(), ReasonSingleDevice, "%d device: overlap needs an all-reduce over at least 2", len(devs))
+	}
+	idx := make([]int, len(devs))
+	for i, d := range devs {
+		idx[i] = d.Index
+	}
+	in := OverlapInput{Devices: idx, GEMMs: s.GEMMs, AllReduces: s.AllReduces, Count: s.Bytes / 4,
+		GEMM: GEMMInput{DType: DType(s.DType), M: s.Size, N: s.Size, K: s.Size, MinTime: time.Nanosecond, MaxIters: 1}}
+	var out OverlapOutput
+	r := &result{check: c.Name()}
+	if err := run(ctx, func() (err error) { out, err = node.Overlap(ctx, in); return err }); err != nil {
+		r.deviceError("node", err)
+		return r.done("")
+	}
+	if out.Together <= 0 || out.GEMMAlone <= 0 || out.AllReduceAlone <= 0 {
+		r.deviceError("node", fmt.Errorf("overlap reported times %+v", out))
+		return r.done("")
+	}
+	eff := (out.GEMMAlone + out.AllReduceAlone) / out.Together
+	lim := s.MinEfficiency
+	v := benchmarks.Value{Name: "overlap_efficiency", Value: round(eff), Unit: "ratio", Threshold: &lim, Op: ">=", Status: benchmarks.StatusPass}
+	if eff < lim {
+		v.Status = benchmarks.StatusFail
+		r.fail("OverlapBelowThreshold", "", "GEMM+all-reduce together took %.3g ms, alone %.3g + %.3g ms: efficiency %.3g < %.3g",
+			out.Together*1e3, out.GEMMAlone*1e3, out.AllReduceAlone*1e3, eff, lim)
+	}
+	r.values = append(r.values, v,
+		benchmarks.Value{Name: "gemm_alone_ms", Value: round(out.GEMMAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
+		benchmarks.Value{Name: "allreduce_alone_ms", Value: round(out.AllReduceAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
+		benchmarks.Value{Name: "together_ms", Value: round(out.Together * 1e3), Unit: "ms", Status: benchmarks.StatusPass})
+	return r.done(fmt.Sprintf("%d devices: GEMM and all-reduce overlap with efficiency %.3g", len(devs), eff))
+}

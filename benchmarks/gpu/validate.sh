@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# validate.sh - run vigil's GPU compute checks on a GPU machine and compare
+# them with PyTorch (torch.matmul) and nccl-tests (all_reduce_perf) where
+# those are installed. The machine needs no Go toolchain: build vigil-prolog
+# on a development machine with `make` (it links only libc; libcuda,
+# cuBLASLt and NCCL are opened at run time), copy bin/vigil-prolog and this
+# script over, and run:
+#
+#     bash validate.sh ./vigil-prolog [OUTDIR]
+#
+# Environment:
+#     VIGIL_CHECKS       checks to run (default: all compute checks)
+#     VIGIL_GEMM_SIZE    square GEMM size (default 8192)
+#     VIGIL_LIBRARY_PATH extra directories for libcublasLt / libnccl
+#     CUDA_VISIBLE_DEVICES is honoured by vigil, torch and nccl-tests alike.
+#
+# It finishes in a few minutes: every check has a deadline, and the torch and
+# nccl-tests runs are short. Nothing on the machine is changed (--dry-run).
+set -u -o pipefail
+
+BIN=${1:-./vigil-prolog}
+OUT=${2:-$(mktemp -d /tmp/vigil-validate.XXXXXX)}
+CHECKS=${VIGIL_CHECKS:-gemm,kernel-launch,copy,allreduce,allgather,alltoall,multi-allreduce,overlap}
+SIZE=${VIGIL_GEMM_SIZE:-8192}
+
+if [ ! -x "$BIN" ]; then
+	echo "validate.sh: $BIN is not an executable vigil-prolog (build it with make)" >&2
+	exit 2
+fi
+mkdir -p "$OUT/reports"
+PY=$(command -v python3 || true)
+
+cat >"$OUT/vigil.toml" <<TOML
+[prolog]
+suite = "full"
+check_timeout = "4m"
+budget = "12m"
+retries = 0
+
+[checks.gemm]
+sizes = [$SIZE]
+dtypes = ["bf16", "fp16", "tf32", "fp8"]
+TOML
+
+checks_linked=$("$BIN" --list-checks 2>/dev/null)
+if ! grep -qx gemm <<<"$checks_linked"; then
+	echo "validate.sh: $BIN has no compute checks linked (benchmarks/all must import benchmarks/compute)" >&2
+	exit 2
+fi
+echo "== checks: $CHECKS (report and logs in $OUT)"
+start=$(date +%s)
+timeout 900 "$BIN" --dry-run --config "$OUT/vigil.toml" --checks "$CHECKS" \
+	--report-dir "$OUT/reports" --log-level info >"$OUT/vigil.out" 2>"$OUT/vigil.log"
+rc=$?
+echo "== vigil-prolog exit $rc after $(( $(date +%s) - start ))s"
+cat "$OUT/vigil.out"
+report=$(ls -t "$OUT"/reports/*.json 2>/dev/null | head -1)
+if [ -z "$report" ]; then
+	echo "validate.sh: no JSON report was written; log:" >&2
+	tail -50 "$OUT/vigil.log" >&2
+	exit 1
+fi
+
+# torch.matmul on the same shapes and layout: A (m×k) · Bᵀ with B (n×k),
+# row-major, which is cuBLAS's TN layout that vigil uses.
+if [ -n "$PY" ] && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	echo "== torch.matmul"
+	timeout 300 "$PY" - "$SIZE" >"$OUT/torch.json" 2>"$OUT/torch.log" <<'PYEOF'
+import json, sys, time, torch
+n = int(sys.argv[1])
+out = {}
+def bench(fn, min_time=0.3):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); fn(); e.record(); torch.cuda.synchronize()
+    one = s.elapsed_time(e) / 1e3
+    iters = max(1, min(200, int(min_time / max(one, 1e-6)) + 1))
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record(); torch.cuda.synchronize()
+    return s.elapsed_time(e) / 1e3 / iters
+for dev in range(torch.cuda.device_count()):
+    torch.cuda.set_device(dev)
+    cc = torch.cuda.get_device_capability(dev)
+    res = {}
+    for name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("tf32", torch.float32)):
+        torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+        a = torch.randn(n, n, device="cuda", dtype=dt)
+        b = torch.randn(n, n, device="cuda", dtype=dt)
+        t = bench(lambda: torch.matmul(a, b.t()))
+        res[name] = 2 * n ** 3 / t / 1e12
+    if cc >= (8, 9) and hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn"):
+        try:
+            a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+            one = torch.tensor(1.0, device="cuda")
+            t = bench(lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+            res["fp8"] = 2 * n ** 3 / t / 1e12
+        except Exception as e:  # API differs across torch versions
+            print("fp8:", e, file=sys.stderr)
+    out["gpu%d" % dev] = res
+print(json.dumps(out))
+PYEOF
+	[ $? -eq 0 ] || { echo "torch run failed:"; tail -5 "$OUT/torch.log"; }
+else
+	echo "== torch.matmul: skipped (no python3 with CUDA-enabled PyTorch)"
+fi
+
+if command -v all_reduce_perf >/dev/null 2>&1; then
+	echo "== nccl-tests all_reduce_perf"
+	ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+	[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | wc -l)
+	timeout 300 all_reduce_perf -b 256M -e 256M -g "${ngpu:-1}" -w 5 -n 20 >"$OUT/nccl-tests.out" 2>&1 || true
+	grep -E '^ +268435456' "$OUT/nccl-tests.out" | tail -1
+else
+	echo "== nccl-tests: skipped (all_reduce_perf not on PATH)"
+fi
+
+if [ -z "$PY" ]; then
+	echo "== summary: python3 missing; the full report is $report"
+	exit 0
+fi
+echo
+echo "== summary"
+"$PY" - "$report" "$OUT/torch.json" "$OUT/nccl-tests.out" <<'PYEOF'
+import json, os, re, sys
+report = json.load(open(sys.argv[1]))
+torch = {}
+if os.path.exists(sys.argv[2]) and os.path.getsize(sys.argv[2]) > 0:
+    try:
+        torch = json.load(open(sys.argv[2]))
+    except ValueError:
+        pass
+nccl_busbw = None
+if os.path.exists(sys.argv[3]):
+    for line in open(sys.argv[3]):
+        f = line.split()
+        if len(f) >= 8 and f[0] == "268435456":
+            nccl_busbw = float(f[7])  # out-of-place busbw column
+res = {r["check"]: r for r in report.get("results", [])}
+for name, r in res.items():
+    print("%-16s %-7s %-28s %s" % (name, r["status"], r.get("reason", ""), r.get("message", "")[:160]))
+print()
+g = res.get("gemm", {})
+rows = []
+for v in g.get("values", []):
+    m = re.match(r"tflops_(\w+?)_(\d+)$", v["name"])
+    if not m:
+        continue
+    dt = m.group(1)
+    t = torch.get(v["device"], {}).get(dt)
+    ratio = "%.0f%%" % (100 * v["value"] / t) if t else "-"
+    rows.append((v["device"], dt, m.group(2), v["value"], t, ratio))
+if rows:
+    print("%-6s %-5s %-6s %12s %12s %8s" % ("device", "dtype", "size", "vigil TFLOPS", "torch TFLOPS", "vigil/torch"))
+    for d, dt, n, vv, t, ratio in sorted(rows):
+        print("%-6s %-5s %-6s %12.1f %12s %8s" % (d, dt, n, vv, "%.1f" % t if t else "-", ratio))
+    print()
+for check, names in (("kernel-launch", ("event_us", "wall_us", "wall_us_p99")), ("copy", ("h2d_gbps", "d2h_gbps", "d2d_gbps"))):
+    vals = {}
+    for v in res.get(check, {}).get("values", []):
+        vals.setdefault(v["device"], {})[v["name"]] = v["value"]
+    if vals:
+        print("%-6s " % "device" + " ".join("%12s" % n for n in names))
+        for d in sorted(vals, key=lambda s: (len(s), s)):
+            print("%-6s " % d + " ".join("%12s" % vals[d].get(n, "-") for n in names))
+        print()
+for check in ("allreduce", "allgather", "alltoall", "multi-allreduce", "overlap"):
+    for v in res.get(check, {}).get("values", []):
+        extra = ""
+        if check == "allreduce" and v["name"] == "busbw_gbps" and nccl_busbw:
+            extra = "   nccl-tests all_reduce_perf busbw %.1f (vigil/nccl-tests %.0f%%)" % (nccl_busbw, 100 * v["value"] / nccl_busbw)
+        print("%-16s %-20s %10s %s%s" % (check, v["name"], v["value"], v.get("unit", ""), extra))
+PYEOF
