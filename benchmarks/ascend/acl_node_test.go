@@ -1,0 +1,145 @@
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/cgo/dl/dltest"
+)
+
+// stubCANN builds testdata/stubcann.c, a stand-in for the CANN libraries
+// with their published prototypes, and returns library settings pointing
+// every library at it.
+func stubCANN(t *testing.T) Libraries {
+	t.Helper()
+	dir := dltest.Build(t, filepath.Join("testdata", "stubcann.c"), "libstubcann.so", "-pthread")
+	one := []string{filepath.Join(dir, "libstubcann.so")}
+	return Libraries{ACL: one, NNOpBase: one, OpAPI: one, HCCL: one}
+}
+
+// TestACLNodeOnStub runs the real ACL/aclnn/HCCL code path against the stub.
+func TestACLNodeOnStub(t *testing.T) {
+	libs := stubCANN(t)
+	ctx := context.Background()
+	c := &cann{}
+	node, err := openACL(c, libs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	devs := node.Devices()
+	if len(devs) != 4 || devs[3].Index != 3 || devs[0].Name != "Ascend910B3" {
+		t.Fatalf("Devices = %+v", devs)
+	}
+
+	t.Run("gemm", func(t *testing.T) {
+		const m, n, k = 48, 32, 64
+		for _, dt := range []compute.DType{compute.FP16, compute.BF16} {
+			a, bt := genMatrix(m, k, 11), genMatrix(n, k, 12)
+			out, err := node.GEMM(ctx, 2, compute.GEMMInput{DType: dt, M: m, N: n, K: k, A: a, Bt: bt,
+				Warmup: 1, MinTime: time.Millisecond, MaxIters: 3, Readback: true})
+			if err != nil {
+				t.Fatalf("%s: %v", dt, err)
+			}
+			if out.Seconds <= 0 || out.Iters < 1 || out.Iters > 3 {
+				t.Errorf("%s: %+v", dt, out)
+			}
+			if err := newGEMMRef(dt, m, n, k, a, bt).verify(out.D, 500, 1); err != nil {
+				t.Errorf("%s: %v", dt, err)
+			}
+		}
+		if _, err := node.GEMM(ctx, 0, compute.GEMMInput{DType: compute.TF32, M: 16, N: 16, K: 16}); !errors.Is(err, compute.ErrUnsupported) {
+			t.Errorf("tf32: %v", err)
+		}
+	})
+
+	t.Run("copy", func(t *testing.T) {
+		out, err := node.Copy(ctx, 1, 1<<20, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Verified || out.H2D <= 0 || out.D2H <= 0 || out.D2D <= 0 {
+			t.Errorf("%+v", out)
+		}
+	})
+
+	t.Run("collectives", func(t *testing.T) {
+		idx := []int{0, 1, 2, 3}
+		for _, op := range []compute.CollOp{compute.AllReduce, compute.AllGather} {
+			in := collInputs(4, 1000)
+			out, err := node.Collective(ctx, compute.CollectiveInput{Op: op, Devices: idx, Count: 1000, Warmup: 1, Iters: 2, Concurrent: 1, Inputs: in})
+			if err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+			if err := verifyCollective(op, idx, in, out.Outputs); err != nil {
+				t.Errorf("%s: %v", op, err)
+			}
+			if out.Seconds <= 0 || out.Library == "" {
+				t.Errorf("%s: %+v", op, out)
+			}
+		}
+	})
+
+	t.Run("device errors", func(t *testing.T) {
+		_, err := openACL(c, libs, []int{1, 7})
+		if !errors.Is(err, ErrNoDevices) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+// TestChecksOnStub runs the registered checks end to end on the stub (host
+// speed, so the floors are lowered).
+func TestChecksOnStub(t *testing.T) {
+	libs := stubCANN(t)
+	lib := fmt.Sprintf("acl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", libs.ACL[0], libs.ACL[0], libs.ACL[0], libs.ACL[0])
+	tests := []struct{ name, toml, msg string }{
+		{"npu-gemm", "sizes = [32]\nmin_time = \"1ms\"\nmax_iters = 2\npeer_fraction = 0.0\n[checks.npu-gemm.thresholds.Ascend910B3]\ntflops_fp16 = 0.0\ntflops_bf16 = 0.0\n", "4 NPUs: matmul throughput and results as expected"},
+		{"npu-copy", "bytes = 1048576\niters = 1\npeer_fraction = 0.0\n[checks.npu-copy.thresholds.Ascend910B]\nh2d_gbps = 0.0\nd2h_gbps = 0.0\nd2d_gbps = 0.0\n", "4 NPUs: copy bandwidth as expected"},
+		{"npu-allreduce", "bytes = 65536\nverify_bytes = 4096\niters = 2\n[checks.npu-allreduce.thresholds.Ascend910B]\nbusbw_gbps = 0.0\n", "results verified"},
+		{"npu-allgather", "bytes = 65536\nverify_bytes = 4096\niters = 2\n[checks.npu-allgather.thresholds.Ascend910B]\nbusbw_gbps = 0.0\n", "results verified"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := withOpener(t, tt.name, freshOpener())
+			env := settings(t, tt.name, fmt.Sprintf("[checks.%s]\n%s%s", tt.name, lib, tt.toml))
+			expect(t, run1(t, c, env), benchmarks.StatusPass, "", "", tt.msg)
+		})
+	}
+}
+
+// freshOpener opens the real CANN code path with its own process state, so
+// tests do not share the process-wide libraries.
+func freshOpener() Opener {
+	c := &cann{}
+	return func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+		return openACL(c, libs, devices)
+	}
+}
+
+// withOpener returns a copy of the registered compute check name using open.
+func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
+	t.Helper()
+	reg, ok := benchmarks.Lookup(name)
+	if !ok {
+		t.Fatalf("%s not registered", name)
+	}
+	switch c := reg.(type) {
+	case *gemmCheck:
+		return &gemmCheck{open: open}
+	case *copyCheck:
+		return &copyCheck{open: open}
+	case *collCheck:
+		cc := *c
+		cc.open = open
+		return &cc
+	}
+	t.Fatalf("%s is not a compute check", name)
+	return nil
+}

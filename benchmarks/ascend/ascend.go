@@ -1,0 +1,344 @@
+// Package ascend holds vigil's checks of Huawei Ascend NPUs: health facts
+// read through DCMI (npu-count, npu-health, npu-ecc, npu-link,
+// npu-leftover) and compute probes through ACL and HCCL (npu-gemm,
+// npu-copy, npu-allreduce, npu-allgather). Each check lives in its own file
+// and registers itself with benchmarks.Register from init().
+//
+// The vendor libraries are opened at run time (packages cgo/dcmi, cgo/acl,
+// cgo/hccl); on a node without the Ascend driver and CANN every check
+// reports unknown with the library search that failed. The checks reach the
+// devices through small interfaces (dcmi.Interface, Node) so tests stand
+// fakes in for a whole node.
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+)
+
+// Reason tokens shared by the Ascend checks.
+const (
+	// ReasonLibraryMissing: libdcmi.so, libascendcl.so, libopapi.so or
+	// libhccl.so could not be opened, or lacks a symbol (unknown).
+	ReasonLibraryMissing = "LibraryMissing"
+	// ReasonDCMIError: a DCMI call failed (unknown).
+	ReasonDCMIError = "DCMIError"
+	// ReasonNotSupported: the device does not report this fact (unknown).
+	ReasonNotSupported = "NotSupported"
+	// ReasonInvalidSettings: the check's settings do not decode or are out
+	// of range (unknown).
+	ReasonInvalidSettings = "InvalidSettings"
+	// ReasonCanceled: the deadline passed before every device was read (unknown).
+	ReasonCanceled = "Canceled"
+	// ReasonNPULost: DCMI says a device does not exist any more (fail).
+	ReasonNPULost = "NPULost"
+)
+
+// EnvLibraryPath lists extra directories (colon-separated) searched for the
+// Ascend libraries by every Ascend check, before the configured ones. It is
+// the same variable the CUDA checks read.
+const EnvLibraryPath = "VIGIL_LIBRARY_PATH"
+
+// DCMISettings says where libdcmi.so is; every DCMI check's settings carry it.
+type DCMISettings struct {
+	// DCMI are candidate names or absolute paths of libdcmi.so.
+	DCMI []string `toml:"dcmi_libraries"`
+	// Paths are directories searched before dcmi.DefaultDirs and the loader.
+	Paths []string `toml:"library_paths"`
+}
+
+func (s DCMISettings) options() dl.Options {
+	var dirs []string
+	if v := os.Getenv(EnvLibraryPath); v != "" {
+		dirs = append(dirs, filepath.SplitList(v)...)
+	}
+	return dl.Options{Names: s.DCMI, Dirs: append(dirs, s.Paths...)}
+}
+
+// dcmiLibrary opens DCMI at most once per process and hands the same handle
+// to every check (checks usually run in their own child process, where
+// this is one open per check).
+type dcmiLibrary struct {
+	open func(dl.Options) (dcmi.Interface, error)
+
+	mu     sync.Mutex
+	opened bool
+	lib    dcmi.Interface
+	err    error
+}
+
+var sharedDCMI = &dcmiLibrary{open: func(o dl.Options) (dcmi.Interface, error) {
+	l, err := dcmi.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}}
+
+// get opens and initialises DCMI on first use with o; later calls return
+// the first outcome.
+func (l *dcmiLibrary) get(o dl.Options) (dcmi.Interface, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opened {
+		l.opened = true
+		lib, err := l.open(o)
+		if err == nil {
+			if err = lib.Init(); err != nil {
+				lib.Close()
+				lib = nil
+			}
+		}
+		l.lib, l.err = lib, err
+	}
+	return l.lib, l.err
+}
+
+// DeviceProcesses returns the PIDs of the processes holding the Ascend
+// NPUs with the given logical ids (every NPU when devices is nil), sorted
+// and without duplicates, read through DCMI (dcmi_get_device_resource_info).
+// On a node without libdcmi.so the error wraps dl.ErrNotFound.
+func DeviceProcesses(devices []int) ([]int, error) {
+	lib, err := sharedDCMI.get(DefaultDCMISettings().options())
+	if err != nil {
+		return nil, err
+	}
+	return deviceProcesses(lib, devices)
+}
+
+func deviceProcesses(lib dcmi.Interface, devices []int) ([]int, error) {
+	npus, err := selectNPUs(lib, devices)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[int]bool{}
+	var errs []error
+	for _, n := range npus {
+		ps, err := lib.Processes(n.dev)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.id(), err))
+		}
+		for _, p := range ps {
+			seen[p.PID] = true
+		}
+	}
+	pids := make([]int, 0, len(seen))
+	for p := range seen {
+		pids = append(pids, p)
+	}
+	sort.Ints(pids)
+	return pids, errors.Join(errs...)
+}
+
+// DefaultDCMISettings are the shipped library settings.
+func DefaultDCMISettings() DCMISettings {
+	return DCMISettings{DCMI: append([]string(nil), dcmi.DefaultNames...)}
+}
+
+// npu is one selected device.
+type npu struct {
+	index int // logical id, or enumeration order when DCMI gives none
+	dev   dcmi.Device
+	model string // "Ascend910B3"; empty when unread
+}
+
+// id is the device's name in results ("npu3").
+func (n npu) id() string { return fmt.Sprintf("npu%d", n.index) }
+
+// selectNPUs lists the node's NPUs, ordered by logical id, keeping only
+// those in want (logical ids) when want is not nil. Chip info is read where
+// possible.
+func selectNPUs(lib dcmi.Interface, want []int) ([]npu, error) {
+	devs, err := lib.Devices()
+	if err != nil {
+		return nil, err
+	}
+	all := make([]npu, 0, len(devs))
+	for i, d := range devs {
+		n := npu{index: d.Logic, dev: d}
+		if d.Logic < 0 {
+			n.index = i
+		}
+		if ci, err := lib.ChipInfo(d); err == nil {
+			n.model = ci.Model()
+		}
+		all = append(all, n)
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].index < all[b].index })
+	if want == nil {
+		return all, nil
+	}
+	keep := map[int]bool{}
+	for _, w := range want {
+		keep[w] = true
+	}
+	var out []npu
+	for _, n := range all {
+		if keep[n.index] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// openNPUs is the common start of the per-device DCMI checks: decode the
+// settings, open DCMI and select the job's devices. On failure it returns
+// the result to report.
+func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings) (dcmi.Interface, []npu, *benchmarks.Result) {
+	lib, err := l.get(s.options())
+	if err != nil {
+		r := dcmiUnavailable(name, err)
+		return nil, nil, &r
+	}
+	npus, err := selectNPUs(lib, envDevices(env))
+	if err != nil {
+		return nil, nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonDCMIError, Message: err.Error()}
+	}
+	if len(npus) == 0 {
+		return nil, nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusPass, Message: "no Ascend NPUs found"}
+	}
+	return lib, npus, nil
+}
+
+// dcmiUnavailable is the unknown result of a check that could not open or
+// initialise DCMI.
+func dcmiUnavailable(name string, err error) benchmarks.Result {
+	r := benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonDCMIError, Message: "DCMI unavailable: " + err.Error()}
+	if errors.Is(err, dl.ErrNotFound) || errors.Is(err, dl.ErrSymbol) {
+		r.Reason = ReasonLibraryMissing
+		r.Message = "no Ascend NPUs found (" + err.Error() + ")"
+	}
+	return r
+}
+
+// envDevices is the job's devices, nil for all.
+func envDevices(env *benchmarks.Env) []int {
+	if env == nil {
+		return nil
+	}
+	return env.Devices
+}
+
+// finding is one device's fault or uncertainty.
+type finding struct {
+	device, reason, message string
+}
+
+// tally collects what a check found per device and turns it into a Result:
+// any fault makes it fail (the first names the reason and device),
+// otherwise any uncertainty makes it unknown, otherwise it passes.
+type tally struct {
+	check    string
+	values   []benchmarks.Value
+	fails    []finding
+	unknowns []finding
+	notes    []string
+}
+
+func (t *tally) fail(device, reason, format string, args ...any) {
+	t.fails = append(t.fails, finding{device, reason, fmt.Sprintf(format, args...)})
+}
+
+func (t *tally) unknown(device, reason, format string, args ...any) {
+	t.unknowns = append(t.unknowns, finding{device, reason, fmt.Sprintf(format, args...)})
+}
+
+// dcmiErr records a failed DCMI call: a fault when DCMI says the device is
+// gone, unknown otherwise.
+func (t *tally) dcmiErr(device, what string, err error) {
+	switch {
+	case errors.Is(err, dcmi.ErrNoDevice):
+		t.value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
+		t.fail(device, ReasonNPULost, "%s %s: device gone: %v", device, what, err)
+	case errors.Is(err, dcmi.ErrNotSupported):
+		t.unknown(device, ReasonNotSupported, "%s %s not supported: %v", device, what, err)
+	case errors.Is(err, dl.ErrSymbol):
+		t.unknown(device, ReasonLibraryMissing, "%s %s: %v", device, what, err)
+	default:
+		t.unknown(device, ReasonDCMIError, "%s %s: %v", device, what, err)
+	}
+}
+
+func (t *tally) note(format string, args ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
+
+// value records a reading; threshold may be nil.
+func (t *tally) value(device, name string, v float64, unit string, threshold *float64, op string, st benchmarks.Status) {
+	t.values = append(t.values, benchmarks.Value{Device: device, Name: name, Value: v, Unit: unit, Threshold: threshold, Op: op, Status: st})
+}
+
+// canceled records that ctx ended and reports whether it did.
+func (t *tally) canceled(ctx context.Context) bool {
+	if err := ctx.Err(); err != nil {
+		t.unknown("", ReasonCanceled, "stopped before all devices were read: %v", err)
+		return true
+	}
+	return false
+}
+
+// result builds the Result; passMsg is the message when all is well.
+func (t *tally) result(passMsg string) benchmarks.Result {
+	r := benchmarks.Result{Check: t.check, Values: t.values}
+	pick := func(fs []finding) {
+		r.Reason, r.Device = fs[0].reason, fs[0].device
+		msgs := make([]string, 0, len(fs))
+		for _, f := range fs {
+			msgs = append(msgs, f.message)
+		}
+		r.Message = strings.Join(msgs, "; ")
+	}
+	switch {
+	case len(t.fails) > 0:
+		r.Status = benchmarks.StatusFail
+		pick(t.fails)
+	case len(t.unknowns) > 0:
+		r.Status = benchmarks.StatusUnknown
+		pick(t.unknowns)
+	default:
+		r.Status = benchmarks.StatusPass
+		r.Message = passMsg
+	}
+	if len(t.notes) > 0 {
+		r.Message = strings.TrimPrefix(r.Message+"; "+strings.Join(t.notes, "; "), "; ")
+	}
+	return r
+}
+
+// decodeSettings fills v (holding defaults) from the check's config table.
+func decodeSettings(env *benchmarks.Env, v any) error {
+	if env == nil || env.Settings == nil {
+		return nil
+	}
+	return env.Settings(v)
+}
+
+// badSettings is the unknown result of a check whose settings do not decode
+// or are out of range.
+func badSettings(name string, err error) benchmarks.Result {
+	return benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonInvalidSettings,
+		Message: fmt.Sprintf("settings of [checks.%s]: %v", name, err)}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// plural returns word, or its plural when n is not 1.
+func plural(n int, word string) string {
+	switch {
+	case n == 1:
+		return word
+	case strings.HasSuffix(word, "s"):
+		return word + "es"
+	}
+	return word + "s"
+}

@@ -1,0 +1,203 @@
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+)
+
+// Reasons of the npu-count check.
+const (
+	// ReasonNPUCountMismatch: DCMI sees fewer NPUs than expected (or the
+	// driver is missing while NPUs are expected).
+	ReasonNPUCountMismatch = "NPUCountMismatch"
+	// ReasonNPUFellOffBus: an Ascend NPU is on the PCI bus but not in DCMI.
+	ReasonNPUFellOffBus = "NPUFellOffBus"
+	// ReasonAllocatedNPUMissing: a device allocated to the job does not exist.
+	ReasonAllocatedNPUMissing = "AllocatedNPUMissing"
+	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
+	ReasonSysfsUnreadable = "SysfsUnreadable"
+)
+
+// huaweiVendor is Huawei's PCI vendor id; Ascend NPUs are "processing
+// accelerators" (PCI class 0x1200).
+const (
+	huaweiVendor     = "0x19e5"
+	accelClassPrefix = "0x1200"
+)
+
+// NPUCountSettings are the settings of [checks.npu-count].
+type NPUCountSettings struct {
+	DCMISettings
+	// Expected is how many NPUs the node must have; 0 means the node's
+	// Slurm Gres GPU count when Ascend NPUs are on its PCI bus, and no
+	// expectation otherwise.
+	Expected int `toml:"expected"`
+	// Sysfs is the root of sysfs, where bus/pci/devices lists the PCI devices.
+	Sysfs string `toml:"sysfs"`
+}
+
+type npuCount struct{ lib *dcmiLibrary }
+
+func init() { benchmarks.Register(&npuCount{lib: sharedDCMI}) }
+
+func (*npuCount) Name() string          { return "npu-count" }
+func (*npuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+
+// Isolated: DCMI calls go to the driver and can hang on a sick device.
+func (*npuCount) Isolated() bool { return true }
+
+// Defaults returns the shipped settings.
+func (*npuCount) Defaults() any {
+	return &NPUCountSettings{DCMISettings: DefaultDCMISettings(), Sysfs: "/sys"}
+}
+
+func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*NPUCountSettings)
+	if err := decodeSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	if s.Expected < 0 {
+		return badSettings(c.Name(), fmt.Errorf("expected = %d: must be >= 0", s.Expected))
+	}
+	t := &tally{check: c.Name()}
+	pci, pciErr := ascendPCIDevices(s.Sysfs)
+	if pciErr != nil {
+		t.unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+	} else {
+		t.value("", "pci_npus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
+	}
+	expected := s.Expected
+	lib, err := c.lib.get(s.options())
+	if expected == 0 && env != nil && env.GresGPUs > 0 && (len(pci) > 0 || err == nil) {
+		// The Gres count is about NPUs only on a node that has them.
+		expected = env.GresGPUs
+	}
+	if err != nil {
+		return c.noDCMI(t, err, s.Expected, pci)
+	}
+	devs, err := lib.Devices()
+	if err != nil {
+		t.dcmiErr("", "device list", err)
+		return t.result("")
+	}
+	n := len(devs)
+	st := benchmarks.StatusPass
+	if n < expected {
+		st = benchmarks.StatusFail
+		t.fail("", ReasonNPUCountMismatch, "expected %d %s, DCMI sees %d", expected, plural(expected, "NPU"), n)
+	}
+	var thr *float64
+	if expected > 0 {
+		thr = ptr(float64(expected))
+	}
+	t.value("", "npus", float64(n), "count", thr, ">=", st)
+	if expected > 0 && n > expected {
+		t.note("DCMI sees %d NPUs, more than the %d expected", n, expected)
+	}
+	logic := map[int]bool{}
+	for i, d := range devs {
+		if d.Logic >= 0 {
+			logic[d.Logic] = true
+		} else {
+			logic[i] = true
+		}
+	}
+	for _, i := range envDevices(env) {
+		if !logic[i] {
+			t.fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, n)
+		}
+	}
+	if pciErr == nil && len(pci) > n {
+		have := map[string]bool{}
+		known := true
+		for _, d := range devs {
+			if d.PCI == "" {
+				known = false
+			}
+			have[normalisePCI(d.PCI)] = true
+		}
+		var missing []string
+		for _, a := range pci {
+			if known && !have[a] {
+				missing = append(missing, a)
+			}
+		}
+		if len(missing) == 0 {
+			t.fail("", ReasonNPUFellOffBus, "%d Ascend NPUs on the PCI bus, DCMI sees %d", len(pci), n)
+		}
+		for _, a := range missing {
+			t.fail(a, ReasonNPUFellOffBus, "%s Ascend NPU on the PCI bus but not in DCMI (%d on the bus, %d in DCMI)", a, len(pci), n)
+		}
+	}
+	if n == 0 {
+		return t.result("no Ascend NPUs found")
+	}
+	if expected > 0 {
+		return t.result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
+	}
+	return t.result(fmt.Sprintf("%d NPUs", n))
+}
+
+// noDCMI decides when DCMI cannot be used: a fault when NPUs are expected
+// by configuration and the library is missing, unknown otherwise.
+func (c *npuCount) noDCMI(t *tally, err error, expected int, pci []string) benchmarks.Result {
+	onBus := ""
+	if len(pci) > 0 {
+		onBus = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(pci), plural(len(pci), "NPU"))
+	}
+	if expected > 0 && errors.Is(err, dl.ErrNotFound) {
+		t.value("", "npus", 0, "count", ptr(float64(expected)), ">=", benchmarks.StatusFail)
+		t.fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, plural(expected, "NPU"), err, onBus)
+		return t.result("")
+	}
+	r := dcmiUnavailable(c.Name(), err)
+	r.Message += onBus
+	r.Values = t.values
+	return r
+}
+
+// ascendPCIDevices lists the PCI addresses of Huawei processing
+// accelerators (vendor 0x19e5, class 0x1200xx) under sysfs/bus/pci/devices,
+// sorted. A sysfs without a PCI bus has none.
+func ascendPCIDevices(sysfs string) ([]string, error) {
+	dir := filepath.Join(sysfs, "bus", "pci", "devices")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("PCI devices: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		vendor, err := os.ReadFile(filepath.Join(dir, e.Name(), "vendor"))
+		if err != nil || strings.TrimSpace(string(vendor)) != huaweiVendor {
+			continue
+		}
+		class, err := os.ReadFile(filepath.Join(dir, e.Name(), "class"))
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(class)), accelClassPrefix) {
+			continue
+		}
+		out = append(out, normalisePCI(e.Name()))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// normalisePCI lower-cases a PCI address and trims its domain to four digits.
+func normalisePCI(addr string) string {
+	addr = strings.ToLower(strings.TrimSpace(addr))
+	if dom, rest, ok := strings.Cut(addr, ":"); ok && len(dom) > 4 {
+		addr = dom[len(dom)-4:] + ":" + rest
+	}
+	return addr
+}

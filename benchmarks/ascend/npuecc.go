@@ -1,0 +1,98 @@
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
+)
+
+// Reasons of the npu-ecc check.
+const (
+	// ReasonNPUECCUncorrectable: the HBM reports uncorrectable (double-bit)
+	// errors (fail).
+	ReasonNPUECCUncorrectable = "NPUECCUncorrectable"
+	// ReasonNPUIsolatedPages: more HBM pages were isolated after
+	// uncorrectable errors than allowed (fail).
+	ReasonNPUIsolatedPages = "NPUIsolatedPages"
+)
+
+// NPUECCSettings are the settings of [checks.npu-ecc].
+type NPUECCSettings struct {
+	DCMISettings
+	// MaxUncorrectable is the most current double-bit HBM errors a device may report.
+	MaxUncorrectable int `toml:"max_uncorrectable"`
+	// MaxIsolatedPages is the most HBM pages a device may have isolated
+	// after double-bit errors; negative disables the limit.
+	MaxIsolatedPages int `toml:"max_isolated_pages"`
+}
+
+type npuECC struct{ lib *dcmiLibrary }
+
+func init() { benchmarks.Register(&npuECC{lib: sharedDCMI}) }
+
+func (*npuECC) Name() string          { return "npu-ecc" }
+func (*npuECC) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+
+// Isolated: DCMI calls go to the driver and can hang on a sick device.
+func (*npuECC) Isolated() bool { return true }
+
+// Defaults returns the shipped settings. The isolated-page limit of 64 is
+// a starting point in the spirit of NVIDIA's retired-page guidance, not a
+// Huawei figure; calibrate it on the fleet.
+func (*npuECC) Defaults() any {
+	return &NPUECCSettings{DCMISettings: DefaultDCMISettings(), MaxUncorrectable: 0, MaxIsolatedPages: 64}
+}
+
+func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*NPUECCSettings)
+	if err := decodeSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	if s.MaxUncorrectable < 0 {
+		return badSettings(c.Name(), fmt.Errorf("max_uncorrectable = %d: must be >= 0", s.MaxUncorrectable))
+	}
+	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, n := range npus {
+		if t.canceled(ctx) {
+			break
+		}
+		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
+		if err != nil {
+			if errors.Is(err, dcmi.ErrNotSupported) {
+				t.note("%s: HBM ECC not reported", n.id())
+				continue
+			}
+			t.dcmiErr(n.id(), "HBM ECC", err)
+			continue
+		}
+		if !e.Enabled {
+			t.note("%s: HBM ECC disabled", n.id())
+		}
+		st := benchmarks.StatusPass
+		if int64(e.DoubleBit) > int64(s.MaxUncorrectable) {
+			st = benchmarks.StatusFail
+			t.fail(n.id(), ReasonNPUECCUncorrectable, "%s: %d uncorrectable HBM ECC errors (limit %d)", n.id(), e.DoubleBit, s.MaxUncorrectable)
+		}
+		t.value(n.id(), "hbm_ecc_uncorrectable", float64(e.DoubleBit), "count", ptr(float64(s.MaxUncorrectable)), "<=", st)
+		t.value(n.id(), "hbm_ecc_correctable", float64(e.SingleBit), "count", nil, "", benchmarks.StatusPass)
+		t.value(n.id(), "hbm_ecc_uncorrectable_total", float64(e.TotalDoubleBit), "count", nil, "", benchmarks.StatusPass)
+		st = benchmarks.StatusPass
+		var thr *float64
+		if s.MaxIsolatedPages >= 0 {
+			thr = ptr(float64(s.MaxIsolatedPages))
+			if int64(e.DoubleBitIsolatedPages) > int64(s.MaxIsolatedPages) {
+				st = benchmarks.StatusFail
+				t.fail(n.id(), ReasonNPUIsolatedPages, "%s: %d HBM pages isolated after uncorrectable errors (limit %d)", n.id(), e.DoubleBitIsolatedPages, s.MaxIsolatedPages)
+			}
+		}
+		t.value(n.id(), "hbm_isolated_pages", float64(e.DoubleBitIsolatedPages), "count", thr, "<=", st)
+	}
+	return t.result(fmt.Sprintf("%d %s: no uncorrectable HBM ECC errors", len(npus), plural(len(npus), "NPU")))
+}

@@ -1,0 +1,99 @@
+package ascend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
+)
+
+// Reasons of the npu-health check.
+const (
+	// ReasonNPUUnhealthy: DCMI reports an alarm on the device (fail).
+	ReasonNPUUnhealthy = "NPUUnhealthy"
+	// ReasonNPUAbsent: DCMI reports the device as not present (fail).
+	ReasonNPUAbsent = "NPUAbsent"
+)
+
+// NPUHealthSettings are the settings of [checks.npu-health].
+type NPUHealthSettings struct {
+	DCMISettings
+	// FailOnMinor makes a minor alarm (health 1) a fault; major (2) and
+	// critical (3) alarms always are.
+	FailOnMinor bool `toml:"fail_on_minor"`
+}
+
+type npuHealth struct{ lib *dcmiLibrary }
+
+func init() { benchmarks.Register(&npuHealth{lib: sharedDCMI}) }
+
+func (*npuHealth) Name() string          { return "npu-health" }
+func (*npuHealth) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+
+// Isolated: DCMI calls go to the driver and can hang on a sick device.
+func (*npuHealth) Isolated() bool { return true }
+
+// Defaults returns the shipped settings.
+func (*npuHealth) Defaults() any {
+	return &NPUHealthSettings{DCMISettings: DefaultDCMISettings(), FailOnMinor: true}
+}
+
+func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*NPUHealthSettings)
+	if err := decodeSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, n := range npus {
+		if t.canceled(ctx) {
+			break
+		}
+		h, err := lib.Health(n.dev)
+		if err != nil {
+			t.dcmiErr(n.id(), "health", err)
+			continue
+		}
+		bad := h != dcmi.HealthOK && (h != dcmi.HealthMinor || s.FailOnMinor)
+		st := benchmarks.StatusPass
+		if bad {
+			st = benchmarks.StatusFail
+		}
+		t.value(n.id(), "health", float64(h), "", ptr(0.0), "<=", st)
+		if h == dcmi.HealthOK {
+			continue
+		}
+		codes := errorCodes(lib, n)
+		switch {
+		case h == dcmi.HealthAbsent:
+			t.fail(n.id(), ReasonNPUAbsent, "%s: DCMI reports the device absent%s", n.id(), codes)
+		case bad:
+			t.fail(n.id(), ReasonNPUUnhealthy, "%s: %s%s", n.id(), dcmi.HealthName(h), codes)
+		default:
+			t.note("%s: %s%s (minor alarms tolerated)", n.id(), dcmi.HealthName(h), codes)
+		}
+	}
+	return t.result(fmt.Sprintf("%d %s healthy", len(npus), plural(len(npus), "NPU")))
+}
+
+// errorCodes describes a device's current DCMI error codes for a message
+// (" (error codes 0x80e01801, 0x80cb8009)"), or why they could not be read.
+func errorCodes(lib dcmi.Interface, n npu) string {
+	codes, err := lib.ErrorCodes(n.dev)
+	if err != nil {
+		return fmt.Sprintf(" (error codes unreadable: %v)", err)
+	}
+	if len(codes) == 0 {
+		return ""
+	}
+	hex := make([]string, len(codes))
+	for i, c := range codes {
+		hex[i] = fmt.Sprintf("0x%08x", c)
+	}
+	return fmt.Sprintf(" (error %s %s)", plural(len(codes), "code"), strings.Join(hex, ", "))
+}

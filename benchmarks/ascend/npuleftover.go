@@ -1,0 +1,102 @@
+package ascend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/compute"
+)
+
+// Reasons of the npu-leftover check.
+const (
+	// ReasonNPUProcessLeftover: processes still hold a device (fail).
+	ReasonNPUProcessLeftover = "NPUProcessLeftover"
+	// ReasonNPUMemoryLeftover: more HBM is in use than an idle device
+	// reports (fail).
+	ReasonNPUMemoryLeftover = "NPUMemoryLeftover"
+)
+
+// NPULeftoverSettings are the settings of [checks.npu-leftover].
+type NPULeftoverSettings struct {
+	DCMISettings
+	// Thresholds: model → "hbm_used_mib" → the most HBM (MiB) an idle
+	// device may report in use.
+	Thresholds compute.Thresholds `toml:"thresholds"`
+}
+
+// leftoverThresholds: Huawei's "Ascend 910B DCMI API" reference
+// (dcmi_get_device_hbm_info, constraints) says the system holds 3 GB of a
+// 32 GB part's HBM and 4 GB of a 64 GB part's with no work running. The
+// limits add 1.5 GiB to that. The 32 GB parts are 910B4s; calibrate on the
+// fleet and override per model where that does not hold.
+var leftoverThresholds = compute.Thresholds{
+	"Ascend910B":  {"hbm_used_mib": 4096 + 1536},
+	"Ascend910B4": {"hbm_used_mib": 3072 + 1536},
+}
+
+type npuLeftover struct{ lib *dcmiLibrary }
+
+func init() { benchmarks.Register(&npuLeftover{lib: sharedDCMI}) }
+
+func (*npuLeftover) Name() string          { return "npu-leftover" }
+func (*npuLeftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+
+// Isolated: DCMI calls go to the driver and can hang on a sick device.
+func (*npuLeftover) Isolated() bool { return true }
+
+// Defaults returns the shipped settings.
+func (*npuLeftover) Defaults() any {
+	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: mergeThresholds(leftoverThresholds, nil)}
+}
+
+func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*NPULeftoverSettings)
+	s.Thresholds = nil
+	if err := decodeSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	s.Thresholds = mergeThresholds(leftoverThresholds, s.Thresholds)
+	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, n := range npus {
+		if t.canceled(ctx) {
+			break
+		}
+		ps, err := lib.Processes(n.dev)
+		if err != nil {
+			t.dcmiErr(n.id(), "processes", err)
+		} else {
+			st := benchmarks.StatusPass
+			if len(ps) > 0 {
+				st = benchmarks.StatusFail
+				pids := make([]string, len(ps))
+				for i, p := range ps {
+					pids[i] = fmt.Sprintf("%d (%.0f MiB)", p.PID, float64(p.MemBytes)/(1<<20))
+				}
+				t.fail(n.id(), ReasonNPUProcessLeftover, "%s held by %d %s: pid %s", n.id(), len(ps), plural(len(ps), "process"), strings.Join(pids, ", "))
+			}
+			t.value(n.id(), "processes", float64(len(ps)), "count", ptr(0.0), "<=", st)
+		}
+		h, err := lib.HBM(n.dev)
+		if err != nil {
+			t.dcmiErr(n.id(), "HBM", err)
+			continue
+		}
+		st := benchmarks.StatusPass
+		var thr *float64
+		if lim, _, ok := s.Thresholds.Lookup(n.model, "hbm_used_mib"); ok {
+			thr = ptr(lim)
+			if float64(h.UsedMiB) > lim {
+				st = benchmarks.StatusFail
+				t.fail(n.id(), ReasonNPUMemoryLeftover, "%s: %d MiB of HBM in use, an idle %s reports at most %.0f", n.id(), h.UsedMiB, n.model, lim)
+			}
+		}
+		t.value(n.id(), "hbm_used_mib", float64(h.UsedMiB), "MiB", thr, "<=", st)
+	}
+	return t.result(fmt.Sprintf("%d %s: nothing left by earlier jobs", len(npus), plural(len(npus), "NPU")))
+}

@@ -1,0 +1,82 @@
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
+)
+
+// Reasons of the npu-link check.
+const (
+	// ReasonNPULinkDown: the device's RoCE network detection fails
+	// (socket failure, timeout, unreachable peer, fault) (fail).
+	ReasonNPULinkDown = "NPULinkDown"
+)
+
+// NPULinkSettings are the settings of [checks.npu-link].
+type NPULinkSettings struct {
+	DCMISettings
+	// RequireDetection makes a device whose RoCE detection has not been
+	// started (no detect IP configured with hccn_tool) unknown instead of
+	// passing with a note.
+	RequireDetection bool `toml:"require_detection"`
+}
+
+type npuLink struct{ lib *dcmiLibrary }
+
+func init() { benchmarks.Register(&npuLink{lib: sharedDCMI}) }
+
+func (*npuLink) Name() string          { return "npu-link" }
+func (*npuLink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+
+// Isolated: DCMI calls go to the driver and can hang on a sick device.
+func (*npuLink) Isolated() bool { return true }
+
+// Defaults returns the shipped settings.
+func (*npuLink) Defaults() any { return &NPULinkSettings{DCMISettings: DefaultDCMISettings()} }
+
+func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.Defaults().(*NPULinkSettings)
+	if err := decodeSettings(env, s); err != nil {
+		return badSettings(c.Name(), err)
+	}
+	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
+	if res != nil {
+		return *res
+	}
+	t := &tally{check: c.Name()}
+	for _, n := range npus {
+		if t.canceled(ctx) {
+			break
+		}
+		h, err := lib.NetworkHealth(n.dev)
+		if err != nil {
+			if errors.Is(err, dcmi.ErrNotSupported) {
+				t.unknown(n.id(), ReasonNotSupported, "%s: no RoCE network health (%v)", n.id(), err)
+				continue
+			}
+			t.dcmiErr(n.id(), "RoCE network health", err)
+			continue
+		}
+		st := benchmarks.StatusPass
+		switch h {
+		case dcmi.NetOK:
+		case dcmi.NetInit:
+			if s.RequireDetection {
+				t.unknown(n.id(), ReasonNotSupported, "%s: RoCE detection not started (set a detect IP with hccn_tool)", n.id())
+			} else {
+				t.note("%s: RoCE detection not started", n.id())
+			}
+		case dcmi.NetSockFail, dcmi.NetRecvTimeout, dcmi.NetUnreachable, dcmi.NetTimeExceeded, dcmi.NetFault:
+			st = benchmarks.StatusFail
+			t.fail(n.id(), ReasonNPULinkDown, "%s: RoCE link %s", n.id(), h)
+		default:
+			t.unknown(n.id(), ReasonDCMIError, "%s: RoCE detection reports %s", n.id(), h)
+		}
+		t.value(n.id(), "roce_health", float64(h), "", ptr(0.0), "<=", st)
+	}
+	return t.result(fmt.Sprintf("%d %s: RoCE links healthy", len(npus), plural(len(npus), "NPU")))
+}
