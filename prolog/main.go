@@ -59,7 +59,7 @@ OPTIONS
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
     --check-config     validate the config and print the effective configuration.
     --list-checks      list the registered checks.
-    --log-level LEVEL  debug, info, warn, error (default info).
+    --log-level LEVEL  debug, info, warn, error (default info; warn on a terminal).
     --log-format FMT   text or json (default text); logs go to stderr.
 
 OVERRIDES (flags override environment, environment overrides the file)
@@ -132,6 +132,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vigil-prolog: unexpected argument %q (see --help)\n", fs.Arg(0))
 		return sanity.ExitUsage
 	}
+	// On a terminal the table and progress tell the story; logs only warn
+	// unless asked for. Under slurmd (no terminal) every result is logged.
+	if !flagSet(fs, "log-level") && isTerminal(os.Stderr) && isTerminal(os.Stdout) {
+		*logLevel = "warn"
+	}
 	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
 		fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
 		return sanity.ExitUsage
@@ -163,6 +168,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		opts.Progress = stdout
 	}
 	return sanity.Run(ctx, opts).ExitCode
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func isTerminal(f *os.File) bool {

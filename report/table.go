@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -133,14 +134,31 @@ func describeAccel(a Accelerators) string {
 }
 
 func describeValue(v benchmarks.Value) string {
-	s := fmt.Sprintf("%s = %s", v.Name, num(v.Value))
+	s := fmt.Sprintf("%s = %s", v.Name, human(v.Value))
 	if v.Unit != "" {
 		s += " " + v.Unit
 	}
 	if v.Threshold != nil {
-		s += fmt.Sprintf(" (want %s %s)", v.Op, num(*v.Threshold))
+		s += fmt.Sprintf(" (want %s %s)", v.Op, human(*v.Threshold))
 	}
 	return s
+}
+
+// human prints a value for people: at most four significant digits after
+// the point, no exponent for everyday magnitudes (the JSON report and the
+// textfile keep full precision).
+func human(f float64) string {
+	if f == float64(int64(f)) && f < 1e15 && f > -1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	a := f
+	if a < 0 {
+		a = -a
+	}
+	if a >= 100 {
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64)
 }
 
 // clip shortens s to at most n runes, marking the cut.

@@ -56,7 +56,8 @@ const MaxMissingPerKind = 8
 const DefaultClockTicks = 100
 
 // Sampler samples one job on one node. Set the fields, then call Sample once
-// per period. A Sampler is not safe for concurrent use.
+// per period, and Close when done: the sampler keeps the job's /proc/PID
+// files open between samples. A Sampler is not safe for concurrent use.
 type Sampler struct {
 	// Root is the root under which /proc is read; "/" in production.
 	Root string
@@ -76,9 +77,17 @@ type Sampler struct {
 	Exclude []int
 	// ClockTicks is USER_HZ; 0 means DefaultClockTicks.
 	ClockTicks int
+	// MaxOpenFiles bounds the /proc/PID files (two per process) kept open
+	// between samples, which spares a steady process an open and a close of
+	// each per sample; beyond it files are opened and closed at each
+	// sample. 0 means DefaultMaxOpenFiles or half the soft RLIMIT_NOFILE,
+	// whichever is smaller; negative keeps none open. Call Close when done.
+	MaxOpenFiles int
 
-	buf  []byte
-	path []byte
+	buf        []byte
+	path       []byte
+	files      procFiles
+	defaultMax int
 }
 
 // missing collects Missing entries, bounded per kind.
@@ -135,6 +144,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 	var procTicks uint64
 	statRead, ioRead, ioTried := 0, 0, 0
 	procFD := -1
+	s.files.begin(s.Root, s.maxOpenFiles())
 	if len(pids) > 0 {
 		if procFD, pidsErr = s.openProc(); pidsErr != nil {
 			miss.whole("pids")
@@ -147,7 +157,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 		if pid == self || s.excluded(pid) {
 			continue
 		}
-		b, err := s.readProc(procFD, pid, "stat")
+		b, err := s.readProc(procFD, pid, fileStat)
 		if err != nil {
 			if vanished(err) {
 				miss.add("gone", pid)
@@ -173,7 +183,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 			continue // a zombie's counters reach its parent's when it is reaped
 		}
 		ioTried++
-		b, err = s.readProc(procFD, pid, "io")
+		b, err = s.readProc(procFD, pid, fileIO)
 		if err != nil {
 			if vanished(err) {
 				miss.add("gone", pid)
@@ -193,6 +203,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 		out.IO.ReadBytes += pio.ReadBytes
 		out.IO.WriteBytes += pio.WriteBytes
 	}
+	s.files.end()
 	if ioTried > 0 && ioRead == 0 {
 		miss.whole("io")
 	}
@@ -252,21 +263,6 @@ func (s *Sampler) openProc() (int, error) {
 		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	return fd, nil
-}
-
-// readProc reads PID/name under the open proc directory into the sampler's
-// buffer.
-func (s *Sampler) readProc(procFD, pid int, name string) ([]byte, error) {
-	p := strconv.AppendInt(s.path[:0], int64(pid), 10)
-	p = append(p, '/')
-	p = append(p, name...)
-	s.path = p
-	path := string(p)
-	fd, err := syscall.Openat(procFD, path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return s.readFD(fd, path)
 }
 
 // readFile reads a whole (small, pseudo-) file into the sampler's buffer,
