@@ -44,6 +44,7 @@ fuzz: ## fuzz the parsers, FUZZTIME each (default 30s)
 install: build ## install the binaries under $(PREFIX)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
+	ln -sf vigil-prolog $(DESTDIR)$(BINDIR)/vigil-health
 
 clean:
 	rm -rf bin

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -106,7 +107,13 @@ func main() {
 	if benchmarks.IsChild(os.Args) {
 		os.Exit(benchmarks.ChildMain(os.Args, os.Stdin, os.NewFile(3, "result"), os.Stderr))
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	// Slurm runs HealthCheckProgram without arguments: installed under the
+	// name vigil-health (a link to this binary), it runs in health mode.
+	if filepath.Base(os.Args[0]) == "vigil-health" {
+		args = append([]string{"--health"}, args...)
+	}
+	os.Exit(run(args, os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
