@@ -45,9 +45,10 @@ DESCRIPTION
     Slurm setup (slurm.conf):
         Prolog=/usr/local/bin/vigil-prolog
         PrologFlags=Alloc
-        HealthCheckProgram=/usr/local/bin/vigil-prolog --health
-    (Slurm passes no arguments to a Prolog; for HealthCheckProgram use a
-    one-line wrapper script that adds --health.)
+        HealthCheckProgram=/usr/local/bin/vigil-health
+    (Slurm passes no arguments to these programs. vigil-health is a link to
+    vigil-prolog, made by make install; started under that name it runs as
+    vigil-prolog --health.)
 
 OPTIONS
     --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml).
