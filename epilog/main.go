@@ -1,8 +1,9 @@
 // Command vigil-epilog runs after each job on every node of the job (Slurm
 // Epilog): it kills processes the job left on its accelerators, re-runs the
-// fast health facts, drains the node with a "vigil:" reason when one fails
-// (or resumes a node vigil drained once it passes), and removes vigil's
-// per-job files.
+// fast health facts (the prolog's full suite on a node that vigil-watch
+// named as a culprit of the job's hang), drains the node with a "vigil:"
+// reason when one fails (or resumes a node vigil drained once it passes),
+// and removes vigil's per-job files.
 package main
 
 import (
@@ -31,7 +32,15 @@ DESCRIPTION
       1. kills processes still holding the job's accelerators (open file
          descriptors on /dev/nvidiaN or /dev/davinciN for the GPUs in
          SLURM_JOB_GPUS): SIGTERM, then SIGKILL after [epilog] kill_grace;
-      2. re-runs the health facts (never the performance probes);
+      2. re-runs the health facts. On a node that vigil-watch named as a
+         culprit of this job's hang (a "hung" report vigil-hang-JOB-*.json
+         in the [watch] report_dir, by default the job's working directory
+         SLURM_JOB_WORK_DIR, that lists this node among its culprits, or is
+         about this node when it lists none) it runs the prolog's suite
+         instead, performance probes included, within [prolog] budget, and
+         notes "recheck: named as culprit by vigil-watch in FILE" in its
+         report. A missing directory or an unreadable report is logged and
+         changes nothing;
       3. on a fail, drains the node with "vigil: <check> <Reason> [<device>]";
          on a pass, resumes the node if vigil drained it; drains set by
          anyone else are never touched;
@@ -44,7 +53,8 @@ DESCRIPTION
 
 OPTIONS
     --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml);
-                       [prolog] and [epilog] apply. A missing default file means defaults.
+                       [prolog] and [epilog] apply, and [watch] report_dir.
+                       A missing default file means defaults.
     --dry-run          report what would be killed, drained or resumed; change nothing
                        (env VIGIL_DRY_RUN=1).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
@@ -63,6 +73,9 @@ EXIT STATUS
 EXAMPLES
     SLURM_JOB_ID=42 SLURM_JOB_GPUS=0,1 vigil-epilog --dry-run
         Which processes would be killed on GPUs 0 and 1, and the health verdict.
+    SLURM_JOB_ID=42 SLURM_JOB_WORK_DIR=$PWD vigil-epilog --dry-run --node gpu07
+        Whether vigil-watch named gpu07 as a culprit of job 42 (hang reports
+        in the current directory), and the verdict of the suite that runs.
 `
 
 func main() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,39 @@ func TestCommandLine(t *testing.T) {
 			all := out.String() + errb.String()
 			if code != tt.code || !strings.Contains(all, tt.contains) {
 				t.Fatalf("exit %d (want %d), output lacks %q:\n%s", code, tt.code, tt.contains, all)
+			}
+		})
+	}
+}
+
+// TestCulpritRecheck: a hang report of vigil-watch that names this node
+// makes the epilog run the performance probes too (the disk check); another
+// node of the same job gets the health facts only.
+func TestCulpritRecheck(t *testing.T) {
+	work := t.TempDir()
+	hang := `{"v":1,"event":"hung","job":"4242","host":"gpu07","time":"2026-11-29T10:30:00Z","since":"2026-11-29T10:00:00Z",` +
+		`"window":"30m0s","reason":"FlatUsageIdle","flat":["io"],"culprits":["gpu07"],"actions":["log","report"]}`
+	if err := os.WriteFile(filepath.Join(work, "vigil-hang-4242-gpu07-20261129T103000Z.json"), []byte(hang), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "vigil.toml")
+	body := fmt.Sprintf("[prolog]\nchecks = [\"gpu-count\", \"disk\"]\n[checks.disk]\npath = %q\n", t.TempDir())
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_JOB_ID", "4242")
+	t.Setenv("SLURM_JOB_WORK_DIR", work)
+	for node, full := range map[string]bool{"gpu07": true, "gpu08": false} {
+		t.Run(node, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run([]string{"--dry-run", "--node", node, "--config", conf, "--log-level", "error"}, &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
+			}
+			ranDisk := strings.Contains(out.String(), "\ndisk ")
+			named := strings.Contains(out.String(), "recheck: named as culprit by vigil-watch in "+work)
+			if ranDisk != full || named != full {
+				t.Fatalf("disk check ran %v, culprit note %v, want %v:\n%s", ranDisk, named, full, out.String())
 			}
 		})
 	}

@@ -29,7 +29,8 @@ type Mode string
 const (
 	// ModeProlog runs before a job (Slurm Prolog with PrologFlags=Alloc).
 	ModeProlog Mode = "prolog"
-	// ModeEpilog runs after a job: kill leftovers, re-check health facts.
+	// ModeEpilog runs after a job: kill leftovers, re-check health facts
+	// (the full suite on a node vigil-watch named as a culprit).
 	ModeEpilog Mode = "epilog"
 	// ModeHealth runs outside jobs (Slurm HealthCheckProgram, cron, by hand).
 	ModeHealth Mode = "health"
@@ -240,10 +241,16 @@ func (r *run) do(ctx context.Context) int {
 			r.cleanJobFiles()
 			return ExitOK
 		}
-		r.note("the epilog re-runs the health facts on every node of the job; re-checking only the hosts the watcher named as culprits is not wired yet (no agreed culprit file)")
 	}
 
 	healthOnly := s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog
+	if o.Mode == ModeEpilog && r.culpritRecheck() {
+		// Named as a culprit: the suite the prolog runs, in the epilog's budget.
+		healthOnly = s.Prolog.Suite == config.SuiteHealth
+		if healthOnly {
+			r.note("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
+		}
+	}
 	checks, err := benchmarks.Select(s.Prolog.Checks, s.Prolog.Skip, healthOnly)
 	if err != nil { // validated above; kept for safety
 		r.note("selecting checks: %v", err)

@@ -34,7 +34,7 @@ type Report struct {
 
 func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Report {
 	r := Report{
-		V:        1,
+		V:        ReportVersion,
 		Event:    ev.Event,
 		Job:      a.jobID(ev),
 		User:     a.User,

@@ -1,0 +1,142 @@
+package sanity
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/watcher/action"
+	watchrun "github.com/vigil-hpc/vigil/watcher/run"
+)
+
+// CulpritReports returns the vigil-watch hang reports of job in dir that
+// blame node (action.Report.Blames: node is among the culprits or, when the
+// report names none, the report is about node), oldest first per host.
+// Only "hung" reports count. problems has one error per report file of the
+// job that could not be read or is not a valid report; such a file never
+// counts. err is set when dir cannot be listed (wrapping fs.ErrNotExist when
+// it does not exist).
+func CulpritReports(dir, job, node string) (found []action.Report, problems []error, err error) {
+	paths, err := action.FindReports(dir, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range paths {
+		r, err := action.ReadReport(p)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		if r.Job != job {
+			problems = append(problems, fmt.Errorf("%s: %w: it is about job %s, not %s", p, action.ErrBadReport, r.Job, job))
+			continue
+		}
+		if r.Event == action.EventHung && r.Blames(node) {
+			found = append(found, r)
+		}
+	}
+	return found, problems, nil
+}
+
+// ErrNoWatchDir is returned by WatchReportDir when [watch] report_dir is
+// empty (vigil-watch's working directory) and the epilog's environment does
+// not say the job's working directory (SLURM_JOB_WORK_DIR).
+var ErrNoWatchDir = errors.New("no vigil-watch report directory")
+
+// WatchReportDir returns the directory where vigil-watch wrote the job's
+// hang reports: the [watch] report_dir of f, decoded with vigil-watch's own
+// defaults and rules (watcher/run's DefaultSettings and Settings.Load). vigil-watch
+// resolves an empty or relative report_dir against its working directory,
+// the job's, so the epilog resolves it against SLURM_JOB_WORK_DIR. A
+// --report-dir flag given to vigil-watch in a batch script is not visible
+// here.
+func WatchReportDir(f *config.File, lookup func(string) (string, bool)) (string, error) {
+	ws := watchrun.DefaultSettings()
+	if err := ws.Load(f); err != nil {
+		return "", fmt.Errorf("[%s] section: %w", watchrun.Section, err)
+	}
+	dir := ws.ReportDir
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir), nil
+	}
+	work, _ := lookup("SLURM_JOB_WORK_DIR")
+	if !filepath.IsAbs(work) {
+		return "", fmt.Errorf("%w: [%s] report_dir is %q (the job's working directory) and SLURM_JOB_WORK_DIR is %q",
+			ErrNoWatchDir, watchrun.Section, dir, work)
+	}
+	return filepath.Join(work, dir), nil
+}
+
+// culpritLookupTimeout bounds the search for hang reports: the directory may
+// be on a network file system that hangs. A variable for tests.
+var culpritLookupTimeout = 10 * time.Second
+
+// culpritReports is the search the epilog runs; a variable for tests.
+var culpritReports = CulpritReports
+
+// culpritRecheck looks for hang reports of the job that name this node as a
+// culprit. It returns true when there is one: the epilog then runs the full
+// suite. Every report found is recorded in the notes; a missing directory
+// or an unreadable report is logged and noted and never counts.
+func (r *run) culpritRecheck() bool {
+	if r.job == nil || r.job.ID == "" {
+		return false
+	}
+	node := r.rep.Node
+	dir, err := WatchReportDir(r.s.File, r.o.Lookup)
+	if err != nil {
+		r.note("recheck: not looking for vigil-watch hang reports: %v", err)
+		e := r.log.WithError(err)
+		if errors.Is(err, ErrNoWatchDir) {
+			e.Info("recheck: no vigil-watch report directory for this job; health facts only")
+		} else {
+			e.Warn("recheck: cannot tell where vigil-watch writes its hang reports; health facts only")
+		}
+		return false
+	}
+	type result struct {
+		found    []action.Report
+		problems []error
+		err      error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, p, err := culpritReports(dir, r.job.ID, node)
+		ch <- result{f, p, err}
+	}()
+	timeout := min(culpritLookupTimeout, max(time.Until(r.deadline)/10, time.Second))
+	var res result
+	select {
+	case res = <-ch:
+	case <-time.After(timeout):
+		r.note("recheck: gave up looking for vigil-watch hang reports in %s after %v", dir, timeout)
+		r.log.WithField("dir", dir).Warn("recheck: the hang report directory did not answer in time; health facts only")
+		return false
+	}
+	log := r.log.WithField("dir", dir)
+	switch {
+	case errors.Is(res.err, fs.ErrNotExist):
+		r.note("recheck: no vigil-watch hang report directory %s", dir)
+		log.Info("recheck: no vigil-watch hang report directory")
+		return false
+	case res.err != nil:
+		r.note("recheck: cannot read the vigil-watch hang report directory: %v", res.err)
+		log.WithError(res.err).Warn("recheck: cannot read the vigil-watch hang report directory; health facts only")
+		return false
+	}
+	for _, p := range res.problems {
+		r.note("recheck: ignoring a vigil-watch hang report: %v", p)
+		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
+	}
+	for _, rep := range res.found {
+		r.note("recheck: named as culprit by vigil-watch in %s", rep.Path)
+		log.WithFields(logrus.Fields{"report": rep.Path, "host": rep.Host, "reason": rep.Reason}).
+			Warn("recheck: vigil-watch named this node as a culprit; running the full suite")
+	}
+	return len(res.found) > 0
+}
