@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
 )
@@ -234,16 +235,16 @@ func encode(dt compute.DType, vals []float32, dst []byte) {
 
 func encodeOne(dt compute.DType, v float32) uint16 {
 	if dt == compute.FP16 {
-		return f16FromF32(v)
+		return devcheck.F16FromF32(v)
 	}
-	return bf16FromF32(v)
+	return devcheck.BF16FromF32(v)
 }
 
 func decodeOne(dt compute.DType, h uint16) float32 {
 	if dt == compute.FP16 {
-		return f16ToF32(h)
+		return devcheck.F16ToF32(h)
 	}
-	return bf16ToF32(h)
+	return devcheck.BF16ToF32(h)
 }
 
 // GEMM computes D = A·Bᵀ with aclnnMatmul: A is uploaded m×k row-major,
@@ -394,9 +395,9 @@ func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.C
 			return b.err
 		}
 		pattern := acl.HostBytes(src, size)
-		r := rng(defaultSeed ^ uint64(dev))
+		r := devcheck.RNG(defaultSeed ^ uint64(dev))
 		for i := 0; i+8 <= size; i += 8 {
-			binary.LittleEndian.PutUint64(pattern[i:], r.next())
+			binary.LittleEndian.PutUint64(pattern[i:], r.Next())
 		}
 		tm, err := newTimer(n.rt)
 		if err != nil {
@@ -443,7 +444,7 @@ func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.C
 // slowest rank's stream time is the operation's time.
 func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (compute.CollectiveOutput, error) {
 	var out compute.CollectiveOutput
-	if in.Op != compute.AllReduce && in.Op != compute.AllGather {
+	if in.Op != devcheck.AllReduce && in.Op != devcheck.AllGather {
 		return out, fmt.Errorf("%w: %s on Ascend", compute.ErrUnsupported, in.Op)
 	}
 	hc, err := n.hcclLib()
@@ -460,7 +461,7 @@ func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (c
 	}
 	nr := len(in.Devices)
 	recvCount := in.Count
-	if in.Op == compute.AllGather {
+	if in.Op == devcheck.AllGather {
 		recvCount = in.Count * nr
 	}
 	secs := make([]float64, nr)
@@ -493,7 +494,7 @@ func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (c
 					return err
 				}
 				op := func() error {
-					if in.Op == compute.AllGather {
+					if in.Op == devcheck.AllGather {
 						return hc.AllGather(send, recv, in.Count, hccl.Float32, comms[r], s.Ptr())
 					}
 					return hc.AllReduce(send, recv, in.Count, hccl.Float32, hccl.Sum, comms[r], s.Ptr())
@@ -543,7 +544,7 @@ func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (c
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return out, fmt.Errorf("%w: %v", compute.ErrHung, ctx.Err())
+		return out, fmt.Errorf("%w: %v", devcheck.ErrHung, ctx.Err())
 	}
 	for r, e := range errs {
 		if e != nil {

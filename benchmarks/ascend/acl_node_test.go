@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl/dltest"
 )
 
@@ -41,7 +42,7 @@ func TestACLNodeOnStub(t *testing.T) {
 	t.Run("gemm", func(t *testing.T) {
 		const m, n, k = 48, 32, 64
 		for _, dt := range []compute.DType{compute.FP16, compute.BF16} {
-			a, bt := genMatrix(m, k, 11), genMatrix(n, k, 12)
+			a, bt := devcheck.GenMatrix(m, k, 11), devcheck.GenMatrix(n, k, 12)
 			out, err := node.GEMM(ctx, 2, compute.GEMMInput{DType: dt, M: m, N: n, K: k, A: a, Bt: bt,
 				Warmup: 1, MinTime: time.Millisecond, MaxIters: 3, Readback: true})
 			if err != nil {
@@ -50,7 +51,7 @@ func TestACLNodeOnStub(t *testing.T) {
 			if out.Seconds <= 0 || out.Iters < 1 || out.Iters > 3 {
 				t.Errorf("%s: %+v", dt, out)
 			}
-			if err := newGEMMRef(dt, m, n, k, a, bt).verify(out.D, 500, 1); err != nil {
+			if err := devcheck.NewGEMM(m, n, k, a, bt, outEps(dt)).Verify(out.D, 500, 1); err != nil {
 				t.Errorf("%s: %v", dt, err)
 			}
 		}
@@ -71,13 +72,13 @@ func TestACLNodeOnStub(t *testing.T) {
 
 	t.Run("collectives", func(t *testing.T) {
 		idx := []int{0, 1, 2, 3}
-		for _, op := range []compute.CollOp{compute.AllReduce, compute.AllGather} {
-			in := collInputs(4, 1000)
+		for _, op := range []devcheck.CollOp{devcheck.AllReduce, devcheck.AllGather} {
+			in := devcheck.CollInputs(4, 1000)
 			out, err := node.Collective(ctx, compute.CollectiveInput{Op: op, Devices: idx, Count: 1000, Warmup: 1, Iters: 2, Concurrent: 1, Inputs: in})
 			if err != nil {
 				t.Fatalf("%s: %v", op, err)
 			}
-			if err := verifyCollective(op, idx, in, out.Outputs); err != nil {
+			if err := devcheck.VerifyCollective(op, devNames(idx), in, out.Outputs); err != nil {
 				t.Errorf("%s: %v", op, err)
 			}
 			if out.Seconds <= 0 || out.Library == "" {

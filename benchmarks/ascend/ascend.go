@@ -18,10 +18,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
@@ -37,9 +37,9 @@ const (
 	ReasonNotSupported = "NotSupported"
 	// ReasonInvalidSettings: the check's settings do not decode or are out
 	// of range (unknown).
-	ReasonInvalidSettings = "InvalidSettings"
+	ReasonInvalidSettings = devcheck.ReasonInvalidSettings
 	// ReasonCanceled: the deadline passed before every device was read (unknown).
-	ReasonCanceled = "Canceled"
+	ReasonCanceled = devcheck.ReasonCanceled
 	// ReasonNPULost: DCMI says a device does not exist any more (fail).
 	ReasonNPULost = "NPULost"
 )
@@ -200,7 +200,7 @@ func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings) 
 		r := dcmiUnavailable(name, err)
 		return nil, nil, &r
 	}
-	npus, err := selectNPUs(lib, envDevices(env))
+	npus, err := selectNPUs(lib, devcheck.EnvDevices(env))
 	if err != nil {
 		return nil, nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonDCMIError, Message: err.Error()}
 	}
@@ -208,6 +208,24 @@ func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings) 
 		return nil, nil, &benchmarks.Result{Check: name, Status: benchmarks.StatusPass, Message: "no Ascend NPUs found"}
 	}
 	return lib, npus, nil
+}
+
+// eachNPU runs a per-device DCMI check: it opens DCMI with s, selects the
+// job's NPUs and calls read for each until ctx ends. pass is the message of
+// a pass, with %d for the number of NPUs and %s for the word "NPU(s)".
+func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings, pass string, read func(t *tally, lib dcmi.Interface, n npu)) benchmarks.Result {
+	lib, npus, res := openNPUs(l, name, env, s)
+	if res != nil {
+		return *res
+	}
+	t := newTally(name)
+	for _, n := range npus {
+		if t.Canceled(ctx) {
+			break
+		}
+		read(t, lib, n)
+	}
+	return t.Result(fmt.Sprintf(pass, len(npus), devcheck.Plural(len(npus), "NPU")))
 }
 
 // dcmiUnavailable is the unknown result of a check that could not open or
@@ -221,124 +239,24 @@ func dcmiUnavailable(name string, err error) benchmarks.Result {
 	return r
 }
 
-// envDevices is the job's devices, nil for all.
-func envDevices(env *benchmarks.Env) []int {
-	if env == nil {
-		return nil
-	}
-	return env.Devices
-}
+// tally collects what a check found per device and turns it into a
+// Result (devcheck.Tally), with the DCMI error classification on top.
+type tally struct{ devcheck.Tally }
 
-// finding is one device's fault or uncertainty.
-type finding struct {
-	device, reason, message string
-}
-
-// tally collects what a check found per device and turns it into a Result:
-// any fault makes it fail (the first names the reason and device),
-// otherwise any uncertainty makes it unknown, otherwise it passes.
-type tally struct {
-	check    string
-	values   []benchmarks.Value
-	fails    []finding
-	unknowns []finding
-	notes    []string
-}
-
-func (t *tally) fail(device, reason, format string, args ...any) {
-	t.fails = append(t.fails, finding{device, reason, fmt.Sprintf(format, args...)})
-}
-
-func (t *tally) unknown(device, reason, format string, args ...any) {
-	t.unknowns = append(t.unknowns, finding{device, reason, fmt.Sprintf(format, args...)})
-}
+func newTally(check string) *tally { return &tally{devcheck.Tally{Check: check}} }
 
 // dcmiErr records a failed DCMI call: a fault when DCMI says the device is
 // gone, unknown otherwise.
 func (t *tally) dcmiErr(device, what string, err error) {
 	switch {
 	case errors.Is(err, dcmi.ErrNoDevice):
-		t.value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
-		t.fail(device, ReasonNPULost, "%s %s: device gone: %v", device, what, err)
+		t.Value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
+		t.Fail(device, ReasonNPULost, "%s %s: device gone: %v", device, what, err)
 	case errors.Is(err, dcmi.ErrNotSupported):
-		t.unknown(device, ReasonNotSupported, "%s %s not supported: %v", device, what, err)
+		t.Unknown(device, ReasonNotSupported, "%s %s not supported: %v", device, what, err)
 	case errors.Is(err, dl.ErrSymbol):
-		t.unknown(device, ReasonLibraryMissing, "%s %s: %v", device, what, err)
+		t.Unknown(device, ReasonLibraryMissing, "%s %s: %v", device, what, err)
 	default:
-		t.unknown(device, ReasonDCMIError, "%s %s: %v", device, what, err)
+		t.Unknown(device, ReasonDCMIError, "%s %s: %v", device, what, err)
 	}
-}
-
-func (t *tally) note(format string, args ...any) {
-	t.notes = append(t.notes, fmt.Sprintf(format, args...))
-}
-
-// value records a reading; threshold may be nil.
-func (t *tally) value(device, name string, v float64, unit string, threshold *float64, op string, st benchmarks.Status) {
-	t.values = append(t.values, benchmarks.Value{Device: device, Name: name, Value: v, Unit: unit, Threshold: threshold, Op: op, Status: st})
-}
-
-// canceled records that ctx ended and reports whether it did.
-func (t *tally) canceled(ctx context.Context) bool {
-	if err := ctx.Err(); err != nil {
-		t.unknown("", ReasonCanceled, "stopped before all devices were read: %v", err)
-		return true
-	}
-	return false
-}
-
-// result builds the Result; passMsg is the message when all is well.
-func (t *tally) result(passMsg string) benchmarks.Result {
-	r := benchmarks.Result{Check: t.check, Values: t.values}
-	pick := func(fs []finding) {
-		r.Reason, r.Device = fs[0].reason, fs[0].device
-		msgs := make([]string, 0, len(fs))
-		for _, f := range fs {
-			msgs = append(msgs, f.message)
-		}
-		r.Message = strings.Join(msgs, "; ")
-	}
-	switch {
-	case len(t.fails) > 0:
-		r.Status = benchmarks.StatusFail
-		pick(t.fails)
-	case len(t.unknowns) > 0:
-		r.Status = benchmarks.StatusUnknown
-		pick(t.unknowns)
-	default:
-		r.Status = benchmarks.StatusPass
-		r.Message = passMsg
-	}
-	if len(t.notes) > 0 {
-		r.Message = strings.TrimPrefix(r.Message+"; "+strings.Join(t.notes, "; "), "; ")
-	}
-	return r
-}
-
-// decodeSettings fills v (holding defaults) from the check's config table.
-func decodeSettings(env *benchmarks.Env, v any) error {
-	if env == nil || env.Settings == nil {
-		return nil
-	}
-	return env.Settings(v)
-}
-
-// badSettings is the unknown result of a check whose settings do not decode
-// or are out of range.
-func badSettings(name string, err error) benchmarks.Result {
-	return benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonInvalidSettings,
-		Message: fmt.Sprintf("settings of [checks.%s]: %v", name, err)}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// plural returns word, or its plural when n is not 1.
-func plural(n int, word string) string {
-	switch {
-	case n == 1:
-		return word
-	case strings.HasSuffix(word, "s"):
-		return word + "es"
-	}
-	return word + "s"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonCopyWrongResult: bytes copied to a device and back changed (fail).
@@ -42,7 +43,7 @@ func DefaultCopySettings() CopySettings {
 		Peers:      compute.Peers{Fraction: 0.75, Min: 3},
 		Bytes:      256 << 20,
 		Iters:      10,
-		Thresholds: mergeThresholds(copyThresholds, nil),
+		Thresholds: copyThresholds.Merge(nil),
 	}
 }
 
@@ -59,53 +60,51 @@ func (*copyCheck) Defaults() any { s := DefaultCopySettings(); return &s }
 
 func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCopySettings()
-	s.Thresholds = nil
-	if err := decodeSettings(env, &s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, copyThresholds); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	s.Thresholds = mergeThresholds(copyThresholds, s.Thresholds)
 	if s.Bytes < 1<<20 || s.Bytes%4 != 0 || s.Iters < 1 {
-		return badSettings(c.Name(), fmt.Errorf("bytes = %d, iters = %d: need bytes >= 1 MiB, a multiple of 4, and iters >= 1", s.Bytes, s.Iters))
+		return devcheck.BadSettings(c.Name(), fmt.Errorf("bytes = %d, iters = %d: need bytes >= 1 MiB, a multiple of 4, and iters >= 1", s.Bytes, s.Iters))
 	}
-	if err := validatePeers(s.Peers); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.ValidatePeers(s.Peers); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, envDevices(env))
+	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, devcheck.EnvDevices(env))
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
 	devs := node.Devices()
-	t := &tally{check: c.Name()}
-	var h2d, d2h, d2d []reading
+	t := newTally(c.Name())
+	var h2d, d2h, d2d []devcheck.Reading
 	// One device at a time: host copies would otherwise share PCIe root
 	// ports and host memory bandwidth.
 	for _, d := range devs {
 		var out compute.CopyOutput
-		err := run(ctx, func() (err error) { out, err = node.Copy(ctx, d.Index, s.Bytes, s.Iters); return err })
+		err := devcheck.Run(ctx, func() (err error) { out, err = node.Copy(ctx, d.Index, s.Bytes, s.Iters); return err })
 		if err != nil {
 			classify(t, devName(d.Index), err)
-			if errors.Is(err, compute.ErrHung) {
+			if errors.Is(err, devcheck.ErrHung) {
 				break
 			}
 			continue
 		}
 		if !out.Verified {
-			t.fail(devName(d.Index), ReasonCopyWrongResult, "%s: data copied to the device and back differs", devName(d.Index))
+			t.Fail(devName(d.Index), ReasonCopyWrongResult, "%s: data copied to the device and back differs", devName(d.Index))
 		}
-		h2d = append(h2d, reading{devName(d.Index), d.Name, out.H2D})
-		d2h = append(d2h, reading{devName(d.Index), d.Name, out.D2H})
-		d2d = append(d2d, reading{devName(d.Index), d.Name, out.D2D})
+		h2d = append(h2d, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.H2D})
+		d2h = append(d2h, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.D2H})
+		d2d = append(d2d, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.D2D})
 	}
 	for _, x := range []struct {
-		m  metric
-		rs []reading
+		m  devcheck.Metric
+		rs []devcheck.Reading
 	}{
-		{metric{Name: "h2d_gbps", Key: "h2d_gbps", Unit: "GB/s", Label: "host-to-device"}, h2d},
-		{metric{Name: "d2h_gbps", Key: "d2h_gbps", Unit: "GB/s", Label: "device-to-host"}, d2h},
-		{metric{Name: "d2d_gbps", Key: "d2d_gbps", Unit: "GB/s", Label: "device-to-device"}, d2d},
+		{devcheck.Metric{Name: "h2d_gbps", Key: "h2d_gbps", Unit: "GB/s", Label: "host-to-device"}, h2d},
+		{devcheck.Metric{Name: "d2h_gbps", Key: "d2h_gbps", Unit: "GB/s", Label: "device-to-host"}, d2h},
+		{devcheck.Metric{Name: "d2d_gbps", Key: "d2d_gbps", Unit: "GB/s", Label: "device-to-device"}, d2d},
 	} {
 		evaluate(t, x.m, "NPUCopyBandwidth", x.rs, s.Thresholds, s.Peers)
 	}
-	return t.result(fmt.Sprintf("%d %s: copy bandwidth as expected", len(devs), plural(len(devs), "NPU")))
+	return t.Result(fmt.Sprintf("%d %s: copy bandwidth as expected", len(devs), devcheck.Plural(len(devs), "NPU")))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
@@ -63,7 +64,7 @@ func DefaultGEMMSettings() GEMMSettings {
 		MinTime:       300 * time.Millisecond,
 		MaxIters:      200,
 		VerifySamples: 512,
-		Thresholds:    mergeThresholds(gemmThresholds, nil),
+		Thresholds:    gemmThresholds.Merge(nil),
 	}
 }
 
@@ -87,7 +88,7 @@ func (s *GEMMSettings) validate() error {
 	if s.MinTime <= 0 {
 		return fmt.Errorf("min_time = %v: must be > 0", s.MinTime)
 	}
-	return validatePeers(s.Peers)
+	return devcheck.ValidatePeers(s.Peers)
 }
 
 // gemmCheck measures aclnnMatmul throughput and verifies the products.
@@ -104,21 +105,19 @@ func (*gemmCheck) Defaults() any { s := DefaultGEMMSettings(); return &s }
 
 func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultGEMMSettings()
-	s.Thresholds = nil
-	if err := decodeSettings(env, &s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, gemmThresholds); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	s.Thresholds = mergeThresholds(gemmThresholds, s.Thresholds)
 	if err := s.validate(); err != nil {
-		return badSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, envDevices(env))
+	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, devcheck.EnvDevices(env))
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
 	devs := node.Devices()
-	t := &tally{check: c.Name()}
+	t := newTally(c.Name())
 	largest := 0
 	for _, n := range s.Sizes {
 		largest = max(largest, n)
@@ -126,12 +125,12 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	for _, dts := range s.DTypes {
 		dt := compute.DType(dts)
 		for _, size := range s.Sizes {
-			if t.canceled(ctx) {
-				return t.result("")
+			if t.Canceled(ctx) {
+				return t.Result("")
 			}
-			a := genMatrix(size, size, defaultSeed+uint64(size))
-			bt := genMatrix(size, size, defaultSeed+uint64(size)*7+1)
-			ref := newGEMMRef(dt, size, size, size, a, bt)
+			a := devcheck.GenMatrix(size, size, defaultSeed+uint64(size))
+			bt := devcheck.GenMatrix(size, size, defaultSeed+uint64(size)*7+1)
+			ref := devcheck.NewGEMM(size, size, size, a, bt, outEps(dt))
 			in := compute.GEMMInput{DType: dt, M: size, N: size, K: size, A: a, Bt: bt,
 				Warmup: s.Warmup, MinTime: s.MinTime, MaxIters: s.MaxIters, Readback: true}
 			tflops := make([]float64, len(devs))
@@ -145,52 +144,52 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 				}(i, d)
 			}
 			wg.Wait()
-			var rs []reading
+			var rs []devcheck.Reading
 			for i, d := range devs {
-				var wr *wrongResult
+				var wr *devcheck.WrongResult
 				switch err := errs[i]; {
 				case errors.Is(err, dl.ErrNotFound), errors.Is(err, dl.ErrSymbol):
 					// The operator library is missing: the node's fact, said once.
 					classify(t, "", err)
-					return t.result("")
+					return t.Result("")
 				case errors.As(err, &wr):
-					t.fail(devName(d.Index), ReasonGEMMWrongResult, "%s %s %d: %v", devName(d.Index), dt, size, err)
+					t.Fail(devName(d.Index), ReasonGEMMWrongResult, "%s %s %d: %v", devName(d.Index), dt, size, err)
 				case err != nil:
 					classify(t, devName(d.Index), err)
 				default:
-					rs = append(rs, reading{Device: devName(d.Index), Model: d.Name, Value: tflops[i]})
+					rs = append(rs, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: tflops[i]})
 				}
 			}
 			sortReadings(rs)
-			m := metric{Name: fmt.Sprintf("tflops_%s_%d", dt, size), Unit: "TFLOPS", Label: fmt.Sprintf("%s matmul %d", dt, size)}
+			m := devcheck.Metric{Name: fmt.Sprintf("tflops_%s_%d", dt, size), Unit: "TFLOPS", Label: fmt.Sprintf("%s matmul %d", dt, size)}
 			if size == largest {
 				m.Key = "tflops_" + string(dt)
 			}
 			evaluate(t, m, reasonGEMMPrefix, rs, s.Thresholds, s.Peers)
 		}
 	}
-	t.note("ACL %s", node.Runtime())
-	return t.result(fmt.Sprintf("%d %s: matmul throughput and results as expected", len(devs), plural(len(devs), "NPU")))
+	t.Note("ACL %s", node.Runtime())
+	return t.Result(fmt.Sprintf("%d %s: matmul throughput and results as expected", len(devs), devcheck.Plural(len(devs), "NPU")))
 }
 
 // measureGEMM times one matmul on a device and verifies its result; it
 // returns TFLOPS.
-func measureGEMM(ctx context.Context, node Node, dev int, in compute.GEMMInput, ref gemmRef, samples int) (float64, error) {
+func measureGEMM(ctx context.Context, node Node, dev int, in compute.GEMMInput, ref devcheck.GEMM, samples int) (float64, error) {
 	var out compute.GEMMOutput
-	if err := run(ctx, func() (err error) { out, err = node.GEMM(ctx, dev, in); return err }); err != nil {
+	if err := devcheck.Run(ctx, func() (err error) { out, err = node.GEMM(ctx, dev, in); return err }); err != nil {
 		return 0, err
 	}
 	if out.Seconds <= 0 {
 		return 0, fmt.Errorf("matmul reported %v s per iteration", out.Seconds)
 	}
-	if err := ref.verify(out.D, samples, defaultSeed^uint64(dev)); err != nil {
+	if err := ref.Verify(out.D, samples, defaultSeed^uint64(dev)); err != nil {
 		return 0, err
 	}
 	return 2 * float64(in.M) * float64(in.N) * float64(in.K) / out.Seconds / 1e12, nil
 }
 
 // sortReadings orders readings by device name in natural order.
-func sortReadings(rs []reading) {
+func sortReadings(rs []devcheck.Reading) {
 	for i := 1; i < len(rs); i++ {
 		for j := i; j > 0 && less(rs[j].Device, rs[j-1].Device); j-- {
 			rs[j], rs[j-1] = rs[j-1], rs[j]

@@ -9,7 +9,7 @@ import (
 // Node is the NPU side of the Ascend compute checks. It speaks the same
 // measurement types as the CUDA checks' Node (package compute), so the two
 // families measure and verify alike. Methods block until the device work
-// has finished; callers run them under run() to honour their deadline.
+// has finished; callers run them under devcheck.Run to honour their deadline.
 type Node interface {
 	// Devices are the NPUs opened, in the order asked for; Index is the
 	// logical id and Name the SoC name ("Ascend910B3").

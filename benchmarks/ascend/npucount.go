@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
@@ -62,18 +58,18 @@ func (*npuCount) Defaults() any {
 
 func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPUCountSettings)
-	if err := decodeSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.Decode(env, s); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	if s.Expected < 0 {
-		return badSettings(c.Name(), fmt.Errorf("expected = %d: must be >= 0", s.Expected))
+		return devcheck.BadSettings(c.Name(), fmt.Errorf("expected = %d: must be >= 0", s.Expected))
 	}
-	t := &tally{check: c.Name()}
-	pci, pciErr := ascendPCIDevices(s.Sysfs)
+	t := newTally(c.Name())
+	pci, pciErr := devcheck.PCIDevices(s.Sysfs, huaweiVendor, accelClassPrefix)
 	if pciErr != nil {
-		t.unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+		t.Unknown("", ReasonSysfsUnreadable, "%v", pciErr)
 	} else {
-		t.value("", "pci_npus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
+		t.Value("", "pci_npus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
 	}
 	expected := s.Expected
 	lib, err := c.lib.get(s.options())
@@ -87,21 +83,21 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	devs, err := lib.Devices()
 	if err != nil {
 		t.dcmiErr("", "device list", err)
-		return t.result("")
+		return t.Result("")
 	}
 	n := len(devs)
 	st := benchmarks.StatusPass
 	if n < expected {
 		st = benchmarks.StatusFail
-		t.fail("", ReasonNPUCountMismatch, "expected %d %s, DCMI sees %d", expected, plural(expected, "NPU"), n)
+		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, DCMI sees %d", expected, devcheck.Plural(expected, "NPU"), n)
 	}
 	var thr *float64
 	if expected > 0 {
-		thr = ptr(float64(expected))
+		thr = devcheck.Ptr(float64(expected))
 	}
-	t.value("", "npus", float64(n), "count", thr, ">=", st)
+	t.Value("", "npus", float64(n), "count", thr, ">=", st)
 	if expected > 0 && n > expected {
-		t.note("DCMI sees %d NPUs, more than the %d expected", n, expected)
+		t.Note("DCMI sees %d NPUs, more than the %d expected", n, expected)
 	}
 	logic := map[int]bool{}
 	for i, d := range devs {
@@ -111,9 +107,9 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 			logic[i] = true
 		}
 	}
-	for _, i := range envDevices(env) {
+	for _, i := range devcheck.EnvDevices(env) {
 		if !logic[i] {
-			t.fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, n)
+			t.Fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, n)
 		}
 	}
 	if pciErr == nil && len(pci) > n {
@@ -123,7 +119,7 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 			if d.PCI == "" {
 				known = false
 			}
-			have[normalisePCI(d.PCI)] = true
+			have[devcheck.NormalisePCI(d.PCI)] = true
 		}
 		var missing []string
 		for _, a := range pci {
@@ -132,19 +128,19 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 			}
 		}
 		if len(missing) == 0 {
-			t.fail("", ReasonNPUFellOffBus, "%d Ascend NPUs on the PCI bus, DCMI sees %d", len(pci), n)
+			t.Fail("", ReasonNPUFellOffBus, "%d Ascend NPUs on the PCI bus, DCMI sees %d", len(pci), n)
 		}
 		for _, a := range missing {
-			t.fail(a, ReasonNPUFellOffBus, "%s Ascend NPU on the PCI bus but not in DCMI (%d on the bus, %d in DCMI)", a, len(pci), n)
+			t.Fail(a, ReasonNPUFellOffBus, "%s Ascend NPU on the PCI bus but not in DCMI (%d on the bus, %d in DCMI)", a, len(pci), n)
 		}
 	}
 	if n == 0 {
-		return t.result("no Ascend NPUs found")
+		return t.Result("no Ascend NPUs found")
 	}
 	if expected > 0 {
-		return t.result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
+		return t.Result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
 	}
-	return t.result(fmt.Sprintf("%d NPUs", n))
+	return t.Result(fmt.Sprintf("%d NPUs", n))
 }
 
 // noDCMI decides when DCMI cannot be used: a fault when NPUs are expected
@@ -152,52 +148,15 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 func (c *npuCount) noDCMI(t *tally, err error, expected int, pci []string) benchmarks.Result {
 	onBus := ""
 	if len(pci) > 0 {
-		onBus = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(pci), plural(len(pci), "NPU"))
+		onBus = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(pci), devcheck.Plural(len(pci), "NPU"))
 	}
 	if expected > 0 && errors.Is(err, dl.ErrNotFound) {
-		t.value("", "npus", 0, "count", ptr(float64(expected)), ">=", benchmarks.StatusFail)
-		t.fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, plural(expected, "NPU"), err, onBus)
-		return t.result("")
+		t.Value("", "npus", 0, "count", devcheck.Ptr(float64(expected)), ">=", benchmarks.StatusFail)
+		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "NPU"), err, onBus)
+		return t.Result("")
 	}
 	r := dcmiUnavailable(c.Name(), err)
 	r.Message += onBus
-	r.Values = t.values
+	r.Values = t.Values
 	return r
-}
-
-// ascendPCIDevices lists the PCI addresses of Huawei processing
-// accelerators (vendor 0x19e5, class 0x1200xx) under sysfs/bus/pci/devices,
-// sorted. A sysfs without a PCI bus has none.
-func ascendPCIDevices(sysfs string) ([]string, error) {
-	dir := filepath.Join(sysfs, "bus", "pci", "devices")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("PCI devices: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		vendor, err := os.ReadFile(filepath.Join(dir, e.Name(), "vendor"))
-		if err != nil || strings.TrimSpace(string(vendor)) != huaweiVendor {
-			continue
-		}
-		class, err := os.ReadFile(filepath.Join(dir, e.Name(), "class"))
-		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(class)), accelClassPrefix) {
-			continue
-		}
-		out = append(out, normalisePCI(e.Name()))
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// normalisePCI lower-cases a PCI address and trims its domain to four digits.
-func normalisePCI(addr string) string {
-	addr = strings.ToLower(strings.TrimSpace(addr))
-	if dom, rest, ok := strings.Cut(addr, ":"); ok && len(dom) > 4 {
-		addr = dom[len(dom)-4:] + ":" + rest
-	}
-	return addr
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 )
 
@@ -48,51 +49,42 @@ func (*npuECC) Defaults() any {
 
 func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPUECCSettings)
-	if err := decodeSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.Decode(env, s); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	if s.MaxUncorrectable < 0 {
-		return badSettings(c.Name(), fmt.Errorf("max_uncorrectable = %d: must be >= 0", s.MaxUncorrectable))
+		return devcheck.BadSettings(c.Name(), fmt.Errorf("max_uncorrectable = %d: must be >= 0", s.MaxUncorrectable))
 	}
-	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, n := range npus {
-		if t.canceled(ctx) {
-			break
-		}
+	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
 		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {
-				t.note("%s: HBM ECC not reported", n.id())
-				continue
+				t.Note("%s: HBM ECC not reported", n.id())
+				return
 			}
 			t.dcmiErr(n.id(), "HBM ECC", err)
-			continue
+			return
 		}
 		if !e.Enabled {
-			t.note("%s: HBM ECC disabled", n.id())
+			t.Note("%s: HBM ECC disabled", n.id())
 		}
 		st := benchmarks.StatusPass
 		if int64(e.DoubleBit) > int64(s.MaxUncorrectable) {
 			st = benchmarks.StatusFail
-			t.fail(n.id(), ReasonNPUECCUncorrectable, "%s: %d uncorrectable HBM ECC errors (limit %d)", n.id(), e.DoubleBit, s.MaxUncorrectable)
+			t.Fail(n.id(), ReasonNPUECCUncorrectable, "%s: %d uncorrectable HBM ECC errors (limit %d)", n.id(), e.DoubleBit, s.MaxUncorrectable)
 		}
-		t.value(n.id(), "hbm_ecc_uncorrectable", float64(e.DoubleBit), "count", ptr(float64(s.MaxUncorrectable)), "<=", st)
-		t.value(n.id(), "hbm_ecc_correctable", float64(e.SingleBit), "count", nil, "", benchmarks.StatusPass)
-		t.value(n.id(), "hbm_ecc_uncorrectable_total", float64(e.TotalDoubleBit), "count", nil, "", benchmarks.StatusPass)
+		t.Value(n.id(), "hbm_ecc_uncorrectable", float64(e.DoubleBit), "count", devcheck.Ptr(float64(s.MaxUncorrectable)), "<=", st)
+		t.Value(n.id(), "hbm_ecc_correctable", float64(e.SingleBit), "count", nil, "", benchmarks.StatusPass)
+		t.Value(n.id(), "hbm_ecc_uncorrectable_total", float64(e.TotalDoubleBit), "count", nil, "", benchmarks.StatusPass)
 		st = benchmarks.StatusPass
 		var thr *float64
 		if s.MaxIsolatedPages >= 0 {
-			thr = ptr(float64(s.MaxIsolatedPages))
+			thr = devcheck.Ptr(float64(s.MaxIsolatedPages))
 			if int64(e.DoubleBitIsolatedPages) > int64(s.MaxIsolatedPages) {
 				st = benchmarks.StatusFail
-				t.fail(n.id(), ReasonNPUIsolatedPages, "%s: %d HBM pages isolated after uncorrectable errors (limit %d)", n.id(), e.DoubleBitIsolatedPages, s.MaxIsolatedPages)
+				t.Fail(n.id(), ReasonNPUIsolatedPages, "%s: %d HBM pages isolated after uncorrectable errors (limit %d)", n.id(), e.DoubleBitIsolatedPages, s.MaxIsolatedPages)
 			}
 		}
-		t.value(n.id(), "hbm_isolated_pages", float64(e.DoubleBitIsolatedPages), "count", thr, "<=", st)
-	}
-	return t.result(fmt.Sprintf("%d %s: no uncorrectable HBM ECC errors", len(npus), plural(len(npus), "NPU")))
+		t.Value(n.id(), "hbm_isolated_pages", float64(e.DoubleBitIsolatedPages), "count", thr, "<=", st)
+	})
 }

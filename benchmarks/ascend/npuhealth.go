@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 )
 
@@ -42,43 +43,34 @@ func (*npuHealth) Defaults() any {
 
 func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPUHealthSettings)
-	if err := decodeSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.Decode(env, s); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, n := range npus {
-		if t.canceled(ctx) {
-			break
-		}
+	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.Health(n.dev)
 		if err != nil {
 			t.dcmiErr(n.id(), "health", err)
-			continue
+			return
 		}
 		bad := h != dcmi.HealthOK && (h != dcmi.HealthMinor || s.FailOnMinor)
 		st := benchmarks.StatusPass
 		if bad {
 			st = benchmarks.StatusFail
 		}
-		t.value(n.id(), "health", float64(h), "", ptr(0.0), "<=", st)
+		t.Value(n.id(), "health", float64(h), "", devcheck.Ptr(0.0), "<=", st)
 		if h == dcmi.HealthOK {
-			continue
+			return
 		}
 		codes := errorCodes(lib, n)
 		switch {
 		case h == dcmi.HealthAbsent:
-			t.fail(n.id(), ReasonNPUAbsent, "%s: DCMI reports the device absent%s", n.id(), codes)
+			t.Fail(n.id(), ReasonNPUAbsent, "%s: DCMI reports the device absent%s", n.id(), codes)
 		case bad:
-			t.fail(n.id(), ReasonNPUUnhealthy, "%s: %s%s", n.id(), dcmi.HealthName(h), codes)
+			t.Fail(n.id(), ReasonNPUUnhealthy, "%s: %s%s", n.id(), dcmi.HealthName(h), codes)
 		default:
-			t.note("%s: %s%s (minor alarms tolerated)", n.id(), dcmi.HealthName(h), codes)
+			t.Note("%s: %s%s (minor alarms tolerated)", n.id(), dcmi.HealthName(h), codes)
 		}
-	}
-	return t.result(fmt.Sprintf("%d %s healthy", len(npus), plural(len(npus), "NPU")))
+	})
 }
 
 // errorCodes describes a device's current DCMI error codes for a message
@@ -95,5 +87,5 @@ func errorCodes(lib dcmi.Interface, n npu) string {
 	for i, c := range codes {
 		hex[i] = fmt.Sprintf("0x%08x", c)
 	}
-	return fmt.Sprintf(" (error %s %s)", plural(len(codes), "code"), strings.Join(hex, ", "))
+	return fmt.Sprintf(" (error %s %s)", devcheck.Plural(len(codes), "code"), strings.Join(hex, ", "))
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
 )
 
 // Reasons of the npu-leftover check.
@@ -48,25 +50,15 @@ func (*npuLeftover) Isolated() bool { return true }
 
 // Defaults returns the shipped settings.
 func (*npuLeftover) Defaults() any {
-	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: mergeThresholds(leftoverThresholds, nil)}
+	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: leftoverThresholds.Merge(nil)}
 }
 
 func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPULeftoverSettings)
-	s.Thresholds = nil
-	if err := decodeSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, leftoverThresholds); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	s.Thresholds = mergeThresholds(leftoverThresholds, s.Thresholds)
-	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, n := range npus {
-		if t.canceled(ctx) {
-			break
-		}
+	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
 		ps, err := lib.Processes(n.dev)
 		if err != nil {
 			t.dcmiErr(n.id(), "processes", err)
@@ -78,25 +70,24 @@ func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 				for i, p := range ps {
 					pids[i] = fmt.Sprintf("%d (%.0f MiB)", p.PID, float64(p.MemBytes)/(1<<20))
 				}
-				t.fail(n.id(), ReasonNPUProcessLeftover, "%s held by %d %s: pid %s", n.id(), len(ps), plural(len(ps), "process"), strings.Join(pids, ", "))
+				t.Fail(n.id(), ReasonNPUProcessLeftover, "%s held by %d %s: pid %s", n.id(), len(ps), devcheck.Plural(len(ps), "process"), strings.Join(pids, ", "))
 			}
-			t.value(n.id(), "processes", float64(len(ps)), "count", ptr(0.0), "<=", st)
+			t.Value(n.id(), "processes", float64(len(ps)), "count", devcheck.Ptr(0.0), "<=", st)
 		}
 		h, err := lib.HBM(n.dev)
 		if err != nil {
 			t.dcmiErr(n.id(), "HBM", err)
-			continue
+			return
 		}
 		st := benchmarks.StatusPass
 		var thr *float64
 		if lim, _, ok := s.Thresholds.Lookup(n.model, "hbm_used_mib"); ok {
-			thr = ptr(lim)
+			thr = devcheck.Ptr(lim)
 			if float64(h.UsedMiB) > lim {
 				st = benchmarks.StatusFail
-				t.fail(n.id(), ReasonNPUMemoryLeftover, "%s: %d MiB of HBM in use, an idle %s reports at most %.0f", n.id(), h.UsedMiB, n.model, lim)
+				t.Fail(n.id(), ReasonNPUMemoryLeftover, "%s: %d MiB of HBM in use, an idle %s reports at most %.0f", n.id(), h.UsedMiB, n.model, lim)
 			}
 		}
-		t.value(n.id(), "hbm_used_mib", float64(h.UsedMiB), "MiB", thr, "<=", st)
-	}
-	return t.result(fmt.Sprintf("%d %s: nothing left by earlier jobs", len(npus), plural(len(npus), "NPU")))
+		t.Value(n.id(), "hbm_used_mib", float64(h.UsedMiB), "MiB", thr, "<=", st)
+	})
 }

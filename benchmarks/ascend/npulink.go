@@ -3,9 +3,9 @@ package ascend
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 )
 
@@ -40,43 +40,34 @@ func (*npuLink) Defaults() any { return &NPULinkSettings{DCMISettings: DefaultDC
 
 func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPULinkSettings)
-	if err := decodeSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+	if err := devcheck.Decode(env, s); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	lib, npus, res := openNPUs(c.lib, c.Name(), env, s.DCMISettings)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, n := range npus {
-		if t.canceled(ctx) {
-			break
-		}
+	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.NetworkHealth(n.dev)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {
-				t.unknown(n.id(), ReasonNotSupported, "%s: no RoCE network health (%v)", n.id(), err)
-				continue
+				t.Unknown(n.id(), ReasonNotSupported, "%s: no RoCE network health (%v)", n.id(), err)
+				return
 			}
 			t.dcmiErr(n.id(), "RoCE network health", err)
-			continue
+			return
 		}
 		st := benchmarks.StatusPass
 		switch h {
 		case dcmi.NetOK:
 		case dcmi.NetInit:
 			if s.RequireDetection {
-				t.unknown(n.id(), ReasonNotSupported, "%s: RoCE detection not started (set a detect IP with hccn_tool)", n.id())
+				t.Unknown(n.id(), ReasonNotSupported, "%s: RoCE detection not started (set a detect IP with hccn_tool)", n.id())
 			} else {
-				t.note("%s: RoCE detection not started", n.id())
+				t.Note("%s: RoCE detection not started", n.id())
 			}
 		case dcmi.NetSockFail, dcmi.NetRecvTimeout, dcmi.NetUnreachable, dcmi.NetTimeExceeded, dcmi.NetFault:
 			st = benchmarks.StatusFail
-			t.fail(n.id(), ReasonNPULinkDown, "%s: RoCE link %s", n.id(), h)
+			t.Fail(n.id(), ReasonNPULinkDown, "%s: RoCE link %s", n.id(), h)
 		default:
-			t.unknown(n.id(), ReasonDCMIError, "%s: RoCE detection reports %s", n.id(), h)
+			t.Unknown(n.id(), ReasonDCMIError, "%s: RoCE detection reports %s", n.id(), h)
 		}
-		t.value(n.id(), "roce_health", float64(h), "", ptr(0.0), "<=", st)
-	}
-	return t.result(fmt.Sprintf("%d %s: RoCE links healthy", len(npus), plural(len(npus), "NPU")))
+		t.Value(n.id(), "roce_health", float64(h), "", devcheck.Ptr(0.0), "<=", st)
+	})
 }

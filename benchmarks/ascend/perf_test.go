@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
@@ -105,9 +106,9 @@ func (f *fakeNode) GEMM(ctx context.Context, i int, in compute.GEMMInput) (compu
 // roundTo rounds x to the output type, as the device does.
 func roundTo(dt compute.DType, x float32) float32 {
 	if dt == compute.FP16 {
-		return f16ToF32(f16FromF32(x))
+		return devcheck.F16ToF32(devcheck.F16FromF32(x))
 	}
-	return bf16ToF32(bf16FromF32(x))
+	return devcheck.BF16ToF32(devcheck.BF16FromF32(x))
 }
 
 func (f *fakeNode) Copy(ctx context.Context, i int, bytes, iters int) (compute.CopyOutput, error) {
@@ -129,19 +130,19 @@ func (f *fakeNode) Collective(ctx context.Context, in compute.CollectiveInput) (
 	}
 	n := len(in.Devices)
 	out := compute.CollectiveOutput{Library: "/fake/libhccl.so"}
-	out.Seconds = sizeBytes(in.Op, in.Count, n) * busFactor(in.Op, n) / (f.busbw * 1e9)
+	out.Seconds = devcheck.SizeBytes(in.Op, in.Count, n) * devcheck.BusFactor(in.Op, n) / (f.busbw * 1e9)
 	if in.Inputs != nil {
 		for r := 0; r < n; r++ {
 			var o []float32
 			switch in.Op {
-			case compute.AllReduce:
+			case devcheck.AllReduce:
 				o = make([]float32, in.Count)
 				for _, b := range in.Inputs {
 					for k, v := range b {
 						o[k] += v
 					}
 				}
-			case compute.AllGather:
+			case devcheck.AllGather:
 				for _, b := range in.Inputs {
 					o = append(o, b...)
 				}
@@ -290,16 +291,16 @@ func TestCollectiveChecks(t *testing.T) {
 
 func TestBusBandwidth(t *testing.T) {
 	// nccl-tests: 8 ranks, all-reduce busbw = algbw × 2·7/8, all-gather × 7/8.
-	if got := busFactor(compute.AllReduce, 8); got != 1.75 {
+	if got := devcheck.BusFactor(devcheck.AllReduce, 8); got != 1.75 {
 		t.Errorf("all-reduce factor %v", got)
 	}
-	if got := busFactor(compute.AllGather, 8); got != 0.875 {
+	if got := devcheck.BusFactor(devcheck.AllGather, 8); got != 0.875 {
 		t.Errorf("all-gather factor %v", got)
 	}
-	if busFactor(compute.AllReduce, 1) != 0 {
+	if devcheck.BusFactor(devcheck.AllReduce, 1) != 0 {
 		t.Error("one rank has no bus")
 	}
-	if sizeBytes(compute.AllGather, 1024, 8) != 32768 || sizeBytes(compute.AllReduce, 1024, 8) != 4096 {
+	if devcheck.SizeBytes(devcheck.AllGather, 1024, 8) != 32768 || devcheck.SizeBytes(devcheck.AllReduce, 1024, 8) != 4096 {
 		t.Error("sizeBytes")
 	}
 }
@@ -325,7 +326,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, ReasonLibraryMissing},
 		{fmt.Errorf("%w: none", ErrNoDevices), benchmarks.StatusUnknown, ReasonNoDevices},
 		{&acl.Error{Op: "aclrtSetDevice", Code: acl.ErrRTInvalidDeviceID}, benchmarks.StatusUnknown, ReasonNoDevices},
-		{fmt.Errorf("%w: deadline", compute.ErrHung), benchmarks.StatusFail, ReasonDeviceHung},
+		{fmt.Errorf("%w: deadline", devcheck.ErrHung), benchmarks.StatusFail, ReasonDeviceHung},
 		{&acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICPUException}, benchmarks.StatusFail, ReasonDeviceFault},
 		{&hccl.Error{Op: "HcclAllReduce", Code: hccl.ERemote}, benchmarks.StatusFail, ReasonCollectiveLink},
 		{&hccl.Error{Op: "HcclAllReduce", Code: hccl.EPara}, benchmarks.StatusUnknown, ReasonCheckerError},
@@ -333,9 +334,9 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
-			ty := &tally{check: "x"}
+			ty := newTally("x")
 			classify(ty, "npu0", tt.err)
-			r := ty.result("")
+			r := ty.Result("")
 			if r.Status != tt.status || r.Reason != tt.reason {
 				t.Errorf("got %s/%s, want %s/%s", r.Status, r.Reason, tt.status, tt.reason)
 			}

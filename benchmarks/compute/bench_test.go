@@ -1,6 +1,10 @@
 package compute
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+)
 
 // The host side of the gemm check's verification of one device at 2048³
 // (the default 8192³ costs 16× as much for column sums and cross-check).
@@ -8,12 +12,12 @@ import "testing"
 // the sum of row i of A.
 func BenchmarkVerifyGEMM2048(b *testing.B) {
 	const n = 2048
-	a := genMatrix(n, n, 1)
+	a := devcheck.GenMatrix(n, n, 1)
 	bt := make([]float32, n*n)
 	for i := range bt {
 		bt[i] = 1
 	}
-	st := statsOf(n, n, n, a, bt)
+	st := devcheck.NewGEMM(n, n, n, a, bt, outEps(BF16))
 	d, d2 := make([]float32, n*n), make([]float32, n*n) // D and the swapped product Dᵀ
 	for i := 0; i < n; i++ {
 		var s float64
@@ -25,19 +29,19 @@ func BenchmarkVerifyGEMM2048(b *testing.B) {
 			d2[j+i*n] = roundTo(BF16, s)
 		}
 	}
-	if err := checkColumnSums(BF16, st, a, bt, d); err != nil {
+	if err := st.CheckColumnSums(d); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if checkColumnSums(BF16, st, a, bt, d) != nil || checkCross(BF16, st, d, d2) != nil || checkSamples(BF16, st, a, bt, d, 512, 1) != nil {
+		if st.CheckColumnSums(d) != nil || st.CheckCross(d, d2) != nil || st.CheckSamples(d, 512, 1) != nil {
 			b.Fatal("verification failed")
 		}
 	}
 }
 
 func BenchmarkEncodeBF16(b *testing.B) {
-	x := genMatrix(1024, 1024, 3)
+	x := devcheck.GenMatrix(1024, 1024, 3)
 	b.SetBytes(int64(len(x) * 4))
 	for i := 0; i < b.N; i++ {
 		encode(BF16, x)
@@ -47,6 +51,6 @@ func BenchmarkEncodeBF16(b *testing.B) {
 func BenchmarkGenMatrix(b *testing.B) {
 	b.SetBytes(1024 * 1024 * 4)
 	for i := 0; i < b.N; i++ {
-		genMatrix(1024, 1024, uint64(i))
+		devcheck.GenMatrix(1024, 1024, uint64(i))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the command check.
@@ -164,7 +165,7 @@ func (commandCheck) Defaults() any { s := DefaultCommandSettings(); return &s }
 
 func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCommandSettings()
-	if err := decode(env, &s); err != nil {
+	if err := devcheck.Decode(env, &s); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {

@@ -10,10 +10,8 @@
 package compute
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
@@ -94,96 +93,19 @@ func (l Libraries) options(names []string, pkg string) dl.Options {
 	return dl.Options{Names: names, Dirs: dirs}
 }
 
-// Thresholds are per-device-model limits: model key → metric → limit.
-// A model key matches a device whose name contains it (case-insensitive);
-// the longest matching key wins, so "H100 PCIe" overrides "H100".
-type Thresholds map[string]map[string]float64
-
-// merge returns a copy of base with the limits of over replacing or adding
-// to it, metric by metric.
-func (base Thresholds) merge(over Thresholds) Thresholds {
-	out := Thresholds{}
-	for m, lim := range base {
-		out[m] = map[string]float64{}
-		for k, v := range lim {
-			out[m][k] = v
-		}
-	}
-	for m, lim := range over {
-		if out[m] == nil {
-			out[m] = map[string]float64{}
-		}
-		for k, v := range lim {
-			out[m][k] = v
-		}
-	}
-	return out
-}
-
-// Lookup returns the limit for metric on a device called name.
-func (t Thresholds) Lookup(name, metric string) (float64, string, bool) {
-	best := ""
-	for key, lim := range t {
-		if _, ok := lim[metric]; !ok {
-			continue
-		}
-		if strings.Contains(strings.ToLower(name), strings.ToLower(key)) && len(key) > len(best) {
-			best = key
-		}
-	}
-	if best == "" {
-		return 0, "", false
-	}
-	return t[best][metric], best, true
-}
+// Thresholds are per-device-model limits: model key → metric → limit
+// (see devcheck.Thresholds for the matching rule).
+type Thresholds = devcheck.Thresholds
 
 // Peers configures the comparison of each device with the node's median.
-type Peers struct {
-	// Fraction: a device whose value is below Fraction × the node median
-	// (for higher-is-better metrics) or above median / Fraction (for
-	// lower-is-better ones) fails, even above its absolute floor. 0 disables.
-	Fraction float64 `toml:"peer_fraction"`
-	// Min is the fewest devices for which the comparison is made.
-	Min int `toml:"peer_min_devices"`
-}
+type Peers = devcheck.Peers
 
 // DefaultPeers are the shipped peer settings.
 func DefaultPeers() Peers { return Peers{Fraction: 0.85, Min: 3} }
 
-func (p Peers) validate() error {
-	if p.Fraction < 0 || p.Fraction > 1 {
-		return fmt.Errorf("peer_fraction = %v: must be in [0, 1]", p.Fraction)
-	}
-	if p.Min < 2 {
-		return fmt.Errorf("peer_min_devices = %d: must be >= 2", p.Min)
-	}
-	return nil
-}
-
-// metric describes one measured quantity.
-type metric struct {
-	// Name is the value name ("tflops_bf16_8192").
-	Name string
-	// Key is the threshold key ("tflops_bf16"); empty for none.
-	Key string
-	// Unit of the value.
-	Unit string
-	// Lower is true when lower is better (latency).
-	Lower bool
-	// Label is how messages name it ("bf16 GEMM").
-	Label string
-}
-
-// reading is one device's value of a metric.
-type reading struct {
-	Device string // "gpu3"
-	Model  string // device name
-	Value  float64
-}
-
 // sortReadings orders readings by device name, numbers in natural order
 // ("gpu2" before "gpu10").
-func sortReadings(rs []reading) {
+func sortReadings(rs []devcheck.Reading) {
 	sort.Slice(rs, func(i, j int) bool {
 		a, b := rs[i].Device, rs[j].Device
 		if len(a) != len(b) {
@@ -191,71 +113,6 @@ func sortReadings(rs []reading) {
 		}
 		return a < b
 	})
-}
-
-// finding is a failed comparison.
-type finding struct {
-	Device  string
-	Peers   bool // below peers rather than below the absolute limit
-	Message string
-}
-
-// median of xs (xs is not modified).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// evaluate compares each reading with its model's limit and with the
-// median of all readings. It returns one Value per reading and the failures.
-func evaluate(m metric, rs []reading, th Thresholds, p Peers) ([]benchmarks.Value, []finding) {
-	var vals []benchmarks.Value
-	var fs []finding
-	xs := make([]float64, len(rs))
-	for i, r := range rs {
-		xs[i] = r.Value
-	}
-	med := median(xs)
-	usePeers := p.Fraction > 0 && len(rs) >= p.Min
-	op := ">="
-	if m.Lower {
-		op = "<="
-	}
-	for _, r := range rs {
-		v := benchmarks.Value{Device: r.Device, Name: m.Name, Value: round(r.Value), Unit: m.Unit, Status: benchmarks.StatusPass}
-		if lim, _, ok := th.Lookup(r.Model, m.Key); m.Key != "" && ok {
-			l := lim
-			v.Threshold, v.Op = &l, op
-			if (!m.Lower && r.Value < lim) || (m.Lower && r.Value > lim) || math.IsNaN(r.Value) {
-				v.Status = benchmarks.StatusFail
-				fs = append(fs, finding{Device: r.Device, Message: fmt.Sprintf("%s %s %.4g %s, limit %s %.4g", r.Device, m.Label, r.Value, m.Unit, op, lim)})
-			}
-		}
-		if usePeers && v.Status == benchmarks.StatusPass {
-			if (!m.Lower && r.Value < p.Fraction*med) || (m.Lower && r.Value > med/p.Fraction) {
-				v.Status = benchmarks.StatusFail
-				fs = append(fs, finding{Device: r.Device, Peers: true, Message: fmt.Sprintf("%s %s %.4g %s is %.0f%% of the node median %.4g", r.Device, m.Label, r.Value, m.Unit, 100*r.Value/med, med)})
-			}
-		}
-		vals = append(vals, v)
-	}
-	return vals, fs
-}
-
-// round keeps reports readable: 4 significant digits after the point.
-func round(x float64) float64 {
-	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return x
-	}
-	return math.Round(x*1e4) / 1e4
 }
 
 // result assembles a check's Result from its values and findings. prefix
@@ -273,18 +130,10 @@ type failure struct {
 	reason, device, msg string
 }
 
-func (r *result) add(m metric, prefix string, vals []benchmarks.Value, fs []finding) {
+func (r *result) add(m devcheck.Metric, prefix string, vals []benchmarks.Value, fs []devcheck.Finding) {
 	r.values = append(r.values, vals...)
-	word := "Below"
-	if m.Lower {
-		word = "Above"
-	}
 	for _, f := range fs {
-		reason := prefix + word + "Threshold"
-		if f.Peers {
-			reason = prefix + word + "Peers"
-		}
-		r.fails = append(r.fails, failure{reason, f.Device, f.Message})
+		r.fails = append(r.fails, failure{f.Reason(m, prefix), f.Device, f.Message})
 	}
 }
 
@@ -339,25 +188,8 @@ func unknown(check, reason, format string, args ...any) benchmarks.Result {
 	return benchmarks.Result{Check: check, Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrHung is returned by run when ctx expired before the device finished.
-var ErrHung = errors.New("device did not finish before the deadline")
-
-// run calls f in its own goroutine and returns its error, or ErrHung when
-// ctx ends first. A device call blocked in C cannot be interrupted; the
-// framework kills the checker process, so the goroutine's fate is moot.
-func run(ctx context.Context, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("%w: %v", ErrHung, err)
-		}
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrHung, ctx.Err())
-	}
-}
+// ErrHung is returned when ctx expired before the device finished.
+var ErrHung = devcheck.ErrHung
 
 // classify turns an error from the Node into a Result for a whole check.
 func classify(check string, err error) benchmarks.Result {
@@ -381,12 +213,13 @@ func classify(check string, err error) benchmarks.Result {
 // devName is how results name device index i.
 func devName(i int) string { return fmt.Sprintf("gpu%d", i) }
 
-// decode applies env's settings to s (which holds defaults).
-func decode(env *benchmarks.Env, s any) error {
-	if env == nil || env.Settings == nil {
-		return nil
+// devNames names each of the device indices.
+func devNames(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, d := range idx {
+		out[i] = devName(d)
 	}
-	return env.Settings(s)
+	return out
 }
 
 // positive checks a duration setting.

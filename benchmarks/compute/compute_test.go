@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
@@ -40,7 +41,7 @@ func TestThresholdsLookup(t *testing.T) {
 			}
 		})
 	}
-	merged := th.merge(Thresholds{"H100": {"tflops_fp8": 1000}, "B200": {"tflops_bf16": 1500}})
+	merged := th.Merge(Thresholds{"H100": {"tflops_fp8": 1000}, "B200": {"tflops_bf16": 1500}})
 	if merged["H100"]["tflops_bf16"] != 600 || merged["H100"]["tflops_fp8"] != 1000 || merged["B200"]["tflops_bf16"] != 1500 {
 		t.Errorf("merge = %v", merged)
 	}
@@ -51,19 +52,19 @@ func TestThresholdsLookup(t *testing.T) {
 
 func TestEvaluate(t *testing.T) {
 	th := Thresholds{"H100": {"tflops_bf16": 600, "wall_us": 10}}
-	higher := metric{Name: "tflops_bf16_8192", Key: "tflops_bf16", Unit: "TFLOPS", Label: "bf16 GEMM"}
-	lower := metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency"}
-	rs := func(vals ...float64) []reading {
-		var out []reading
+	higher := devcheck.Metric{Name: "tflops_bf16_8192", Key: "tflops_bf16", Unit: "TFLOPS", Label: "bf16 GEMM"}
+	lower := devcheck.Metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency"}
+	rs := func(vals ...float64) []devcheck.Reading {
+		var out []devcheck.Reading
 		for i, v := range vals {
-			out = append(out, reading{Device: devName(i), Model: "NVIDIA H100 80GB HBM3", Value: v})
+			out = append(out, devcheck.Reading{Device: devName(i), Model: "NVIDIA H100 80GB HBM3", Value: v})
 		}
 		return out
 	}
 	tests := []struct {
 		name      string
-		m         metric
-		readings  []reading
+		m         devcheck.Metric
+		readings  []devcheck.Reading
 		peers     Peers
 		wantFails []string // "gpuN:threshold" or "gpuN:peers"
 	}{
@@ -75,11 +76,11 @@ func TestEvaluate(t *testing.T) {
 		{"lower is better", lower, rs(8, 12, 8.5, 8.2), DefaultPeers(), []string{"gpu1:threshold"}},
 		{"lower: above peers", lower, rs(4, 4.1, 6, 3.9), DefaultPeers(), []string{"gpu2:peers"}},
 		{"NaN fails", higher, rs(math.NaN(), 700, 700), DefaultPeers(), []string{"gpu0:threshold"}},
-		{"no key, peers only", metric{Name: "x", Unit: "u", Label: "x"}, rs(100, 100, 50), DefaultPeers(), []string{"gpu2:peers"}},
+		{"no key, peers only", devcheck.Metric{Name: "x", Unit: "u", Label: "x"}, rs(100, 100, 50), DefaultPeers(), []string{"gpu2:peers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			vals, fs := evaluate(tt.m, tt.readings, th, tt.peers)
+			vals, fs := devcheck.Evaluate(tt.m, tt.readings, th, tt.peers)
 			if len(vals) != len(tt.readings) {
 				t.Fatalf("%d values for %d readings", len(vals), len(tt.readings))
 			}
@@ -130,21 +131,21 @@ func TestBusBandwidth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%d", tt.op, tt.ranks), func(t *testing.T) {
-			alg := algBW(tt.size, tt.timeUs/1e6)
-			bus := alg * busFactor(tt.op, tt.ranks)
+			alg := devcheck.AlgBW(tt.size, tt.timeUs/1e6)
+			bus := alg * devcheck.BusFactor(tt.op, tt.ranks)
 			if math.Abs(alg-tt.algbw) > 0.005 || math.Abs(bus-tt.busbw) > 0.005 {
 				t.Errorf("algbw %.2f busbw %.2f, want %.2f %.2f", alg, bus, tt.algbw, tt.busbw)
 			}
 		})
 	}
 	// The size S of each op from per-rank counts.
-	if got := sizeBytes(AllGather, 1<<20, 8); got != 8*4<<20 {
+	if got := devcheck.SizeBytes(AllGather, 1<<20, 8); got != 8*4<<20 {
 		t.Errorf("all-gather size %v", got)
 	}
-	if got := sizeBytes(AllReduce, 1<<20, 8); got != 4<<20 {
+	if got := devcheck.SizeBytes(AllReduce, 1<<20, 8); got != 4<<20 {
 		t.Errorf("all-reduce size %v", got)
 	}
-	if busFactor(AllReduce, 1) != 0 {
+	if devcheck.BusFactor(AllReduce, 1) != 0 {
 		t.Error("one rank moves nothing over the bus")
 	}
 }
@@ -153,9 +154,9 @@ func TestCollectiveVerification(t *testing.T) {
 	devs := []int{0, 1, 2, 4}
 	for _, op := range []CollOp{AllReduce, AllGather, AllToAll} {
 		t.Run(string(op), func(t *testing.T) {
-			in := collInputs(4, 64)
-			good := collExpected(op, in)
-			if err := verifyCollective(op, devs, in, good); err != nil {
+			in := devcheck.CollInputs(4, 64)
+			good := devcheck.CollExpected(op, in)
+			if err := devcheck.VerifyCollective(op, devNames(devs), in, good); err != nil {
 				t.Fatal(err)
 			}
 			bad := make([][]float32, len(good))
@@ -163,24 +164,24 @@ func TestCollectiveVerification(t *testing.T) {
 				bad[r] = append([]float32(nil), good[r]...)
 			}
 			bad[3][10] += 1
-			err := verifyCollective(op, devs, in, bad)
+			err := devcheck.VerifyCollective(op, devNames(devs), in, bad)
 			if err == nil || !strings.Contains(err.Error(), "gpu4") {
 				t.Errorf("corruption not caught or not attributed to gpu4: %v", err)
 			}
-			if err := verifyCollective(op, devs, in, bad[:2]); err == nil {
+			if err := devcheck.VerifyCollective(op, devNames(devs), in, bad[:2]); err == nil {
 				t.Error("missing outputs not caught")
 			}
 		})
 	}
 	// Expected values by hand: 2 ranks, all-to-all swaps halves.
 	in := [][]float32{{1, 2}, {3, 4}}
-	if got := collExpected(AllToAll, in); fmt.Sprint(got) != "[[1 3] [2 4]]" {
+	if got := devcheck.CollExpected(AllToAll, in); fmt.Sprint(got) != "[[1 3] [2 4]]" {
 		t.Errorf("all-to-all expected %v", got)
 	}
-	if got := collExpected(AllReduce, in); fmt.Sprint(got) != "[[4 6] [4 6]]" {
+	if got := devcheck.CollExpected(AllReduce, in); fmt.Sprint(got) != "[[4 6] [4 6]]" {
 		t.Errorf("all-reduce expected %v", got)
 	}
-	if got := collExpected(AllGather, in); fmt.Sprint(got) != "[[1 2 3 4] [1 2 3 4]]" {
+	if got := devcheck.CollExpected(AllGather, in); fmt.Sprint(got) != "[[1 2 3 4] [1 2 3 4]]" {
 		t.Errorf("all-gather expected %v", got)
 	}
 }
@@ -216,7 +217,7 @@ func TestRunRespectsDeadline(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	t0 := time.Now()
-	err := run(ctx, func() error { <-block; return nil })
+	err := devcheck.Run(ctx, func() error { <-block; return nil })
 	if !errors.Is(err, ErrHung) {
 		t.Fatalf("err = %v, want ErrHung", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonCopyWrongResult: bytes copied to a device and back changed (fail).
@@ -41,7 +42,7 @@ func DefaultCopySettings() CopySettings {
 		Peers:      Peers{Fraction: 0.75, Min: 3},
 		Bytes:      256 << 20,
 		Iters:      10,
-		Thresholds: copyThresholds.merge(nil),
+		Thresholds: copyThresholds.Merge(nil),
 	}
 }
 
@@ -58,15 +59,13 @@ func (*copyCheck) Defaults() any { s := DefaultCopySettings(); return &s }
 
 func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCopySettings()
-	s.Thresholds = nil
-	if err := decode(env, &s); err != nil {
+	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, copyThresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	s.Thresholds = copyThresholds.merge(s.Thresholds)
 	if s.Bytes < 1<<20 || s.Bytes%4 != 0 || s.Iters < 1 {
 		return unknown(c.Name(), ReasonBadSettings, "bytes = %d, iters = %d: need bytes >= 1 MiB, a multiple of 4, and iters >= 1", s.Bytes, s.Iters)
 	}
-	if err := s.Peers.validate(); err != nil {
+	if err := devcheck.ValidatePeers(s.Peers); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
@@ -76,12 +75,12 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	defer node.Close()
 	devs := node.Devices()
 	r := &result{check: c.Name()}
-	var h2d, d2h, d2d []reading
+	var h2d, d2h, d2d []devcheck.Reading
 	// One device at a time, so that host copies do not share PCIe root
 	// ports and host memory bandwidth with each other.
 	for _, d := range devs {
 		var out CopyOutput
-		err := run(ctx, func() (err error) { out, err = node.Copy(ctx, d.Index, s.Bytes, s.Iters); return err })
+		err := devcheck.Run(ctx, func() (err error) { out, err = node.Copy(ctx, d.Index, s.Bytes, s.Iters); return err })
 		if err != nil {
 			r.deviceError(devName(d.Index), err)
 			if errors.Is(err, ErrHung) {
@@ -92,19 +91,19 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 		if !out.Verified {
 			r.fail(ReasonCopyWrongResult, devName(d.Index), "%s: data copied to the device and back differs", devName(d.Index))
 		}
-		h2d = append(h2d, reading{devName(d.Index), d.Name, out.H2D})
-		d2h = append(d2h, reading{devName(d.Index), d.Name, out.D2H})
-		d2d = append(d2d, reading{devName(d.Index), d.Name, out.D2D})
+		h2d = append(h2d, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.H2D})
+		d2h = append(d2h, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.D2H})
+		d2d = append(d2d, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: out.D2D})
 	}
 	for _, x := range []struct {
-		m  metric
-		rs []reading
+		m  devcheck.Metric
+		rs []devcheck.Reading
 	}{
-		{metric{Name: "h2d_gbps", Key: "h2d_gbps", Unit: "GB/s", Label: "host-to-device"}, h2d},
-		{metric{Name: "d2h_gbps", Key: "d2h_gbps", Unit: "GB/s", Label: "device-to-host"}, d2h},
-		{metric{Name: "d2d_gbps", Key: "d2d_gbps", Unit: "GB/s", Label: "device-to-device"}, d2d},
+		{devcheck.Metric{Name: "h2d_gbps", Key: "h2d_gbps", Unit: "GB/s", Label: "host-to-device"}, h2d},
+		{devcheck.Metric{Name: "d2h_gbps", Key: "d2h_gbps", Unit: "GB/s", Label: "device-to-host"}, d2h},
+		{devcheck.Metric{Name: "d2d_gbps", Key: "d2d_gbps", Unit: "GB/s", Label: "device-to-device"}, d2d},
 	} {
-		vals, fs := evaluate(x.m, x.rs, s.Thresholds, s.Peers)
+		vals, fs := devcheck.Evaluate(x.m, x.rs, s.Thresholds, s.Peers)
 		r.add(x.m, "CopyBandwidth", vals, fs)
 	}
 	r.note("libcuda %s", node.Driver())

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/cublas"
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 	"github.com/vigil-hpc/vigil/cgo/nccl"
@@ -270,11 +271,11 @@ func encode(dt DType, x []float32) []byte {
 		}
 	case FP16:
 		for i, v := range x {
-			binary.LittleEndian.PutUint16(out[2*i:], f16FromF32(v))
+			binary.LittleEndian.PutUint16(out[2*i:], devcheck.F16FromF32(v))
 		}
 	default:
 		for i, v := range x {
-			binary.LittleEndian.PutUint16(out[2*i:], bf16FromF32(v))
+			binary.LittleEndian.PutUint16(out[2*i:], devcheck.BF16FromF32(v))
 		}
 	}
 	return out
@@ -289,9 +290,9 @@ func decodeOut(dt DType, b []byte) []float32 {
 		case dt == TF32:
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		case dt == FP16:
-			out[i] = f16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+			out[i] = devcheck.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 		default:
-			out[i] = bf16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+			out[i] = devcheck.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	}
 	return out
@@ -496,10 +497,10 @@ func (n *cudaNode) Copy(ctx context.Context, dev int, size, iters int) (out Copy
 			return err
 		}
 		c.add(func() error { return n.drv.FreeHost(dst) })
-		r := rng(defaultSeed)
+		r := devcheck.RNG(defaultSeed)
 		b := src.Bytes()
 		for i := 0; i+8 <= len(b); i += 8 {
-			binary.LittleEndian.PutUint64(b[i:], r.next())
+			binary.LittleEndian.PutUint64(b[i:], r.Next())
 		}
 		d1, err := n.alloc(&c, size)
 		if err != nil {
@@ -529,7 +530,7 @@ func (n *cudaNode) Copy(ctx context.Context, dev int, size, iters int) (out Copy
 				}
 				return nil
 			})
-			return algBW(float64(size)*float64(iters), sec), err
+			return devcheck.AlgBW(float64(size)*float64(iters), sec), err
 		}
 		if out.H2D, err = measure(func() error { return n.drv.CopyHtoDAsync(d1, src, size, s) }); err != nil {
 			return err

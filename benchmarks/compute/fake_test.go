@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/config"
 )
 
@@ -77,11 +78,11 @@ func (f *fakeNode) block(ctx context.Context) error {
 func roundTo(dt DType, x float64) float32 {
 	switch dt {
 	case FP16:
-		return f16ToF32(f16FromF32(float32(x)))
+		return devcheck.F16ToF32(devcheck.F16FromF32(float32(x)))
 	case TF32:
 		return float32(x)
 	}
-	return bf16ToF32(bf16FromF32(float32(x)))
+	return devcheck.BF16ToF32(devcheck.BF16FromF32(float32(x)))
 }
 
 func (f *fakeNode) GEMM(ctx context.Context, dev int, in GEMMInput) (GEMMOutput, error) {
@@ -146,7 +147,7 @@ func (f *fakeNode) Collective(ctx context.Context, in CollectiveInput) (Collecti
 	}
 	out := CollectiveOutput{Seconds: f.collSeconds, Library: "/fake/libnccl.so.2"}
 	if in.Inputs != nil {
-		for _, b := range collExpected(in.Op, in.Inputs) {
+		for _, b := range devcheck.CollExpected(in.Op, in.Inputs) {
 			out.Outputs = append(out.Outputs, append([]float32(nil), b...))
 		}
 		if f.collCorrupt {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the gemm check.
@@ -72,7 +73,7 @@ func DefaultGEMMSettings() GEMMSettings {
 		MaxIters:      200,
 		VerifySamples: 512,
 		CrossCheck:    true,
-		Thresholds:    gemmThresholds.merge(nil),
+		Thresholds:    gemmThresholds.Merge(nil),
 	}
 }
 
@@ -98,7 +99,7 @@ func (s *GEMMSettings) validate() error {
 	if err := positive("min_time", s.MinTime); err != nil {
 		return err
 	}
-	return s.Peers.validate()
+	return devcheck.ValidatePeers(s.Peers)
 }
 
 // gemmCheck measures dense GEMM throughput and verifies the products.
@@ -115,11 +116,9 @@ func (*gemmCheck) Defaults() any { s := DefaultGEMMSettings(); return &s }
 
 func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultGEMMSettings()
-	s.Thresholds = nil
-	if err := decode(env, &s); err != nil {
+	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, gemmThresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	s.Thresholds = gemmThresholds.merge(s.Thresholds)
 	if err := s.validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
@@ -137,9 +136,9 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	var mu sync.Mutex // guards r and lib while devices measure
 	lib := ""
 	for _, size := range s.Sizes {
-		a := genMatrix(size, size, defaultSeed+uint64(size))
-		bt := genMatrix(size, size, defaultSeed+uint64(size)*7+1)
-		st := statsOf(size, size, size, a, bt)
+		a := devcheck.GenMatrix(size, size, defaultSeed+uint64(size))
+		bt := devcheck.GenMatrix(size, size, defaultSeed+uint64(size)*7+1)
+		st := devcheck.NewGEMM(size, size, size, a, bt, 0) // Eps is set per dtype
 		for _, dts := range s.DTypes {
 			dt := DType(dts)
 			if ctx.Err() != nil {
@@ -148,7 +147,7 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 			}
 			in := GEMMInput{DType: dt, M: size, N: size, K: size, A: a, Bt: bt,
 				Warmup: s.Warmup, MinTime: s.MinTime, MaxIters: s.MaxIters, Readback: true}
-			var rs []reading
+			var rs []devcheck.Reading
 			var wg sync.WaitGroup
 			var tooOld []string
 			cc := ""
@@ -174,7 +173,7 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 					if path != "" {
 						lib = path
 					}
-					var wr *wrongResult
+					var wr *devcheck.WrongResult
 					switch {
 					case errors.As(err, &wr):
 						r.fail(ReasonGEMMWrongResult, devName(d.Index), "%s %s %d: %v", devName(d.Index), dt, size, err)
@@ -183,17 +182,17 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 					case err != nil:
 						r.deviceError(devName(d.Index), err)
 					default:
-						rs = append(rs, reading{Device: devName(d.Index), Model: d.Name, Value: tflops})
+						rs = append(rs, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: tflops})
 					}
 				}(d)
 			}
 			wg.Wait()
 			sortReadings(rs)
-			m := metric{Name: fmt.Sprintf("tflops_%s_%d", dt, size), Unit: "TFLOPS", Label: fmt.Sprintf("%s GEMM %d", dt, size)}
+			m := devcheck.Metric{Name: fmt.Sprintf("tflops_%s_%d", dt, size), Unit: "TFLOPS", Label: fmt.Sprintf("%s GEMM %d", dt, size)}
 			if size == largest {
 				m.Key = "tflops_" + string(dt)
 			}
-			vals, fs := evaluate(m, rs, s.Thresholds, s.Peers)
+			vals, fs := devcheck.Evaluate(m, rs, s.Thresholds, s.Peers)
 			r.add(m, reasonGEMMPrefix, vals, fs)
 		}
 	}
@@ -206,9 +205,9 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 
 // measure times one GEMM on a device and verifies its result. It returns
 // TFLOPS and the cuBLASLt file used.
-func (c *gemmCheck) measure(ctx context.Context, node Node, dev int, in GEMMInput, st gemmStats, s GEMMSettings) (float64, string, error) {
+func (c *gemmCheck) measure(ctx context.Context, node Node, dev int, in GEMMInput, st devcheck.GEMM, s GEMMSettings) (float64, string, error) {
 	var out GEMMOutput
-	if err := run(ctx, func() (err error) { out, err = node.GEMM(ctx, dev, in); return err }); err != nil {
+	if err := devcheck.Run(ctx, func() (err error) { out, err = node.GEMM(ctx, dev, in); return err }); err != nil {
 		return 0, "", err
 	}
 	tflops, err := c.verify(ctx, node, dev, in, out, st, s)
@@ -216,29 +215,24 @@ func (c *gemmCheck) measure(ctx context.Context, node Node, dev int, in GEMMInpu
 }
 
 // verify checks out against the inputs and returns TFLOPS.
-func (c *gemmCheck) verify(ctx context.Context, node Node, dev int, in GEMMInput, out GEMMOutput, st gemmStats, s GEMMSettings) (float64, error) {
+func (c *gemmCheck) verify(ctx context.Context, node Node, dev int, in GEMMInput, out GEMMOutput, st devcheck.GEMM, s GEMMSettings) (float64, error) {
 	if out.Seconds <= 0 {
 		return 0, fmt.Errorf("GEMM reported %v s per iteration", out.Seconds)
 	}
-	if len(out.D) != in.M*in.N {
-		return 0, fmt.Errorf("GEMM returned %d elements, want %d", len(out.D), in.M*in.N)
-	}
-	if err := checkSamples(in.DType, st, in.A, in.Bt, out.D, s.VerifySamples, defaultSeed^uint64(dev)); err != nil {
-		return 0, err
-	}
-	if err := checkColumnSums(in.DType, st, in.A, in.Bt, out.D); err != nil {
+	st.Eps = outEps(in.DType)
+	if err := st.Verify(out.D, s.VerifySamples, defaultSeed^uint64(dev)); err != nil {
 		return 0, err
 	}
 	if s.CrossCheck {
 		sw := GEMMInput{DType: in.DType, M: in.N, N: in.M, K: in.K, A: in.Bt, Bt: in.A, MinTime: time.Nanosecond, MaxIters: 1, Readback: true}
 		var out2 GEMMOutput
-		if err := run(ctx, func() (err error) { out2, err = node.GEMM(ctx, dev, sw); return err }); err != nil {
+		if err := devcheck.Run(ctx, func() (err error) { out2, err = node.GEMM(ctx, dev, sw); return err }); err != nil {
 			return 0, err
 		}
 		if len(out2.D) != in.M*in.N {
 			return 0, fmt.Errorf("swapped GEMM returned %d elements, want %d", len(out2.D), in.M*in.N)
 		}
-		if err := checkCross(in.DType, st, out.D, out2.D); err != nil {
+		if err := st.CheckCross(out.D, out2.D); err != nil {
 			return 0, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonKernelWrongResult: the fill kernel did not write what it should (fail).
@@ -40,7 +41,7 @@ func DefaultLaunchSettings() LaunchSettings {
 		Libraries:  DefaultLibraries(),
 		Peers:      Peers{Fraction: 0.5, Min: 3},
 		Launches:   1000,
-		Thresholds: launchThresholds.merge(nil),
+		Thresholds: launchThresholds.Merge(nil),
 	}
 }
 
@@ -57,15 +58,13 @@ func (*launchCheck) Defaults() any { s := DefaultLaunchSettings(); return &s }
 
 func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultLaunchSettings()
-	s.Thresholds = nil
-	if err := decode(env, &s); err != nil {
+	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, launchThresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	s.Thresholds = launchThresholds.merge(s.Thresholds)
 	if s.Launches < 10 {
 		return unknown(c.Name(), ReasonBadSettings, "launches = %d: must be >= 10", s.Launches)
 	}
-	if err := s.Peers.validate(); err != nil {
+	if err := devcheck.ValidatePeers(s.Peers); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
@@ -75,12 +74,12 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	defer node.Close()
 	devs := node.Devices()
 	r := &result{check: c.Name()}
-	var ev, wall, p99 []reading
+	var ev, wall, p99 []devcheck.Reading
 	// One device at a time: launch latency is what the host thread sees,
 	// and concurrent launches from other devices would disturb it.
 	for _, d := range devs {
 		var out LaunchOutput
-		err := run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, s.Launches); return err })
+		err := devcheck.Run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, s.Launches); return err })
 		if err == nil && (len(out.EventUs) == 0 || len(out.WallUs) == 0) {
 			err = errors.New("no launches were timed")
 		}
@@ -94,20 +93,20 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 		if !out.FillOK {
 			r.fail(ReasonKernelWrongResult, devName(d.Index), "%s: the fill kernel wrote wrong values", devName(d.Index))
 		}
-		ev = append(ev, reading{devName(d.Index), d.Name, median(out.EventUs)})
-		wall = append(wall, reading{devName(d.Index), d.Name, median(out.WallUs)})
-		p99 = append(p99, reading{devName(d.Index), d.Name, percentile(out.WallUs, 99)})
+		ev = append(ev, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: devcheck.Median(out.EventUs)})
+		wall = append(wall, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: devcheck.Median(out.WallUs)})
+		p99 = append(p99, devcheck.Reading{Device: devName(d.Index), Model: d.Name, Value: percentile(out.WallUs, 99)})
 	}
 	for _, x := range []struct {
-		m  metric
-		rs []reading
+		m  devcheck.Metric
+		rs []devcheck.Reading
 		p  Peers
 	}{
-		{metric{Name: "event_us", Key: "event_us", Unit: "us", Lower: true, Label: "launch latency (event)"}, ev, s.Peers},
-		{metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency (wall)"}, wall, s.Peers},
-		{metric{Name: "wall_us_p99", Unit: "us", Lower: true, Label: "launch latency p99 (wall)"}, p99, Peers{}},
+		{devcheck.Metric{Name: "event_us", Key: "event_us", Unit: "us", Lower: true, Label: "launch latency (event)"}, ev, s.Peers},
+		{devcheck.Metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency (wall)"}, wall, s.Peers},
+		{devcheck.Metric{Name: "wall_us_p99", Unit: "us", Lower: true, Label: "launch latency p99 (wall)"}, p99, Peers{}},
 	} {
-		vals, fs := evaluate(x.m, x.rs, s.Thresholds, x.p)
+		vals, fs := devcheck.Evaluate(x.m, x.rs, s.Thresholds, x.p)
 		r.add(x.m, "LaunchLatency", vals, fs)
 	}
 	r.note("libcuda %s", node.Driver())

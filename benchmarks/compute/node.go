@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ErrNoDevices means the driver reports no device, or none of those asked for.
@@ -84,13 +86,13 @@ type CopyOutput struct {
 }
 
 // CollOp is a collective operation.
-type CollOp string
+type CollOp = devcheck.CollOp
 
 // Collectives.
 const (
-	AllReduce CollOp = "allreduce"
-	AllGather CollOp = "allgather"
-	AllToAll  CollOp = "alltoall"
+	AllReduce = devcheck.AllReduce
+	AllGather = devcheck.AllGather
+	AllToAll  = devcheck.AllToAll
 )
 
 // CollectiveInput is one collective measurement over float32 buffers.
@@ -137,7 +139,7 @@ type OverlapOutput struct {
 }
 
 // Node is the GPU side of the compute checks. Methods block until the
-// device work has finished; callers run them under run() to honour their
+// device work has finished; callers run them under devcheck.Run to honour their
 // deadline.
 type Node interface {
 	// Devices are the devices opened, in the order asked for.
@@ -158,7 +160,7 @@ type Opener func(ctx context.Context, libs Libraries, devices []int) (Node, erro
 // openNode opens the node under ctx's deadline.
 func openNode(ctx context.Context, open Opener, libs Libraries, devices []int) (Node, error) {
 	var n Node
-	err := run(ctx, func() error {
+	err := devcheck.Run(ctx, func() error {
 		var err error
 		n, err = open(ctx, libs, devices)
 		return err

@@ -1,10 +1,10 @@
 package compute
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 func TestEncodings(t *testing.T) {
@@ -22,10 +22,10 @@ func TestEncodings(t *testing.T) {
 		{0.001953125, 0x3b00, 0x1800, 0x01}, // 2^-9: e4m3's smallest subnormal
 	}
 	for _, tt := range tests {
-		if got := bf16FromF32(tt.x); got != tt.bf16 {
+		if got := devcheck.BF16FromF32(tt.x); got != tt.bf16 {
 			t.Errorf("bf16(%g) = %#x, want %#x", tt.x, got, tt.bf16)
 		}
-		if got := f16FromF32(tt.x); got != tt.f16 {
+		if got := devcheck.F16FromF32(tt.x); got != tt.f16 {
 			t.Errorf("f16(%g) = %#x, want %#x", tt.x, got, tt.f16)
 		}
 		if got := e4m3FromF32(tt.x); got != tt.e4m3 {
@@ -36,33 +36,33 @@ func TestEncodings(t *testing.T) {
 	if got := e4m3FromF32(1000); got != 0x7e {
 		t.Errorf("e4m3(1000) = %#x, want saturation to 448 (0x7e)", got)
 	}
-	if got := f16ToF32(f16FromF32(1 + 1.0/4096)); got != 1 {
+	if got := devcheck.F16ToF32(devcheck.F16FromF32(1 + 1.0/4096)); got != 1 {
 		t.Errorf("f16 round to even: %g", got)
 	}
-	if got := f16FromF32(1e6); got != 0x7c00 {
+	if got := devcheck.F16FromF32(1e6); got != 0x7c00 {
 		t.Errorf("f16(1e6) = %#x, want inf", got)
 	}
-	if got := bf16ToF32(bf16FromF32(1 + 1.0/256 + 1.0/512)); got != 1+1.0/128 {
+	if got := devcheck.BF16ToF32(devcheck.BF16FromF32(1 + 1.0/256 + 1.0/512)); got != 1+1.0/128 {
 		t.Errorf("bf16 rounding: %g", got)
 	}
 }
 
 func TestGEMMInputsAreExactInEveryType(t *testing.T) {
-	for i := -inputSteps; i <= inputSteps; i++ {
-		x := float32(i) / inputScale
-		if y := bf16ToF32(bf16FromF32(x)); y != x {
+	for i := -devcheck.InputSteps; i <= devcheck.InputSteps; i++ {
+		x := float32(i) / devcheck.InputScale
+		if y := devcheck.BF16ToF32(devcheck.BF16FromF32(x)); y != x {
 			t.Errorf("bf16 %g -> %g", x, y)
 		}
-		if y := f16ToF32(f16FromF32(x)); y != x {
+		if y := devcheck.F16ToF32(devcheck.F16FromF32(x)); y != x {
 			t.Errorf("f16 %g -> %g", x, y)
 		}
 		if y := e4m3ToF32(e4m3FromF32(x)); y != x {
 			t.Errorf("e4m3 %g -> %g", x, y)
 		}
 	}
-	a := genMatrix(8, 8, 1)
+	a := devcheck.GenMatrix(8, 8, 1)
 	for _, v := range a {
-		if v < -2 || v > 2 || v*inputScale != float32(math.Round(float64(v*inputScale))) {
+		if v < -2 || v > 2 || v*devcheck.InputScale != float32(math.Round(float64(v*devcheck.InputScale))) {
 			t.Fatalf("genMatrix value %g is not a multiple of 1/8 in [-2, 2]", v)
 		}
 	}
@@ -85,75 +85,33 @@ func hostGEMM(dt DType, m, n, k int, a, bt []float32) []float32 {
 
 func TestGEMMVerification(t *testing.T) {
 	const m, n, k = 48, 32, 64
-	a, bt := genMatrix(m, k, 11), genMatrix(n, k, 12)
-	st := statsOf(m, n, k, a, bt)
+	a, bt := devcheck.GenMatrix(m, k, 11), devcheck.GenMatrix(n, k, 12)
+	st := devcheck.NewGEMM(m, n, k, a, bt, 0)
+	ref := func(dt DType) devcheck.GEMM { g := st; g.Eps = outEps(dt); return g }
 	for _, dt := range []DType{BF16, FP16, TF32, FP8} {
 		d := hostGEMM(dt, m, n, k, a, bt)
 		d2 := hostGEMM(dt, n, m, k, bt, a)
 		t.Run(string(dt)+"/correct", func(t *testing.T) {
-			if err := checkSamples(dt, st, a, bt, d, 200, 1); err != nil {
+			if err := ref(dt).CheckSamples(d, 200, 1); err != nil {
 				t.Error(err)
 			}
-			if err := checkColumnSums(dt, st, a, bt, d); err != nil {
+			if err := ref(dt).CheckColumnSums(d); err != nil {
 				t.Error(err)
 			}
-			if err := checkCross(dt, st, d, d2); err != nil {
+			if err := ref(dt).CheckCross(d, d2); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-	d := hostGEMM(BF16, m, n, k, a, bt)
-	d2 := hostGEMM(BF16, n, m, k, bt, a)
-	corrupt := []struct {
-		name   string
-		f      func(d []float32)
-		checks string // which of samples/sums/cross must fail
-	}{
-		{"zeros", func(d []float32) {
-			for i := range d {
-				d[i] = 0
-			}
-		}, "samples sums cross"},
-		{"one element off", func(d []float32) { d[5+7*m] += 40 }, "sums cross"},
-		{"NaN", func(d []float32) { d[100] = float32(math.NaN()) }, "sums cross"},
-		{"one column scaled", func(d []float32) {
-			for i := 0; i < m; i++ {
-				d[i+3*m] *= 1.5
-			}
-		}, "cross"},
-		{"transposed tile", func(d []float32) {
-			for i := 0; i < 8; i++ {
-				for j := 0; j < i; j++ {
-					d[i+j*m], d[j+i*m] = d[j+i*m], d[i+j*m]
-				}
-			}
-		}, "cross"},
-	}
-	for _, c := range corrupt {
-		t.Run("bf16/"+c.name, func(t *testing.T) {
-			bad := append([]float32(nil), d...)
-			c.f(bad)
-			results := map[string]error{
-				"samples": checkSamples(BF16, st, a, bt, bad, m*n*4, 1),
-				"sums":    checkColumnSums(BF16, st, a, bt, bad),
-				"cross":   checkCross(BF16, st, bad, d2),
-			}
-			for _, want := range strings.Fields(c.checks) {
-				var wr *wrongResult
-				if !errors.As(results[want], &wr) {
-					t.Errorf("%s did not catch it (err %v)", want, results[want])
-				}
-			}
-		})
-	}
+	// Corrupted products: see devcheck's TestGEMMVerification.
 }
 
 func TestPercentileMedian(t *testing.T) {
 	xs := []float64{5, 1, 4, 2, 3}
-	if m := median(xs); m != 3 {
+	if m := devcheck.Median(xs); m != 3 {
 		t.Errorf("median = %g", m)
 	}
-	if m := median([]float64{1, 2, 3, 4}); m != 2.5 {
+	if m := devcheck.Median([]float64{1, 2, 3, 4}); m != 2.5 {
 		t.Errorf("even median = %g", m)
 	}
 	if p := percentile(xs, 99); p != 5 {
@@ -165,7 +123,7 @@ func TestPercentileMedian(t *testing.T) {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	x := genMatrix(4, 33, 5)
+	x := devcheck.GenMatrix(4, 33, 5)
 	for _, dt := range []DType{BF16, FP16, TF32} {
 		got := decodeOut(dt, encode(dt, x))
 		for i := range x {
@@ -184,7 +142,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 	}
 	// The fill patterns the overlap check writes read as 1.0.
-	if bf16ToF32(uint16(onePattern(BF16))) != 1 || f16ToF32(uint16(onePattern(FP16))) != 1 ||
+	if devcheck.BF16ToF32(uint16(onePattern(BF16))) != 1 || devcheck.F16ToF32(uint16(onePattern(FP16))) != 1 ||
 		math.Float32frombits(onePattern(TF32)) != 1 || e4m3ToF32(uint8(onePattern(FP8))) != 1 {
 		t.Error("onePattern is not 1.0 in every type")
 	}

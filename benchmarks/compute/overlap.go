@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // OverlapSettings are the settings of [checks.overlap].
@@ -44,7 +45,7 @@ func (*overlapCheck) Defaults() any { s := DefaultOverlapSettings(); return &s }
 
 func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultOverlapSettings()
-	if err := decode(env, &s); err != nil {
+	if err := devcheck.Decode(env, &s); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	switch DType(s.DType) {
@@ -72,7 +73,7 @@ func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.
 		GEMM: GEMMInput{DType: DType(s.DType), M: s.Size, N: s.Size, K: s.Size, MinTime: time.Nanosecond, MaxIters: 1}}
 	var out OverlapOutput
 	r := &result{check: c.Name()}
-	if err := run(ctx, func() (err error) { out, err = node.Overlap(ctx, in); return err }); err != nil {
+	if err := devcheck.Run(ctx, func() (err error) { out, err = node.Overlap(ctx, in); return err }); err != nil {
 		r.deviceError("node", err)
 		return r.done("")
 	}
@@ -82,15 +83,15 @@ func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.
 	}
 	eff := (out.GEMMAlone + out.AllReduceAlone) / out.Together
 	lim := s.MinEfficiency
-	v := benchmarks.Value{Name: "overlap_efficiency", Value: round(eff), Unit: "ratio", Threshold: &lim, Op: ">=", Status: benchmarks.StatusPass}
+	v := benchmarks.Value{Name: "overlap_efficiency", Value: devcheck.Round(eff), Unit: "ratio", Threshold: &lim, Op: ">=", Status: benchmarks.StatusPass}
 	if eff < lim {
 		v.Status = benchmarks.StatusFail
 		r.fail("OverlapBelowThreshold", "", "GEMM+all-reduce together took %.3g ms, alone %.3g + %.3g ms: efficiency %.3g < %.3g",
 			out.Together*1e3, out.GEMMAlone*1e3, out.AllReduceAlone*1e3, eff, lim)
 	}
 	r.values = append(r.values, v,
-		benchmarks.Value{Name: "gemm_alone_ms", Value: round(out.GEMMAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
-		benchmarks.Value{Name: "allreduce_alone_ms", Value: round(out.AllReduceAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
-		benchmarks.Value{Name: "together_ms", Value: round(out.Together * 1e3), Unit: "ms", Status: benchmarks.StatusPass})
+		benchmarks.Value{Name: "gemm_alone_ms", Value: devcheck.Round(out.GEMMAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
+		benchmarks.Value{Name: "allreduce_alone_ms", Value: devcheck.Round(out.AllReduceAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
+		benchmarks.Value{Name: "together_ms", Value: devcheck.Round(out.Together * 1e3), Unit: "ms", Status: benchmarks.StatusPass})
 	return r.done(fmt.Sprintf("%d devices: GEMM and all-reduce overlap with efficiency %.3g", len(devs), eff))
 }

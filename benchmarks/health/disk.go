@@ -16,6 +16,7 @@ import (
 	"github.com/ncw/directio"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the disk check.
@@ -99,11 +100,11 @@ func (s *diskSettings) Validate() error {
 func (c *disk) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*diskSettings)
 	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	t := &tally{check: c.Name()}
+	t := newTally(c.Name())
 	c.measure(ctx, t, *s)
-	return t.result(fmt.Sprintf("%s writable and fast enough", s.Path))
+	return t.Result(fmt.Sprintf("%s writable and fast enough", s.Path))
 }
 
 // measure writes, reads back and times a test file under s.Path, which it
@@ -116,7 +117,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 		return
 	}
 	if !info.IsDir() {
-		t.fail(dev, ReasonDiskPathMissing, "%s is not a directory", s.Path)
+		t.Fail(dev, ReasonDiskPathMissing, "%s is not a directory", s.Path)
 		return
 	}
 	var suffix [6]byte
@@ -125,7 +126,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 	f, err := directio.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, syscall.EINVAL) {
-			t.unknown(dev, ReasonDirectIOUnsupported, "%s does not support O_DIRECT: %v", s.Path, err)
+			t.Unknown(dev, ReasonDirectIOUnsupported, "%s does not support O_DIRECT: %v", s.Path, err)
 			return
 		}
 		c.ioFail(t, dev, "create test file in", err)
@@ -151,7 +152,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 	start := c.now()
 	for i := 0; i < blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			t.unknown(dev, ReasonCanceled, "%s: stopped while writing: %v", s.Path, err)
+			t.Unknown(dev, ReasonCanceled, "%s: stopped while writing: %v", s.Path, err)
 			return
 		}
 		pattern(i, block)
@@ -175,7 +176,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 	start = c.now()
 	for i := 0; i < blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			t.unknown(dev, ReasonCanceled, "%s: stopped while reading: %v", s.Path, err)
+			t.Unknown(dev, ReasonCanceled, "%s: stopped while reading: %v", s.Path, err)
 			return
 		}
 		if _, err := io.ReadFull(f, block); err != nil {
@@ -184,7 +185,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 		}
 		pattern(i, want)
 		if !bytes.Equal(block, want) {
-			t.fail(dev, ReasonDiskDataMismatch, "%s block %d read back differs from what was written", s.Path, i)
+			t.Fail(dev, ReasonDiskDataMismatch, "%s block %d read back differs from what was written", s.Path, i)
 			return
 		}
 	}
@@ -212,13 +213,13 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 	st := benchmarks.StatusPass
 	if s.MaxLatencyMs > 0 && mean > s.MaxLatencyMs {
 		st = benchmarks.StatusFail
-		t.fail(dev, ReasonDiskLatencyHigh, "%s 4 KiB read latency %.2f ms > %g", s.Path, mean, s.MaxLatencyMs)
+		t.Fail(dev, ReasonDiskLatencyHigh, "%s 4 KiB read latency %.2f ms > %g", s.Path, mean, s.MaxLatencyMs)
 	}
 	var thr *float64
 	if s.MaxLatencyMs > 0 {
-		thr = ptr(s.MaxLatencyMs)
+		thr = devcheck.Ptr(s.MaxLatencyMs)
 	}
-	t.value(dev, "read_latency_ms", mean, "ms", thr, "<=", st)
+	t.Value(dev, "read_latency_ms", mean, "ms", thr, "<=", st)
 }
 
 // threshold records a throughput and fails it when below min.
@@ -226,19 +227,19 @@ func (c *disk) threshold(t *tally, dev, name string, v, min float64, reason, wha
 	st := benchmarks.StatusPass
 	var thr *float64
 	if min > 0 {
-		thr = ptr(min)
+		thr = devcheck.Ptr(min)
 		if v < min {
 			st = benchmarks.StatusFail
-			t.fail(dev, reason, "%s %s %.1f MiB/s < %g", dev, what, v, min)
+			t.Fail(dev, reason, "%s %s %.1f MiB/s < %g", dev, what, v, min)
 		}
 	}
-	t.value(dev, name, v, "MiB/s", thr, ">=", st)
+	t.Value(dev, name, v, "MiB/s", thr, ">=", st)
 }
 
 // ioFail records a failed file operation with the reason its errno says.
 func (c *disk) ioFail(t *tally, dev, op string, err error) {
 	reason, what := classifyDiskError(err)
-	t.fail(dev, reason, "%s %s: %s %s: %v", dev, what, op, dev, unwrapPath(err))
+	t.Fail(dev, reason, "%s %s: %s %s: %v", dev, what, op, dev, unwrapPath(err))
 }
 
 // classifyDiskError maps a file operation's error to a reason token and a

@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonECCUncorrectable: a device counted more uncorrectable (volatile)
@@ -42,34 +43,18 @@ func (s *eccSettings) Validate() error {
 
 func (c *ecc) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*eccSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	limit := float64(s.MaxUncorrected)
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without uncorrectable ECC errors", func(t *tally, g gpu) {
+		limit := float64(s.MaxUncorrected)
 		n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		if ret != nvml.SUCCESS {
 			t.nvmlErr(g.id(), "ECC error count", ret)
-			continue
+			return
 		}
 		st := benchmarks.StatusPass
 		if float64(n) > limit {
 			st = benchmarks.StatusFail
-			t.fail(g.id(), ReasonECCUncorrectable, "%s uncorrectable ECC errors %d > %d", g.id(), n, s.MaxUncorrected)
+			t.Fail(g.id(), ReasonECCUncorrectable, "%s uncorrectable ECC errors %d > %d", g.id(), n, s.MaxUncorrected)
 		}
-		t.value(g.id(), "ecc_uncorrected_volatile", float64(n), "count", ptr(limit), "<=", st)
-	}
-	return t.result(fmt.Sprintf("%d GPUs without uncorrectable ECC errors", len(gpus)))
+		t.Value(g.id(), "ecc_uncorrected_volatile", float64(n), "count", devcheck.Ptr(limit), "<=", st)
+	})
 }

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the gpu-count check.
@@ -61,19 +57,19 @@ func (s *gpuCountSettings) Validate() error {
 func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*gpuCountSettings)
 	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	expected := s.Expected
 	if expected == 0 && env != nil {
 		expected = env.GresGPUs
 	}
-	t := &tally{check: c.Name()}
+	t := newTally(c.Name())
 
 	pci, pciErr := nvidiaPCIGPUs(s.Sysfs)
 	if pciErr != nil {
-		t.unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+		t.Unknown("", ReasonSysfsUnreadable, "%v", pciErr)
 	} else {
-		t.value("", "pci_gpus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
+		t.Value("", "pci_gpus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
 	}
 
 	lib, err := c.lib.get()
@@ -83,27 +79,27 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		t.nvmlErr("", "device count", ret)
-		return t.result("")
+		return t.Result("")
 	}
 
 	st := benchmarks.StatusPass
 	if n < expected {
 		st = benchmarks.StatusFail
-		t.fail("", ReasonGPUCountMismatch, "expected %d %s, NVML sees %d", expected, plural(expected, "GPU"), n)
+		t.Fail("", ReasonGPUCountMismatch, "expected %d %s, NVML sees %d", expected, devcheck.Plural(expected, "GPU"), n)
 	}
 	var thr *float64
 	if expected > 0 {
-		thr = ptr(float64(expected))
+		thr = devcheck.Ptr(float64(expected))
 	}
-	t.value("", "gpus", float64(n), "count", thr, ">=", st)
+	t.Value("", "gpus", float64(n), "count", thr, ">=", st)
 	if n > expected && expected > 0 {
-		t.note("NVML sees %d GPUs, more than the %d expected", n, expected)
+		t.Note("NVML sees %d GPUs, more than the %d expected", n, expected)
 	}
 
 	if env != nil {
 		for _, i := range env.Devices {
 			if i < 0 || i >= n {
-				t.fail(fmt.Sprintf("gpu%d", i), ReasonAllocatedGPUMissing,
+				t.Fail(fmt.Sprintf("gpu%d", i), ReasonAllocatedGPUMissing,
 					"gpu%d allocated to the job but NVML sees %d GPUs", i, n)
 			}
 		}
@@ -112,20 +108,20 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	if pciErr == nil && len(pci) > n {
 		missing := missingFromNVML(lib, n, pci)
 		if len(missing) == 0 {
-			t.fail("", ReasonGPUFellOffBus, "%d NVIDIA GPUs on the PCI bus, NVML sees %d", len(pci), n)
+			t.Fail("", ReasonGPUFellOffBus, "%d NVIDIA GPUs on the PCI bus, NVML sees %d", len(pci), n)
 		}
 		for _, addr := range missing {
-			t.fail(addr, ReasonGPUFellOffBus,
+			t.Fail(addr, ReasonGPUFellOffBus,
 				"%s NVIDIA GPU on the PCI bus but not in NVML (%d on the bus, %d in NVML)", addr, len(pci), n)
 		}
 	}
 	if n == 0 {
-		return t.result("no NVIDIA devices found")
+		return t.Result("no NVIDIA devices found")
 	}
 	if expected > 0 {
-		return t.result(fmt.Sprintf("%d GPUs, %d expected", n, expected))
+		return t.Result(fmt.Sprintf("%d GPUs, %d expected", n, expected))
 	}
-	return t.result(fmt.Sprintf("%d GPUs", n))
+	return t.Result(fmt.Sprintf("%d GPUs", n))
 }
 
 // noNVML decides when NVML cannot be opened: a fault when GPUs are
@@ -134,24 +130,24 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 func (c *gpuCount) noNVML(t *tally, err error, expected int, pci []string, pciErr error) benchmarks.Result {
 	onBus := ""
 	if pciErr == nil && len(pci) > 0 {
-		onBus = fmt.Sprintf(" (%d NVIDIA %s on the PCI bus)", len(pci), plural(len(pci), "GPU"))
+		onBus = fmt.Sprintf(" (%d NVIDIA %s on the PCI bus)", len(pci), devcheck.Plural(len(pci), "GPU"))
 	}
 	driverMissing := errors.Is(err, ErrLibraryNotFound) || errors.Is(err, ErrDriverNotLoaded)
 	switch {
 	case expected > 0 && driverMissing:
-		t.value("", "gpus", 0, "count", ptr(float64(expected)), ">=", benchmarks.StatusFail)
-		t.fail("", ReasonGPUCountMismatch, "expected %d %s, found none: %v%s", expected, plural(expected, "GPU"), err, onBus)
-		return t.result("")
+		t.Value("", "gpus", 0, "count", devcheck.Ptr(float64(expected)), ">=", benchmarks.StatusFail)
+		t.Fail("", ReasonGPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "GPU"), err, onBus)
+		return t.Result("")
 	case expected == 0 && errors.Is(err, ErrLibraryNotFound) && onBus == "":
 		// A node without NVIDIA GPUs; an unreadable sysfs changes nothing.
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusPass, Values: t.values,
+		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusPass, Values: t.Values,
 			Message: "no NVIDIA devices found (libnvidia-ml.so.1 not found)"}
 	}
 	r := nvmlUnavailable(c.Name(), err)
 	if onBus != "" {
-		r.Message = fmt.Sprintf("%v, but %d NVIDIA %s on the PCI bus", err, len(pci), plural(len(pci), "GPU"))
+		r.Message = fmt.Sprintf("%v, but %d NVIDIA %s on the PCI bus", err, len(pci), devcheck.Plural(len(pci), "GPU"))
 	}
-	r.Values = t.values
+	r.Values = t.Values
 	return r
 }
 
@@ -159,34 +155,7 @@ func (c *gpuCount) noNVML(t *tally, err error, expected int, pci []string, pciEr
 // controllers (vendor 0x10de, class 0x0300xx or 0x0302xx) under
 // sysfs/bus/pci/devices, sorted. A sysfs without a PCI bus has none.
 func nvidiaPCIGPUs(sysfs string) ([]string, error) {
-	dir := filepath.Join(sysfs, "bus", "pci", "devices")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("PCI devices: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		vendor, err := os.ReadFile(filepath.Join(dir, e.Name(), "vendor"))
-		if err != nil {
-			continue // a device that vanished while listing
-		}
-		if strings.TrimSpace(string(vendor)) != "0x10de" {
-			continue
-		}
-		class, err := os.ReadFile(filepath.Join(dir, e.Name(), "class"))
-		if err != nil {
-			continue
-		}
-		cl := strings.TrimSpace(string(class))
-		if strings.HasPrefix(cl, "0x0300") || strings.HasPrefix(cl, "0x0302") {
-			out = append(out, normalisePCI(e.Name()))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return devcheck.PCIDevices(sysfs, "0x10de", "0x0300", "0x0302")
 }
 
 // missingFromNVML returns the PCI addresses in pci that none of NVML's n
@@ -211,15 +180,4 @@ func missingFromNVML(lib nvml.Interface, n int, pci []string) []string {
 		}
 	}
 	return out
-}
-
-// plural returns word, or its plural when n is not 1.
-func plural(n int, word string) string {
-	switch {
-	case n == 1:
-		return word
-	case strings.HasSuffix(word, "s"):
-		return word + "es"
-	}
-	return word + "s"
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the leftover check.
@@ -59,29 +60,14 @@ func (s *leftoverSettings) Validate() error {
 
 func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*leftoverSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs free of earlier jobs", func(t *tally, g gpu) {
 		procs, err := deviceProcs(g.dev)
 		var ret nvml.Return
 		switch {
 		case errors.As(err, &ret):
 			t.nvmlErr(g.id(), "running processes", ret)
 		case err != nil:
-			t.unknown(g.id(), ReasonNVMLError, "%s %v", g.id(), err)
+			t.Unknown(g.id(), ReasonNVMLError, "%s %v", g.id(), err)
 		default:
 			st := benchmarks.StatusPass
 			if len(procs) > 0 {
@@ -90,16 +76,16 @@ func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 				for _, p := range procs {
 					list = append(list, fmt.Sprintf("pid %d (%d MiB)", p.Pid, p.UsedGpuMemory>>20))
 				}
-				t.fail(g.id(), ReasonLeftoverProcess, "%s %d %s left by an earlier job: %s",
-					g.id(), len(procs), plural(len(procs), "process"), strings.Join(list, ", "))
+				t.Fail(g.id(), ReasonLeftoverProcess, "%s %d %s left by an earlier job: %s",
+					g.id(), len(procs), devcheck.Plural(len(procs), "process"), strings.Join(list, ", "))
 			}
-			t.value(g.id(), "processes", float64(len(procs)), "count", ptr(0.0), "<=", st)
+			t.Value(g.id(), "processes", float64(len(procs)), "count", devcheck.Ptr(0.0), "<=", st)
 		}
 
 		mem, ret := g.dev.GetMemoryInfo()
 		if ret != nvml.SUCCESS {
 			t.nvmlErr(g.id(), "memory info", ret)
-			continue
+			return
 		}
 		limit := s.MaxUsedMiB
 		if v, ok := s.Models[g.name]; ok {
@@ -109,9 +95,8 @@ func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		st := benchmarks.StatusPass
 		if used > limit {
 			st = benchmarks.StatusFail
-			t.fail(g.id(), ReasonLeftoverMemory, "%s %.0f MiB of device memory in use > %.0f", g.id(), used, limit)
+			t.Fail(g.id(), ReasonLeftoverMemory, "%s %.0f MiB of device memory in use > %.0f", g.id(), used, limit)
 		}
-		t.value(g.id(), "memory_used", used, "MiB", ptr(limit), "<=", st)
-	}
-	return t.result(fmt.Sprintf("%d GPUs free of earlier jobs", len(gpus)))
+		t.Value(g.id(), "memory_used", used, "MiB", devcheck.Ptr(limit), "<=", st)
+	})
 }

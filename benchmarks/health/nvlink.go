@@ -8,6 +8,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonNVLinkDown: a device has fewer active NVLink links than it should.
@@ -44,23 +45,7 @@ func (s *nvlinkSettings) Validate() error {
 
 func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*nvlinkSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-gpus:
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs with all NVLink links active", func(t *tally, g gpu) {
 		active := 0
 		var down []string
 		for link := 0; link < nvml.NVLINK_MAX_LINKS; link++ {
@@ -76,7 +61,7 @@ gpus:
 				// No such link on this device.
 			default:
 				t.nvmlErr(g.id(), fmt.Sprintf("NVLink %d state", link), ret)
-				continue gpus
+				return
 			}
 		}
 		want := s.ExpectedLinks[g.name]
@@ -84,19 +69,18 @@ gpus:
 		var thr *float64
 		switch {
 		case want > 0:
-			thr = ptr(float64(want))
+			thr = devcheck.Ptr(float64(want))
 			if active < want {
 				st = benchmarks.StatusFail
-				t.fail(g.id(), ReasonNVLinkDown, "%s NVLink %d of %d links active%s", g.id(), active, want, downList(down))
+				t.Fail(g.id(), ReasonNVLinkDown, "%s NVLink %d of %d links active%s", g.id(), active, want, downList(down))
 			}
 		case active > 0 && len(down) > 0:
 			// Unknown model: some links up and others down is a broken link.
 			st = benchmarks.StatusFail
-			t.fail(g.id(), ReasonNVLinkDown, "%s NVLink %d links active%s", g.id(), active, downList(down))
+			t.Fail(g.id(), ReasonNVLinkDown, "%s NVLink %d links active%s", g.id(), active, downList(down))
 		}
-		t.value(g.id(), "nvlink_active", float64(active), "count", thr, ">=", st)
-	}
-	return t.result(fmt.Sprintf("%d GPUs with all NVLink links active", len(gpus)))
+		t.Value(g.id(), "nvlink_active", float64(active), "count", thr, ">=", st)
+	})
 }
 
 func downList(down []string) string {

@@ -14,12 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ErrLibraryNotFound means libnvidia-ml.so.1 could not be loaded: no NVIDIA
@@ -231,9 +231,9 @@ const (
 	// ReasonNotSupported: the device does not report this fact (unknown).
 	ReasonNotSupported = "NotSupported"
 	// ReasonInvalidSettings: the check's settings are out of range (unknown).
-	ReasonInvalidSettings = "InvalidSettings"
+	ReasonInvalidSettings = devcheck.ReasonInvalidSettings
 	// ReasonCanceled: the check's deadline passed before it finished (unknown).
-	ReasonCanceled = "Canceled"
+	ReasonCanceled = devcheck.ReasonCanceled
 )
 
 // openGPUs is the common start of every per-device NVML check: open NVML
@@ -257,6 +257,33 @@ func openGPUs(l *library, name string, env *benchmarks.Env) ([]gpu, *benchmarks.
 	return gpus, nil
 }
 
+// eachGPU runs a per-device NVML check: it decodes and validates the
+// settings s (holding the defaults), opens NVML, selects the devices, and
+// calls read for every device whose handle it got, until ctx ends; a device
+// without a handle is recorded through nvmlErr. pass is the message of a
+// pass, with a %d for the number of devices.
+func eachGPU(ctx context.Context, l *library, name string, env *benchmarks.Env, s checkSettings, pass string, read func(t *tally, g gpu)) benchmarks.Result {
+	if err := loadSettings(env, s); err != nil {
+		return devcheck.BadSettings(name, err)
+	}
+	gpus, res := openGPUs(l, name, env)
+	if res != nil {
+		return *res
+	}
+	t := newTally(name)
+	for _, g := range gpus {
+		if t.Canceled(ctx) {
+			break
+		}
+		if g.ret != nvml.SUCCESS {
+			t.nvmlErr(g.id(), "device handle", g.ret)
+			continue
+		}
+		read(t, g)
+	}
+	return t.Result(fmt.Sprintf(pass, len(gpus)))
+}
+
 // nvmlUnavailable is the unknown result of a check that could not open NVML.
 func nvmlUnavailable(name string, err error) benchmarks.Result {
 	r := benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonNVMLError,
@@ -272,89 +299,24 @@ func nvmlUnavailable(name string, err error) benchmarks.Result {
 	return r
 }
 
-// finding is one device's fault or uncertainty.
-type finding struct {
-	device, reason, message string
-}
+// tally collects what a check found per device and turns it into a
+// Result (devcheck.Tally), with the NVML error classification on top.
+type tally struct{ devcheck.Tally }
 
-// tally collects what a check found per device and turns it into a Result:
-// any fault makes it fail (the first fault names the reason and device),
-// otherwise any uncertainty makes it unknown, otherwise it passes.
-type tally struct {
-	check    string
-	values   []benchmarks.Value
-	fails    []finding
-	unknowns []finding
-	notes    []string
-}
-
-func (t *tally) fail(device, reason, format string, args ...any) {
-	t.fails = append(t.fails, finding{device, reason, fmt.Sprintf(format, args...)})
-}
-
-func (t *tally) unknown(device, reason, format string, args ...any) {
-	t.unknowns = append(t.unknowns, finding{device, reason, fmt.Sprintf(format, args...)})
-}
+func newTally(check string) *tally { return &tally{devcheck.Tally{Check: check}} }
 
 // nvmlErr records a failed NVML call: unknown for the device, except
 // ERROR_GPU_IS_LOST, which is itself the fact that the device is gone.
 func (t *tally) nvmlErr(device, what string, ret nvml.Return) {
 	switch ret {
 	case nvml.ERROR_NOT_SUPPORTED:
-		t.unknown(device, ReasonNotSupported, "%s %s not supported", device, what)
+		t.Unknown(device, ReasonNotSupported, "%s %s not supported", device, what)
 	case nvml.ERROR_GPU_IS_LOST:
-		t.value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
-		t.fail(device, ReasonGPULost, "%s lost: fell off the bus or became inaccessible (%s)", device, what)
+		t.Value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
+		t.Fail(device, ReasonGPULost, "%s lost: fell off the bus or became inaccessible (%s)", device, what)
 	default:
-		t.unknown(device, ReasonNVMLError, "%s %s: %v", device, what, ret)
+		t.Unknown(device, ReasonNVMLError, "%s %s: %v", device, what, ret)
 	}
-}
-
-func (t *tally) note(format string, args ...any) {
-	t.notes = append(t.notes, fmt.Sprintf(format, args...))
-}
-
-// value records a reading; threshold may be nil.
-func (t *tally) value(device, name string, v float64, unit string, threshold *float64, op string, st benchmarks.Status) {
-	t.values = append(t.values, benchmarks.Value{Device: device, Name: name, Value: v, Unit: unit,
-		Threshold: threshold, Op: op, Status: st})
-}
-
-// canceled records that ctx ended and reports whether it did.
-func (t *tally) canceled(ctx context.Context) bool {
-	if err := ctx.Err(); err != nil {
-		t.unknown("", ReasonCanceled, "stopped before all devices were read: %v", err)
-		return true
-	}
-	return false
-}
-
-// result builds the check's Result; passMsg is the message when all is well.
-func (t *tally) result(passMsg string) benchmarks.Result {
-	r := benchmarks.Result{Check: t.check, Values: t.values}
-	pick := func(fs []finding) {
-		r.Reason, r.Device = fs[0].reason, fs[0].device
-		msgs := make([]string, 0, len(fs))
-		for _, f := range fs {
-			msgs = append(msgs, f.message)
-		}
-		r.Message = strings.Join(msgs, "; ")
-	}
-	switch {
-	case len(t.fails) > 0:
-		r.Status = benchmarks.StatusFail
-		pick(t.fails)
-	case len(t.unknowns) > 0:
-		r.Status = benchmarks.StatusUnknown
-		pick(t.unknowns)
-	default:
-		r.Status = benchmarks.StatusPass
-		r.Message = passMsg
-	}
-	if len(t.notes) > 0 {
-		r.Message = strings.TrimPrefix(r.Message+"; "+strings.Join(t.notes, "; "), "; ")
-	}
-	return r
 }
 
 // checkSettings is a check's settings struct: Validate reports out-of-range
@@ -364,25 +326,10 @@ type checkSettings interface{ Validate() error }
 // loadSettings decodes the check's config table over s, which holds the
 // defaults, and validates the result.
 func loadSettings(env *benchmarks.Env, s checkSettings) error {
-	if err := decodeSettings(env, s); err != nil {
+	if err := devcheck.Decode(env, s); err != nil {
 		return err
 	}
 	return s.Validate()
-}
-
-// decodeSettings fills v (holding defaults) from the check's config table.
-func decodeSettings(env *benchmarks.Env, v any) error {
-	if env == nil || env.Settings == nil {
-		return nil
-	}
-	return env.Settings(v)
-}
-
-// badSettings is the unknown result of a check whose settings do not decode
-// or are out of range.
-func badSettings(name string, err error) benchmarks.Result {
-	return benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonInvalidSettings,
-		Message: fmt.Sprintf("settings of [checks.%s]: %v", name, err)}
 }
 
 // busID turns NVML's fixed-size bus id into a normalised PCI address
@@ -395,17 +342,5 @@ func busID(p nvml.PciInfo) string {
 		}
 		b = append(b, byte(c))
 	}
-	return normalisePCI(string(b))
+	return devcheck.NormalisePCI(string(b))
 }
-
-// normalisePCI lower-cases a PCI address and trims its domain to four
-// digits, so NVML's "00000000:3B:00.0" and sysfs's "0000:3b:00.0" compare equal.
-func normalisePCI(addr string) string {
-	addr = strings.ToLower(strings.TrimSpace(addr))
-	if dom, rest, ok := strings.Cut(addr, ":"); ok && len(dom) > 4 {
-		addr = dom[len(dom)-4:] + ":" + rest
-	}
-	return addr
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/config"
 )
 
@@ -399,7 +400,7 @@ func TestNormalisePCI(t *testing.T) {
 		"0000:3B:00":       "0000:3b:00",
 		" 0001:01:00.1\n":  "0001:01:00.1",
 	} {
-		t.Run(in, func(t *testing.T) { assert.Equal(t, want, normalisePCI(in)) })
+		t.Run(in, func(t *testing.T) { assert.Equal(t, want, devcheck.NormalisePCI(in)) })
 	}
 }
 

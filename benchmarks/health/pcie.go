@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the pcie check.
@@ -61,25 +62,9 @@ func (s *pcieSettings) Validate() error {
 
 func (c *pcie) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*pcieSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs at full PCIe link", func(t *tally, g gpu) {
 		c.device(t, g, *s)
-	}
-	return t.result(fmt.Sprintf("%d GPUs at full PCIe link", len(gpus)))
+	})
 }
 
 func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
@@ -105,16 +90,16 @@ func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
 	wst := benchmarks.StatusPass
 	if curW < maxW {
 		wst = benchmarks.StatusFail
-		t.fail(g.id(), ReasonPCIeWidthDegraded, "%s PCIe link width x%d < max x%d", g.id(), curW, maxW)
+		t.Fail(g.id(), ReasonPCIeWidthDegraded, "%s PCIe link width x%d < max x%d", g.id(), curW, maxW)
 	}
-	t.value(g.id(), "pcie_width", float64(curW), "lanes", ptr(float64(maxW)), ">=", wst)
+	t.Value(g.id(), "pcie_width", float64(curW), "lanes", devcheck.Ptr(float64(maxW)), ">=", wst)
 	if model.MinWidth > 0 {
 		st := benchmarks.StatusPass
 		if maxW < model.MinWidth {
 			st = benchmarks.StatusFail
-			t.fail(g.id(), ReasonPCIeWidthDegraded, "%s PCIe max link width x%d < x%d expected for %s", g.id(), maxW, model.MinWidth, g.name)
+			t.Fail(g.id(), ReasonPCIeWidthDegraded, "%s PCIe max link width x%d < x%d expected for %s", g.id(), maxW, model.MinWidth, g.name)
 		}
-		t.value(g.id(), "pcie_max_width", float64(maxW), "lanes", ptr(float64(model.MinWidth)), ">=", st)
+		t.Value(g.id(), "pcie_max_width", float64(maxW), "lanes", devcheck.Ptr(float64(model.MinWidth)), ">=", st)
 	}
 
 	// Generation: maximum against the model's floor (max vs max), then
@@ -124,9 +109,9 @@ func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
 		st := benchmarks.StatusPass
 		if maxG < model.MinGen {
 			st = benchmarks.StatusFail
-			t.fail(g.id(), ReasonPCIeGenDegraded, "%s PCIe max link generation %d < %d expected for %s", g.id(), maxG, model.MinGen, g.name)
+			t.Fail(g.id(), ReasonPCIeGenDegraded, "%s PCIe max link generation %d < %d expected for %s", g.id(), maxG, model.MinGen, g.name)
 		}
-		t.value(g.id(), "pcie_max_gen", float64(maxG), "gen", ptr(float64(model.MinGen)), ">=", st)
+		t.Value(g.id(), "pcie_max_gen", float64(maxG), "gen", devcheck.Ptr(float64(model.MinGen)), ">=", st)
 	}
 	gst := benchmarks.StatusPass
 	if curG < maxG {
@@ -136,11 +121,11 @@ func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
 			idle = ret == nvml.SUCCESS && reasons&nvml.ClocksEventReasonGpuIdle != 0
 		}
 		if idle {
-			t.note("%s PCIe generation %d < max %d while idle (power saving)", g.id(), curG, maxG)
+			t.Note("%s PCIe generation %d < max %d while idle (power saving)", g.id(), curG, maxG)
 		} else {
 			gst = benchmarks.StatusFail
-			t.fail(g.id(), ReasonPCIeGenDegraded, "%s PCIe link generation %d < max %d", g.id(), curG, maxG)
+			t.Fail(g.id(), ReasonPCIeGenDegraded, "%s PCIe link generation %d < max %d", g.id(), curG, maxG)
 		}
 	}
-	t.value(g.id(), "pcie_gen", float64(curG), "gen", ptr(float64(maxG)), ">=", gst)
+	t.Value(g.id(), "pcie_gen", float64(curG), "gen", devcheck.Ptr(float64(maxG)), ">=", gst)
 }

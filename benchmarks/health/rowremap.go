@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the row-remap check.
@@ -51,42 +52,26 @@ func (s *rowRemapSettings) Validate() error {
 
 func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*rowRemapSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without row remap failures", func(t *tally, g gpu) {
 		_, unc, pending, failed, ret := g.dev.GetRemappedRows()
 		switch ret {
 		case nvml.SUCCESS:
 			st := benchmarks.StatusPass
 			if failed {
 				st = benchmarks.StatusFail
-				t.fail(g.id(), ReasonRowRemapFailed, "%s row remapping failed (%d uncorrectable rows remapped)", g.id(), unc)
+				t.Fail(g.id(), ReasonRowRemapFailed, "%s row remapping failed (%d uncorrectable rows remapped)", g.id(), unc)
 			}
 			if pending {
 				st = benchmarks.StatusFail
-				t.fail(g.id(), ReasonRowRemapPending, "%s row remapping pending: GPU reset needed", g.id())
+				t.Fail(g.id(), ReasonRowRemapPending, "%s row remapping pending: GPU reset needed", g.id())
 			}
-			t.value(g.id(), "remapped_rows_uncorrectable", float64(unc), "count", nil, "", st)
+			t.Value(g.id(), "remapped_rows_uncorrectable", float64(unc), "count", nil, "", st)
 		case nvml.ERROR_NOT_SUPPORTED:
 			c.retiredPages(t, g, s.MaxRetiredPages)
 		default:
 			t.nvmlErr(g.id(), "remapped rows", ret)
 		}
-	}
-	return t.result(fmt.Sprintf("%d GPUs without row remap failures", len(gpus)))
+	})
 }
 
 // retiredPages checks a device that predates row remapping.
@@ -106,7 +91,7 @@ func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
 	st := benchmarks.StatusPass
 	if total > max {
 		st = benchmarks.StatusFail
-		t.fail(g.id(), ReasonRetiredPagesExceeded, "%s retired pages %d > %d", g.id(), total, max)
+		t.Fail(g.id(), ReasonRetiredPagesExceeded, "%s retired pages %d > %d", g.id(), total, max)
 	}
 	pending, ret := g.dev.GetRetiredPagesPendingStatus()
 	switch {
@@ -114,7 +99,7 @@ func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
 		t.nvmlErr(g.id(), "retired pages pending status", ret)
 	case pending == nvml.FEATURE_ENABLED:
 		st = benchmarks.StatusFail
-		t.fail(g.id(), ReasonRetiredPagesPending, "%s page retirement pending: GPU reset needed", g.id())
+		t.Fail(g.id(), ReasonRetiredPagesPending, "%s page retirement pending: GPU reset needed", g.id())
 	}
-	t.value(g.id(), "retired_pages", float64(total), "count", ptr(float64(max)), "<=", st)
+	t.Value(g.id(), "retired_pages", float64(total), "count", devcheck.Ptr(float64(max)), "<=", st)
 }

@@ -78,27 +78,12 @@ func (s *throttleSettings) watched() ([]throttleReason, error) {
 
 func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*throttleSettings)
-	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
-	}
-	watch, _ := s.watched()
-	gpus, res := openGPUs(c.lib, c.Name(), env)
-	if res != nil {
-		return *res
-	}
-	t := &tally{check: c.Name()}
-	for _, g := range gpus {
-		if t.canceled(ctx) {
-			break
-		}
-		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
-			continue
-		}
+	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without hardware slowdown", func(t *tally, g gpu) {
+		watch, _ := s.watched()
 		bits, ret := g.dev.GetCurrentClocksEventReasons()
 		if ret != nvml.SUCCESS {
 			t.nvmlErr(g.id(), "clocks event reasons", ret)
-			continue
+			return
 		}
 		var names []string
 		first := ""
@@ -113,9 +98,8 @@ func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		st := benchmarks.StatusPass
 		if len(names) > 0 {
 			st = benchmarks.StatusFail
-			t.fail(g.id(), first, "%s clocks slowed down: %s", g.id(), strings.Join(names, ", "))
+			t.Fail(g.id(), first, "%s clocks slowed down: %s", g.id(), strings.Join(names, ", "))
 		}
-		t.value(g.id(), "clocks_event_reasons", float64(bits), "bitmask", nil, "", st)
-	}
-	return t.result(fmt.Sprintf("%d GPUs without hardware slowdown", len(gpus)))
+		t.Value(g.id(), "clocks_event_reasons", float64(bits), "bitmask", nil, "", st)
+	})
 }

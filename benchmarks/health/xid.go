@@ -18,6 +18,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
@@ -96,7 +97,7 @@ func parseXID(l logLine) (xidEvent, bool) {
 	if err != nil {
 		return xidEvent{}, false
 	}
-	return xidEvent{XID: x, PCI: normalisePCI(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
+	return xidEvent{XID: x, PCI: devcheck.NormalisePCI(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
 }
 
 // xidState is what the xid check remembers between runs.
@@ -133,7 +134,8 @@ type xidSettings struct {
 	Sticky bool `toml:"sticky"`
 }
 
-// xid reads the XID errors the NVIDIA driver logged since the last run.
+// xid reads the XID errors the NVIDIA driver logged since the last run. A
+// dry run (Env.DryRun) reads the saved position but writes nothing.
 type xid struct{ lib *library }
 
 func init() { benchmarks.Register(&xid{lib: shared}) }
@@ -163,25 +165,32 @@ func (s *xidSettings) Validate() error {
 func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*xidSettings)
 	if err := loadSettings(env, s); err != nil {
-		return badSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Name(), err)
 	}
-	t := &tally{check: c.Name()}
+	t := newTally(c.Name())
 	source := filepath.Join(s.Root, s.Source)
 	bootID := ""
 	if b, err := os.ReadFile(filepath.Join(s.Root, "proc", "sys", "kernel", "random", "boot_id")); err == nil {
 		bootID = strings.TrimSpace(string(b))
 	}
 
-	unlock, err := lockState(s.StateDir)
-	if err != nil {
-		t.note("no state kept: %v", err)
-	} else {
-		defer unlock()
+	// A dry run reads the state but leaves no trace: no state directory,
+	// no lock file, no new position.
+	dryRun := env != nil && env.DryRun
+	var unlock func()
+	if !dryRun {
+		var err error
+		unlock, err = lockState(s.StateDir)
+		if err != nil {
+			t.Note("no state kept: %v", err)
+		} else {
+			defer unlock()
+		}
 	}
 	statePath := filepath.Join(s.StateDir, "xid-state.json")
 	prev, err := loadXIDState(statePath)
 	if err != nil {
-		t.note("state ignored: %v", err)
+		t.Note("state ignored: %v", err)
 	}
 	cur := prev
 	if prev.BootID != bootID || prev.Source != source {
@@ -203,7 +212,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		cur.Inode = id.inode
 	}
 	if err != nil {
-		t.unknown("", ReasonKernelLogUnreadable, "kernel log %s: %v", source, err)
+		t.Unknown("", ReasonKernelLogUnreadable, "kernel log %s: %v", source, err)
 	}
 
 	faultSet := map[int]bool{}
@@ -227,7 +236,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	if unlock != nil {
 		if err := saveXIDState(statePath, cur); err != nil {
 			log.WithFields(log.Fields{"check": c.Name()}).WithError(err).Warn("xid state not saved")
-			t.note("state not saved: %v", err)
+			t.Note("state not saved: %v", err)
 		}
 	}
 
@@ -255,9 +264,9 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		if faultSet[ev.XID] {
 			st = benchmarks.StatusFail
 		}
-		t.value(dev, "xid", float64(ev.XID), "", nil, "", st)
+		t.Value(dev, "xid", float64(ev.XID), "", nil, "", st)
 		if !faultSet[ev.XID] {
-			t.note("%s XID %d (%s)", dev, ev.XID, describeXID(ev.XID, false))
+			t.Note("%s XID %d (%s)", dev, ev.XID, describeXID(ev.XID, false))
 		}
 	}
 	faults := events
@@ -269,9 +278,9 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		if !mine || !faultSet[ev.XID] {
 			continue
 		}
-		t.fail(dev, fmt.Sprintf("XID%d", ev.XID), "%s XID %d (%s): %s", dev, ev.XID, describeXID(ev.XID, true), ev.Text)
+		t.Fail(dev, fmt.Sprintf("XID%d", ev.XID), "%s XID %d (%s): %s", dev, ev.XID, describeXID(ev.XID, true), ev.Text)
 	}
-	return t.result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
+	return t.Result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
 }
 
 // describeXID names an XID for messages.

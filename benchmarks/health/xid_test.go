@@ -220,6 +220,55 @@ func TestXIDSinceLastCheck(t *testing.T) {
 	assert.Equal(t, "gpu3", r.Device)
 }
 
+// TestXIDDryRun: a dry run reports what a real run would, and leaves the
+// node as it found it: no state directory, lock or position written.
+func TestXIDDryRun(t *testing.T) {
+	node := newHealthyNode()
+	root := newLogRoot(t, "boot-1", "xid79.txt")
+	state := filepath.Join(t.TempDir(), "state")
+	run := func(dry bool, extra ...string) benchmarks.Result {
+		t.Helper()
+		env := &benchmarks.Env{DryRun: dry, Settings: xidSettingsFor(t, root, state, extra...)}
+		return (&xid{lib: node.library()}).Run(context.Background(), env)
+	}
+
+	r := run(true)
+	assert.Equal(t, benchmarks.StatusFail, r.Status, r.Message)
+	assert.Equal(t, "XID79", r.Reason)
+	assert.Len(t, r.Values, 3)
+	_, err := os.Stat(state)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a dry run creates no state directory")
+
+	// A real run records the position; a dry run after it reads that
+	// state (nothing new since) and changes nothing in the directory.
+	real := run(false)
+	assert.Equal(t, r.Status, real.Status)
+	assert.Equal(t, r.Message, real.Message)
+	before := dirSnapshot(t, state)
+	require.Contains(t, before, "xid-state.json")
+	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1)\n")
+	r = run(true, "sticky = false")
+	assert.Equal(t, "XID94", r.Reason, r.Message)
+	assert.Len(t, r.Values, 1, "only the line logged since the real run")
+	assert.Equal(t, before, dirSnapshot(t, state), "a dry run leaves the state as it was")
+	r = run(true, "sticky = false")
+	assert.Equal(t, "XID94", r.Reason, "the position did not move, so the line counts again")
+}
+
+// dirSnapshot maps the names of the files in dir to their contents.
+func dirSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
 // TestXIDCorruptState: a damaged state file is noted and replaced.
 func TestXIDCorruptState(t *testing.T) {
 	root := newLogRoot(t, "boot-1", "healthy.txt")
