@@ -93,6 +93,7 @@ func Watch(ctx context.Context, o Options) error {
 	}
 	defer closeAccel()
 	sampler := &sample.Sampler{Root: root, Cgroups: cg.dirs, Accel: accel, Host: job.NodeName, Job: job.ID}
+	defer sampler.Close()
 	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
 
 	client := o.Slurm

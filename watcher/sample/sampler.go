@@ -79,9 +79,9 @@ type Sampler struct {
 	ClockTicks int
 	// MaxOpenFiles bounds the /proc/PID files (two per process) kept open
 	// between samples, which spares a steady process an open and a close of
-	// each per sample; beyond it files are opened and closed at each
+	// each file per sample; beyond it files are opened and closed at each
 	// sample. 0 means DefaultMaxOpenFiles or half the soft RLIMIT_NOFILE,
-	// whichever is smaller; negative keeps none open. Call Close when done.
+	// whichever is smaller; negative keeps none open.
 	MaxOpenFiles int
 
 	buf        []byte
@@ -157,8 +157,10 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 		if pid == self || s.excluded(pid) {
 			continue
 		}
-		b, err := s.readProc(procFD, pid, fileStat)
+		files := s.files.lookup(pid)
+		b, err := s.readProc(procFD, files, fileStat)
 		if err != nil {
+			s.files.dropAll(files)
 			if vanished(err) {
 				miss.add("gone", pid)
 			} else {
@@ -180,10 +182,11 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 		}
 		procTicks += st.Ticks()
 		if st.State == 'Z' {
+			s.files.drop(files, fileIO)
 			continue // a zombie's counters reach its parent's when it is reaped
 		}
 		ioTried++
-		b, err = s.readProc(procFD, pid, fileIO)
+		b, err = s.readProc(procFD, files, fileIO)
 		if err != nil {
 			if vanished(err) {
 				miss.add("gone", pid)

@@ -122,10 +122,15 @@ func TestSampler(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.s.Root, tc.s.Host, tc.s.Job = "testdata", "n1", "7"
-			got := tc.s.Sample(now)
-			tc.want.V, tc.want.Time, tc.want.Host, tc.want.Job = 1, now, "n1", "7"
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got\n%+v\nwant\n%+v", got, tc.want)
+			t.Cleanup(func() { tc.s.Close() })
+			// The second sample reads the files kept open by the first.
+			var got trace.Sample
+			for i := 0; i < 2; i++ {
+				got = tc.s.Sample(now)
+				tc.want.V, tc.want.Time, tc.want.Host, tc.want.Job = 1, now, "n1", "7"
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("sample %d: got\n%+v\nwant\n%+v", i+1, got, tc.want)
+				}
 			}
 			// The sample is a valid trace line.
 			var b strings.Builder
@@ -142,6 +147,7 @@ func TestSampler(t *testing.T) {
 func TestSamplerPassesTimeToTimedAccelerators(t *testing.T) {
 	f := &fakeTimed{fakeAccel{out: []trace.Accel{{ID: "0"}}}}
 	s := Sampler{Root: "testdata", PIDs: pids(), Accel: f}
+	defer s.Close()
 	s.Sample(now)
 	s.Sample(now.Add(time.Minute))
 	if len(f.at) != 2 || !f.at[1].Equal(now.Add(time.Minute)) {
@@ -157,6 +163,7 @@ func TestSamplerRealProc(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	s := Sampler{Root: "/", PIDs: pids(cmd.Process.Pid, os.Getpid())}
+	defer s.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got := s.Sample(time.Now())
