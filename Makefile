@@ -13,10 +13,12 @@ TEST_TIMEOUT ?= 30m
 
 all: build
 
-build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch
+build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch, and bin/vigil_spank.so when libslurm-dev is installed
 	$(GO) build -o bin/vigil-prolog ./prolog
 	$(GO) build -o bin/vigil-epilog ./epilog
 	$(GO) build -o bin/vigil-watch ./watcher
+	@if [ -f /usr/include/slurm/spank.h ]; then $(MAKE) --no-print-directory -C slurm/spank OUT=$(CURDIR)/bin/vigil_spank.so; \
+	else echo "skipping the SPANK plugin: /usr/include/slurm/spank.h not found (apt-get install libslurm-dev)"; fi
 
 deps: ## install the Debian packages that vigil's tests and build need (root)
 	bash .ci/deps
@@ -45,6 +47,7 @@ install: build ## install the binaries under $(PREFIX)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
 	ln -sf vigil-prolog $(DESTDIR)$(BINDIR)/vigil-health
+	@if [ -f bin/vigil_spank.so ]; then $(MAKE) --no-print-directory -C slurm/spank install OUT=$(CURDIR)/bin/vigil_spank.so PLUGIN_DIR=$(DESTDIR)$(PREFIX)/lib/vigil; fi
 
 clean:
 	rm -rf bin

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/sanity"
 )
 
@@ -28,6 +29,8 @@ SYNOPSIS
     vigil-prolog [--config FILE] [--dry-run] [--health] [--node NAME] [OVERRIDES]
     vigil-prolog --check-config [--config FILE] [OVERRIDES]
     vigil-prolog --list-checks
+    vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
+                 [--hang-time DURATION] [--hang-action ACTION]
 
 DESCRIPTION
     Runs vigil's node sanity suite: accelerator health facts (device count,
@@ -118,6 +121,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == policy.CommandName {
+		return policy.CheckCommand(args[1:], stdout, stderr, benchmarks.Names())
+	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }

@@ -122,6 +122,9 @@ type run struct {
 	cli Slurm
 	// deadline is when the whole run must be over (the budget).
 	deadline time.Time
+	// jobChecks is set when the job chose its own checks (--vigil-checks):
+	// a node vigil drained for a check the job did not run stays drained.
+	jobChecks bool
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the
@@ -226,6 +229,12 @@ func (r *run) do(ctx context.Context) int {
 	}
 	if r.rep.Accelerators.NVIDIA == 0 && r.rep.Accelerators.Ascend == 0 {
 		r.log.Info("no NVIDIA or Ascend devices found on this host")
+	}
+
+	if o.Mode == ModeProlog && r.job != nil {
+		if code, done := r.applyJobChoices(); done {
+			return code
+		}
 	}
 
 	if o.Mode == ModeProlog && s.Prolog.Timing == config.TimingAfterRequeue && (r.job == nil || r.job.RestartCount == 0) {
@@ -443,6 +452,11 @@ func (r *run) act(ctx context.Context) int {
 		return ExitOK
 	}
 	if check, _, _, ok := benchmarks.ParseDrainReason(n.Reason); ok {
+		if r.jobChecks && !ranCheck(rep.Results, check) {
+			r.note("%s stays drained (%q): the job chose its checks and %s was not among them", rep.Node, n.Reason, check)
+			rep.Action = report.Action{Kind: report.ActionNone, Reason: n.Reason}
+			return ExitOK
+		}
 		for _, res := range rep.Results {
 			if res.Check == check && res.Status != benchmarks.StatusPass {
 				r.note("%s stays drained (%q): %s did not pass this time (%s)", rep.Node, n.Reason, check, res.Status)

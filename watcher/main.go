@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/watcher/run"
 )
 
@@ -123,6 +124,18 @@ func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 	if err != nil {
 		return fail(err)
 	}
+	// The job's --vigil-hang-* choices (vigil's SPANK plugin), within [policy].
+	var job *policy.Watcher
+	if !inv.replay {
+		if job, err = policy.ForWatcher(file, lookup); err != nil {
+			return fail(err)
+		}
+		if why := job.Skip(); why != "" {
+			fmt.Fprintf(stderr, "vigil-watch: not watching: %s\n", why)
+			return inv, exitOK
+		}
+		lookup = job.Lookup(lookup)
+	}
 	// Second pass: flags over environment over file over defaults.
 	s = run.DefaultSettings()
 	if err := s.Load(file); err != nil {
@@ -131,6 +144,11 @@ func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 	if !inv.replay {
 		if err := s.ApplyEnv(lookup); err != nil {
 			return fail(err)
+		}
+		w := job.Apply(s.Window, s.Action)
+		s.Window, s.Action = w.Window, w.Action
+		for _, m := range w.Warnings {
+			fmt.Fprintf(stderr, "vigil-watch: policy: %s\n", m)
 		}
 	}
 	fs = flags(inv.replay, &s, &inv.cli, io.Discard)
@@ -288,7 +306,12 @@ const watchHelpTail = `
 ENVIRONMENT
     VIGIL_HANG_DETECT_TIME
         The job's own detection window: minutes as a bare number ("45") or a
-        Go duration ("90s", "2h"). --window overrides it.
+        Go duration ("90s", "2h"). --window overrides it. The [policy]
+        section of the config bounds it (min_hang_time, max_hang_time).
+    VIGIL_HANG_ACTION
+        The job's action on a hang: notify, cancel or requeue, when [policy]
+        hang_actions allows it. --action overrides it. vigil's SPANK plugin
+        sets both from --vigil-hang-time and --vigil-hang-action.
     SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURMD_NODENAME, SLURM_STEP_ID,
     SLURM_RESTART_COUNT
         Set by Slurm in the job step; they name the job, its user (mail), this

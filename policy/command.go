@@ -1,0 +1,94 @@
+package policy
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/vigil-hpc/vigil/config"
+)
+
+// CommandName is the vigil-prolog subcommand the SPANK plugin runs on the
+// submit host.
+const CommandName = "policy-check"
+
+// Exit codes of the policy-check command.
+const (
+	// ExitAllowed: every value given is within the policy.
+	ExitAllowed = 0
+	// ExitRefused: a value is malformed or outside the policy; the reasons
+	// are printed one per line. The plugin refuses the job with them.
+	ExitRefused = 1
+	// ExitUsage: bad command line.
+	ExitUsage = 2
+	// ExitConfig: the config file is unreadable or invalid. The plugin
+	// lets the job through; the nodes apply the policy at run time.
+	ExitConfig = 3
+)
+
+const commandUsage = `usage: vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
+                                [--hang-time DURATION] [--hang-action ACTION]
+
+Checks a job's --vigil-* values against the [policy] section of the config
+(default /etc/vigil/vigil.toml; a missing file means the shipped policy).
+vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
+1 refused (the reasons on standard output), 2 bad usage, 3 bad config.
+`
+
+// CheckCommand runs `vigil-prolog policy-check`: it checks the values
+// given as flags against the policy of the config file, given the
+// registered check names (known), prints why a value is refused, and
+// returns the exit code.
+func CheckCommand(args []string, stdout, stderr io.Writer, known []string) int {
+	fset := flag.NewFlagSet("vigil-prolog "+CommandName, flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() { fmt.Fprint(stderr, commandUsage) }
+	path := fset.String("config", config.DefaultPath, "config file")
+	vals := map[string]*string{}
+	for _, o := range Options {
+		vals[o] = fset.String(o, "", "--vigil-"+o+" value")
+	}
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitAllowed
+		}
+		return ExitUsage
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "vigil-prolog %s: unexpected argument %q\n", CommandName, fset.Arg(0))
+		return ExitUsage
+	}
+	var r Request
+	var problems []string
+	fset.Visit(func(f *flag.Flag) {
+		if v, ok := vals[f.Name]; ok {
+			if err := r.Set(f.Name, *v); err != nil {
+				problems = append(problems, strings.TrimPrefix(err.Error(), ErrSyntax.Error()+": "))
+			}
+		}
+	})
+	f, err := config.Load(*path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f = nil
+	case err != nil:
+		fmt.Fprintf(stdout, "%v\n", err)
+		return ExitConfig
+	}
+	p, err := Load(f, known)
+	if err != nil {
+		fmt.Fprintf(stdout, "%s is invalid: %v\n", *path, err)
+		return ExitConfig
+	}
+	for _, e := range p.Check(r, known) {
+		problems = append(problems, strings.TrimPrefix(e.Error(), ErrRefused.Error()+": "))
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(stdout, strings.Join(problems, "\n"))
+		return ExitRefused
+	}
+	return ExitAllowed
+}

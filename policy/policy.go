@@ -1,0 +1,479 @@
+// Package policy bounds what users may ask of vigil per job. Users choose
+// with the SPANK plugin's options (--vigil-checks, --vigil-timing,
+// --vigil-hang-time, --vigil-hang-action; see docs/spank.md); the admin
+// bounds those choices in the [policy] section of vigil.toml, the one
+// source of truth for the plugin on the submit host (`vigil-prolog
+// policy-check`), for vigil-prolog and for vigil-watch.
+//
+// Check refuses a request at submit time with a message for each value
+// outside the policy. ApplyProlog and ApplyWatch turn a request into the
+// effective settings at run time: a value outside the policy is ignored or
+// clamped, with a warning, and never makes the prolog run longer than the
+// admin's budget or drain a node on a user's say-so.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
+)
+
+// Section is the config file section the policy lives in.
+const Section = "policy"
+
+// Values of --vigil-timing.
+const (
+	TimingBefore       = "before"
+	TimingAfterRequeue = "after-requeue"
+)
+
+// Values of --vigil-hang-action. ActionNotify only notifies (vigil-watch's
+// action "none"); cancel and requeue act on the job.
+const (
+	ActionNotify  = "notify"
+	ActionCancel  = "cancel"
+	ActionRequeue = "requeue"
+)
+
+// ChecksNone is the --vigil-checks value that skips the prolog's checks,
+// and HangOff the --vigil-hang-time value that opts out of watching.
+const (
+	ChecksNone = "none"
+	HangOff    = "off"
+)
+
+// Policy is the [policy] section.
+type Policy struct {
+	// Checks are the checks users may choose with --vigil-checks; empty
+	// means every registered check but the test-only fault injection.
+	Checks []string `toml:"checks"`
+	// AllowSkip lets users skip the prolog's checks (--vigil-checks=none).
+	AllowSkip bool `toml:"allow_skip"`
+	// Timings are the --vigil-timing values users may choose.
+	Timings []string `toml:"timings"`
+	// MaxBudget is the longest the prolog may run, in total, for a job
+	// that chose its own checks or timing ("10m"); 0 keeps [prolog] budget.
+	MaxBudget time.Duration `toml:"max_budget"`
+	// HangActions are the --vigil-hang-action values users may choose.
+	HangActions []string `toml:"hang_actions"`
+	// MinHangTime and MaxHangTime bound --vigil-hang-time ("5m", "24h").
+	MinHangTime time.Duration `toml:"min_hang_time"`
+	MaxHangTime time.Duration `toml:"max_hang_time"`
+	// AllowWatchOptOut lets users turn the automatic watcher off
+	// (--vigil-hang-time=off).
+	AllowWatchOptOut bool `toml:"allow_watch_opt_out"`
+	// AutoWatch makes the plugin, when plugstack.conf says watch=config,
+	// start vigil-watch on every node of every job.
+	AutoWatch bool `toml:"auto_watch"`
+}
+
+// Default returns the shipped policy: any check, no skipping, both
+// timings, every hang action, windows from 1 minute to 24 hours, opting
+// out of watching allowed, no automatic watching.
+func Default() Policy {
+	return Policy{
+		Timings:          []string{TimingBefore, TimingAfterRequeue},
+		HangActions:      []string{ActionNotify, ActionCancel, ActionRequeue},
+		MinHangTime:      time.Minute,
+		MaxHangTime:      24 * time.Hour,
+		AllowWatchOptOut: true,
+	}
+}
+
+// ErrRefused is wrapped by Check's errors: the request is outside the policy.
+var ErrRefused = errors.New("refused")
+
+// ErrSyntax is wrapped by errors about a value that is not well formed.
+var ErrSyntax = errors.New("bad value")
+
+// Load decodes [policy] from f over the defaults and validates it against
+// the registered check names (known). Errors name the key and its line.
+func Load(f *config.File, known []string) (Policy, error) {
+	p := Default()
+	if f == nil {
+		return p, nil
+	}
+	if err := f.Decode(Section, &p); err != nil {
+		return Default(), err
+	}
+	return p, p.Validate(f, known)
+}
+
+// Validate checks p; errors name the key and, when f has it, the line.
+func (p Policy) Validate(f *config.File, known []string) error {
+	if f == nil {
+		f = config.Empty("policy")
+	}
+	var errs []error
+	for _, c := range p.Checks {
+		if len(known) > 0 && !slices.Contains(known, c) {
+			errs = append(errs, f.Errorf(Section+".checks", "unknown check %q (known: %s)", c, strings.Join(known, ", ")))
+		}
+	}
+	for _, t := range p.Timings {
+		if t != TimingBefore && t != TimingAfterRequeue {
+			errs = append(errs, f.Errorf(Section+".timings", "%q: want %q or %q", t, TimingBefore, TimingAfterRequeue))
+		}
+	}
+	for _, a := range p.HangActions {
+		if a != ActionNotify && a != ActionCancel && a != ActionRequeue {
+			errs = append(errs, f.Errorf(Section+".hang_actions", "%q: want %q, %q or %q", a, ActionNotify, ActionCancel, ActionRequeue))
+		}
+	}
+	if p.MaxBudget < 0 || (p.MaxBudget > 0 && p.MaxBudget < time.Second) {
+		errs = append(errs, f.Errorf(Section+".max_budget", "%v: want 0 (no cap) or at least 1s (write durations as strings: \"10m\")", p.MaxBudget))
+	}
+	if p.MinHangTime < time.Second {
+		errs = append(errs, f.Errorf(Section+".min_hang_time", "%v: want at least 1s (write durations as strings: \"5m\")", p.MinHangTime))
+	}
+	if p.MaxHangTime < p.MinHangTime {
+		errs = append(errs, f.Errorf(Section+".max_hang_time", "%v: shorter than min_hang_time %v", p.MaxHangTime, p.MinHangTime))
+	}
+	return errors.Join(errs...)
+}
+
+// Request is what a job asked for. Zero fields were not asked for.
+type Request struct {
+	// Checks are the chosen check names; nil when not chosen.
+	Checks []string
+	// SkipChecks is --vigil-checks=none.
+	SkipChecks bool
+	// Timing is "before" or "after-requeue"; "" when not chosen.
+	Timing string
+	// HangTime is the chosen watcher window; 0 when not chosen.
+	HangTime time.Duration
+	// HangOff is --vigil-hang-time=off.
+	HangOff bool
+	// HangAction is "notify", "cancel" or "requeue"; "" when not chosen.
+	HangAction string
+}
+
+// Empty reports whether the job asked for nothing.
+func (r Request) Empty() bool {
+	return r.Checks == nil && !r.SkipChecks && r.Timing == "" && r.HangTime == 0 && !r.HangOff && r.HangAction == ""
+}
+
+// Option names, as on the sbatch command line without "--vigil-".
+const (
+	OptChecks     = "checks"
+	OptTiming     = "timing"
+	OptHangTime   = "hang-time"
+	OptHangAction = "hang-action"
+)
+
+// Options lists the option names in the order they are documented.
+var Options = []string{OptChecks, OptTiming, OptHangTime, OptHangAction}
+
+// Set parses one option's value into r. Syntax errors wrap ErrSyntax.
+func (r *Request) Set(option, value string) error {
+	v := strings.TrimSpace(value)
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: --vigil-%s=%s: %s", ErrSyntax, option, value, fmt.Sprintf(format, a...))
+	}
+	switch option {
+	case OptChecks:
+		if v == ChecksNone {
+			r.SkipChecks, r.Checks = true, nil
+			return nil
+		}
+		var names []string
+		for _, n := range strings.Split(v, ",") {
+			n = strings.TrimSpace(n)
+			if n == "" {
+				return bad("empty check name")
+			}
+			if n == ChecksNone {
+				return bad("%q cannot be combined with check names", ChecksNone)
+			}
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		r.Checks, r.SkipChecks = names, false
+	case OptTiming:
+		if v != TimingBefore && v != TimingAfterRequeue {
+			return bad("want %q or %q", TimingBefore, TimingAfterRequeue)
+		}
+		r.Timing = v
+	case OptHangTime:
+		if v == HangOff {
+			r.HangOff, r.HangTime = true, 0
+			return nil
+		}
+		d, err := ParseHangTime(v)
+		if err != nil {
+			return bad("%v", err)
+		}
+		r.HangTime, r.HangOff = d, false
+	case OptHangAction:
+		if v != ActionNotify && v != ActionCancel && v != ActionRequeue {
+			return bad("want %q, %q or %q", ActionNotify, ActionCancel, ActionRequeue)
+		}
+		r.HangAction = v
+	default:
+		return fmt.Errorf("%w: unknown option --vigil-%s", ErrSyntax, option)
+	}
+	return nil
+}
+
+// Environment variables. The plugin sets the Spank ones with
+// spank_job_control_setenv; Slurm adds the SPANK_ prefix, so vigil-prolog
+// and vigil-epilog see SPANK_VIGIL_CHECKS and so on. The job's steps, and
+// the watcher the plugin starts, get EnvHangTime and EnvHangAction.
+const (
+	EnvSpankChecks     = "SPANK_VIGIL_CHECKS"
+	EnvSpankTiming     = "SPANK_VIGIL_TIMING"
+	EnvSpankHangTime   = "SPANK_VIGIL_HANG_TIME"
+	EnvSpankHangAction = "SPANK_VIGIL_HANG_ACTION"
+	// EnvHangTime is vigil-watch's own window variable (minutes or a
+	// duration); the plugin also passes "off" to a watcher it started.
+	EnvHangTime = "VIGIL_HANG_DETECT_TIME"
+	// EnvHangAction is the job's --vigil-hang-action.
+	EnvHangAction = "VIGIL_HANG_ACTION"
+	// EnvSpankWatch is set on a watcher the plugin started: "auto"
+	// (plugstack.conf watch=auto) or "config" (watch=config: watch only
+	// when [policy] auto_watch is true).
+	EnvSpankWatch = "VIGIL_SPANK_WATCH"
+)
+
+// FromSpankEnv reads the job's request from the SPANK_VIGIL_* variables of
+// the prolog's environment. Malformed values are returned as errors and
+// left out of the request.
+func FromSpankEnv(lookup func(string) (string, bool)) (Request, []error) {
+	return fromEnv(lookup, map[string]string{
+		OptChecks: EnvSpankChecks, OptTiming: EnvSpankTiming,
+		OptHangTime: EnvSpankHangTime, OptHangAction: EnvSpankHangAction,
+	})
+}
+
+func fromEnv(lookup func(string) (string, bool), vars map[string]string) (Request, []error) {
+	var r Request
+	var errs []error
+	for _, opt := range Options {
+		name, ok := vars[opt]
+		if !ok {
+			continue
+		}
+		v, ok := lookup(name)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		if err := r.Set(opt, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	return r, errs
+}
+
+// ParseHangTime reads a window as vigil-watch does: minutes as a bare
+// number ("30", "1.5") or a Go duration ("90s", "2h"). It must be positive.
+// It accepts everything vigil-watch accepts, so no window escapes the
+// policy's bounds by its spelling.
+func ParseHangTime(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if m, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(m) || math.IsInf(m, 0) || m > float64(math.MaxInt64)/float64(time.Minute) {
+			return 0, errors.New("want minutes (\"30\") or a duration (\"90s\", \"2h\")")
+		}
+		d = time.Duration(m * float64(time.Minute))
+	} else {
+		d, err = time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("want minutes (\"30\"), a duration (\"90s\", \"2h\") or %q", HangOff)
+		}
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return d, nil
+}
+
+// Check returns one error (wrapping ErrRefused) for each value of r that
+// the policy does not allow: what the plugin refuses at submit time.
+func (p Policy) Check(r Request, known []string) []error {
+	var errs []error
+	refuse := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...)))
+	}
+	if r.SkipChecks && !p.AllowSkip {
+		refuse("skipping the checks is not allowed on this cluster ([policy] allow_skip = false)")
+	}
+	for _, c := range r.Checks {
+		switch {
+		case len(known) > 0 && !slices.Contains(known, c):
+			refuse("unknown check %q (checks users may choose: %s)", c, strings.Join(p.allowed(known), ", "))
+		case !p.mayChoose(c):
+			refuse("check %q is not one users may choose on this cluster (allowed: %s)", c, strings.Join(p.allowed(known), ", "))
+		}
+	}
+	if r.Timing != "" && !slices.Contains(p.Timings, r.Timing) {
+		refuse("timing %s is not allowed on this cluster (allowed: %s)", r.Timing, list(p.Timings))
+	}
+	if r.HangOff && !p.AllowWatchOptOut {
+		refuse("opting out of hang detection is not allowed on this cluster ([policy] allow_watch_opt_out = false)")
+	}
+	if r.HangTime > 0 && r.HangTime < p.MinHangTime {
+		refuse("hang time %v is shorter than the shortest allowed, %v ([policy] min_hang_time)", r.HangTime, p.MinHangTime)
+	}
+	if r.HangTime > p.MaxHangTime {
+		refuse("hang time %v is longer than the longest allowed, %v ([policy] max_hang_time)", r.HangTime, p.MaxHangTime)
+	}
+	if r.HangAction != "" && !slices.Contains(p.HangActions, r.HangAction) {
+		refuse("hang action %s is not allowed on this cluster (allowed: %s)", r.HangAction, list(p.HangActions))
+	}
+	return errs
+}
+
+// allowed lists the checks users may choose.
+func (p Policy) allowed(known []string) []string {
+	if len(p.Checks) > 0 {
+		return p.Checks
+	}
+	var out []string
+	for _, c := range known {
+		if p.mayChoose(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// mayChoose reports whether users may name check c: one of [policy] checks
+// when that is set, else any check but the test-only fault injection.
+func (p Policy) mayChoose(c string) bool {
+	if len(p.Checks) > 0 {
+		return slices.Contains(p.Checks, c)
+	}
+	return c != benchmarks.FaultCheckName
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// Prolog is what vigil-prolog runs for a job after the policy.
+type Prolog struct {
+	// Skip is set when the job skips the checks and the policy allows it.
+	Skip bool
+	// Checks replaces [prolog] checks when not nil.
+	Checks []string
+	// Timing replaces [prolog] timing when not "".
+	Timing string
+	// Budget is the run's budget: [prolog] budget, capped by max_budget
+	// for a job that chose its checks or timing.
+	Budget time.Duration
+	// Warnings say what was ignored or changed, one sentence each.
+	Warnings []string
+}
+
+// ApplyProlog returns the prolog's effective settings for request r, given
+// the registered checks (known) and the configured budget. Values outside
+// the policy are ignored with a warning; the budget never grows.
+func (p Policy) ApplyProlog(r Request, known []string, budget time.Duration) Prolog {
+	out := Prolog{Budget: budget}
+	warn := func(format string, a ...any) { out.Warnings = append(out.Warnings, fmt.Sprintf(format, a...)) }
+	if r.SkipChecks {
+		if p.AllowSkip {
+			out.Skip = true
+		} else {
+			warn("the job asked to skip the checks (--vigil-checks=none); not allowed ([policy] allow_skip = false): running the configured checks")
+		}
+	}
+	if r.Checks != nil && !out.Skip {
+		var ok, dropped []string
+		for _, c := range r.Checks {
+			if (len(known) == 0 || slices.Contains(known, c)) && p.mayChoose(c) {
+				ok = append(ok, c)
+			} else {
+				dropped = append(dropped, c)
+			}
+		}
+		if len(dropped) > 0 {
+			warn("ignoring checks the job asked for that are unknown or not allowed: %s", strings.Join(dropped, ", "))
+		}
+		if len(ok) > 0 {
+			out.Checks = ok
+		} else {
+			warn("none of the checks the job asked for may run: running the configured checks")
+		}
+	}
+	if r.Timing != "" {
+		if slices.Contains(p.Timings, r.Timing) {
+			out.Timing = r.Timing
+		} else {
+			warn("ignoring --vigil-timing=%s: not allowed (allowed: %s)", r.Timing, list(p.Timings))
+		}
+	}
+	if p.MaxBudget > 0 && (out.Checks != nil || out.Timing != "") && budget > p.MaxBudget {
+		out.Budget = p.MaxBudget
+		warn("budget capped at %v for a job that chose its checks ([policy] max_budget)", p.MaxBudget)
+	}
+	return out
+}
+
+// Watch is what vigil-watch does for a job after the policy.
+type Watch struct {
+	// Off is set when the job opted out of watching and the policy allows it.
+	Off bool
+	// Window is the detection window.
+	Window time.Duration
+	// Action is vigil-watch's action: "none" (notify only), "cancel" or "requeue".
+	Action string
+	// Warnings say what was ignored or clamped, one sentence each.
+	Warnings []string
+}
+
+// WatchAction maps a --vigil-hang-action value to vigil-watch's action.
+func WatchAction(a string) string {
+	if a == ActionNotify {
+		return "none"
+	}
+	return a
+}
+
+// ApplyWatch returns the watcher's effective window and action for request
+// r, given the site's (window, action) from [watch]. A window outside
+// [min_hang_time, max_hang_time] is clamped and an action not allowed is
+// ignored, each with a warning.
+func (p Policy) ApplyWatch(r Request, window time.Duration, action string) Watch {
+	out := Watch{Window: window, Action: action}
+	warn := func(format string, a ...any) { out.Warnings = append(out.Warnings, fmt.Sprintf(format, a...)) }
+	if r.HangOff {
+		if p.AllowWatchOptOut {
+			out.Off = true
+		} else {
+			warn("the job asked not to be watched (--vigil-hang-time=off); not allowed ([policy] allow_watch_opt_out = false): watching with the site's window %v", window)
+		}
+	}
+	if r.HangTime > 0 {
+		w := r.HangTime
+		switch {
+		case w < p.MinHangTime:
+			warn("hang time %v raised to the shortest allowed, %v ([policy] min_hang_time)", w, p.MinHangTime)
+			w = p.MinHangTime
+		case w > p.MaxHangTime:
+			warn("hang time %v lowered to the longest allowed, %v ([policy] max_hang_time)", w, p.MaxHangTime)
+			w = p.MaxHangTime
+		}
+		out.Window = w
+	}
+	if r.HangAction != "" {
+		if slices.Contains(p.HangActions, r.HangAction) {
+			out.Action = WatchAction(r.HangAction)
+		} else {
+			warn("ignoring --vigil-hang-action=%s: not allowed (allowed: %s); action stays %q", r.HangAction, list(p.HangActions), action)
+		}
+	}
+	return out
+}

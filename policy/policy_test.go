@@ -1,0 +1,389 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/config"
+)
+
+var known = []string{"disk", "ecc", "fault-inject", "gemm", "gpu-count", "xid"}
+
+func parse(t *testing.T, doc string) *config.File {
+	t.Helper()
+	f, err := config.Parse(strings.NewReader(doc), "vigil.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseHangTime(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{in: "30", want: 30 * time.Minute},
+		{in: "1.5", want: 90 * time.Second},
+		{in: "90s", want: 90 * time.Second},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: " 2m ", want: 2 * time.Minute},
+		{in: "0", bad: true},
+		{in: "-5m", bad: true},
+		{in: "1e3", want: 1000 * time.Minute}, // as vigil-watch reads it
+		{in: "NaN", bad: true},
+		{in: "Inf", bad: true},
+		{in: "abc", bad: true},
+		{in: "", bad: true},
+		{in: "off", bad: true}, // "off" is Request.Set's business
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			d, err := ParseHangTime(tc.in)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("ParseHangTime(%q) = %v, want an error", tc.in, d)
+				}
+				return
+			}
+			if err != nil || d != tc.want {
+				t.Fatalf("ParseHangTime(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRequestSet(t *testing.T) {
+	for _, tc := range []struct {
+		name, opt, val string
+		want           Request
+		err            string
+	}{
+		{name: "checks", opt: OptChecks, val: "disk,ecc,disk", want: Request{Checks: []string{"disk", "ecc"}}},
+		{name: "none", opt: OptChecks, val: "none", want: Request{SkipChecks: true}},
+		{name: "none mixed", opt: OptChecks, val: "none,disk", err: `"none" cannot be combined`},
+		{name: "empty name", opt: OptChecks, val: "disk,", err: "empty check name"},
+		{name: "timing", opt: OptTiming, val: "after-requeue", want: Request{Timing: "after-requeue"}},
+		{name: "bad timing", opt: OptTiming, val: "later", err: `want "before" or "after-requeue"`},
+		{name: "hang time", opt: OptHangTime, val: "2m", want: Request{HangTime: 2 * time.Minute}},
+		{name: "hang off", opt: OptHangTime, val: "off", want: Request{HangOff: true}},
+		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
+		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
+		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify", "cancel" or "requeue"`},
+		{name: "unknown option", opt: "budget", val: "1m", err: "unknown option --vigil-budget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Request
+			err := r.Set(tc.opt, tc.val)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrSyntax) {
+					t.Fatalf("Set(%s, %q) = %v, want ErrSyntax containing %q", tc.opt, tc.val, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(r, tc.want) {
+				t.Fatalf("Set(%s, %q) = %+v, %v; want %+v", tc.opt, tc.val, r, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Run("defaults without a section", func(t *testing.T) {
+		p, err := Load(parse(t, "[prolog]\nbudget = \"5m\"\n"), known)
+		if err != nil || !reflect.DeepEqual(p, Default()) {
+			t.Fatalf("Load = %+v, %v; want the defaults", p, err)
+		}
+	})
+	t.Run("values", func(t *testing.T) {
+		p, err := Load(parse(t, `[policy]
+checks = ["disk", "xid"]
+allow_skip = true
+timings = ["before"]
+max_budget = "2m"
+hang_actions = ["notify"]
+min_hang_time = "5m"
+max_hang_time = "2h"
+allow_watch_opt_out = false
+auto_watch = true
+`), known)
+		want := Policy{Checks: []string{"disk", "xid"}, AllowSkip: true, Timings: []string{"before"}, MaxBudget: 2 * time.Minute,
+			HangActions: []string{"notify"}, MinHangTime: 5 * time.Minute, MaxHangTime: 2 * time.Hour, AutoWatch: true}
+		if err != nil || !reflect.DeepEqual(p, want) {
+			t.Fatalf("Load = %+v, %v; want %+v", p, err, want)
+		}
+	})
+	for _, tc := range []struct{ name, doc, want string }{
+		{"unknown key", "[policy]\nallow_skipp = true\n", "vigil.toml:2: policy.allow_skipp: unknown key"},
+		{"unknown check", "[policy]\nchecks = [\"gemm\", \"nope\"]\n", `vigil.toml:2: policy.checks: invalid value: unknown check "nope"`},
+		{"bad timing", "[policy]\ntimings = [\"never\"]\n", `vigil.toml:2: policy.timings: invalid value: "never"`},
+		{"bad action", "[policy]\n\nhang_actions = [\"drain\"]\n", `vigil.toml:3: policy.hang_actions: invalid value: "drain"`},
+		{"min above max", "[policy]\nmin_hang_time = \"2h\"\nmax_hang_time = \"1h\"\n", "vigil.toml:3: policy.max_hang_time: invalid value: 1h0m0s: shorter than min_hang_time 2h0m0s"},
+		{"integer duration", "[policy]\nmin_hang_time = 60\n", "vigil.toml:2: policy.min_hang_time: invalid value: 60ns: want at least 1s"},
+		{"wrong type", "[policy]\nallow_skip = \"yes\"\n", "vigil.toml:2: policy.allow_skip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(parse(t, tc.doc), known)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	strict := Default()
+	strict.Checks = []string{"disk", "xid"}
+	strict.Timings = []string{"before"}
+	strict.HangActions = []string{"notify", "cancel"}
+	strict.MinHangTime, strict.MaxHangTime = 5*time.Minute, time.Hour
+	strict.AllowWatchOptOut = false
+	for _, tc := range []struct {
+		name string
+		p    Policy
+		r    Request
+		want []string
+	}{
+		{name: "nothing asked", p: strict},
+		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", HangTime: 10 * time.Minute, HangAction: "cancel"}},
+		{name: "unknown check", p: Default(), r: Request{Checks: []string{"disk", "nosuch"}},
+			want: []string{`unknown check "nosuch" (checks users may choose: disk, ecc, gemm, gpu-count, xid)`}},
+		{name: "check not allowed", p: strict, r: Request{Checks: []string{"gemm"}},
+			want: []string{`check "gemm" is not one users may choose on this cluster (allowed: disk, xid)`}},
+		{name: "fault injection is never a user's choice by default", p: Default(), r: Request{Checks: []string{"fault-inject"}},
+			want: []string{`check "fault-inject" is not one users may choose on this cluster (allowed: disk, ecc, gemm, gpu-count, xid)`}},
+		{name: "skip refused by default", p: Default(), r: Request{SkipChecks: true},
+			want: []string{"skipping the checks is not allowed on this cluster ([policy] allow_skip = false)"}},
+		{name: "timing", p: strict, r: Request{Timing: "after-requeue"},
+			want: []string{"timing after-requeue is not allowed on this cluster (allowed: before)"}},
+		{name: "hang time too long", p: strict, r: Request{HangTime: 2 * time.Hour},
+			want: []string{"hang time 2h0m0s is longer than the longest allowed, 1h0m0s ([policy] max_hang_time)"}},
+		{name: "hang time too short", p: strict, r: Request{HangTime: time.Minute},
+			want: []string{"hang time 1m0s is shorter than the shortest allowed, 5m0s ([policy] min_hang_time)"}},
+		{name: "opt out", p: strict, r: Request{HangOff: true},
+			want: []string{"opting out of hang detection is not allowed on this cluster ([policy] allow_watch_opt_out = false)"}},
+		{name: "action", p: strict, r: Request{HangAction: "requeue"},
+			want: []string{"hang action requeue is not allowed on this cluster (allowed: notify, cancel)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range tc.p.Check(tc.r, known) {
+				if !errors.Is(e, ErrRefused) {
+					t.Errorf("%v does not wrap ErrRefused", e)
+				}
+				got = append(got, strings.TrimPrefix(e.Error(), "refused: "))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Check =\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyProlog(t *testing.T) {
+	capped := Default()
+	capped.MaxBudget = 5 * time.Minute
+	capped.Checks = []string{"disk", "xid"}
+	skippable := Default()
+	skippable.AllowSkip = true
+	for _, tc := range []struct {
+		name  string
+		p     Policy
+		r     Request
+		want  Prolog
+		warns int
+	}{
+		{name: "nothing asked", p: capped, want: Prolog{Budget: 30 * time.Minute}},
+		{name: "checks within policy, budget capped", p: capped, r: Request{Checks: []string{"disk"}},
+			want: Prolog{Checks: []string{"disk"}, Budget: 5 * time.Minute}, warns: 1},
+		{name: "disallowed and unknown checks dropped", p: capped, r: Request{Checks: []string{"gemm", "disk", "nope"}},
+			want: Prolog{Checks: []string{"disk"}, Budget: 5 * time.Minute}, warns: 2},
+		{name: "nothing left: configured checks", p: capped, r: Request{Checks: []string{"gemm"}},
+			want: Prolog{Budget: 30 * time.Minute}, warns: 2},
+		{name: "skip not allowed", p: Default(), r: Request{SkipChecks: true},
+			want: Prolog{Budget: 30 * time.Minute}, warns: 1},
+		{name: "skip allowed", p: skippable, r: Request{SkipChecks: true},
+			want: Prolog{Skip: true, Budget: 30 * time.Minute}},
+		{name: "timing", p: Default(), r: Request{Timing: "after-requeue"},
+			want: Prolog{Timing: "after-requeue", Budget: 30 * time.Minute}},
+		{name: "hang options do not touch the prolog", p: capped, r: Request{HangTime: time.Hour, HangAction: "cancel"},
+			want: Prolog{Budget: 30 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.ApplyProlog(tc.r, known, 30*time.Minute)
+			if len(got.Warnings) != tc.warns {
+				t.Errorf("warnings = %q, want %d", got.Warnings, tc.warns)
+			}
+			got.Warnings = nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ApplyProlog = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	t.Run("budget never grows", func(t *testing.T) {
+		got := capped.ApplyProlog(Request{Checks: []string{"disk"}}, known, time.Minute)
+		if got.Budget != time.Minute {
+			t.Fatalf("Budget = %v, want the configured 1m", got.Budget)
+		}
+	})
+}
+
+func TestApplyWatch(t *testing.T) {
+	p := Default()
+	p.MinHangTime, p.MaxHangTime = 5*time.Minute, time.Hour
+	p.HangActions = []string{"notify", "cancel"}
+	strict := p
+	strict.AllowWatchOptOut = false
+	for _, tc := range []struct {
+		name  string
+		p     Policy
+		r     Request
+		want  Watch
+		warns int
+	}{
+		{name: "site defaults", p: p, want: Watch{Window: 30 * time.Minute, Action: "none"}},
+		{name: "window", p: p, r: Request{HangTime: 10 * time.Minute}, want: Watch{Window: 10 * time.Minute, Action: "none"}},
+		{name: "window clamped down", p: p, r: Request{HangTime: 48 * time.Hour}, want: Watch{Window: time.Hour, Action: "none"}, warns: 1},
+		{name: "window clamped up", p: p, r: Request{HangTime: time.Minute}, want: Watch{Window: 5 * time.Minute, Action: "none"}, warns: 1},
+		{name: "cancel", p: p, r: Request{HangAction: "cancel"}, want: Watch{Window: 30 * time.Minute, Action: "cancel"}},
+		{name: "notify", p: p, r: Request{HangAction: "notify"}, want: Watch{Window: 30 * time.Minute, Action: "none"}},
+		{name: "requeue not allowed", p: p, r: Request{HangAction: "requeue"}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
+		{name: "opt out", p: p, r: Request{HangOff: true}, want: Watch{Off: true, Window: 30 * time.Minute, Action: "none"}},
+		{name: "opt out refused", p: strict, r: Request{HangOff: true}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.ApplyWatch(tc.r, 30*time.Minute, "none")
+			if len(got.Warnings) != tc.warns {
+				t.Errorf("warnings = %q, want %d", got.Warnings, tc.warns)
+			}
+			got.Warnings = nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ApplyWatch = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForProlog(t *testing.T) {
+	f := parse(t, "[policy]\nchecks = [\"disk\"]\nmax_budget = \"1m\"\n")
+	got := ForProlog(f, env(map[string]string{EnvSpankChecks: "disk,gemm", EnvSpankHangTime: "bogus"}), known, time.Hour)
+	if !reflect.DeepEqual(got.Checks, []string{"disk"}) || got.Budget != time.Minute || len(got.Warnings) != 3 {
+		t.Fatalf("ForProlog = %+v", got)
+	}
+	bad := parse(t, "[policy]\nchecks = \"disk\"\n")
+	got = ForProlog(bad, env(map[string]string{EnvSpankChecks: "disk"}), known, time.Hour)
+	if got.Checks != nil || got.Budget != time.Hour || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "[policy] is invalid") {
+		t.Fatalf("ForProlog with a bad policy = %+v", got)
+	}
+	got = ForProlog(bad, env(nil), known, time.Hour)
+	if got.Checks != nil || len(got.Warnings) != 0 {
+		t.Fatalf("ForProlog without a request = %+v (a bad [policy] only matters when a job asks)", got)
+	}
+}
+
+func TestForWatcher(t *testing.T) {
+	f := parse(t, "[policy]\nmax_hang_time = \"1h\"\n")
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		skip   string
+		window time.Duration
+		action string
+		err    bool
+	}{
+		{name: "hand-started, no options", env: map[string]string{}, window: 30 * time.Minute, action: "none"},
+		{name: "plugin, auto, 2m", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "2m", EnvHangAction: "cancel"}, window: 2 * time.Minute, action: "cancel"},
+		{name: "minutes", env: map[string]string{EnvHangTime: "45"}, window: 45 * time.Minute, action: "none"},
+		{name: "clamped", env: map[string]string{EnvHangTime: "3h"}, window: time.Hour, action: "none"},
+		{name: "config and auto_watch off", env: map[string]string{EnvSpankWatch: "config"}, skip: "auto_watch = false"},
+		{name: "opted out", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "off"}, skip: "opted out"},
+		{name: "bad action", env: map[string]string{EnvHangAction: "drain"}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := ForWatcher(f, env(tc.env))
+			if tc.err {
+				if err == nil {
+					t.Fatal("ForWatcher succeeded, want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := w.Skip(); !strings.Contains(s, tc.skip) || (tc.skip == "") != (s == "") {
+				t.Fatalf("Skip = %q, want %q", s, tc.skip)
+			}
+			if tc.skip != "" {
+				return
+			}
+			if _, ok := w.Lookup(env(tc.env))(EnvHangTime); ok {
+				t.Error("Lookup still shows " + EnvHangTime)
+			}
+			got := w.Apply(30*time.Minute, "none")
+			if got.Window != tc.window || got.Action != tc.action {
+				t.Fatalf("Apply = %+v, want window %v action %s", got, tc.window, tc.action)
+			}
+		})
+	}
+	t.Run("a bad window is left to vigil-watch", func(t *testing.T) {
+		w, err := ForWatcher(f, env(map[string]string{EnvHangTime: "-5"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := w.Lookup(env(map[string]string{EnvHangTime: "-5"}))(EnvHangTime); !ok || v != "-5" {
+			t.Fatalf("Lookup hides a window it could not read: %q, %v", v, ok)
+		}
+	})
+	t.Run("auto_watch on", func(t *testing.T) {
+		w, err := ForWatcher(parse(t, "[policy]\nauto_watch = true\n"), env(map[string]string{EnvSpankWatch: "config"}))
+		if err != nil || w.Skip() != "" {
+			t.Fatalf("ForWatcher = %+v, %v; want to watch", w, err)
+		}
+	})
+}
+
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "vigil.toml")
+	if err := os.WriteFile(cfg, []byte("[policy]\nmax_hang_time = \"1h\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badCfg := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(badCfg, []byte("[policy]\nmax_hang_time = 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{name: "allowed", args: []string{"--config", cfg, "--checks=disk", "--hang-time=2m", "--hang-action=cancel", "--timing=before"}, code: ExitAllowed},
+		{name: "unknown check", args: []string{"--config", cfg, "--checks=disk,nosuch"}, code: ExitRefused, out: `unknown check "nosuch"`},
+		{name: "beyond the bound", args: []string{"--config", cfg, "--hang-time=2h"}, code: ExitRefused, out: "longer than the longest allowed, 1h0m0s"},
+		{name: "syntax", args: []string{"--config", cfg, "--hang-time=soon"}, code: ExitRefused, out: "--vigil-hang-time=soon: want minutes"},
+		{name: "missing file: shipped policy", args: []string{"--config", filepath.Join(dir, "none.toml"), "--hang-time=2h"}, code: ExitAllowed},
+		{name: "bad config", args: []string{"--config", badCfg, "--hang-time=2m"}, code: ExitConfig, out: "policy.max_hang_time"},
+		{name: "bad usage", args: []string{"--budget=1m"}, code: ExitUsage},
+		{name: "validate only", args: []string{"--config", cfg}, code: ExitAllowed},
+		{name: "validate only, bad", args: []string{"--config", badCfg}, code: ExitConfig, out: "bad.toml:2: policy.max_hang_time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := CheckCommand(tc.args, &out, &errb, known)
+			if code != tc.code || !strings.Contains(out.String(), tc.out) {
+				t.Fatalf("CheckCommand(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package sanity
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// TestJobChoices covers the job's --vigil-checks and --vigil-timing
+// (SPANK_VIGIL_* from vigil's SPANK plugin) applied within [policy].
+func TestJobChoices(t *testing.T) {
+	idle := slurm.Node{Name: "n1", State: "IDLE"}
+	drainedForFail := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-fail Broken gpu0"}
+	for _, tc := range []struct {
+		name      string
+		config    string // [prolog] lines, then any [policy]
+		spank     env
+		node      slurm.Node
+		ran       []string
+		skipped   string
+		note      string
+		wantCalls []string
+	}{
+		{name: "the job's subset runs", config: `checks = ["t-pass", "t-unknown"]`,
+			spank: env{"SPANK_VIGIL_CHECKS": "t-pass"}, node: idle, ran: []string{"t-pass"},
+			note: "checks chosen by the job (--vigil-checks): t-pass"},
+		{name: "checks outside the policy are dropped", config: "checks = [\"t-pass\", \"t-unknown\"]\n[policy]\nchecks = [\"t-pass\"]",
+			spank: env{"SPANK_VIGIL_CHECKS": "t-fail,t-pass"}, node: idle, ran: []string{"t-pass"},
+			note: "policy: ignoring checks the job asked for that are unknown or not allowed: t-fail"},
+		{name: "nothing allowed left: the configured checks run", config: "checks = [\"t-pass\", \"t-unknown\"]\n[policy]\nchecks = [\"t-pass\"]",
+			spank: env{"SPANK_VIGIL_CHECKS": "t-fail"}, node: idle, ran: []string{"t-pass", "t-unknown"},
+			note: "policy: none of the checks the job asked for may run: running the configured checks"},
+		{name: "skip allowed", config: "checks = [\"t-fail\"]\n[policy]\nallow_skip = true",
+			spank: env{"SPANK_VIGIL_CHECKS": "none"}, node: idle, skipped: "--vigil-checks=none"},
+		{name: "skip not allowed", config: `checks = ["t-pass"]`,
+			spank: env{"SPANK_VIGIL_CHECKS": "none"}, node: idle, ran: []string{"t-pass"},
+			note: "policy: the job asked to skip the checks"},
+		{name: "timing after-requeue on a first start", config: `checks = ["t-pass"]`,
+			spank: env{"SPANK_VIGIL_TIMING": "after-requeue"}, node: idle, skipped: "after-requeue"},
+		{name: "malformed value ignored", config: `checks = ["t-pass"]`,
+			spank: env{"SPANK_VIGIL_TIMING": "later"}, node: idle, ran: []string{"t-pass"},
+			note: "policy: ignoring SPANK_VIGIL_TIMING"},
+		{name: "no resume for a check the job left out", config: `checks = ["t-pass", "t-fail"]`,
+			spank: env{"SPANK_VIGIL_CHECKS": "t-pass"}, node: drainedForFail, ran: []string{"t-pass"},
+			note: "stays drained (\"vigil: t-fail Broken gpu0\"): the job chose its checks and t-fail was not among them"},
+		{name: "without a choice the usual resume", config: `checks = ["t-pass"]`,
+			spank: env{}, node: drainedForFail, ran: []string{"t-pass"}, wantCalls: []string{"resume n1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, conf := setup(t, tc.config)
+			e := env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1"}
+			for k, v := range tc.spank {
+				e[k] = v
+			}
+			fs := &fakeSlurm{node: tc.node}
+			out := runWith(t, conf, ModeProlog, fs, e, nil)
+			var ran []string
+			for _, r := range out.Report.Results {
+				ran = append(ran, r.Check)
+			}
+			if !slices.Equal(ran, tc.ran) {
+				t.Errorf("ran %v, want %v (notes %q)", ran, tc.ran, out.Report.Notes)
+			}
+			if !strings.Contains(out.Report.Skipped, tc.skipped) || (tc.skipped == "") != (out.Report.Skipped == "") {
+				t.Errorf("skipped %q, want %q", out.Report.Skipped, tc.skipped)
+			}
+			if tc.note != "" && !slices.ContainsFunc(out.Report.Notes, func(n string) bool { return strings.Contains(n, tc.note) }) {
+				t.Errorf("notes %q lack %q", out.Report.Notes, tc.note)
+			}
+			if got := fs.mutations(); strings.Join(got, "|") != strings.Join(tc.wantCalls, "|") {
+				t.Errorf("calls %q, want %q", got, tc.wantCalls)
+			}
+			if out.ExitCode != ExitOK || out.Report.Action.Kind == report.ActionDrain {
+				t.Errorf("exit %d action %+v, want 0 and no drain", out.ExitCode, out.Report.Action)
+			}
+		})
+	}
+}

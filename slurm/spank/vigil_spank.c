@@ -1,0 +1,1047 @@
+/*
+ * vigil_spank.c: vigil's SPANK plugin.
+ *
+ * Adds per-job options to sbatch, salloc and srun:
+ *
+ *   --vigil-checks=LIST          which node checks vigil-prolog runs (or "none")
+ *   --vigil-timing=WHEN          before | after-requeue
+ *   --vigil-hang-time=DURATION   vigil-watch's window: minutes or a Go duration, or "off"
+ *   --vigil-hang-action=ACTION   notify | cancel | requeue
+ *
+ * Values are checked on the submit host: their syntax always, and the site's
+ * [policy] (the TOML config is the one source of truth) by running
+ * `vigil-prolog policy-check` when that binary is installed there. They reach
+ * vigil-prolog and vigil-epilog as SPANK_VIGIL_* variables
+ * (spank_job_control_setenv) and the job's steps as VIGIL_HANG_DETECT_TIME
+ * and VIGIL_HANG_ACTION (spank_setenv). vigil-prolog and vigil-watch apply
+ * them again, within the policy, at run time.
+ *
+ * With watch=auto (or watch=config and [policy] auto_watch = true) the
+ * plugin starts vigil-watch on every node of the job from the job's extern
+ * step (PrologFlags=Contain), as the job's user, and stops it when the job
+ * ends.
+ *
+ * plugstack.conf:
+ *   optional /usr/local/lib/vigil/vigil_spank.so [config=/etc/vigil/vigil.toml]
+ *       [prolog=/usr/local/bin/vigil-prolog] [watcher=/usr/local/bin/vigil-watch]
+ *       [watch=off|auto|config] [state_dir=/run/vigil/spank]
+ *       [watch_log=%w/vigil-watch-%j-%n.log] [policy_timeout=10]
+ *
+ * Built with `gcc -fPIC -shared` against libslurm-dev's <slurm/spank.h>; it
+ * links no library.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <slurm/spank.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+SPANK_PLUGIN(vigil, 1);
+
+/* The extern step's id (SLURM_EXTERN_CONT in <slurm/slurm.h>). */
+#define VIGIL_EXTERN_STEP 0xfffffffcU
+
+#define VIGIL_PATH_MAX 1024
+#define VIGIL_VALUE_MAX 1024
+#define VIGIL_MSG_MAX 2048
+
+enum { OPT_CHECKS = 1, OPT_TIMING, OPT_HANG_TIME, OPT_HANG_ACTION, OPT_COUNT };
+enum { WATCH_OFF = 0, WATCH_AUTO, WATCH_CONFIG };
+
+/* Plugin arguments from plugstack.conf. */
+static struct {
+	char config[VIGIL_PATH_MAX];
+	char prolog[VIGIL_PATH_MAX];
+	char watcher[VIGIL_PATH_MAX];
+	char state_dir[VIGIL_PATH_MAX];
+	char watch_log[VIGIL_PATH_MAX];
+	int watch;
+	int policy_timeout; /* seconds */
+	int parsed;
+} cfg;
+
+/* The job's option values, as given. */
+static char values[OPT_COUNT][VIGIL_VALUE_MAX];
+static int given[OPT_COUNT];
+
+/* The watcher this extern step started, 0 when none. */
+static pid_t watcher_pid;
+
+/* Option names, and the job control variables (SPANK_<name> in the prolog). */
+static const char *opt_names[OPT_COUNT] = {
+	NULL, "vigil-checks", "vigil-timing", "vigil-hang-time", "vigil-hang-action",
+};
+static const char *ctl_names[OPT_COUNT] = {
+	NULL, "VIGIL_CHECKS", "VIGIL_TIMING", "VIGIL_HANG_TIME", "VIGIL_HANG_ACTION",
+};
+
+static int opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option options[] = {
+	{ "vigil-checks", "LIST",
+	  "Node checks vigil runs before this job: a comma-separated subset of "
+	  "those the site allows, or 'none' to skip them (where allowed).",
+	  1, OPT_CHECKS, opt_cb },
+	{ "vigil-timing", "WHEN",
+	  "When vigil checks the nodes: 'before' every start of the job, or "
+	  "'after-requeue' only when it was requeued.",
+	  1, OPT_TIMING, opt_cb },
+	{ "vigil-hang-time", "DURATION",
+	  "vigil-watch's hang detection window: minutes ('30') or a duration "
+	  "('90s', '2h'); 'off' opts out of watching (where allowed).",
+	  1, OPT_HANG_TIME, opt_cb },
+	{ "vigil-hang-action", "ACTION",
+	  "What vigil-watch does when the job hangs: notify, cancel or requeue "
+	  "(within the site's policy).",
+	  1, OPT_HANG_ACTION, opt_cb },
+	SPANK_OPTIONS_TABLE_END
+};
+
+/* ---------------------------------------------------------------------- */
+/* Plugin arguments                                                        */
+
+static void copy(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src);
+}
+
+static int parse_args(int ac, char **av)
+{
+	int i, rc = 0;
+
+	if (cfg.parsed)
+		return 0;
+	copy(cfg.config, sizeof(cfg.config), "/etc/vigil/vigil.toml");
+	copy(cfg.prolog, sizeof(cfg.prolog), "/usr/local/bin/vigil-prolog");
+	copy(cfg.watcher, sizeof(cfg.watcher), "/usr/local/bin/vigil-watch");
+	copy(cfg.state_dir, sizeof(cfg.state_dir), "/run/vigil/spank");
+	copy(cfg.watch_log, sizeof(cfg.watch_log), "%w/vigil-watch-%j-%n.log");
+	cfg.watch = WATCH_OFF;
+	cfg.policy_timeout = 10;
+	for (i = 0; i < ac; i++) {
+		const char *a = av[i];
+		const char *eq = strchr(a, '=');
+		const char *v = eq ? eq + 1 : "";
+		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+
+#define KEY(k) (klen == strlen(k) && strncmp(a, k, klen) == 0)
+		if (KEY("config"))
+			copy(cfg.config, sizeof(cfg.config), v);
+		else if (KEY("prolog"))
+			copy(cfg.prolog, sizeof(cfg.prolog), v);
+		else if (KEY("watcher"))
+			copy(cfg.watcher, sizeof(cfg.watcher), v);
+		else if (KEY("state_dir"))
+			copy(cfg.state_dir, sizeof(cfg.state_dir), v);
+		else if (KEY("watch_log"))
+			copy(cfg.watch_log, sizeof(cfg.watch_log), v);
+		else if (KEY("policy_timeout") && atoi(v) > 0)
+			cfg.policy_timeout = atoi(v);
+		else if (KEY("watch") && strcmp(v, "off") == 0)
+			cfg.watch = WATCH_OFF;
+		else if (KEY("watch") && strcmp(v, "auto") == 0)
+			cfg.watch = WATCH_AUTO;
+		else if (KEY("watch") && strcmp(v, "config") == 0)
+			cfg.watch = WATCH_CONFIG;
+		else {
+			slurm_error("vigil: plugstack.conf: unknown argument \"%s\" "
+				    "(known: config= prolog= watcher= watch=off|auto|config "
+				    "state_dir= watch_log= policy_timeout=)", a);
+			rc = -1;
+		}
+#undef KEY
+	}
+	cfg.parsed = 1;
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Syntax                                                                  */
+
+/*
+ * check_list accepts "none", or check names ([a-z0-9][a-z0-9._-]*) separated
+ * by commas.
+ */
+static int check_list(const char *s, char *err, size_t errlen)
+{
+	const char *p = s;
+	int n = 0;
+
+	if (strcmp(s, "none") == 0)
+		return 0;
+	for (;;) {
+		const char *start = p;
+
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p))) {
+			if (*p == ',' || *p == '\0')
+				snprintf(err, errlen, "empty check name");
+			else
+				snprintf(err, errlen, "check names are lower-case letters, digits, '-', '_' or '.' (got '%c')", *p);
+			return -1;
+		}
+		while (islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+		       *p == '-' || *p == '_' || *p == '.')
+			p++;
+		if ((size_t)(p - start) == 4 && strncmp(start, "none", 4) == 0) {
+			snprintf(err, errlen, "'none' cannot be combined with check names");
+			return -1;
+		}
+		n++;
+		if (*p == '\0')
+			break;
+		if (*p != ',') {
+			snprintf(err, errlen, "check names are lower-case letters, digits, '-', '_' or '.' (got '%c')", *p);
+			return -1;
+		}
+		p++;
+	}
+	if (n > 64) {
+		snprintf(err, errlen, "too many check names (%d)", n);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * parse_duration reads minutes as a bare decimal number ("30", "1.5") or a
+ * Go duration ("90s", "1h30m", "250ms"), as vigil-watch does, into seconds.
+ */
+static int parse_duration(const char *s, double *secs, char *err, size_t errlen)
+{
+	const char *p = s;
+	double total = 0;
+	int parts = 0;
+
+	if (*s == '\0') {
+		snprintf(err, errlen, "empty duration");
+		return -1;
+	}
+	while (*p) {
+		double v = 0, frac = 0.1;
+		int digits = 0, dot = 0;
+		double unit;
+
+		while (isdigit((unsigned char)*p) || (*p == '.' && !dot)) {
+			if (*p == '.') {
+				dot = 1;
+			} else if (dot) {
+				v += (*p - '0') * frac;
+				frac /= 10;
+				digits++;
+			} else {
+				v = v * 10 + (*p - '0');
+				digits++;
+			}
+			p++;
+		}
+		if (!digits)
+			goto bad;
+		if (*p == '\0' && parts == 0) { /* bare number: minutes */
+			total = v * 60;
+			parts++;
+			break;
+		}
+		if (strncmp(p, "ns", 2) == 0) {
+			unit = 1e-9; p += 2;
+		} else if (strncmp(p, "us", 2) == 0) {
+			unit = 1e-6; p += 2;
+		} else if (strncmp(p, "\xc2\xb5s", 3) == 0) {
+			unit = 1e-6; p += 3;
+		} else if (strncmp(p, "ms", 2) == 0) {
+			unit = 1e-3; p += 2;
+		} else if (*p == 's') {
+			unit = 1; p++;
+		} else if (*p == 'm') {
+			unit = 60; p++;
+		} else if (*p == 'h') {
+			unit = 3600; p++;
+		} else {
+			goto bad;
+		}
+		total += v * unit;
+		parts++;
+	}
+	if (total <= 0) {
+		snprintf(err, errlen, "must be positive");
+		return -1;
+	}
+	if (total > 366.0 * 24 * 3600) {
+		snprintf(err, errlen, "longer than a year");
+		return -1;
+	}
+	*secs = total;
+	return 0;
+bad:
+	snprintf(err, errlen, "want minutes (\"30\"), a duration (\"90s\", \"2h\") or \"off\"");
+	return -1;
+}
+
+/* check_syntax validates one option's value; err says why not. */
+static int check_syntax(int val, const char *v, char *err, size_t errlen)
+{
+	double secs;
+
+	if (!v || !*v) {
+		snprintf(err, errlen, "a value is required");
+		return -1;
+	}
+	if (strlen(v) >= VIGIL_VALUE_MAX) {
+		snprintf(err, errlen, "value too long");
+		return -1;
+	}
+	switch (val) {
+	case OPT_CHECKS:
+		return check_list(v, err, errlen);
+	case OPT_TIMING:
+		if (strcmp(v, "before") == 0 || strcmp(v, "after-requeue") == 0)
+			return 0;
+		snprintf(err, errlen, "want 'before' or 'after-requeue'");
+		return -1;
+	case OPT_HANG_TIME:
+		if (strcmp(v, "off") == 0)
+			return 0;
+		return parse_duration(v, &secs, err, errlen);
+	case OPT_HANG_ACTION:
+		if (strcmp(v, "notify") == 0 || strcmp(v, "cancel") == 0 ||
+		    strcmp(v, "requeue") == 0)
+			return 0;
+		snprintf(err, errlen, "want 'notify', 'cancel' or 'requeue'");
+		return -1;
+	}
+	snprintf(err, errlen, "unknown option");
+	return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Policy check on the submit host                                         */
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * policy_check runs `vigil-prolog policy-check --config FILE --OPTION=VALUE`.
+ * It returns 0 when the policy allows the value, 1 when it refuses it (msg
+ * holds vigil-prolog's message) and -1 when the policy could not be checked
+ * (msg says why).
+ */
+static int policy_check(int val, const char *v, char *msg, size_t msglen)
+{
+	int fds[2], status = 0;
+	size_t len = 0;
+	pid_t pid;
+	double deadline;
+	char arg[VIGIL_VALUE_MAX + 64];
+
+	msg[0] = '\0';
+	if (access(cfg.prolog, X_OK) != 0) {
+		snprintf(msg, msglen, "%s: %s", cfg.prolog, strerror(errno));
+		return -1;
+	}
+	snprintf(arg, sizeof(arg), "--%s=%s", opt_names[val] + strlen("vigil-"), v);
+	if (pipe(fds) < 0) {
+		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		snprintf(msg, msglen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		char *argv[] = { cfg.prolog, "policy-check", "--config", cfg.config, arg, NULL };
+		int nul = open("/dev/null", O_RDONLY);
+
+		if (nul >= 0)
+			dup2(nul, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[0]);
+		close(fds[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	deadline = now_s() + cfg.policy_timeout;
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		int left = (int)((deadline - now_s()) * 1000);
+		ssize_t n;
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(fds[0]);
+			snprintf(msg, msglen, "%s policy-check did not answer within %d s",
+				 cfg.prolog, cfg.policy_timeout);
+			return -1;
+		}
+		if (poll(&pfd, 1, left) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!(pfd.revents & (POLLIN | POLLHUP)))
+			continue;
+		if (len + 1 >= msglen) { /* full: drain */
+			char sink[256];
+
+			n = read(fds[0], sink, sizeof(sink));
+		} else {
+			n = read(fds[0], msg + len, msglen - len - 1);
+			if (n > 0)
+				len += n;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+	}
+	msg[len] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	trim(msg);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
+		return 1;
+	if (!msg[0])
+		snprintf(msg, msglen, "%s policy-check exited with status 0x%x", cfg.prolog, status);
+	return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                 */
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+	char err[VIGIL_MSG_MAX];
+
+	if (val <= 0 || val >= OPT_COUNT)
+		return -1;
+	if (check_syntax(val, optarg, err, sizeof(err)) < 0) {
+		slurm_error("vigil: --%s=%s: %s", opt_names[val], optarg ? optarg : "", err);
+		return -1;
+	}
+	copy(values[val], sizeof(values[val]), optarg);
+	given[val] = 1;
+	if (remote)
+		return 0;
+	switch (policy_check(val, optarg, err, sizeof(err))) {
+	case 0:
+		break;
+	case 1:
+		slurm_error("vigil: --%s=%s: %s",
+			    opt_names[val], optarg, err);
+		return -1;
+	default:
+		/* No vigil-prolog here (or it failed): the nodes enforce the
+		 * policy when the job runs. */
+		slurm_verbose("vigil: policy not checked on this host (%s); "
+			    "the nodes apply it when the job starts", err);
+	}
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	int i;
+
+	parse_args(ac, av);
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
+		return 0;
+	for (i = 0; options[i].name; i++) {
+		spank_err_t rc = spank_option_register(sp, &options[i]);
+
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("vigil: registering --%s: %s", options[i].name,
+				    spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	uint32_t step = 0;
+	int i;
+
+	parse_args(ac, av);
+	if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
+		for (i = 1; i < OPT_COUNT; i++) {
+			spank_err_t rc;
+
+			if (!given[i])
+				continue;
+			rc = spank_job_control_setenv(sp, ctl_names[i], values[i], 1);
+			if (rc != ESPANK_SUCCESS) {
+				slurm_error("vigil: passing --%s to the prolog: %s",
+					    opt_names[i], spank_strerror(rc));
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (ctx != S_CTX_REMOTE)
+		return 0;
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	    step == VIGIL_EXTERN_STEP)
+		return 0;
+	/* The job's steps: a watcher started by hand reads these. */
+	if (given[OPT_HANG_TIME] && strcmp(values[OPT_HANG_TIME], "off") != 0)
+		spank_setenv(sp, "VIGIL_HANG_DETECT_TIME", values[OPT_HANG_TIME], 1);
+	if (given[OPT_HANG_ACTION])
+		spank_setenv(sp, "VIGIL_HANG_ACTION", values[OPT_HANG_ACTION], 1);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Automatic watching: prolog hand-off, extern step, exit                  */
+
+/* handoff_path is <state_dir>/job<ID>-<node>.env. */
+static int handoff_path(char *buf, size_t n, const char *job, const char *node)
+{
+	int r;
+
+	if (!job || !*job || !node || !*node || strchr(node, '/') || strchr(job, '/'))
+		return -1;
+	r = snprintf(buf, n, "%s/job%s-%s.env", cfg.state_dir, job, node);
+	return (r < 0 || (size_t)r >= n) ? -1 : 0;
+}
+
+/* mkdir_p makes dir and its missing parents (the last one with mode). */
+static int mkdir_p(const char *dir, mode_t mode)
+{
+	char buf[VIGIL_PATH_MAX];
+	char *p;
+
+	copy(buf, sizeof(buf), dir);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Variables the prolog's environment hands to the watcher: {from, to}. */
+static const char *handoff_vars[][2] = {
+	{ "SPANK_VIGIL_HANG_TIME", "VIGIL_HANG_DETECT_TIME" },
+	{ "SPANK_VIGIL_HANG_ACTION", "VIGIL_HANG_ACTION" },
+	{ "SLURM_CONF", "SLURM_CONF" },
+	{ "SLURM_CLUSTER_NAME", "SLURM_CLUSTER_NAME" },
+	{ "SLURM_JOB_USER", "SLURM_JOB_USER" },
+	{ "SLURM_JOB_WORK_DIR", "SLURM_JOB_WORK_DIR" },
+	{ "SLURM_JOB_PARTITION", "SLURM_JOB_PARTITION" },
+	{ "SLURM_NODELIST", "SLURM_JOB_NODELIST" },
+	{ "SLURM_JOB_GPUS", "SLURM_JOB_GPUS" },
+	{ "CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES" },
+	{ "SLURM_JOB_RESTART_COUNT", "SLURM_RESTART_COUNT" },
+	{ NULL, NULL },
+};
+
+/*
+ * slurm_spank_job_prolog runs as root on each node before the extern step
+ * starts. The extern step does not see the job's SPANK variables, so the
+ * values the watcher needs are handed over in a root-only file.
+ */
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	char path[VIGIL_PATH_MAX], tmp[VIGIL_PATH_MAX + 8];
+	FILE *f;
+	int i, fd;
+
+	(void)sp;
+	parse_args(ac, av);
+	if (cfg.watch == WATCH_OFF)
+		return 0;
+	if (handoff_path(path, sizeof(path), getenv("SLURM_JOB_ID"), getenv("SLURMD_NODENAME")) < 0)
+		return 0;
+	if (mkdir_p(cfg.state_dir, 0700) < 0) {
+		slurm_error("vigil: mkdir %s: %m", cfg.state_dir);
+		return 0;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		slurm_error("vigil: %s: %m", tmp);
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (i = 0; handoff_vars[i][0]; i++) {
+		const char *v = getenv(handoff_vars[i][0]);
+
+		if (v && *v && !strchr(v, '\n'))
+			fprintf(f, "%s=%s\n", handoff_vars[i][1], v);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		slurm_error("vigil: writing %s: %m", path);
+		unlink(tmp);
+	}
+	return 0;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	char path[VIGIL_PATH_MAX];
+
+	(void)sp;
+	parse_args(ac, av);
+	if (cfg.watch != WATCH_OFF &&
+	    handoff_path(path, sizeof(path), getenv("SLURM_JOB_ID"), getenv("SLURMD_NODENAME")) == 0)
+		unlink(path);
+	return 0;
+}
+
+/* A small environment for the watcher, built before fork. */
+#define ENV_MAX 48
+struct env {
+	char *v[ENV_MAX + 1];
+	int n;
+};
+
+static void env_set(struct env *e, const char *k, const char *v)
+{
+	size_t kl = strlen(k);
+	int i;
+	char *s;
+
+	if (!v)
+		return;
+	if (asprintf(&s, "%s=%s", k, v) < 0)
+		return;
+	for (i = 0; i < e->n; i++) {
+		if (strncmp(e->v[i], k, kl) == 0 && e->v[i][kl] == '=') {
+			free(e->v[i]);
+			e->v[i] = s;
+			return;
+		}
+	}
+	if (e->n < ENV_MAX) {
+		e->v[e->n++] = s;
+		e->v[e->n] = NULL;
+	} else {
+		free(s);
+	}
+}
+
+static const char *env_get(struct env *e, const char *k)
+{
+	size_t kl = strlen(k);
+	int i;
+
+	for (i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], k, kl) == 0 && e->v[i][kl] == '=')
+			return e->v[i] + kl + 1;
+	return NULL;
+}
+
+static void env_free(struct env *e)
+{
+	int i;
+
+	for (i = 0; i < e->n; i++)
+		free(e->v[i]);
+	e->n = 0;
+}
+
+/* read_handoff loads KEY=VALUE lines into e, then removes the file. */
+static void read_handoff(const char *path, struct env *e)
+{
+	char line[VIGIL_VALUE_MAX * 2];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *eq = strchr(line, '=');
+
+		trim(line);
+		if (!eq)
+			continue;
+		*eq = '\0';
+		env_set(e, line, eq + 1);
+	}
+	fclose(f);
+	unlink(path);
+}
+
+/* expand_log replaces %j (job), %n (node), %u (user), %w (work dir), %%. */
+static void expand_log(char *out, size_t n, const char *pat, const char *job,
+		       const char *node, const char *user, const char *workdir)
+{
+	size_t o = 0;
+	const char *p;
+
+	for (p = pat; *p && o + 1 < n; p++) {
+		const char *sub = NULL;
+
+		if (*p == '%' && p[1]) {
+			switch (p[1]) {
+			case 'j': sub = job; break;
+			case 'n': sub = node; break;
+			case 'u': sub = user; break;
+			case 'w': sub = workdir; break;
+			case '%': sub = "%"; break;
+			}
+		}
+		if (sub) {
+			o += snprintf(out + o, n - o, "%s", sub);
+			if (o >= n)
+				o = n - 1;
+			p++;
+			continue;
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+}
+
+/*
+ * extern_cgroups lists the cgroup.procs files of the extern step for the
+ * cgroup v1 controllers in which this slurmstepd sits at the job's level
+ * (.../job_<id>): the watcher moves itself there, so that Slurm's own
+ * clean-up of the step kills it with the job and the job's cgroups can go.
+ * Controllers where slurmstepd already sits in the step need nothing.
+ */
+#define CG_MAX 16
+static int extern_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
+{
+	char line[VIGIL_PATH_MAX], suffix[64];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int n = 0;
+	size_t sl;
+
+	if (!f)
+		return 0;
+	sl = snprintf(suffix, sizeof(suffix), "/job_%u", job);
+	while (n < CG_MAX && fgets(line, sizeof(line), f)) {
+		char *ctl, *path, *c;
+		size_t pl;
+
+		trim(line);
+		ctl = strchr(line, ':');
+		if (!ctl)
+			continue;
+		ctl++;
+		path = strchr(ctl, ':');
+		if (!path || path == ctl) /* cgroup v2 ("0::/...") is left alone */
+			continue;
+		*path++ = '\0';
+		pl = strlen(path);
+		if (pl < sl || strcmp(path + pl - sl, suffix) != 0)
+			continue;
+		if ((c = strchr(ctl, ','))) /* comounted: the first name is mounted too */
+			*c = '\0';
+		if (strncmp(ctl, "name=", 5) == 0)
+			continue;
+		snprintf(paths[n], VIGIL_PATH_MAX, "/sys/fs/cgroup/%s%s/step_extern/cgroup.procs", ctl, path);
+		if (access(paths[n], W_OK) == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* write_pid writes pid in decimal to path (async-signal-safe). */
+static void write_pid(const char *path, pid_t pid)
+{
+	char buf[24];
+	int i = sizeof(buf);
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0)
+		return;
+	buf[--i] = '\n';
+	do {
+		buf[--i] = '0' + pid % 10;
+		pid /= 10;
+	} while (pid > 0 && i > 0);
+	if (write(fd, buf + i, sizeof(buf) - i) < 0) {
+		/* best effort: slurm_spank_exit still stops the watcher */
+	}
+	close(fd);
+}
+
+/*
+ * start_watcher forks vigil-watch for this node of the job, as the job's
+ * user, in a session of its own. Everything that is not async-signal-safe
+ * (user and group lookups, the environment, paths) is done before fork.
+ */
+static void start_watcher(spank_t sp)
+{
+	uid_t uid;
+	gid_t gid;
+	uint32_t job = 0, restarts = 0;
+	const char *node = getenv("SLURMD_NODENAME");
+	char jobs[32], uids[32], gids[32], rs[32];
+	char path[VIGIL_PATH_MAX], logpath[VIGIL_PATH_MAX];
+	char pwbuf[4096];
+	struct passwd pw, *pwp = NULL;
+	gid_t groups[256];
+	int ngroups = 256;
+	struct env e = { .n = 0 };
+	const char *workdir;
+	char user[256] = "";
+	struct stat st;
+	char *argv[4];
+	int argc = 0, ncg, i;
+	static char cgs[CG_MAX][VIGIL_PATH_MAX];
+	pid_t parent = getpid(), pid;
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+		slurm_error("vigil: extern step: cannot read the job's ids; not starting vigil-watch");
+		return;
+	}
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
+	snprintf(jobs, sizeof(jobs), "%u", job);
+	snprintf(uids, sizeof(uids), "%u", (unsigned)uid);
+	snprintf(gids, sizeof(gids), "%u", (unsigned)gid);
+	snprintf(rs, sizeof(rs), "%u", restarts);
+	if (!node || !*node) {
+		slurm_error("vigil: extern step: SLURMD_NODENAME is not set; not starting vigil-watch");
+		return;
+	}
+	if (handoff_path(path, sizeof(path), jobs, node) == 0)
+		read_handoff(path, &e);
+
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0 || !pwp)
+		pwp = NULL;
+	if (env_get(&e, "SLURM_JOB_USER"))
+		copy(user, sizeof(user), env_get(&e, "SLURM_JOB_USER"));
+	else if (pwp)
+		copy(user, sizeof(user), pwp->pw_name);
+	if (pwp) {
+		if (getgrouplist(pwp->pw_name, gid, groups, &ngroups) < 0)
+			ngroups = 0;
+	} else {
+		ngroups = 0;
+	}
+	env_set(&e, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	if (pwp) {
+		env_set(&e, "HOME", pwp->pw_dir);
+		env_set(&e, "USER", pwp->pw_name);
+		env_set(&e, "LOGNAME", pwp->pw_name);
+	}
+	env_set(&e, "SLURM_JOB_ID", jobs);
+	env_set(&e, "SLURM_JOBID", jobs);
+	env_set(&e, "SLURM_JOB_UID", uids);
+	env_set(&e, "SLURM_JOB_GID", gids);
+	if (user[0])
+		env_set(&e, "SLURM_JOB_USER", user);
+	env_set(&e, "SLURMD_NODENAME", node);
+	env_set(&e, "SLURM_STEP_ID", "extern");
+	if (!env_get(&e, "SLURM_RESTART_COUNT"))
+		env_set(&e, "SLURM_RESTART_COUNT", rs);
+	env_set(&e, "VIGIL_SPANK_WATCH", cfg.watch == WATCH_AUTO ? "auto" : "config");
+	workdir = env_get(&e, "SLURM_JOB_WORK_DIR");
+	if (!workdir || !*workdir)
+		workdir = pwp ? pwp->pw_dir : "/";
+	expand_log(logpath, sizeof(logpath), cfg.watch_log, jobs, node,
+		   user[0] ? user : uids, workdir);
+
+	ncg = extern_cgroups(job, cgs);
+
+	argv[argc++] = cfg.watcher;
+	if (stat(cfg.config, &st) == 0) {
+		argv[argc++] = "--config";
+		argv[argc++] = cfg.config;
+	}
+	argv[argc] = NULL;
+	if (access(cfg.watcher, X_OK) != 0) {
+		slurm_error("vigil: %s: %m; not starting vigil-watch for job %s", cfg.watcher, jobs);
+		env_free(&e);
+		return;
+	}
+
+	pid = fork();
+	if (pid < 0) {
+		slurm_error("vigil: fork: %m; not starting vigil-watch for job %s", jobs);
+		env_free(&e);
+		return;
+	}
+	if (pid == 0) {
+		sigset_t all;
+		int fd, sig;
+		long maxfd;
+
+		/* Async-signal-safe calls only from here on. */
+		for (i = 0; i < ncg; i++)
+			write_pid(cgs[i], getpid());
+		setsid();
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		for (sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+		if (setgroups(ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(126);
+		if (uid != 0 && setuid(0) == 0) /* privileges must be gone for good */
+			_exit(126);
+		/* Die with the extern step, should it go first. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(0);
+		if (chdir(workdir) < 0 && chdir("/") < 0)
+			_exit(126);
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0 && fd != 0) {
+			dup2(fd, 0);
+			close(fd);
+		}
+		fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd < 0)
+			fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+		maxfd = sysconf(_SC_OPEN_MAX);
+		if (maxfd < 0 || maxfd > 65536)
+			maxfd = 65536;
+		for (fd = 3; fd < maxfd; fd++)
+			close(fd);
+		execve(argv[0], argv, e.v);
+		_exit(127);
+	}
+	watcher_pid = pid;
+	slurm_info("vigil: started vigil-watch (pid %d) for job %s on %s as uid %u, log %s",
+		   (int)pid, jobs, node, (unsigned)uid, logpath);
+	env_free(&e);
+}
+
+/*
+ * In the extern step (PrologFlags=Contain), slurm_spank_task_post_fork runs
+ * once, after the step's cgroups exist: start the watcher there.
+ */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	uint32_t step = 0;
+
+	parse_args(ac, av);
+	if (cfg.watch == WATCH_OFF || !spank_remote(sp) || watcher_pid > 0)
+		return 0;
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	    step != VIGIL_EXTERN_STEP)
+		return 0;
+	start_watcher(sp);
+	return 0;
+}
+
+/* slurm_spank_exit stops the watcher when the extern step ends. */
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	int i, status;
+
+	(void)sp;
+	(void)ac;
+	(void)av;
+	if (watcher_pid <= 0)
+		return 0;
+	kill(-watcher_pid, SIGTERM);
+	kill(watcher_pid, SIGTERM);
+	for (i = 0; i < 60; i++) { /* up to 3 s */
+		pid_t r = waitpid(watcher_pid, &status, WNOHANG);
+
+		if (r == watcher_pid || (r < 0 && errno == ECHILD)) {
+			watcher_pid = 0;
+			return 0;
+		}
+		usleep(50000);
+	}
+	kill(-watcher_pid, SIGKILL);
+	kill(watcher_pid, SIGKILL);
+	waitpid(watcher_pid, &status, 0);
+	watcher_pid = 0;
+	return 0;
+}
+
+#ifdef VIGIL_SPANK_SELFTEST
+/*
+ * A test driver (not part of the plugin): `selftest OPTION VALUE` prints
+ * "ok" or the syntax error, so the syntax rules are tested without Slurm.
+ * Build: gcc -DVIGIL_SPANK_SELFTEST -o selftest vigil_spank.c
+ */
+int main(int argc, char **argv)
+{
+	char err[VIGIL_MSG_MAX];
+	int i;
+
+	if (argc != 3)
+		return 2;
+	for (i = 1; i < OPT_COUNT; i++) {
+		if (strcmp(argv[1], opt_names[i]) != 0)
+			continue;
+		if (check_syntax(i, argv[2], err, sizeof(err)) < 0) {
+			printf("error: %s\n", err);
+			return 1;
+		}
+		if (i == OPT_HANG_TIME && strcmp(argv[2], "off") != 0) {
+			double s;
+
+			parse_duration(argv[2], &s, err, sizeof(err));
+			printf("ok %.3f\n", s);
+		} else {
+			printf("ok\n");
+		}
+		return 0;
+	}
+	return 2;
+}
+
+/* Stand-ins for the symbols slurmd, slurmstepd and the clients provide. */
+void slurm_error(const char *fmt, ...) { (void)fmt; }
+void slurm_info(const char *fmt, ...) { (void)fmt; }
+void slurm_verbose(const char *fmt, ...) { (void)fmt; }
+spank_err_t spank_option_register(spank_t sp, struct spank_option *o) { (void)sp; (void)o; return ESPANK_SUCCESS; }
+const char *spank_strerror(spank_err_t e) { (void)e; return ""; }
+spank_context_t spank_context(void) { return S_CTX_ERROR; }
+int spank_remote(spank_t sp) { (void)sp; return 0; }
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...) { (void)sp; (void)item; return ESPANK_ERROR; }
+spank_err_t spank_setenv(spank_t sp, const char *k, const char *v, int o) { (void)sp; (void)k; (void)v; (void)o; return ESPANK_SUCCESS; }
+spank_err_t spank_job_control_setenv(spank_t sp, const char *k, const char *v, int o) { (void)sp; (void)k; (void)v; (void)o; return ESPANK_SUCCESS; }
+#endif
