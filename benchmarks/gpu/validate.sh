@@ -12,16 +12,26 @@
 #     VIGIL_CHECKS       checks to run (default: all compute checks)
 #     VIGIL_GEMM_SIZE    square GEMM size (default 8192)
 #     VIGIL_LIBRARY_PATH extra directories for libcublasLt / libnccl
+#     VIGIL_CHECK_TIMEOUT per-check deadline (default 90s)
+#     VIGIL_BUDGET       vigil-prolog's total budget (default 4m)
 #     CUDA_VISIBLE_DEVICES is honoured by vigil, torch and nccl-tests alike.
 #
-# It finishes in a few minutes: every check has a deadline, and the torch and
-# nccl-tests runs are short. Nothing on the machine is changed (--dry-run).
+# Its run time is bounded: vigil-prolog by VIGIL_BUDGET (plus 30 s to write
+# its report), torch.matmul by 120 s and nccl-tests by 120 s, so with the
+# defaults it ends within 8 minutes even when a check hangs the GPU. Without
+# a device it fails within seconds: every check reports unknown. Nothing on
+# the machine is changed (--dry-run).
 set -u -o pipefail
 
 BIN=${1:-./vigil-prolog}
 OUT=${2:-$(mktemp -d /tmp/vigil-validate.XXXXXX)}
-CHECKS=${VIGIL_CHECKS:-gemm,kernel-launch,copy,allreduce,allgather,alltoall,multi-allreduce,overlap}
+CHECKS=${VIGIL_CHECKS:-gpu-count,ecc,row-remap,xid,nvlink,pcie,throttle,leftover,gemm,kernel-launch,copy,allreduce,allgather,alltoall,multi-allreduce,overlap}
 SIZE=${VIGIL_GEMM_SIZE:-8192}
+CHECK_TIMEOUT=${VIGIL_CHECK_TIMEOUT:-90s}
+BUDGET=${VIGIL_BUDGET:-4m}
+budget_s() { # 4m -> 240, 90s -> 90
+	case $1 in *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *h) echo $(( ${1%h} * 3600 ));; *) echo "$1";; esac
+}
 
 if [ ! -x "$BIN" ]; then
 	echo "validate.sh: $BIN is not an executable vigil-prolog (build it with make)" >&2
@@ -33,8 +43,8 @@ PY=$(command -v python3 || true)
 cat >"$OUT/vigil.toml" <<TOML
 [prolog]
 suite = "full"
-check_timeout = "4m"
-budget = "12m"
+check_timeout = "$CHECK_TIMEOUT"
+budget = "$BUDGET"
 retries = 0
 
 [checks.gemm]
@@ -47,9 +57,12 @@ if ! grep -qx gemm <<<"$checks_linked"; then
 	echo "validate.sh: $BIN has no compute checks linked (benchmarks/all must import benchmarks/compute)" >&2
 	exit 2
 fi
-echo "== checks: $CHECKS (report and logs in $OUT)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+	echo "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -8 | paste -sd';')"
+fi
+echo "== checks: $CHECKS (report and logs in $OUT; budget $BUDGET, $CHECK_TIMEOUT a check)"
 start=$(date +%s)
-timeout 900 "$BIN" --dry-run --config "$OUT/vigil.toml" --checks "$CHECKS" \
+timeout $(( $(budget_s "$BUDGET") + 30 )) "$BIN" --dry-run --config "$OUT/vigil.toml" --checks "$CHECKS" \
 	--report-dir "$OUT/reports" --log-level info >"$OUT/vigil.out" 2>"$OUT/vigil.log"
 rc=$?
 echo "== vigil-prolog exit $rc after $(( $(date +%s) - start ))s"
@@ -65,7 +78,7 @@ fi
 # row-major, which is cuBLAS's TN layout that vigil uses.
 if [ -n "$PY" ] && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	echo "== torch.matmul"
-	timeout 300 "$PY" - "$SIZE" >"$OUT/torch.json" 2>"$OUT/torch.log" <<'PYEOF'
+	timeout 120 "$PY" - "$SIZE" >"$OUT/torch.json" 2>"$OUT/torch.log" <<'PYEOF'
 import json, sys, time, torch
 n = int(sys.argv[1])
 out = {}
@@ -113,7 +126,7 @@ if command -v all_reduce_perf >/dev/null 2>&1; then
 	echo "== nccl-tests all_reduce_perf"
 	ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 	[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | wc -l)
-	timeout 300 all_reduce_perf -b 256M -e 256M -g "${ngpu:-1}" -w 5 -n 20 >"$OUT/nccl-tests.out" 2>&1 || true
+	timeout 120 all_reduce_perf -b 256M -e 256M -g "${ngpu:-1}" -w 5 -n 20 >"$OUT/nccl-tests.out" 2>&1 || true
 	grep -E '^ +268435456' "$OUT/nccl-tests.out" | tail -1
 else
 	echo "== nccl-tests: skipped (all_reduce_perf not on PATH)"
