@@ -51,15 +51,58 @@ func FirstFailure(results []Result) (Result, bool) {
 // DrainReason builds the short, parseable reason vigil drains a node with:
 // "vigil: <check> <Reason> [<device>]", e.g. "vigil: gpu-count
 // GPUCountMismatch" or "vigil: nvml-ecc ECCUncorrectable gpu3". Spaces inside
-// the parts are replaced so the reason splits into at most four fields.
+// the parts are replaced so the reason splits into fields.
 func DrainReason(r Result) string {
-	reason := r.Reason
+	return FormatDrain([]DrainEntry{EntryOf(r)})
+}
+
+// DrainEntry is one check named in a drain reason, with the token and device
+// of its failure.
+type DrainEntry struct {
+	// Check is the check's registered name ("gemm"), or BudgetCheck.
+	Check string
+	// Reason is the failure's reason token ("GEMMBelowThreshold").
+	Reason string
+	// Device is the device that failed ("gpu3"), "" for the node.
+	Device string
+}
+
+// BudgetCheck is the pseudo-check a drain for an expired budget names.
+const BudgetCheck = "budget"
+
+// EntryOf is the drain entry of a failed result.
+func EntryOf(r Result) DrainEntry {
+	return DrainEntry{Check: r.Check, Reason: r.Reason, Device: r.Device}
+}
+
+// FormatDrain writes a drain reason that names every entry: the first in
+// full ("vigil: gemm GEMMBelowThreshold gpu3"), each further one as
+// "+check[:Reason][@device]" ("vigil: gemm GEMMBelowThreshold gpu3
+// +disk:DiskSlow +copy:CopyBelowThreshold@gpu1"), so that a run which lifts
+// one check still sees the others.
+// It returns "" for no entries.
+func FormatDrain(entries []DrainEntry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	first := entries[0]
+	reason := first.Reason
 	if reason == "" {
 		reason = "Failed"
 	}
-	parts := []string{"vigil:", token(r.Check), token(reason)}
-	if r.Device != "" {
-		parts = append(parts, token(r.Device))
+	parts := []string{"vigil:", token(first.Check), token(reason)}
+	if first.Device != "" {
+		parts = append(parts, strings.TrimLeft(token(first.Device), "+"))
+	}
+	for _, e := range entries[1:] {
+		s := "+" + token(e.Check)
+		if e.Reason != "" {
+			s += ":" + token(e.Reason)
+		}
+		if e.Device != "" {
+			s += "@" + token(e.Device)
+		}
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, " ")
 }
@@ -68,15 +111,40 @@ func token(s string) string {
 	return strings.Join(strings.Fields(s), "_")
 }
 
-// ParseDrainReason splits a reason written by DrainReason into its check,
-// reason token and device. ok is false for reasons vigil did not write.
-func ParseDrainReason(s string) (check, reason, device string, ok bool) {
+// ParseDrain splits a reason written by FormatDrain (or DrainReason) into
+// its entries. ok is false for reasons vigil did not write.
+func ParseDrain(s string) (entries []DrainEntry, ok bool) {
 	f := strings.Fields(s)
 	if len(f) < 3 || f[0] != "vigil:" {
+		return nil, false
+	}
+	first := DrainEntry{Check: f[1], Reason: f[2]}
+	rest := f[3:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "+") {
+		first.Device = rest[0]
+		rest = rest[1:]
+	}
+	entries = append(entries, first)
+	for _, w := range rest {
+		if !strings.HasPrefix(w, "+") || len(w) == 1 {
+			continue // words vigil did not write: ignored, never a check
+		}
+		name, dev, _ := strings.Cut(w[1:], "@")
+		check, reason, _ := strings.Cut(name, ":")
+		if check == "" {
+			continue
+		}
+		entries = append(entries, DrainEntry{Check: check, Reason: reason, Device: dev})
+	}
+	return entries, true
+}
+
+// ParseDrainReason splits a reason written by DrainReason into its first
+// check, reason token and device. ok is false for reasons vigil did not write.
+func ParseDrainReason(s string) (check, reason, device string, ok bool) {
+	e, ok := ParseDrain(s)
+	if !ok {
 		return "", "", "", false
 	}
-	if len(f) > 3 {
-		device = f[3]
-	}
-	return f[1], f[2], device, true
+	return e[0].Check, e[0].Reason, e[0].Device, true
 }

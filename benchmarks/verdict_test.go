@@ -2,6 +2,8 @@ package benchmarks
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -72,4 +74,43 @@ func TestSelect(t *testing.T) {
 	if _, err := Select([]string{"nope"}, []string{"nada"}, false); !errors.Is(err, ErrUnknownCheck) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestFormatParseDrain(t *testing.T) {
+	entries := []DrainEntry{{Check: "gemm", Reason: "GEMMBelowThreshold", Device: "gpu3"}, {Check: "disk", Reason: "DiskSlow"},
+		{Check: "copy", Device: "gpu1"}, {Check: "budget"}}
+	s := FormatDrain(entries)
+	if want := "vigil: gemm GEMMBelowThreshold gpu3 +disk:DiskSlow +copy@gpu1 +budget"; s != want {
+		t.Fatalf("FormatDrain = %q, want %q", s, want)
+	}
+	got, ok := ParseDrain(s)
+	if !ok || !slices.Equal(got, entries) {
+		t.Fatalf("ParseDrain(%q) = %+v %v", s, got, ok)
+	}
+	if FormatDrain(nil) != "" {
+		t.Error("no entries must give no reason")
+	}
+}
+
+// FuzzParseDrain feeds node reasons as scontrol prints them: whatever the
+// reason, ParseDrain never panics, accepts only vigil's prefix, and what it
+// parses formats back to a reason that parses to the same entries.
+func FuzzParseDrain(f *testing.F) {
+	for _, s := range []string{"vigil: gemm GEMMBelowThreshold gpu3", "vigil: disk DiskSlow +gemm:GEMMBelowThreshold@gpu3",
+		"admin: bad fan", "vigil:", "vigil: a b c d e", "vigil: x y +", "vigil: x y +@", "vigil: x y +:@", "Prolog error"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, ok := ParseDrain(s)
+		if !ok {
+			return
+		}
+		if !strings.HasPrefix(strings.TrimSpace(s), "vigil:") || len(e) == 0 {
+			t.Fatalf("ParseDrain(%q) accepted %+v", s, e)
+		}
+		again, ok := ParseDrain(FormatDrain(e))
+		if !ok || len(again) != len(e) || again[0].Check != e[0].Check {
+			t.Fatalf("round trip of %q: %+v -> %q -> %+v", s, e, FormatDrain(e), again)
+		}
+	})
 }

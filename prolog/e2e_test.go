@@ -224,7 +224,7 @@ checks = ["gpu-count"]`, "")
 	}
 	// A health run on the admin's node leaves it alone.
 	out, code, _ := runAs(t, c, bin, "--health", "--node", admin, "--config", s.config)
-	if code != 0 || !strings.Contains(out, "drained by someone else") {
+	if code != 0 || !strings.Contains(out, "held by someone else") {
 		t.Fatalf("health run on the admin's node, exit %d:\n%s", code, out)
 	}
 	checkAdmin("after health runs")

@@ -41,9 +41,17 @@ DESCRIPTION
     that hangs fails (CheckTimedOut), one that crashes is unknown.
 
     Any fail drains the node with the reason "vigil: <check> <Reason> [<device>]"
-    (see sinfo -R) and exits 1, so Slurm requeues the job. Unknown never
-    drains. A pass resumes the node if vigil drained it (only then: drains,
-    down and maintenance states set by anyone else are never touched).
+    (see sinfo -R; further failed checks follow as "+check:Reason@device")
+    and exits 1, so Slurm requeues the job. Unknown never drains. Drains,
+    down and maintenance states set by anyone else are never touched.
+
+    A vigil drain is lifted only by a run in which every check its reason
+    names ran and passed (on the device it names, when the run was limited
+    to the job's devices). A run that did not run such a check (the epilog
+    and --health run the health facts only; a job may choose its checks; a
+    check may have left the config) or that got unknown from it leaves the
+    drain and says why ("n2 stays drained: disk not run by the epilog").
+    To re-test a drained node:  vigil-prolog --node n2 --checks disk
 
     Slurm setup (slurm.conf):
         Prolog=/usr/local/bin/vigil-prolog
@@ -85,10 +93,16 @@ EXIT STATUS
     0  the node passed, or nothing may be done: unknown results, an invalid
        config (logged loudly, recorded in the report and the vigil_config_valid
        metric; the node is never drained for it), a held job, a skipped run
-    1  a check failed (or the budget ran out with on_budget_expiry = "fail");
-       the node was drained (or, with --dry-run, would be)
+    1  the node is drained by vigil after this run: a check failed (or the
+       budget ran out with on_budget_expiry = "fail"), or an earlier vigil
+       drain stays because this run did not clear it (with --dry-run: would
+       be drained). As the Prolog, a failure exits 1 even when someone else
+       holds the node, so that Slurm requeues the job.
     2  bad command line
     3  invalid config, with --check-config or --dry-run only
+    4  --health only: a check failed but vigil drained nothing, because
+       someone else holds the node (drain, down, maintenance) or scontrol
+       failed; the log says which
 
 FILES
     /etc/vigil/vigil.toml                          config
@@ -103,8 +117,11 @@ EXAMPLES
         Validate a config and print the effective settings.
     vigil-prolog --dry-run --suite health --checks gpu-count,disk
         Only two health facts.
+    vigil-prolog --node n12 --checks disk
+        Re-test the check a vigil drain names; the node is resumed if it passes.
     scontrol update NodeName=n12 State=RESUME
-        Resume a node by hand (vigil also resumes its own drains when the node passes).
+        Resume a node by hand (vigil resumes its own drains only when every
+        check their reason names passes again).
 `
 
 func main() {

@@ -89,7 +89,8 @@ const (
 	ActionDrain  = "drain"  // drain the node
 	ActionResume = "resume" // resume a node vigil drained earlier
 	ActionHold   = "hold"   // hold (requeue-hold) the job, leave the node alone
-	ActionKeep   = "keep"   // someone else's drain is left in place
+	ActionKeep   = "keep"   // someone else's drain, down or maintenance state is left in place
+	ActionStay   = "stay"   // vigil's drain stays: the run did not clear every check it names
 )
 
 // Action is what vigil did about the node and job.
@@ -102,6 +103,15 @@ type Action struct {
 	Done bool `json:"done"`
 	// Error is why the action failed, if it did.
 	Error string `json:"error,omitempty"`
+	// State is the node's Slurm state when another party holds it
+	// ("DOWN+DRAIN", "IDLE+DRAIN+MAINTENANCE"), for ActionKeep.
+	State string `json:"state,omitempty"`
+	// Lifted are the checks of vigil's earlier drain reason that this run
+	// ran and passed.
+	Lifted []string `json:"lifted,omitempty"`
+	// Kept says, for each check left on vigil's drain reason, why this run
+	// did not clear it ("disk not run by the epilog").
+	Kept []string `json:"kept,omitempty"`
 	// Killed lists processes the epilog killed (PIDs).
 	Killed []int `json:"killed,omitempty"`
 }

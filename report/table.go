@@ -109,7 +109,12 @@ func DescribeAction(r *Report) string {
 	case ActionHold:
 		s = would(fmt.Sprintf("hold job %s and leave %s alone", r.Job, r.Node))
 	case ActionKeep:
-		s = fmt.Sprintf("none: %s is drained by someone else (%q), left as it is", r.Node, a.Reason)
+		s = fmt.Sprintf("none: %s is held by someone else (%s), left as it is", r.Node, heldBy(a))
+	case ActionStay:
+		s = would(fmt.Sprintf("keep %s drained with reason %q", r.Node, a.Reason))
+		if len(a.Kept) > 0 {
+			s += ": " + strings.Join(a.Kept, "; ")
+		}
 	default:
 		s = "none"
 	}
@@ -117,6 +122,18 @@ func DescribeAction(r *Report) string {
 		s += fmt.Sprintf("; killed leftover processes %v", a.Killed)
 	}
 	return s
+}
+
+// heldBy describes another party's hold on a node: its state and reason.
+func heldBy(a Action) string {
+	state := a.State
+	if state == "" {
+		state = "drained"
+	}
+	if a.Reason == "" {
+		return state
+	}
+	return fmt.Sprintf("%s, reason %q", state, a.Reason)
 }
 
 func describeAccel(a Accelerators) string {

@@ -14,6 +14,7 @@ import (
 func TestJobChoices(t *testing.T) {
 	idle := slurm.Node{Name: "n1", State: "IDLE"}
 	drainedForFail := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-fail Broken gpu0"}
+	drainedForPass := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-pass Broken gpu0"}
 	for _, tc := range []struct {
 		name      string
 		config    string // [prolog] lines, then any [policy]
@@ -23,6 +24,8 @@ func TestJobChoices(t *testing.T) {
 		skipped   string
 		note      string
 		wantCalls []string
+		// stays: vigil's drain stays, so the prolog fails (the job runs elsewhere).
+		stays bool
 	}{
 		{name: "the job's subset runs", config: `checks = ["t-pass", "t-unknown"]`,
 			spank: env{"SPANK_VIGIL_CHECKS": "t-pass"}, node: idle, ran: []string{"t-pass"},
@@ -45,9 +48,12 @@ func TestJobChoices(t *testing.T) {
 			note: "policy: ignoring SPANK_VIGIL_TIMING"},
 		{name: "no resume for a check the job left out", config: `checks = ["t-pass", "t-fail"]`,
 			spank: env{"SPANK_VIGIL_CHECKS": "t-pass"}, node: drainedForFail, ran: []string{"t-pass"},
-			note: "stays drained (\"vigil: t-fail Broken gpu0\"): the job chose its checks and t-fail was not among them"},
-		{name: "without a choice the usual resume", config: `checks = ["t-pass"]`,
-			spank: env{}, node: drainedForFail, ran: []string{"t-pass"}, wantCalls: []string{"resume n1"}},
+			note: "n1 stays drained: t-fail not run by this prolog (the job chose its checks)", stays: true},
+		{name: "a check removed from the config keeps its drain", config: `checks = ["t-pass"]`,
+			spank: env{}, node: drainedForFail, ran: []string{"t-pass"},
+			note: "n1 stays drained: t-fail not run by this prolog", stays: true},
+		{name: "the job's choice lifts the check it ran", config: `checks = ["t-pass", "t-fail"]`,
+			spank: env{"SPANK_VIGIL_CHECKS": "t-pass"}, node: drainedForPass, ran: []string{"t-pass"}, wantCalls: []string{"resume n1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, conf := setup(t, tc.config)
@@ -73,8 +79,12 @@ func TestJobChoices(t *testing.T) {
 			if got := fs.mutations(); strings.Join(got, "|") != strings.Join(tc.wantCalls, "|") {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
-			if out.ExitCode != ExitOK || out.Report.Action.Kind == report.ActionDrain {
-				t.Errorf("exit %d action %+v, want 0 and no drain", out.ExitCode, out.Report.Action)
+			wantCode, wantKind := ExitOK, out.Report.Action.Kind
+			if tc.stays {
+				wantCode, wantKind = ExitFail, report.ActionStay
+			}
+			if out.ExitCode != wantCode || out.Report.Action.Kind == report.ActionDrain || out.Report.Action.Kind != wantKind {
+				t.Errorf("exit %d action %+v, want %d and no drain (stays %v)", out.ExitCode, out.Report.Action, wantCode, tc.stays)
 			}
 		})
 	}

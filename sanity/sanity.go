@@ -41,14 +41,22 @@ const (
 	// ExitOK: the node passed, or nothing may be done (unknown results, an
 	// invalid config under Slurm, a held job, a skipped run).
 	ExitOK = 0
-	// ExitFail: a check failed or the budget ran out with on_budget_expiry
-	// = "fail"; the prolog's non-zero exit makes Slurm requeue the job.
+	// ExitFail: the node is drained by vigil after this run (a check failed
+	// or the budget ran out with on_budget_expiry = "fail", or an earlier
+	// vigil drain stays because this run did not clear it). The prolog's
+	// non-zero exit makes Slurm requeue the job; the epilog never exits
+	// with it (Slurm would replace vigil's reason with "Epilog error").
+	// In a dry run: the node would be drained.
 	ExitFail = 1
 	// ExitUsage: bad command line.
 	ExitUsage = 2
 	// ExitConfig: the config is invalid (only for --check-config and
 	// --dry-run; under Slurm an invalid config exits ExitOK).
 	ExitConfig = 3
+	// ExitNotDrained: health mode found a failure but did not drain the
+	// node: another party holds it (drain, down, maintenance), or scontrol
+	// failed. The log says which.
+	ExitNotDrained = 4
 )
 
 // Slurm is the part of slurm.Client the lifecycle uses.
@@ -395,87 +403,175 @@ func (r *run) act(ctx context.Context) int {
 		}
 		return ExitOK
 	}
-	var reason string
-	if f, ok := benchmarks.FirstFailure(rep.Results); ok {
-		reason = benchmarks.DrainReason(f)
-	} else if rep.BudgetExpired {
-		reason = benchmarks.DrainReason(benchmarks.Result{Check: "budget", Reason: benchmarks.ReasonBudgetExpired})
+	plan, n, readErr := r.plan(ctx)
+	if plan.Failed {
 		rep.Verdict = benchmarks.StatusFail
+		return r.drain(ctx, plan, failCode)
 	}
-	if reason != "" {
-		rep.Action = report.Action{Kind: report.ActionDrain, Reason: reason}
-		cli := r.client()
-		if cli == nil {
-			return failCode
-		}
-		cctx, cancel := r.actionCtx(ctx)
-		defer cancel()
-		err := cli.Drain(cctx, rep.Node, reason)
-		switch {
-		case errors.Is(err, slurm.ErrNotOurs):
-			rep.Action.Kind = report.ActionKeep
-			if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
-				rep.Action.Reason = n.Reason
-			}
-			r.log.WithError(err).Warn("node is held by someone else; not draining, failing the prolog")
-		case err != nil:
-			rep.Action.Error = err.Error()
-			r.log.WithError(err).Error("draining the node")
-		default:
-			rep.Action.Done = true
-			r.log.WithField("reason", reason).Warn("node drained")
-		}
-		return failCode
+	if readErr != nil {
+		r.note("reading %s's state: %v", rep.Node, readErr)
+		r.log.WithError(readErr).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
+		return ExitOK
 	}
-	// Passed, or unknown: never drain; resume a node vigil drained when the
-	// check that drained it passed (or is no longer run).
-	cli := r.client()
-	if cli == nil {
+	if n == nil {
 		if r.o.DryRun {
-			r.note("a run that is not dry would resume %s if vigil had drained it (dry runs do not query Slurm)", rep.Node)
+			r.note("a run that is not dry would resume %s if vigil had drained it and this run cleared every check its reason names (dry runs do not query Slurm)", rep.Node)
 		}
 		return ExitOK
 	}
+	if !n.Drained() && n.ForeignState() == "" && (n.Reason == "" || n.OwnedByVigil()) {
+		return ExitOK
+	}
+	if !n.OwnedByVigil() || n.ForeignState() != "" {
+		rep.Action = report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
+		return ExitOK
+	}
+	if plan.Reason != "" {
+		return r.stay(ctx, plan, n.Reason, failCode)
+	}
+	rep.Action = report.Action{Kind: report.ActionResume, Reason: n.Reason, Lifted: plan.Lifted}
 	cctx, cancel := r.actionCtx(ctx)
 	defer cancel()
-	n, err := cli.Node(cctx, rep.Node)
-	if err != nil {
-		r.note("reading %s's state: %v", rep.Node, err)
-		r.log.WithError(err).Warn("reading the node's state")
-		return ExitOK
-	}
-	if !n.Drained() {
-		return ExitOK
-	}
-	if !n.OwnedByVigil() {
-		rep.Action = report.Action{Kind: report.ActionKeep, Reason: n.Reason}
-		return ExitOK
-	}
-	if check, _, _, ok := benchmarks.ParseDrainReason(n.Reason); ok {
-		if r.jobChecks && !ranCheck(rep.Results, check) {
-			r.note("%s stays drained (%q): the job chose its checks and %s was not among them", rep.Node, n.Reason, check)
-			rep.Action = report.Action{Kind: report.ActionNone, Reason: n.Reason}
-			return ExitOK
-		}
-		for _, res := range rep.Results {
-			if res.Check == check && res.Status != benchmarks.StatusPass {
-				r.note("%s stays drained (%q): %s did not pass this time (%s)", rep.Node, n.Reason, check, res.Status)
-				rep.Action = report.Action{Kind: report.ActionNone, Reason: n.Reason}
-				return ExitOK
-			}
-		}
-	}
-	rep.Action = report.Action{Kind: report.ActionResume, Reason: n.Reason}
-	resumed, err := cli.Resume(cctx, rep.Node)
+	resumed, err := r.client().Resume(cctx, rep.Node)
 	switch {
 	case err != nil:
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("resuming the node")
 	case resumed:
 		rep.Action.Done = true
-		r.log.WithField("reason", n.Reason).Info("node resumed")
+		r.log.WithFields(logrus.Fields{"reason": n.Reason, "lifted": strings.Join(plan.Lifted, ",")}).Info("node resumed: every check its vigil reason named ran and passed")
 	}
 	return ExitOK
+}
+
+// plan reads the node's state (not in a dry run) and applies the drain
+// rule to it. n is nil when Slurm was not asked.
+func (r *run) plan(ctx context.Context) (drainPlan, *slurm.Node, error) {
+	scope := runScope{Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, Who: r.who(), Registered: registered}
+	if r.job != nil && r.o.Mode == ModeProlog {
+		scope.Devices = r.job.GPUs
+	}
+	cli := r.client()
+	if cli == nil {
+		return planDrain("", scope), nil, nil
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	n, err := cli.Node(cctx, r.rep.Node)
+	if err != nil {
+		return planDrain("", scope), nil, err
+	}
+	old := ""
+	if n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" {
+		old = n.Reason
+	}
+	return planDrain(old, scope), &n, nil
+}
+
+func registered(name string) bool {
+	_, ok := benchmarks.Lookup(name)
+	return ok
+}
+
+// who names this run in messages.
+func (r *run) who() string {
+	switch {
+	case r.o.Mode == ModeEpilog:
+		return "the epilog"
+	case r.o.Mode == ModeHealth:
+		return "this health check"
+	case r.jobChecks:
+		return "this prolog (the job chose its checks)"
+	}
+	return "this prolog"
+}
+
+// drain drains the node for the plan's reason. The prolog and health mode
+// exit ExitFail when the node is drained by vigil afterwards; health mode
+// exits ExitNotDrained when it could not drain (another party holds the
+// node, or scontrol failed); the epilog always exits ExitOK.
+func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
+	rep := r.rep
+	rep.Action = report.Action{Kind: report.ActionDrain, Reason: plan.Reason}
+	for _, k := range plan.Kept {
+		rep.Action.Kept = append(rep.Action.Kept, k.Why)
+	}
+	cli := r.client()
+	if cli == nil {
+		return failCode
+	}
+	notDrained := failCode
+	if r.o.Mode == ModeHealth {
+		notDrained = ExitNotDrained
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	err := cli.Drain(cctx, rep.Node, plan.Reason)
+	switch {
+	case errors.Is(err, slurm.ErrNotOurs):
+		rep.Action.Kind = report.ActionKeep
+		if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
+			rep.Action.Reason = n.Reason
+			rep.Action.State = nodeState(n)
+		}
+		msg := "the node is held by someone else: vigil leaves it as it is"
+		if r.o.Mode == ModeProlog {
+			msg += "; failing the prolog so that Slurm requeues the job"
+		}
+		r.log.WithError(err).Warn(msg)
+		return notDrained
+	case err != nil:
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("draining the node")
+		return notDrained
+	}
+	rep.Action.Done = true
+	r.log.WithField("reason", plan.Reason).Warn("node drained")
+	return failCode
+}
+
+// stay keeps vigil's drain because the run did not clear every check its
+// reason names, rewriting the reason when some of them were cleared.
+func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int) int {
+	rep := r.rep
+	rep.Action = report.Action{Kind: report.ActionStay, Reason: plan.Reason, Lifted: plan.Lifted, Done: true}
+	for _, k := range plan.Kept {
+		rep.Action.Kept = append(rep.Action.Kept, k.Why)
+	}
+	r.note("%s stays drained: %s", rep.Node, keptSummary(plan.Kept))
+	r.log.WithFields(logrus.Fields{"reason": plan.Reason, "kept": keptSummary(plan.Kept)}).
+		Warn(rep.Node + " stays drained by vigil: " + keptSummary(plan.Kept) +
+			" (re-test with vigil-prolog --node " + rep.Node + " --checks " + keptChecks(plan.Kept) +
+			", or resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME)")
+	if plan.Reason != old {
+		cctx, cancel := r.actionCtx(ctx)
+		defer cancel()
+		if err := r.client().Drain(cctx, rep.Node, plan.Reason); err != nil {
+			rep.Action.Done = false
+			rep.Action.Error = err.Error()
+			r.log.WithError(err).Error("rewriting vigil's drain reason")
+		}
+	}
+	return failCode
+}
+
+// keptChecks lists the kept checks for a --checks flag ("gemm,disk").
+func keptChecks(kept []keptCheck) string {
+	var names []string
+	for _, k := range kept {
+		if k.Entry.Check != benchmarks.BudgetCheck {
+			names = append(names, k.Entry.Check)
+		}
+	}
+	if len(names) == 0 {
+		return "<the suite>"
+	}
+	return strings.Join(names, ",")
+}
+
+// nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
+func nodeState(n slurm.Node) string {
+	return strings.Join(append([]string{n.State}, n.Flags...), "+")
 }
 
 // killLeftovers kills what still holds the job's devices (epilog).

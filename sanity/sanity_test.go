@@ -50,6 +50,9 @@ func init() {
 		lastEnv = e
 		return benchmarks.Result{Status: benchmarks.StatusPass}
 	}})
+	benchmarks.Register(check{name: "t-pass2", run: func(ctx context.Context, e *benchmarks.Env) benchmarks.Result {
+		return benchmarks.Result{Status: benchmarks.StatusPass}
+	}})
 	benchmarks.Register(check{name: "t-fail", run: func(ctx context.Context, e *benchmarks.Env) benchmarks.Result {
 		return benchmarks.Result{Status: benchmarks.StatusFail, Reason: "Broken", Device: "gpu0", Message: "gpu0 is broken"}
 	}})
@@ -81,7 +84,7 @@ func (f *fakeSlurm) Node(ctx context.Context, name string) (slurm.Node, error) {
 
 func (f *fakeSlurm) Drain(ctx context.Context, node, reason string) error {
 	f.calls = append(f.calls, "drain "+node+" "+reason)
-	if f.node.Drained() && !f.node.OwnedByVigil() {
+	if (f.node.Reason != "" && !f.node.OwnedByVigil()) || f.node.ForeignState() != "" {
 		return fmt.Errorf("slurm: not draining %s: %w", node, slurm.ErrNotOurs)
 	}
 	f.node.Flags, f.node.Reason = []string{"DRAIN"}, reason
@@ -157,6 +160,15 @@ func TestVerdictsAndActions(t *testing.T) {
 	vigilDrained := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-fail Broken gpu0"}
 	adminDrained := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "admin: bad fan"}
 	idle := slurm.Node{Name: "n1", State: "IDLE"}
+	drained := func(reason string) slurm.Node {
+		return slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: reason}
+	}
+	passDrained := drained("vigil: t-pass Broken gpu0")
+	goneDrained := drained("vigil: t-gone Broken")
+	twoDrained := drained("vigil: t-pass Broken gpu0 +t-fail:Broken@gpu0")
+	bothPassDrained := drained("vigil: t-pass Broken gpu0 +t-pass2")
+	passAndGoneDrained := drained("vigil: t-pass Broken +t-gone")
+	downNode := slurm.Node{Name: "n1", State: "DOWN", Reason: "admin: rack power"}
 	tests := []struct {
 		name      string
 		checks    string
@@ -172,11 +184,29 @@ func TestVerdictsAndActions(t *testing.T) {
 		{"fail keeps an admin drain", `"t-fail"`, ModeProlog, adminDrained, ExitFail, report.ActionKeep,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: bad fan"},
 		{"unknown never drains", `"t-unknown"`, ModeProlog, idle, ExitOK, report.ActionNone, nil, ""},
-		{"pass resumes vigil's drain", `"t-pass"`, ModeHealth, vigilDrained, ExitOK, report.ActionResume,
+		{"pass resumes vigil's drain for that check", `"t-pass"`, ModeHealth, passDrained, ExitOK, report.ActionResume,
 			[]string{"resume n1"}, ""},
+		{"a drain for a check the run did not run stays", `"t-pass"`, ModeHealth, vigilDrained, ExitFail, report.ActionStay,
+			nil, "vigil: t-fail Broken gpu0"},
+		{"the epilog keeps a drain for a check it did not run", `"t-pass"`, ModeEpilog, vigilDrained, ExitOK, report.ActionStay,
+			nil, "vigil: t-fail Broken gpu0"},
+		{"a drain for a check unknown to this build stays", `"t-pass"`, ModeHealth, goneDrained, ExitFail, report.ActionStay,
+			nil, "vigil: t-gone Broken"},
+		{"one of two checks lifted: the reason names the other", `"t-pass"`, ModeHealth, twoDrained, ExitFail, report.ActionStay,
+			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
+		{"both checks of the reason passed: resumed", `"t-pass","t-pass2"`, ModeHealth, bothPassDrained, ExitOK, report.ActionResume,
+			[]string{"resume n1"}, ""},
+		{"a new failure keeps the checks still named", `"t-fail"`, ModeHealth, passAndGoneDrained, ExitFail, report.ActionDrain,
+			[]string{"drain n1 vigil: t-fail Broken gpu0 +t-pass:Broken +t-gone"}, "vigil: t-fail Broken gpu0 +t-pass:Broken +t-gone"},
+		{"health fail on a DOWN node drains nothing and says so", `"t-fail"`, ModeHealth, downNode, ExitNotDrained, report.ActionKeep,
+			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: rack power"},
+		{"health fail on an admin drain exits not drained", `"t-fail"`, ModeHealth, adminDrained, ExitNotDrained, report.ActionKeep,
+			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: bad fan"},
+		{"health fail drains and exits 1", `"t-fail"`, ModeHealth, idle, ExitFail, report.ActionDrain,
+			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
 		{"pass leaves an admin drain", `"t-pass"`, ModeHealth, adminDrained, ExitOK, report.ActionKeep, nil, "admin: bad fan"},
 		{"no resume while the draining check is unknown", `"t-unknown"`, ModeHealth,
-			slurm.Node{Name: "n1", Flags: []string{"DRAIN"}, Reason: "vigil: t-unknown Broken"}, ExitOK, report.ActionNone, nil, "vigil: t-unknown Broken"},
+			slurm.Node{Name: "n1", Flags: []string{"DRAIN"}, Reason: "vigil: t-unknown Broken"}, ExitFail, report.ActionStay, nil, "vigil: t-unknown Broken"},
 		{"epilog drains but exits 0", `"t-fail"`, ModeEpilog, idle, ExitOK, report.ActionDrain,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
 	}
