@@ -57,7 +57,7 @@ func TestPlanDrain(t *testing.T) {
 		{name: "several named, all lifted", old: "vigil: gemm GEMMBelowThreshold gpu3 +disk:DiskSlow",
 			results: []benchmarks.Result{res("disk", pass, "", ""), res("gemm", pass, "", "")}, wantLifted: []string{"gemm", "disk"}},
 		{name: "a new failure first, the old kept after it", old: "vigil: gemm GEMMBelowThreshold gpu3",
-			results: []benchmarks.Result{res("disk", fail, "DiskSlow", "")},
+			results:    []benchmarks.Result{res("disk", fail, "DiskSlow", "")},
 			wantReason: "vigil: disk DiskSlow +gemm:GEMMBelowThreshold@gpu3", wantFailed: true, wantKept: []string{"gemm not run"}},
 		{name: "failing again replaces the old entry", old: "vigil: gemm GEMMBelowThreshold gpu3",
 			results: []benchmarks.Result{res("gemm", fail, "GEMMWrongResult", "gpu1")}, wantReason: "vigil: gemm GEMMWrongResult gpu1", wantFailed: true},
