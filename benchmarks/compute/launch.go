@@ -25,12 +25,15 @@ type LaunchSettings struct {
 // launchThresholds are the shipped limits on the median launch latency of
 // an empty kernel: event time between two events around the launch, and
 // host wall time of launch plus synchronize. The A100 figures are the
-// published fleet baselines; newer parts are held to the same.
+// published fleet baselines. A healthy H200 (driver 580, one GPU in a
+// virtual machine) measured 5.5 us event and 9.3 us wall, right at the A100
+// limits, so Hopper and newer parts get about 1.5 times that measurement:
+// a limit must sit above the healthy spread, not on it.
 var launchThresholds = Thresholds{
 	"A100": {"event_us": 5.5, "wall_us": 9.4},
-	"H100": {"event_us": 5.5, "wall_us": 9.4},
-	"H200": {"event_us": 5.5, "wall_us": 9.4},
-	"B200": {"event_us": 5.5, "wall_us": 9.4},
+	"H100": {"event_us": 8, "wall_us": 14},
+	"H200": {"event_us": 8, "wall_us": 14},
+	"B200": {"event_us": 8, "wall_us": 14},
 }
 
 // DefaultLaunchSettings are the shipped settings. The peer comparison is

@@ -143,6 +143,18 @@ func TestFaults(t *testing.T) {
 				v.(*nvlinkSettings).ExpectedLinks["NVIDIA H100 80GB HBM3"] = 12
 				return nil
 			}}, status: pass},
+		{name: "nvlink single GPU without peers", check: "nvlink", inject: func(n *fakeNode) {
+			n.gpus, n.visible = n.gpus[:1], 1
+			n.gpus[0].name = "NVIDIA H200"
+			for l := range n.gpus[0].links {
+				n.gpus[0].links[l] = nvml.FEATURE_DISABLED
+			}
+		}, status: pass, msg: "gpu0 is the node's only GPU: no NVLink peers, its 18 links are unused"},
+		{name: "nvlink all links of one GPU down among peers", check: "nvlink", inject: gpu(3, func(g *fakeGPU) {
+			for l := range g.links {
+				g.links[l] = nvml.FEATURE_DISABLED
+			}
+		}), status: fail, reason: "NVLinkDown", device: "gpu3", msg: "gpu3 NVLink 0 of 18 links active"},
 		{name: "nvlink call error", check: "nvlink", inject: gpu(7, func(g *fakeGPU) { g.errs["nvlink"] = nvml.ERROR_UNKNOWN }),
 			status: unknown, reason: "NVMLError", device: "gpu7"},
 
