@@ -198,25 +198,6 @@ func (v detectTime) Set(s string) error {
 	return nil
 }
 
-// graceValue is the --grace flag: setting it stops grace following the window.
-type graceValue struct{ s *run.Settings }
-
-func (v graceValue) String() string {
-	if v.s == nil || v.s.GraceIsWindow {
-		return ""
-	}
-	return v.s.Grace.String()
-}
-
-func (v graceValue) Set(str string) error {
-	d, err := time.ParseDuration(str)
-	if err != nil {
-		return err
-	}
-	v.s.Grace, v.s.GraceIsWindow = d, false
-	return nil
-}
-
 // flags binds the flags to s and c; their defaults are s's current values.
 func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	name := "vigil-watch"
@@ -228,9 +209,9 @@ func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() { usage(fs, replay) }
 
 	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
-	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime)
+	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime+". A job is reported one window after its last progress")
 	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
-	fs.Var(graceValue{s}, "grace", "start-up grace `duration` during which nothing is called hung (default: one window)")
+	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window")
 	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
 	fs.Float64Var(&s.MinCoverage, "min-coverage", s.MinCoverage, "fraction of a window's samples that must be present before it is judged")
 	fs.Float64Var(&s.UtilStddev, "util-stddev", s.UtilStddev, "largest standard deviation of a device's utilisation, in `percentage points`, that counts as flat")

@@ -3,6 +3,7 @@ package hang
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -95,6 +96,19 @@ func DefaultConfig() Config {
 // first sample) before the detector decides anything about it: the longer of
 // Grace and Window. Before that a host is never suspect, hung or recovered.
 func (c Config) FirstVerdict() time.Duration { return max(c.Grace, c.Window) }
+
+// ShortDuration writes d as time.Duration does, without the zero units at
+// its end: "30m", "1h", "1h30m", "1m30s", "0s".
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
 
 // ErrConfig is wrapped by every error of Validate.
 var ErrConfig = errors.New("hang: bad config")
