@@ -307,6 +307,21 @@ func TestWatchOnFixtureTree(t *testing.T) {
 	reps, _ := filepath.Glob(filepath.Join(dir, "vigil-hang-7-n1-*.json"))
 	if len(reps) != 1 {
 		t.Errorf("reports %v, want one", reps)
+	} else if data, err := os.ReadFile(reps[0]); err != nil {
+		t.Error(err)
+	} else {
+		// The report says when the first verdict could come, and with which grace.
+		var rep struct {
+			Window   string
+			Evidence map[string]any
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Window != "5m0s" || rep.Evidence["first_verdict"] != "2026-11-29T10:10:00Z" || rep.Evidence["grace_s"] != float64(600) || rep.Evidence["window_s"] != float64(300) {
+			t.Errorf("report window %q, evidence first_verdict %v grace_s %v window_s %v; want 5m0s, 10:10, 600, 300",
+				rep.Window, rep.Evidence["first_verdict"], rep.Evidence["grace_s"], rep.Evidence["window_s"])
+		}
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, "rec-7-n1.jsonl"))
 	if err != nil {
