@@ -34,6 +34,9 @@ const (
 	exitUsage = 2 // bad flags, environment or config
 )
 
+// stdin is what `vigil-watch replay -` reads.
+var stdin io.Reader = os.Stdin
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	code := realMain(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
@@ -54,7 +57,7 @@ type cli struct {
 // invocation is a parsed command line.
 type invocation struct {
 	replay   bool
-	file     string // replay's trace
+	files    []string // replay's traces ("-": standard input)
 	settings run.Settings
 	cli
 }
@@ -67,7 +70,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 		return code
 	}
 	if inv.replay {
-		if err := run.Replay(inv.file, inv.settings, stdout); err != nil {
+		if err := run.Replay(inv.files, inv.settings, stdin, stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
 			return exitError
 		}
@@ -111,8 +114,8 @@ func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 		}
 		return inv, exitUsage
 	}
-	if inv.replay && fs.NArg() != 1 {
-		return fail(errors.New("replay takes one trace file (see vigil-watch replay --help)"))
+	if inv.replay && fs.NArg() == 0 {
+		return fail(errors.New("replay needs at least one trace file, or - for standard input (see vigil-watch replay --help)"))
 	}
 	if !inv.replay && fs.NArg() != 0 {
 		return fail(fmt.Errorf("unexpected arguments %q (see vigil-watch --help)", fs.Args()))
@@ -160,7 +163,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 		return fail(err)
 	}
 	inv.settings = s
-	inv.file = fs.Arg(0)
+	inv.files = fs.Args()
 	return inv, -1
 }
 
@@ -198,25 +201,6 @@ func (v detectTime) Set(s string) error {
 	return nil
 }
 
-// graceValue is the --grace flag: setting it stops grace following the window.
-type graceValue struct{ s *run.Settings }
-
-func (v graceValue) String() string {
-	if v.s == nil || v.s.GraceIsWindow {
-		return ""
-	}
-	return v.s.Grace.String()
-}
-
-func (v graceValue) Set(str string) error {
-	d, err := time.ParseDuration(str)
-	if err != nil {
-		return err
-	}
-	v.s.Grace, v.s.GraceIsWindow = d, false
-	return nil
-}
-
 // flags binds the flags to s and c; their defaults are s's current values.
 func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	name := "vigil-watch"
@@ -228,9 +212,9 @@ func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() { usage(fs, replay) }
 
 	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
-	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime)
+	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime+". A job is reported one window after its last progress")
 	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
-	fs.Var(graceValue{s}, "grace", "start-up grace `duration` during which nothing is called hung (default: one window)")
+	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window")
 	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
 	fs.Float64Var(&s.MinCoverage, "min-coverage", s.MinCoverage, "fraction of a window's samples that must be present before it is judged")
 	fs.Float64Var(&s.UtilStddev, "util-stddev", s.UtilStddev, "largest standard deviation of a device's utilisation, in `percentage points`, that counts as flat")
@@ -273,7 +257,7 @@ const watchHelp = `NAME
 
 SYNOPSIS
     vigil-watch [OPTIONS]
-    vigil-watch replay [--window D] [--period D] [--config FILE] FILE
+    vigil-watch replay [OPTIONS] FILE... (- for standard input)
 
 DESCRIPTION
     vigil-watch runs inside a job as one task per node and samples the job on
@@ -287,6 +271,17 @@ DESCRIPTION
     idle at 0%, and the CPU steady). Gaps in the samples and unreadable files
     never by themselves make a node hung; progress makes it recover.
 
+    When: the window always covers the last --window of samples, so a job
+    that stops making progress is reported one window after its last
+    progress, however long it has run. --grace protects a slow start: no
+    verdict comes before the job is --grace old. The first verdict is
+    possible at the longer of grace and window after the watcher starts
+    (defaults: grace 10m, window 30m, so 30 minutes; a job that stalls after
+    an hour is reported 30 minutes after it stalled, not an hour). A start
+    that makes progress within the grace is never reported. The start-up log
+    line and each event's evidence (first_verdict, grace_s, window_s) say
+    when the first verdict can come.
+
     On a hang it logs one line, writes a JSON report, updates the job's comment,
     and notifies (webhook, mail) once per hang episode; it cancels or requeues
     the job only when asked to (--action). It prints every event as one JSON
@@ -294,9 +289,10 @@ DESCRIPTION
     SIGTERM or when the job's cgroup leaves the node. (When a batch script
     ends, Slurm kills the remaining steps, this one included.)
 
-    vigil-watch replay runs the rule offline over a trace recorded with
-    --record (many hosts allowed) and prints one JSON line per event, to tune
-    the thresholds on your own jobs. It acts on nothing.
+    vigil-watch replay runs the rule offline over traces recorded with
+    --record (one file per host, merged by time; - reads standard input) and
+    prints one JSON line per event, to tune the thresholds on your own jobs.
+    It acts on nothing.
 `
 
 const watchHelpTail = `
@@ -347,8 +343,7 @@ EXAMPLES
 
         srun --overlap --ntasks-per-node=1 vigil-watch --record trace-%j-%N.jsonl &
         ...
-        sort -s trace-1234-*.jsonl > all.jsonl    # lines start with their time
-        vigil-watch replay --window 10m all.jsonl
+        vigil-watch replay --window 10m trace-1234-*.jsonl
 
     Requeue a hung job at most twice, without doing it yet:
 
@@ -361,19 +356,29 @@ EXIT STATUS
 `
 
 const replayHelp = `NAME
-    vigil-watch replay - run the hang rule offline over a recorded trace
+    vigil-watch replay - run the hang rule offline over recorded traces
 
 SYNOPSIS
-    vigil-watch replay [--window D] [--period D] [--config FILE] FILE
+    vigil-watch replay [OPTIONS] FILE...
+    vigil-watch replay [OPTIONS] -
 
 DESCRIPTION
-    Reads FILE, a trace written by vigil-watch --record (one JSON line per host
-    per sample, many hosts allowed), runs the same detector as the watcher and
-    prints one JSON line per event: suspect, hung or recovered, with the
-    evidence (and, for several hosts, the likely culprit hosts). It acts on
-    nothing; VIGIL_HANG_DETECT_TIME is not read. Use it to tune the [watch]
+    Reads traces written by vigil-watch --record (one JSON line per host per
+    sample): one file per host, as --record %N writes them, or files of many
+    hosts, each in time order; - reads standard input. The files are merged
+    by time, so several files give the same events as one file of their
+    sorted lines. It runs the same detector as the watcher and prints one
+    JSON line per event: suspect, hung or recovered, with the evidence (and,
+    for several hosts, the likely culprit hosts). It acts on nothing;
+    VIGIL_HANG_DETECT_TIME is not read. Use it to tune the [watch]
     thresholds on your own jobs.
 
-EXAMPLE
-    vigil-watch replay --window 20m --period 60s trace.jsonl | jq -c 'select(.event=="hung")'
+    No verdict comes before a host's samples of a job span the longer of
+    --grace and --window. When no host's samples are that long, replay says
+    so on standard error, e.g. "trace covers 29m; first verdict needs 30m of
+    one host's samples (the longer of grace 10m and window 30m)".
+
+EXAMPLES
+    vigil-watch replay --window 20m --period 60s trace-1234-*.jsonl | jq -c 'select(.event=="hung")'
+    zcat trace-1234-gpu07.jsonl.gz | vigil-watch replay --window 20m -
 `

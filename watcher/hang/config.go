@@ -3,6 +3,7 @@ package hang
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -16,10 +17,13 @@ type Config struct {
 	// Period is the sampling period; coverage and gaps are measured against
 	// it. Default 60 seconds.
 	Period time.Duration `toml:"period"`
-	// Grace is the start-up grace period after a host's first sample: samples
-	// taken in it never count towards a window, so the first verdict comes
-	// at first sample + Grace + Window at the earliest. 0 means none.
-	// Default: one Window.
+	// Grace is the youngest a host's samples of a job may be (time since
+	// its first sample) before any verdict: it protects a slow start. It
+	// does not add to the window: the window always covers the last Window,
+	// so a job that stops making progress after running a while is reported
+	// Window after its last progress, and one that never makes progress
+	// FirstVerdict (the longer of Grace and Window) after its first sample.
+	// 0 means no minimum beyond one whole window. Default 10 minutes.
 	Grace time.Duration `toml:"grace"`
 	// IOBytes is the I/O progress below which a window counts as no
 	// progress, in bytes over the whole window (rchar+wchar+read_bytes+
@@ -73,7 +77,7 @@ func DefaultConfig() Config {
 	return Config{
 		Window:            30 * time.Minute,
 		Period:            60 * time.Second,
-		Grace:             30 * time.Minute,
+		Grace:             10 * time.Minute,
 		IOBytes:           1 << 20,
 		MinCoverage:       0.8,
 		UtilStddev:        5,
@@ -86,6 +90,24 @@ func DefaultConfig() Config {
 		CPUStddevFraction: 0.05,
 		CPUIdleCores:      0.1,
 	}
+}
+
+// FirstVerdict is how old a host's samples of a job must be (time since its
+// first sample) before the detector decides anything about it: the longer of
+// Grace and Window. Before that a host is never suspect, hung or recovered.
+func (c Config) FirstVerdict() time.Duration { return max(c.Grace, c.Window) }
+
+// ShortDuration writes d as time.Duration does, without the zero units at
+// its end: "30m", "1h", "1h30m", "1m30s", "0s".
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // ErrConfig is wrapped by every error of Validate.

@@ -48,9 +48,14 @@
 // Config.CPUIdleCores is hung (FlatCPUIdle); flat and busy is a hang only with
 // Config.CPUSpinIsHang, since a long computation without I/O looks the same.
 //
-// Grace. Samples within Config.Grace of a host's first sample never count
-// towards a window, so the first verdict can come at first sample + Grace +
-// Window.
+// Grace and the first verdict. The window always covers the last
+// Config.Window, start-up included, so a job that stops making progress is
+// reported one window after its last progress, however long it has run.
+// Config.Grace only delays the first verdict: nothing is decided about a host
+// before its samples of the job span Config.FirstVerdict (the longer of Grace
+// and Window). A slow start that makes progress within the grace is never
+// reported; a job that never makes progress is reported at first sample +
+// FirstVerdict.
 package hang
 
 import (
@@ -112,7 +117,8 @@ type Detector struct {
 	c      Config
 	hosts  map[string]*host
 	latest map[string]trace.Sample
-	vals   []float64 // scratch
+	span   time.Duration // longest stretch of one host's samples of one job
+	vals   []float64     // scratch
 }
 
 // New returns a Detector with configuration c, which should have passed
@@ -137,6 +143,22 @@ func (d *Detector) Config() Config { return d.c }
 // Latest returns the latest sample seen of each host (the map is the
 // detector's own: do not modify it).
 func (d *Detector) Latest() map[string]trace.Sample { return d.latest }
+
+// Span is the longest stretch of time covered by one host's samples of one
+// job seen so far (last sample minus first). While it is shorter than
+// Config.FirstVerdict, no verdict can have come.
+func (d *Detector) Span() time.Duration { return d.span }
+
+// FirstVerdictAt is the earliest time at which the detector can decide
+// anything about host's current job: its first sample + Config.FirstVerdict.
+// ok is false for a host not seen yet.
+func (d *Detector) FirstVerdictAt(host string) (t time.Time, ok bool) {
+	h := d.hosts[host]
+	if h == nil {
+		return time.Time{}, false
+	}
+	return h.first.Add(d.c.FirstVerdict()), true
+}
 
 func (d *Detector) capacity() int {
 	return 4*int(d.c.Window/d.c.Period) + 8
@@ -163,7 +185,10 @@ func (d *Detector) Observe(s trace.Sample) []Event {
 	h.last = s.Time
 	d.latest[s.Host] = s
 	h.push(&s)
-	if s.Time.Sub(h.first) < d.c.Grace+d.c.Window {
+	if age := s.Time.Sub(h.first); age > d.span {
+		d.span = age
+	}
+	if s.Time.Sub(h.first) < d.c.FirstVerdict() {
 		return nil
 	}
 	return d.judge(h, &s)
@@ -208,12 +233,9 @@ func (h *host) push(s *trace.Sample) {
 }
 
 // window fills h.win with the points of the window ending at now, oldest
-// first, leaving out points of the grace period.
+// first.
 func (d *Detector) window(h *host, now time.Time) []*point {
 	start := now.Add(-d.c.Window)
-	if g := h.first.Add(d.c.Grace); g.After(start) {
-		start = g
-	}
 	h.win = h.win[:0]
 	for i := h.n - 1; i >= 0; i-- {
 		p := &h.ring[(h.head+i)%len(h.ring)]
@@ -302,12 +324,14 @@ func (d *Detector) judge(h *host, s *trace.Sample) []Event {
 	cov := float64(io.n) / d.expected()
 	evidence := func() map[string]any {
 		ev := map[string]any{
-			"io_bytes":     io.bytes,
-			"io_threshold": d.c.IOBytes,
-			"window_s":     d.c.Window.Seconds(),
-			"coverage":     round(math.Min(cov, 1)),
-			"procs":        s.Procs,
-			"procs_d":      s.ProcsD,
+			"io_bytes":      io.bytes,
+			"io_threshold":  d.c.IOBytes,
+			"window_s":      d.c.Window.Seconds(),
+			"grace_s":       d.c.Grace.Seconds(),
+			"first_verdict": h.first.Add(d.c.FirstVerdict()).Format(time.RFC3339),
+			"coverage":      round(math.Min(cov, 1)),
+			"procs":         s.Procs,
+			"procs_d":       s.ProcsD,
 		}
 		if io.cgroup {
 			ev["cgroup_io_bytes"] = io.cgBytes

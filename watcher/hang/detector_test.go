@@ -13,7 +13,7 @@ import (
 )
 
 // testConfig: 10-minute window, 1-minute period, 5-minute grace, so the first
-// verdict can come at minute 15.
+// verdict can come at minute 10 (one whole window).
 func testConfig() Config {
 	c := DefaultConfig()
 	c.Window = 10 * time.Minute
@@ -144,22 +144,6 @@ func TestScenarios(t *testing.T) {
 			want: []string{"39 suspect NoIOProgress"},
 		},
 		{
-			name: "job still starting up: flat and quiet inside the grace period",
-			g:    gen{N: 15, Devs: 8, Phases: []phase{loading}},
-			want: nil,
-		},
-		{
-			name: "job still starting up after grace and window: hung",
-			g:    gen{N: 17, Devs: 8, Phases: []phase{loading}},
-			want: []string{"15 suspect NoIOProgress", "15 hung FlatUsageIdle"},
-		},
-		{
-			name: "start-up with a longer grace",
-			g:    gen{N: 40, Devs: 8, Phases: []phase{loading, at(training, 25)}},
-			cfg:  func(c *Config) { c.Grace = 20 * time.Minute },
-			want: nil,
-		},
-		{
 			name: "recovered when I/O comes back",
 			g:    gen{N: 60, Devs: 8, Phases: []phase{training, at(stuck, 20), at(training, 45)}},
 			want: []string{"29 suspect NoIOProgress", "30 hung FlatUsageStuckCollective", "45 recovered IOProgress"},
@@ -238,6 +222,9 @@ func TestEvidence(t *testing.T) {
 			t.Errorf("device %+v", d)
 		}
 	}
+	if hung.Evidence["grace_s"] != float64(300) || hung.Evidence["first_verdict"] != "2026-11-29T10:10:00Z" {
+		t.Errorf("grace_s %v first_verdict %v, want 300 and 10:10", hung.Evidence["grace_s"], hung.Evidence["first_verdict"])
+	}
 	if m := hung.Evidence["cpu_cores_median"].(float64); m < 7.9 || m > 8.1 {
 		t.Errorf("cpu median %v", m)
 	}
@@ -257,12 +244,143 @@ func TestNewJobOnHostStartsAfresh(t *testing.T) {
 	if n == 0 {
 		t.Fatal("job 1: want events")
 	}
-	// Job 2 on the same host, right after: its own grace again.
-	g.Job, g.N = "2", 15
+	// Job 2 on the same host, right after: its own first verdict again,
+	// one window after its first sample (samples 0 to 9 span 9 minutes).
+	g.Job, g.N = "2", 10
 	for _, s := range g.samples() {
 		s.Time = s.Time.Add(30 * time.Minute)
 		if evs := d.Observe(s); len(evs) > 0 {
 			t.Fatalf("job 2: %v", evs)
+		}
+	}
+}
+
+// TestGraceAndWindow checks when the first verdict can come: never before a
+// host's samples span the longer of grace and window; after that, one window
+// after the last progress, whatever the grace.
+func TestGraceAndWindow(t *testing.T) {
+	// Window 10m, period 1m throughout.
+	tests := []struct {
+		name  string
+		grace time.Duration
+		g     gen
+		want  []string
+	}{
+		{
+			name:  "never any progress, grace shorter than the window: one window",
+			grace: 5 * time.Minute,
+			g:     gen{N: 30, Devs: 8, Phases: []phase{loading}},
+			want:  []string{"10 suspect NoIOProgress", "10 hung FlatUsageIdle"},
+		},
+		{
+			name:  "never any progress, no grace: still one whole window",
+			grace: 0,
+			g:     gen{N: 30, Devs: 8, Phases: []phase{loading}},
+			want:  []string{"10 suspect NoIOProgress", "10 hung FlatUsageIdle"},
+		},
+		{
+			name:  "never any progress, no grace: nothing one sample short of a window",
+			grace: 0,
+			g:     gen{N: 10, Devs: 8, Phases: []phase{loading}},
+			want:  nil,
+		},
+		{
+			name:  "never any progress, grace longer than the window: at the grace",
+			grace: 20 * time.Minute,
+			g:     gen{N: 30, Devs: 8, Phases: []phase{loading}},
+			want:  []string{"20 suspect NoIOProgress", "20 hung FlatUsageIdle"},
+		},
+		{
+			name:  "nothing before the grace, however flat",
+			grace: 20 * time.Minute,
+			g:     gen{N: 20, Devs: 8, Phases: []phase{loading}},
+			want:  nil,
+		},
+		{
+			name:  "slow start within the grace: never reported",
+			grace: 20 * time.Minute,
+			g:     gen{N: 60, Devs: 8, Phases: []phase{loading, at(training, 15)}},
+			want:  nil,
+		},
+		{
+			name:  "stalls within the grace: reported at the grace, not grace + window",
+			grace: 20 * time.Minute,
+			g:     gen{N: 30, Devs: 8, Phases: []phase{training, at(stuck, 5)}},
+			want:  []string{"20 suspect NoIOProgress", "20 hung FlatUsageStuckCollective"},
+		},
+		{
+			name:  "slow start, then a late stall: one window after the last progress",
+			grace: 20 * time.Minute,
+			g:     gen{N: 60, Devs: 8, Phases: []phase{loading, at(training, 15), at(stuck, 40)}},
+			// Last write at minute 39: suspect at 49, hung at 50.
+			want: []string{"49 suspect NoIOProgress", "50 hung FlatUsageStuckCollective"},
+		},
+		{
+			name:  "late stall with a grace far longer than the window: the grace adds nothing",
+			grace: 45 * time.Minute,
+			g:     gen{N: 120, Devs: 8, Phases: []phase{training, at(stuck, 90)}},
+			want:  []string{"99 suspect NoIOProgress", "100 hung FlatUsageStuckCollective"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			c.Grace = tc.grace
+			tc.g.Host, tc.g.Job, tc.g.Seed, tc.g.Period = "gpu01", "77", 1, time.Minute
+			d := New(c)
+			var got []string
+			for _, s := range tc.g.samples() {
+				evs := d.Observe(s)
+				if age := s.Time.Sub(t0); len(evs) > 0 && age < c.FirstVerdict() {
+					t.Errorf("events at +%v, before the first verdict at +%v: %v", age, c.FirstVerdict(), evs)
+				}
+				for _, e := range evs {
+					got = append(got, short(e))
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			at, ok := d.FirstVerdictAt("gpu01")
+			if want := t0.Add(max(tc.grace, c.Window)); !ok || !at.Equal(want) {
+				t.Errorf("FirstVerdictAt = %v, %v; want %v", at, ok, want)
+			}
+			if want := time.Duration(tc.g.N-1) * time.Minute; d.Span() != want {
+				t.Errorf("Span = %v, want %v", d.Span(), want)
+			}
+		})
+	}
+	if _, ok := New(testConfig()).FirstVerdictAt("gpu01"); ok {
+		t.Error("FirstVerdictAt of an unseen host: ok")
+	}
+}
+
+func TestFirstVerdict(t *testing.T) {
+	for _, tc := range []struct{ grace, window, want time.Duration }{
+		{10 * time.Minute, 30 * time.Minute, 30 * time.Minute},
+		{time.Hour, 30 * time.Minute, time.Hour},
+		{0, 5 * time.Minute, 5 * time.Minute},
+	} {
+		c := DefaultConfig()
+		c.Grace, c.Window = tc.grace, tc.window
+		if got := c.FirstVerdict(); got != tc.want {
+			t.Errorf("grace %v window %v: FirstVerdict %v, want %v", tc.grace, tc.window, got, tc.want)
+		}
+	}
+	// The shipped defaults: "hung after 30 minutes" means 30 minutes, also
+	// for a job that never starts.
+	if c := DefaultConfig(); c.Grace != 10*time.Minute || c.Window != 30*time.Minute || c.FirstVerdict() != 30*time.Minute {
+		t.Errorf("defaults: grace %v window %v first verdict %v", c.Grace, c.Window, c.FirstVerdict())
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s",
+		0: "0s", 2 * time.Second: "2s", 59*time.Minute + 30*time.Second: "59m30s", time.Hour + 5*time.Second: "1h0m5s",
+	} {
+		if got := ShortDuration(d); got != want {
+			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -210,3 +210,106 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// perHost splits samples into one trace per host, as --record %N writes them.
+func perHost(t testing.TB, ss []trace.Sample) map[string][]byte {
+	t.Helper()
+	hosts := map[string][]trace.Sample{}
+	for _, s := range ss {
+		hosts[s.Host] = append(hosts[s.Host], s)
+	}
+	out := map[string][]byte{}
+	for h, hs := range hosts {
+		out[h] = encode(t, hs)
+	}
+	return out
+}
+
+// TestReplayInputsMerge replays one trace per host and checks that the
+// events are those of the merged trace, whatever the order of the inputs.
+func TestReplayInputsMerge(t *testing.T) {
+	for name, ss := range goldenTraces() {
+		t.Run(name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := Replay(bytes.NewReader(encode(t, ss)), testConfig(), &want); err != nil {
+				t.Fatal(err)
+			}
+			files := perHost(t, ss)
+			var hosts []string
+			for h := range files {
+				hosts = append(hosts, h)
+			}
+			sort.Strings(hosts)
+			reversed := append([]string(nil), hosts...)
+			for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
+				reversed[i], reversed[j] = reversed[j], reversed[i]
+			}
+			for _, order := range [][]string{hosts, reversed} {
+				var ins []Input
+				for _, h := range order {
+					ins = append(ins, Input{Name: h + ".jsonl", R: bytes.NewReader(files[h])})
+				}
+				var got bytes.Buffer
+				sum, err := ReplayInputs(ins, testConfig(), &got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != want.String() {
+					t.Fatalf("inputs %v: events differ from the merged trace's:\n got:\n%s\nwant:\n%s", order, got.String(), want.String())
+				}
+				if sum.Samples != len(ss) || sum.Hosts != len(hosts) || sum.Span != 59*time.Minute {
+					t.Errorf("summary %+v, want %d samples, %d hosts, span 59m", sum, len(ss), len(hosts))
+				}
+			}
+		})
+	}
+}
+
+func TestReplayInputsBadLineNamesTheInput(t *testing.T) {
+	good := `{"v":1,"time":"2026-11-29T10:00:00Z","host":"a"}` + "\n" + `{"v":1,"time":"2026-11-29T10:01:00Z","host":"a"}` + "\n"
+	bad := `{"v":1,"time":"2026-11-29T10:00:00Z","host":"b"}` + "\n" + `{"v":1,"time":` + "\n"
+	_, err := ReplayInputs([]Input{{Name: "a.jsonl", R: strings.NewReader(good)}, {Name: "b.jsonl", R: strings.NewReader(bad)}}, testConfig(), &bytes.Buffer{})
+	var le *trace.LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "b.jsonl: trace: line 2") {
+		t.Fatalf("got %v, want an error naming b.jsonl line 2", err)
+	}
+}
+
+func TestSummaryTooShort(t *testing.T) {
+	cfg := func(grace, window time.Duration) Config {
+		c := DefaultConfig()
+		c.Grace, c.Window = grace, window
+		return c
+	}
+	tests := []struct {
+		name string
+		c    Config
+		n    int // samples, one a minute
+		want string
+	}{
+		{"a minute short of the window", cfg(10*time.Minute, 30*time.Minute), 30,
+			"trace covers 29m; first verdict needs 30m of one host's samples (the longer of grace 10m and window 30m): no verdict was possible"},
+		{"exactly long enough", cfg(10*time.Minute, 30*time.Minute), 31, ""},
+		{"grace longer than the window", cfg(time.Hour, 30*time.Minute), 60,
+			"trace covers 59m; first verdict needs 1h of one host's samples (the longer of grace 1h and window 30m): no verdict was possible"},
+		{"empty", cfg(10*time.Minute, 30*time.Minute), 0, "the trace holds no samples"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gen{Host: "gpu01", Job: "1", Seed: 1, Period: time.Minute, N: tc.n, Devs: 1, Phases: []phase{loading}}
+			var out bytes.Buffer
+			sum, err := ReplayInputs([]Input{{Name: "x", R: bytes.NewReader(encode(t, g.samples()))}}, tc.c, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sum.TooShort(tc.c); got != tc.want {
+				t.Errorf("TooShort = %q, want %q", got, tc.want)
+			}
+			// The message and the events agree: a verdict came exactly when
+			// the trace was long enough for one (the job never progresses).
+			if verdicts := out.Len() > 0; verdicts != (tc.want == "") {
+				t.Errorf("events %q with TooShort %q", out.String(), tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,21 +9,52 @@ import (
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
-// Replay runs the detector with the settings' rule over a recorded trace
-// (the --record format; many hosts allowed) and writes one JSON event per
-// line to w. It acts on nothing.
-func Replay(path string, s Settings, w io.Writer) error {
+// Stdin is the replay path that stands for standard input.
+const Stdin = "-"
+
+// ErrReplayArgs is returned for a replay without traces, or with standard
+// input named twice.
+var ErrReplayArgs = errors.New("replay: bad trace list")
+
+// Replay runs the detector with the settings' rule over recorded traces (the
+// --record format) and writes one JSON event per line to stdout. paths name
+// the traces: one file per host as --record writes them, or files of many
+// hosts each in time order; they are merged by time, so the events are those
+// of the merged file. "-" is stdin. When no host's samples were long enough
+// for any verdict, Replay says so on stderr, with the numbers that would be.
+// It acts on nothing.
+func Replay(paths []string, s Settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	s = s.Final()
 	if err := s.Validate(nil); err != nil {
 		return err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+	if len(paths) == 0 {
+		return fmt.Errorf("%w: no trace given", ErrReplayArgs)
 	}
-	defer f.Close()
-	if err := hang.Replay(f, s.Config, w); err != nil {
-		return fmt.Errorf("replay %s: %w", path, err)
+	ins := make([]hang.Input, 0, len(paths))
+	seenStdin := false
+	for _, p := range paths {
+		if p == Stdin {
+			if seenStdin {
+				return fmt.Errorf("%w: %q (standard input) given twice", ErrReplayArgs, Stdin)
+			}
+			seenStdin = true
+			ins = append(ins, hang.Input{Name: "standard input", R: stdin})
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		defer f.Close()
+		ins = append(ins, hang.Input{Name: p, R: f})
+	}
+	sum, err := hang.ReplayInputs(ins, s.Config, stdout)
+	if err != nil {
+		return err // names the input and the line
+	}
+	if msg := sum.TooShort(s.Config); msg != "" {
+		fmt.Fprintf(stderr, "vigil-watch: replay: %s\n", msg)
 	}
 	return nil
 }

@@ -30,9 +30,6 @@ type Settings struct {
 	// busy_power_w, mem_change_mib, high_util, idle_util, cpu_* (see
 	// hang.Config for units and defaults).
 	hang.Config
-	// GraceIsWindow makes Grace follow the final Window (the default); it is
-	// cleared when the file or a flag sets grace.
-	GraceIsWindow bool `toml:"-"`
 	// PeriodIsDefault makes a short window shorten the period (at most a
 	// sixth of the window, at least 1 s); it is cleared when the file or a
 	// flag sets period.
@@ -67,7 +64,6 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Config:          hang.DefaultConfig(),
-		GraceIsWindow:   true,
 		PeriodIsDefault: true,
 		Action:          string(action.ControlNone),
 		MaxRequeues:     1,
@@ -124,22 +120,16 @@ func (s *Settings) Load(f *config.File) error {
 	if err := f.Decode(Section, s); err != nil {
 		return err
 	}
-	if f.Has(Section + ".grace") {
-		s.GraceIsWindow = false
-	}
 	if f.Has(Section + ".period") {
 		s.PeriodIsDefault = false
 	}
 	return nil
 }
 
-// Final returns s with the derived values filled in: Grace is one Window
-// unless grace was set; an unset Period is at most a sixth of the Window
-// (so that VIGIL_HANG_DETECT_TIME=2 alone gives 20 s samples), at least 1 s.
+// Final returns s with the derived values filled in: an unset Period is at
+// most a sixth of the Window (so that VIGIL_HANG_DETECT_TIME=2 alone gives
+// 20 s samples), at least 1 s.
 func (s Settings) Final() Settings {
-	if s.GraceIsWindow {
-		s.Grace = s.Window
-	}
 	if s.PeriodIsDefault && s.Window > 0 && s.Period > s.Window/6 {
 		s.Period = max(s.Window/6, time.Second)
 	}
@@ -165,7 +155,7 @@ func (s Settings) Validate(f *config.File) error {
 		bad("period", "%v: must be at most half the window (%v), or the window holds too few samples", s.Period, s.Window)
 	}
 	if s.Grace < 0 {
-		bad("grace", "%v: must be 0 (one window) or more", s.Grace)
+		bad("grace", "%v: must be 0 or more", s.Grace)
 	}
 	if _, err := action.ParseControl(s.Action); err != nil {
 		bad("action", "%q: want none, cancel or requeue", s.Action)

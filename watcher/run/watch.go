@@ -119,8 +119,12 @@ func Watch(ctx context.Context, o Options) error {
 		Log:   log,
 	}
 
+	clock := o.Clock
+	if clock == nil {
+		clock = RealClock{}
+	}
 	loop := &Loop{
-		Clock: o.Clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Config),
+		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Config),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
 	}
 	if o.Record != "" {
@@ -132,10 +136,11 @@ func Watch(ctx context.Context, o Options) error {
 		defer f.Close()
 		loop.Record = trace.NewWriter(f)
 	}
+	first := clock.Now().Add(s.FirstVerdict()).UTC().Format(time.RFC3339)
 	log.WithFields(logrus.Fields{
-		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(),
+		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(), "first_verdict": first,
 		"io_bytes": s.IOBytes, "action": string(control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
-	}).Info("vigil-watch started")
+	}).Info(StartMessage(s.Config, first))
 	err = loop.Run(ctx)
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -146,6 +151,14 @@ func Watch(ctx context.Context, o Options) error {
 		}).Info("vigil-watch stopped")
 	}
 	return err
+}
+
+// StartMessage is the watcher's start-up log message: when its first verdict
+// can come (first, a time) and why.
+func StartMessage(c hang.Config, first string) string {
+	return fmt.Sprintf("vigil-watch started; first verdict possible at %s (the longer of grace %v and window %v); "+
+		"after that, a node is reported one window after its last I/O progress",
+		first, hang.ShortDuration(c.Grace), hang.ShortDuration(c.Window))
 }
 
 // Stagger is how long a node waits before it looks for another node's note

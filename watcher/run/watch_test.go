@@ -56,21 +56,34 @@ func TestParseDetectTime(t *testing.T) {
 	}
 }
 
-func TestSettingsGraceFollowsWindow(t *testing.T) {
+func TestSettingsGraceDoesNotFollowWindow(t *testing.T) {
 	s := DefaultSettings()
 	if err := s.ApplyEnv(func(string) (string, bool) { return "7", true }); err != nil {
 		t.Fatal(err)
 	}
-	if f := s.Final(); f.Window != 7*time.Minute || f.Grace != 7*time.Minute {
-		t.Errorf("window %v grace %v, want 7m both", f.Window, f.Grace)
+	// A short window keeps the start-up grace: the first verdict comes at
+	// 10m, and a late stall is still reported 7m after the last progress.
+	if f := s.Final(); f.Window != 7*time.Minute || f.Grace != 10*time.Minute || f.FirstVerdict() != 10*time.Minute {
+		t.Errorf("window %v grace %v first verdict %v, want 7m 10m 10m", f.Window, f.Grace, f.FirstVerdict())
 	}
-	s.GraceIsWindow = false
-	s.Grace = time.Second
-	if f := s.Final(); f.Grace != time.Second {
-		t.Errorf("grace set: %v", f.Grace)
+	if err := s.ApplyEnv(func(string) (string, bool) { return "2h", true }); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Final(); f.Grace != 10*time.Minute || f.FirstVerdict() != 2*time.Hour {
+		t.Errorf("2h window: grace %v first verdict %v, want 10m 2h", f.Grace, f.FirstVerdict())
 	}
 	if err := DefaultSettings().Final().Validate(nil); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
+	}
+}
+
+func TestStartMessage(t *testing.T) {
+	c := DefaultSettings().Config
+	got := StartMessage(c, "2026-11-29T10:30:00Z")
+	want := "vigil-watch started; first verdict possible at 2026-11-29T10:30:00Z (the longer of grace 10m and window 30m); " +
+		"after that, a node is reported one window after its last I/O progress"
+	if got != want {
+		t.Errorf("StartMessage =\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -232,7 +245,8 @@ func TestWatchOnFixtureTree(t *testing.T) {
 	scontrol := &fakeScontrol{comment: "baseline run"}
 	var stdout bytes.Buffer
 	logger := logrus.New()
-	logger.SetOutput(io.Discard)
+	var logs bytes.Buffer
+	logger.SetOutput(&logs)
 	record := filepath.Join(dir, "rec-%j-%N.jsonl")
 	err := Watch(context.Background(), Options{
 		Settings: s, Record: record, AccelTrace: accel, Root: f.root,
@@ -266,11 +280,16 @@ func TestWatchOnFixtureTree(t *testing.T) {
 	if hungAt.IsZero() {
 		t.Fatalf("no hung event; events %v", kinds)
 	}
-	// Grace is one window (5m); writes stop at 3m; the window after grace
-	// and after the last write ends at 3m+1m+5m = 9m at the earliest, and
-	// must end by 10m + two periods.
-	if el := hungAt.Sub(t0); el < 9*time.Minute || el > 12*time.Minute {
-		t.Errorf("hung at +%v, want between +9m and +12m", el)
+	// Writes stop at 3m, so the window after the last write ends at
+	// 3m+1m+5m = 9m; but the grace (10m by default) is longer than the
+	// window, so nothing can come before +10m, the first verdict the log
+	// announced.
+	if el := hungAt.Sub(t0); el < 10*time.Minute || el > 12*time.Minute {
+		t.Errorf("hung at +%v, want between +10m and +12m", el)
+	}
+	if want := "first verdict possible at 2026-11-29T10:10:00Z (the longer of grace 10m and window 5m)"; !strings.Contains(logs.String(), want) ||
+		!strings.Contains(logs.String(), "first_verdict=\"2026-11-29T10:10:00Z\"") || !strings.Contains(logs.String(), "grace=10m0s") {
+		t.Errorf("start-up log lacks the first verdict %q:\n%s", want, logs.String())
 	}
 	mu.Lock()
 	if len(hooks) != 1 || hooks[0]["event"] != "hung" || hooks[0]["job"] != "7" || !strings.Contains(fmt.Sprint(hooks[0]["text"]), "job 7 (alice) is hung on n1") {
@@ -288,6 +307,21 @@ func TestWatchOnFixtureTree(t *testing.T) {
 	reps, _ := filepath.Glob(filepath.Join(dir, "vigil-hang-7-n1-*.json"))
 	if len(reps) != 1 {
 		t.Errorf("reports %v, want one", reps)
+	} else if data, err := os.ReadFile(reps[0]); err != nil {
+		t.Error(err)
+	} else {
+		// The report says when the first verdict could come, and with which grace.
+		var rep struct {
+			Window   string
+			Evidence map[string]any
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Window != "5m0s" || rep.Evidence["first_verdict"] != "2026-11-29T10:10:00Z" || rep.Evidence["grace_s"] != float64(600) || rep.Evidence["window_s"] != float64(300) {
+			t.Errorf("report window %q, evidence first_verdict %v grace_s %v window_s %v; want 5m0s, 10:10, 600, 300",
+				rep.Window, rep.Evidence["first_verdict"], rep.Evidence["grace_s"], rep.Evidence["window_s"])
+		}
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, "rec-7-n1.jsonl"))
 	if err != nil {
