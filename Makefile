@@ -2,6 +2,13 @@
 GO      ?= go
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
+# The SPANK plugin, and where its plugstack.conf line and the example config go.
+LIBDIR        ?= $(PREFIX)/lib/vigil
+SYSCONFDIR    ?= /etc
+PLUGSTACK_DIR ?= $(SYSCONFDIR)/slurm/plugstack.conf.d
+VIGIL_TOML    ?= $(SYSCONFDIR)/vigil/vigil.toml
+SPANK_WATCH   ?= auto
+PLUGSTACK_LINE = required $(LIBDIR)/vigil_spank.so config=$(VIGIL_TOML) prolog=$(BINDIR)/vigil-prolog watcher=$(BINDIR)/vigil-watch watch=$(SPANK_WATCH)
 # go-nvml's nvml.h uses deprecated declarations; keep the build quiet.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 export CGO_ENABLED = 1
@@ -43,11 +50,26 @@ bench: ## print vigil's performance figures
 fuzz: ## fuzz the parsers, FUZZTIME each (default 30s)
 	bash .ci/fuzz $(or $(FUZZTIME),30s)
 
-install: build ## install the binaries under $(PREFIX)
+install: build ## install the binaries, the SPANK plugin and its plugstack.conf line, and vigil.toml.example
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
 	ln -sf vigil-prolog $(DESTDIR)$(BINDIR)/vigil-health
-	@if [ -f bin/vigil_spank.so ]; then $(MAKE) --no-print-directory -C slurm/spank install OUT=$(CURDIR)/bin/vigil_spank.so PLUGIN_DIR=$(DESTDIR)$(PREFIX)/lib/vigil; fi
+	install -d $(DESTDIR)$(dir $(VIGIL_TOML))
+	./bin/vigil-prolog --print-example-config > $(DESTDIR)$(VIGIL_TOML).example.tmp
+	mv $(DESTDIR)$(VIGIL_TOML).example.tmp $(DESTDIR)$(VIGIL_TOML).example
+	@if [ -f bin/vigil_spank.so ]; then \
+		$(MAKE) --no-print-directory -C slurm/spank install OUT=$(CURDIR)/bin/vigil_spank.so PLUGIN_DIR=$(DESTDIR)$(LIBDIR) && \
+		install -d $(DESTDIR)$(PLUGSTACK_DIR) && \
+		echo '$(PLUGSTACK_LINE)' > $(DESTDIR)$(PLUGSTACK_DIR)/vigil.conf && \
+		echo "wrote $(DESTDIR)$(PLUGSTACK_DIR)/vigil.conf:" && echo '    $(PLUGSTACK_LINE)' && \
+		echo "plugstack.conf must include it: include $(PLUGSTACK_DIR)/*.conf (then restart slurmd)"; \
+	else echo "no bin/vigil_spank.so (libslurm-dev missing): the SPANK plugin and its plugstack.conf line were not installed"; fi
+	@echo "slurm.conf:"
+	@echo "    Prolog=$(BINDIR)/vigil-prolog"
+	@echo "    PrologFlags=Alloc,Contain"
+	@echo "    Epilog=$(BINDIR)/vigil-epilog"
+	@echo "    HealthCheckProgram=$(BINDIR)/vigil-health"
+	@echo "config: $(VIGIL_TOML) (the plugin and vigil-watch read it; vigil-prolog reads /etc/vigil/vigil.toml unless VIGIL_CONFIG says otherwise); every key with its default: $(VIGIL_TOML).example"
 
 clean:
 	rm -rf bin

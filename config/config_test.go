@@ -167,3 +167,37 @@ func TestKeyLinesSkipsMultiline(t *testing.T) {
 		t.Fatalf("lines = %v", l)
 	}
 }
+
+func TestValidateSlurmConf(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"absolute", "/etc/slurm-site/slurm.conf", true},
+		{"absent file is fine here", "/nonexistent/slurm.conf", true},
+		{"relative", "slurm.conf", false},
+		{"dot relative", "./etc/slurm.conf", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "[prolog]\n\nslurm_conf = \"" + tc.value + "\"\n"
+			f, err := Parse(strings.NewReader(doc), "v.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := DefaultProlog()
+			if err := f.Decode("prolog", &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.SlurmConf != tc.value {
+				t.Fatalf("SlurmConf = %q", p.SlurmConf)
+			}
+			err = p.Validate(f)
+			if tc.ok && err != nil {
+				t.Errorf("want valid, got %v", err)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "v.toml:3: prolog.slurm_conf") || !strings.Contains(err.Error(), "absolute path")) {
+				t.Errorf("want an error naming v.toml:3: prolog.slurm_conf and what to write, got %v", err)
+			}
+		})
+	}
+}

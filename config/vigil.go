@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
 	"time"
 )
 
@@ -60,6 +61,11 @@ type Prolog struct {
 	RunDir string `toml:"run_dir"`
 	// SlurmBinDir is where scontrol lives (the prolog runs without PATH).
 	SlurmBinDir string `toml:"slurm_bin_dir"`
+	// SlurmConf is the cluster's slurm.conf, passed to scontrol as
+	// SLURM_CONF when the environment has none (HealthCheckProgram runs
+	// without it); "" leaves scontrol to Slurm's built-in default. A file
+	// that does not exist is a run-time error, not a config error.
+	SlurmConf string `toml:"slurm_conf"`
 	// SlurmTimeout is the deadline of each scontrol call ("30s").
 	SlurmTimeout time.Duration `toml:"slurm_timeout"`
 	// KeepReports is how many JSON reports to keep in ReportDir (0 keeps all).
@@ -132,6 +138,9 @@ func (p Prolog) Validate(f *File) error {
 	}
 	if p.Timing != TimingBefore && p.Timing != TimingAfterRequeue {
 		errs = append(errs, f.Errorf("prolog.timing", "%q: want %q or %q", p.Timing, TimingBefore, TimingAfterRequeue))
+	}
+	if p.SlurmConf != "" && !filepath.IsAbs(p.SlurmConf) {
+		errs = append(errs, f.Errorf("prolog.slurm_conf", "%q: want an absolute path (\"/etc/slurm/slurm.conf\")", p.SlurmConf))
 	}
 	if p.SlurmTimeout < time.Second {
 		errs = append(errs, f.Errorf("prolog.slurm_timeout", "%v: want at least 1s", p.SlurmTimeout))

@@ -375,6 +375,17 @@ type Prolog struct {
 	Budget time.Duration
 	// Warnings say what was ignored or changed, one sentence each.
 	Warnings []string
+	// Dropped are the checks the job asked for that do not run, each with
+	// the reason.
+	Dropped []Dropped
+}
+
+// Dropped is a check the job asked for (--vigil-checks) that does not run.
+type Dropped struct {
+	// Check is the name the job gave.
+	Check string
+	// Reason says why it does not run ("unknown check").
+	Reason string
 }
 
 // ApplyProlog returns the prolog's effective settings for request r, given
@@ -397,6 +408,11 @@ func (p Policy) ApplyProlog(r Request, known []string, budget time.Duration) Pro
 				ok = append(ok, c)
 			} else {
 				dropped = append(dropped, c)
+				why := "not one users may choose ([policy] checks)"
+				if len(known) > 0 && !slices.Contains(known, c) {
+					why = "unknown check"
+				}
+				out.Dropped = append(out.Dropped, Dropped{Check: c, Reason: why})
 			}
 		}
 		if len(dropped) > 0 {

@@ -207,9 +207,10 @@ func TestApplyProlog(t *testing.T) {
 		{name: "checks within policy, budget capped", p: capped, r: Request{Checks: []string{"disk"}},
 			want: Prolog{Checks: []string{"disk"}, Budget: 5 * time.Minute}, warns: 1},
 		{name: "disallowed and unknown checks dropped", p: capped, r: Request{Checks: []string{"gemm", "disk", "nope"}},
-			want: Prolog{Checks: []string{"disk"}, Budget: 5 * time.Minute}, warns: 2},
+			want: Prolog{Checks: []string{"disk"}, Budget: 5 * time.Minute, Dropped: []Dropped{
+				{Check: "gemm", Reason: "not one users may choose ([policy] checks)"}, {Check: "nope", Reason: "unknown check"}}}, warns: 2},
 		{name: "nothing left: configured checks", p: capped, r: Request{Checks: []string{"gemm"}},
-			want: Prolog{Budget: 30 * time.Minute}, warns: 2},
+			want: Prolog{Budget: 30 * time.Minute, Dropped: []Dropped{{Check: "gemm", Reason: "not one users may choose ([policy] checks)"}}}, warns: 2},
 		{name: "skip not allowed", p: Default(), r: Request{SkipChecks: true},
 			want: Prolog{Budget: 30 * time.Minute}, warns: 1},
 		{name: "skip allowed", p: skippable, r: Request{SkipChecks: true},

@@ -20,6 +20,7 @@ import (
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/sanity"
+	watchrun "github.com/vigil-hpc/vigil/watcher/run"
 )
 
 const usage = `NAME
@@ -29,6 +30,7 @@ SYNOPSIS
     vigil-prolog [--config FILE] [--dry-run] [--health] [--node NAME] [OVERRIDES]
     vigil-prolog --check-config [--config FILE] [OVERRIDES]
     vigil-prolog --list-checks
+    vigil-prolog --print-example-config
     vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
                  [--hang-time DURATION] [--hang-action ACTION]
 
@@ -72,6 +74,10 @@ OPTIONS
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
     --check-config     validate the config and print the effective configuration.
     --list-checks      list the registered checks.
+    --print-example-config
+                       print an example config: every key with its shipped
+                       default, commented out (make install puts it in
+                       /etc/vigil/vigil.toml.example).
     --log-level LEVEL  debug, info, warn, error (default info; warn on a terminal).
     --log-format FMT   text or json (default text); logs go to stderr.
 
@@ -150,6 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "node name")
 	checkConfig := fs.Bool("check-config", false, "validate and print the config")
 	listChecks := fs.Bool("list-checks", false, "list checks")
+	printExample := fs.Bool("print-example-config", false, "print an example config")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
 	overrides := sanity.OverrideFlags(fs)
@@ -176,6 +183,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *listChecks {
 		for _, n := range benchmarks.Names() {
 			fmt.Fprintln(stdout, n)
+		}
+		return sanity.ExitOK
+	}
+	if *printExample {
+		if err := sanity.ExampleConfig(stdout, sanity.ExampleSection{Name: watchrun.Section, Defaults: watchrun.DefaultSettings()}); err != nil {
+			fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
+			return sanity.ExitConfig
 		}
 		return sanity.ExitOK
 	}

@@ -49,6 +49,9 @@ type Report struct {
 	BudgetExpired bool `json:"budget_expired,omitempty"`
 	// Skipped says why the suite did not run (timing), empty when it ran.
 	Skipped string `json:"skipped,omitempty"`
+	// Dropped lists the checks the job asked for (--vigil-checks) that did
+	// not run, each with the reason.
+	Dropped []Dropped `json:"dropped,omitempty"`
 	// Action is what vigil did (or, in a dry run, would do) about the node and job.
 	Action Action `json:"action"`
 	// Notes are things a reader should know (missing pieces, warnings).
@@ -58,6 +61,14 @@ type Report struct {
 	// CheckerMaxRSSKiB is the largest peak memory of a checker child
 	// process, in KiB (0 when none ran).
 	CheckerMaxRSSKiB int64 `json:"checker_max_rss_kib,omitempty"`
+}
+
+// Dropped is a check the job asked for that did not run.
+type Dropped struct {
+	// Check is the check's name as the job gave it.
+	Check string `json:"check"`
+	// Reason says why it did not run ("removed by [prolog] skip").
+	Reason string `json:"reason"`
 }
 
 // ConfigInfo describes the config a run used.

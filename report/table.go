@@ -38,6 +38,9 @@ func Table(w io.Writer, r *Report) {
 	if r.Skipped != "" {
 		fmt.Fprintf(w, "skipped:      %s\n", r.Skipped)
 	}
+	for _, d := range r.Dropped {
+		fmt.Fprintf(w, "dropped:      %s: %s\n", d.Check, d.Reason)
+	}
 	if len(r.Results) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

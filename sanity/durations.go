@@ -19,10 +19,12 @@ func durationsAsStrings(v any) any {
 		}
 		rv = rv.Elem()
 	}
-	return convert(rv)
+	return convert(rv, false)
 }
 
-func convert(rv reflect.Value) any {
+// convert turns rv into plain TOML values; empty maps are left out unless
+// keepEmpty is set (then they become empty tables).
+func convert(rv reflect.Value, keepEmpty bool) any {
 	if rv.Type() == durationType {
 		return time.Duration(rv.Int()).String()
 	}
@@ -31,7 +33,7 @@ func convert(rv reflect.Value) any {
 		if rv.IsNil() {
 			return nil
 		}
-		return convert(rv.Elem())
+		return convert(rv.Elem(), keepEmpty)
 	case reflect.Struct:
 		m := map[string]any{}
 		t := rv.Type()
@@ -43,7 +45,7 @@ func convert(rv reflect.Value) any {
 			name := f.Name
 			if f.Anonymous && f.Tag.Get("toml") == "" {
 				// Embedded structs are flattened, as the TOML decoder does.
-				if inner, ok := convert(rv.Field(i)).(map[string]any); ok {
+				if inner, ok := convert(rv.Field(i), keepEmpty).(map[string]any); ok {
 					for k, v := range inner {
 						m[k] = v
 					}
@@ -56,18 +58,18 @@ func convert(rv reflect.Value) any {
 				}
 				name = strings.Split(tag, ",")[0]
 			}
-			if c := convert(rv.Field(i)); c != nil {
+			if c := convert(rv.Field(i), keepEmpty); c != nil {
 				m[name] = c
 			}
 		}
 		return m
 	case reflect.Map:
-		if rv.Len() == 0 {
+		if rv.Len() == 0 && !keepEmpty {
 			return nil
 		}
 		m := map[string]any{}
 		for _, k := range rv.MapKeys() {
-			if c := convert(rv.MapIndex(k)); c != nil {
+			if c := convert(rv.MapIndex(k), keepEmpty); c != nil {
 				m[k.String()] = c
 			}
 		}
@@ -78,7 +80,7 @@ func convert(rv reflect.Value) any {
 		}
 		s := make([]any, 0, rv.Len())
 		for i := 0; i < rv.Len(); i++ {
-			s = append(s, convert(rv.Index(i)))
+			s = append(s, convert(rv.Index(i), keepEmpty))
 		}
 		return s
 	default:

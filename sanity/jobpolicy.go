@@ -1,10 +1,14 @@
 package sanity
 
 import (
+	"slices"
 	"strings"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/policy"
+	"github.com/vigil-hpc/vigil/report"
 )
 
 // applyJobChoices applies the job's own choices (--vigil-checks and
@@ -24,10 +28,28 @@ func (r *run) applyJobChoices() (int, bool) {
 		r.log.Info(r.rep.Skipped)
 		return ExitOK, true
 	}
-	if pp.Checks != nil {
-		s.Prolog.Checks = pp.Checks
+	for _, d := range pp.Dropped {
+		r.drop(d.Check, d.Reason)
+	}
+	// The admin's [prolog] skip holds over the job's choice too.
+	var chosen []string
+	for _, c := range pp.Checks {
+		if slices.Contains(s.Prolog.Skip, c) {
+			r.drop(c, "removed by [prolog] skip")
+		} else {
+			chosen = append(chosen, c)
+		}
+	}
+	switch {
+	case len(chosen) > 0:
+		s.Prolog.Checks = chosen
 		r.jobChecks = true
-		r.note("checks chosen by the job (--vigil-checks): %s", strings.Join(pp.Checks, ", "))
+		r.note("checks chosen by the job (--vigil-checks): %s", strings.Join(chosen, ", "))
+	case pp.Checks != nil:
+		// As when the policy allows none of them: the node is still
+		// checked, with what the admin configured.
+		r.note("none of the checks the job asked for may run here: running the configured checks")
+		r.log.Warn("none of the checks the job asked for may run here: running the configured checks")
 	}
 	if pp.Timing != "" {
 		s.Prolog.Timing = pp.Timing
@@ -37,6 +59,13 @@ func (r *run) applyJobChoices() (int, bool) {
 		r.deadline = r.rep.Start.Add(pp.Budget)
 	}
 	return ExitOK, false
+}
+
+// drop records a check the job asked for that does not run, in the
+// report's dropped list and the log.
+func (r *run) drop(check, reason string) {
+	r.rep.Dropped = append(r.rep.Dropped, report.Dropped{Check: check, Reason: reason})
+	r.log.WithFields(logrus.Fields{"check": check, "reason": reason}).Warn("dropped a check the job asked for (--vigil-checks)")
 }
 
 // ranCheck reports whether results hold a result of the named check.

@@ -24,6 +24,7 @@ func TestJobChoices(t *testing.T) {
 		skipped   string
 		note      string
 		wantCalls []string
+		dropped   []report.Dropped
 		// stays: vigil's drain stays, so the prolog fails (the job runs elsewhere).
 		stays bool
 	}{
@@ -32,10 +33,20 @@ func TestJobChoices(t *testing.T) {
 			note: "checks chosen by the job (--vigil-checks): t-pass"},
 		{name: "checks outside the policy are dropped", config: "checks = [\"t-pass\", \"t-unknown\"]\n[policy]\nchecks = [\"t-pass\"]",
 			spank: env{"SPANK_VIGIL_CHECKS": "t-fail,t-pass"}, node: idle, ran: []string{"t-pass"},
-			note: "policy: ignoring checks the job asked for that are unknown or not allowed: t-fail"},
+			note:    "policy: ignoring checks the job asked for that are unknown or not allowed: t-fail",
+			dropped: []report.Dropped{{Check: "t-fail", Reason: "not one users may choose ([policy] checks)"}}},
+		{name: "a check the admin skips is dropped", config: "checks = [\"t-pass\", \"t-unknown\"]\nskip = [\"t-unknown\"]",
+			spank: env{"SPANK_VIGIL_CHECKS": "t-unknown,t-pass"}, node: idle, ran: []string{"t-pass"},
+			note:    "checks chosen by the job (--vigil-checks): t-pass",
+			dropped: []report.Dropped{{Check: "t-unknown", Reason: "removed by [prolog] skip"}}},
+		{name: "every chosen check skipped by the admin: the configured checks run", config: "checks = [\"t-pass\", \"t-fail\"]\nskip = [\"t-fail\"]",
+			spank: env{"SPANK_VIGIL_CHECKS": "t-fail"}, node: idle, ran: []string{"t-pass"},
+			note:    "none of the checks the job asked for may run here: running the configured checks",
+			dropped: []report.Dropped{{Check: "t-fail", Reason: "removed by [prolog] skip"}}},
 		{name: "nothing allowed left: the configured checks run", config: "checks = [\"t-pass\", \"t-unknown\"]\n[policy]\nchecks = [\"t-pass\"]",
 			spank: env{"SPANK_VIGIL_CHECKS": "t-fail"}, node: idle, ran: []string{"t-pass", "t-unknown"},
-			note: "policy: none of the checks the job asked for may run: running the configured checks"},
+			note:    "policy: none of the checks the job asked for may run: running the configured checks",
+			dropped: []report.Dropped{{Check: "t-fail", Reason: "not one users may choose ([policy] checks)"}}},
 		{name: "skip allowed", config: "checks = [\"t-fail\"]\n[policy]\nallow_skip = true",
 			spank: env{"SPANK_VIGIL_CHECKS": "none"}, node: idle, skipped: "--vigil-checks=none"},
 		{name: "skip not allowed", config: `checks = ["t-pass"]`,
@@ -75,6 +86,16 @@ func TestJobChoices(t *testing.T) {
 			}
 			if tc.note != "" && !slices.ContainsFunc(out.Report.Notes, func(n string) bool { return strings.Contains(n, tc.note) }) {
 				t.Errorf("notes %q lack %q", out.Report.Notes, tc.note)
+			}
+			if !slices.Equal(out.Report.Dropped, tc.dropped) {
+				t.Errorf("dropped %+v, want %+v", out.Report.Dropped, tc.dropped)
+			}
+			var table strings.Builder
+			report.Table(&table, out.Report)
+			for _, d := range tc.dropped {
+				if want := "dropped:      " + d.Check + ": " + d.Reason; !strings.Contains(table.String(), want) {
+					t.Errorf("table lacks %q:\n%s", want, table.String())
+				}
 			}
 			if got := fs.mutations(); strings.Join(got, "|") != strings.Join(tc.wantCalls, "|") {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)

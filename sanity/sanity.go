@@ -355,11 +355,13 @@ func (r *run) client() Slurm {
 		return nil
 	}
 	if r.cli == nil {
-		if r.o.Slurm != nil {
-			r.cli = r.o.Slurm
-		} else {
-			r.cli = &slurm.Client{BinDir: r.s.Prolog.SlurmBinDir, Timeout: r.s.Prolog.SlurmTimeout}
+		cli := r.o.Slurm
+		if cli == nil {
+			cli = NewSlurmClient(r.s.Prolog, r.o.Lookup)
+			r.checkSlurmConf()
 		}
+		conf, _ := SlurmConf(r.s.Prolog, r.o.Lookup)
+		r.cli = loggedSlurm{Slurm: cli, log: r.log, conf: conf}
 	}
 	return r.cli
 }

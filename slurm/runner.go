@@ -20,6 +20,17 @@ type Runner interface {
 	Run(ctx context.Context, argv []string) (stdout []byte, err error)
 }
 
+// EnvRunner is a Runner that also takes the extra environment of the
+// command (Client.Env: "SLURM_CONF=/etc/slurm/slurm.conf"). A Client hands
+// its Env to a Runner that implements it, so tests see the exact argv and
+// environment; a plain Runner never sees Client.Env.
+type EnvRunner interface {
+	Runner
+	// RunEnv runs argv like Run with env added to the environment (later
+	// entries win).
+	RunEnv(ctx context.Context, argv, env []string) (stdout []byte, err error)
+}
+
 // maxStderr is how much of a command's standard error a CommandError keeps,
 // in bytes.
 const maxStderr = 64 << 10

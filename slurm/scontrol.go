@@ -108,7 +108,7 @@ type Client struct {
 	Runner  Runner        // nil: an ExecRunner
 	BinDir  string        // where scontrol/scancel live; "" means /usr/bin (then PATH)
 	Timeout time.Duration // per command; 0 means 30s
-	Env     []string      // extra environment for the commands (SLURM_CONF=...); used when Runner is nil or an *ExecRunner
+	Env     []string      // extra environment for the commands (SLURM_CONF=...); used when Runner is nil, an *ExecRunner or an EnvRunner
 }
 
 // DefaultTimeout is the per-command timeout when Client.Timeout is 0.
@@ -154,6 +154,9 @@ func (c *Client) run(ctx context.Context, argv ...string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
+	if er, ok := c.Runner.(EnvRunner); ok {
+		return er.RunEnv(ctx, argv, append([]string(nil), c.Env...))
+	}
 	return c.runner().Run(ctx, argv)
 }
 

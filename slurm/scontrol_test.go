@@ -417,3 +417,33 @@ func TestNodeGresGPUs(t *testing.T) {
 		}
 	}
 }
+
+// envRunner is a fakeRunner that also records the environment a Client
+// hands it.
+type envRunner struct {
+	fakeRunner
+	envs [][]string
+}
+
+func (f *envRunner) RunEnv(ctx context.Context, argv, env []string) ([]byte, error) {
+	f.envs = append(f.envs, append([]string(nil), env...))
+	return f.Run(ctx, argv)
+}
+
+func TestClientEnvReachesEnvRunner(t *testing.T) {
+	f := &envRunner{fakeRunner: fakeRunner{replies: []reply{{out: nodeLine(t, "nodes-1.txt", "cn1")}}}}
+	c := &Client{Runner: f, BinDir: bin, Env: []string{"SLURM_CONF=/etc/slurm-site/slurm.conf"}}
+	if _, err := c.Node(context.Background(), "cn1"); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{showNode("cn1")}; !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("argv %q, want %q", f.calls, want)
+	}
+	if want := [][]string{{"SLURM_CONF=/etc/slurm-site/slurm.conf"}}; !reflect.DeepEqual(f.envs, want) {
+		t.Errorf("env %q, want %q", f.envs, want)
+	}
+	c.Env[0] = "SLURM_CONF=changed"
+	if f.envs[0][0] != "SLURM_CONF=/etc/slurm-site/slurm.conf" {
+		t.Error("the runner got the client's slice, not a copy")
+	}
+}

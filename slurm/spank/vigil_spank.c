@@ -350,8 +350,9 @@ static double now_s(void)
 /*
  * policy_check runs `vigil-prolog policy-check --config FILE --OPTION=VALUE`.
  * It returns 0 when the policy allows the value, 1 when it refuses it (msg
- * holds vigil-prolog's message) and -1 when the policy could not be checked
- * (msg says why).
+ * holds vigil-prolog's message), -2 when vigil-prolog is missing (or not
+ * executable) at prolog= and -1 when the policy could not be checked for
+ * another reason (msg says why).
  */
 static int policy_check(int val, const char *v, char *msg, size_t msglen)
 {
@@ -364,7 +365,7 @@ static int policy_check(int val, const char *v, char *msg, size_t msglen)
 	msg[0] = '\0';
 	if (access(cfg.prolog, X_OK) != 0) {
 		snprintf(msg, msglen, "%s: %s", cfg.prolog, strerror(errno));
-		return -1;
+		return -2;
 	}
 	snprintf(arg, sizeof(arg), "--%s=%s", opt_names[val] + strlen("vigil-"), v);
 	if (pipe(fds) < 0) {
@@ -465,6 +466,12 @@ static int opt_cb(int val, const char *optarg, int remote)
 		slurm_error("vigil: --%s=%s: %s",
 			    opt_names[val], optarg, err);
 		return -1;
+	case -2:
+		/* A broken install: say so where the user and the admin see it. */
+		slurm_error("vigil: prolog=%s in plugstack.conf: the policy is not "
+			    "checked on this host; the nodes apply it when the job "
+			    "starts (install vigil-prolog there or fix prolog=)", err);
+		return 0;
 	default:
 		/* No vigil-prolog here (or it failed): the nodes enforce the
 		 * policy when the job runs. */
@@ -482,6 +489,13 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	parse_args(ac, av);
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
+	if ((ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) && cfg.watch != WATCH_OFF &&
+	    access(cfg.watcher, X_OK) != 0)
+		/* The same line is on every node: the watcher will not start there either. */
+		slurm_error("vigil: watcher=%s in plugstack.conf: %s: watch=%s "
+			    "starts no vigil-watch where it is missing (install it or fix watcher=)",
+			    cfg.watcher, strerror(errno),
+			    cfg.watch == WATCH_AUTO ? "auto" : "config");
 	for (i = 0; options[i].name; i++) {
 		spank_err_t rc = spank_option_register(sp, &options[i]);
 
