@@ -43,6 +43,18 @@ func (*gpuCount) Name() string          { return "gpu-count" }
 func (*gpuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*gpuCount) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*gpuCount) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*gpuCount) Description() string {
+	return "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus"
+}
+
+// ChecksGres: gpu-count compares Slurm's Gres with the GPUs present, so it
+// runs by default on a node that shows no accelerator at all.
+func (*gpuCount) ChecksGres() bool { return true }
+
 // Defaults returns the shipped settings of [checks.gpu-count].
 func (*gpuCount) Defaults() any { return &gpuCountSettings{Sysfs: "/sys"} }
 
