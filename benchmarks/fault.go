@@ -41,7 +41,14 @@ func (faultCheck) Name() string       { return FaultCheckName }
 func (faultCheck) Kind() Kind         { return KindHealth }
 func (faultCheck) Isolated() bool     { return true }
 func (faultCheck) OffByDefault() bool { return true }
-func (faultCheck) Defaults() any      { return &FaultSettings{Delay: 2 * time.Second} }
+func (faultCheck) Vendor() Vendor     { return VendorNone }
+
+func (faultCheck) Defaults() any { return &FaultSettings{Delay: 2 * time.Second} }
+
+// Description says what the check does, for --list-checks.
+func (faultCheck) Description() string {
+	return "test aid: passes, fails, hangs or crashes as [checks.fault-inject] mode says"
+}
 
 func (faultCheck) Run(ctx context.Context, env *Env) Result {
 	s := FaultSettings{Delay: 2 * time.Second}

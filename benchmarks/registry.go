@@ -25,28 +25,40 @@ type Defaulter interface {
 // Select returns the registered checks to run: the named ones (every check
 // not OffByDefault when names is empty), minus skip, and only health facts
 // when healthOnly is set. Unknown names are errors wrapping ErrUnknownCheck.
+// It ignores the node's hardware; SelectFor chooses the default suite by vendor.
 func Select(names, skip []string, healthOnly bool) ([]Check, error) {
+	checks, _, err := selectChecks(registered(), names, skip, healthOnly, nil)
+	return checks, err
+}
+
+// selectChecks is Select and SelectFor over the checks in all (sorted by
+// name). hw nil means every vendor applies.
+func selectChecks(all []Check, names, skip []string, healthOnly bool, hw *Hardware) ([]Check, []NotApplicable, error) {
 	var errs []error
-	if len(names) == 0 {
-		for _, n := range Names() {
-			c, _ := Lookup(n)
-			if o, ok := c.(OffByDefault); ok && o.OffByDefault() {
-				continue
+	byName := make(map[string]Check, len(all))
+	for _, c := range all {
+		byName[c.Name()] = c
+	}
+	byDefault := len(names) == 0
+	if byDefault {
+		for _, c := range all {
+			if InDefaultSuite(c) {
+				names = append(names, c.Name())
 			}
-			names = append(names, n)
 		}
 	}
 	skipped := map[string]bool{}
 	for _, s := range skip {
-		if _, ok := Lookup(s); !ok {
+		if _, ok := byName[s]; !ok {
 			errs = append(errs, fmt.Errorf("%w %q in skip", ErrUnknownCheck, s))
 		}
 		skipped[s] = true
 	}
 	var out []Check
+	var na []NotApplicable
 	seen := map[string]bool{}
 	for _, n := range names {
-		c, ok := Lookup(n)
+		c, ok := byName[n]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%w %q", ErrUnknownCheck, n))
 			continue
@@ -55,7 +67,12 @@ func Select(names, skip []string, healthOnly bool) ([]Check, error) {
 			continue
 		}
 		seen[n] = true
+		if byDefault && hw != nil && !applies(c, *hw) {
+			v := VendorOf(c)
+			na = append(na, NotApplicable{Check: n, Vendor: v, Message: absent(v)})
+			continue
+		}
 		out = append(out, c)
 	}
-	return out, errors.Join(errs...)
+	return out, na, errors.Join(errs...)
 }

@@ -29,7 +29,7 @@ const usage = `NAME
 SYNOPSIS
     vigil-prolog [--config FILE] [--dry-run] [--health] [--node NAME] [OVERRIDES]
     vigil-prolog --check-config [--config FILE] [OVERRIDES]
-    vigil-prolog --list-checks
+    vigil-prolog --list-checks[=names]
     vigil-prolog --print-example-config
     vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
                  [--hang-time DURATION] [--hang-action ACTION]
@@ -73,7 +73,15 @@ OPTIONS
     --health           health-facts-only run outside a job (HealthCheckProgram mode).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
     --check-config     validate the config and print the effective configuration.
-    --list-checks      list the registered checks.
+    --list-checks      list the registered checks: name, kind (health or perf),
+                       vendor (nvidia, ascend, none), whether it is in the default
+                       suite, and what it does. A vendor's checks run by default
+                       only on nodes that show that vendor's devices (PCI vendor
+                       10de or 19e5, /dev/nvidiaN or /dev/davinciN); elsewhere
+                       they are reported as not applicable. gpu-count also runs
+                       on nodes without any accelerator.
+    --list-checks=names
+                       the check names only, one a line (for scripts).
     --print-example-config
                        print an example config: every key with its shipped
                        default, commented out (make install puts it in
@@ -155,7 +163,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	health := fs.Bool("health", false, "HealthCheckProgram mode")
 	node := fs.String("node", "", "node name")
 	checkConfig := fs.Bool("check-config", false, "validate and print the config")
-	listChecks := fs.Bool("list-checks", false, "list checks")
+	var listChecks listFlag
+	fs.Var(&listChecks, "list-checks", "list checks (=names: names only)")
 	printExample := fs.Bool("print-example-config", false, "print an example config")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
@@ -180,10 +189,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return sanity.ExitUsage
 	}
 	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
-	if *listChecks {
+	switch listChecks {
+	case listNames:
 		for _, n := range benchmarks.Names() {
 			fmt.Fprintln(stdout, n)
 		}
+		return sanity.ExitOK
+	case listTable:
+		fmt.Fprint(stdout, benchmarks.ListTable(benchmarks.Infos()))
 		return sanity.ExitOK
 	}
 	if *printExample {
@@ -213,6 +226,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		opts.Progress = stdout
 	}
 	return sanity.Run(ctx, opts).ExitCode
+}
+
+// listFlag is --list-checks: given alone it lists the checks as a table,
+// as --list-checks=names by name only.
+type listFlag string
+
+const (
+	listTable listFlag = "table"
+	listNames listFlag = "names"
+)
+
+func (l *listFlag) String() string { return string(*l) }
+
+// IsBoolFlag lets --list-checks stand without a value.
+func (l *listFlag) IsBoolFlag() bool { return true }
+
+func (l *listFlag) Set(v string) error {
+	switch v {
+	case "true", "table":
+		*l = listTable
+	case "names":
+		*l = listNames
+	case "false":
+		*l = ""
+	default:
+		return fmt.Errorf("%q: want names or table", v)
+	}
+	return nil
 }
 
 // flagSet reports whether the named flag was given on the command line.

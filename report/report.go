@@ -43,6 +43,10 @@ type Report struct {
 	Accelerators Accelerators `json:"accelerators"`
 	// Results has one entry per check, in run order.
 	Results []benchmarks.Result `json:"results"`
+	// NotApplicable lists the checks of the default suite left out because
+	// the node shows none of their vendor's devices. They are not results:
+	// they never drain and never count toward unknown.
+	NotApplicable []benchmarks.NotApplicable `json:"not_applicable,omitempty"`
 	// Verdict is the node's verdict over Results.
 	Verdict benchmarks.Status `json:"verdict"`
 	// BudgetExpired is set when the run's budget ran out.

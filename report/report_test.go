@@ -34,6 +34,11 @@ func golden(t *testing.T, name string, got []byte) {
 
 func f64(v float64) *float64 { return &v }
 
+const (
+	ascendAbsent = "no Ascend NPU on this node (PCI vendor 19e5 not found, no /dev/davinci[0-9]*)"
+	nvidiaAbsent = "no NVIDIA GPU on this node (PCI vendor 10de not found, no /dev/nvidia[0-9]*)"
+)
+
 func sampleReport() *Report {
 	return &Report{
 		V: Version, Program: "vigil-prolog", Mode: "prolog", Node: "gpu07", Job: "4242",
@@ -48,6 +53,10 @@ func sampleReport() *Report {
 				Attempts: 1, Duration: 5 * time.Millisecond,
 				Values: []benchmarks.Value{{Device: "gpu1", Name: "ecc_uncorrected", Value: 3, Unit: "count", Threshold: f64(0), Op: "<=", Status: benchmarks.StatusFail}}},
 			{Check: "nvlink", Status: benchmarks.StatusUnknown, Reason: "NVMLCallFailed", Message: "nvmlDeviceGetNvLinkState: not supported", Attempts: 1, Duration: time.Millisecond},
+		},
+		NotApplicable: []benchmarks.NotApplicable{
+			{Check: "npu-count", Vendor: benchmarks.VendorAscend, Message: ascendAbsent},
+			{Check: "npu-ecc", Vendor: benchmarks.VendorAscend, Message: ascendAbsent},
 		},
 		Verdict:  benchmarks.StatusFail,
 		Action:   Action{Kind: ActionDrain, Reason: "vigil: ecc ECCUncorrectable gpu1", Done: true},
@@ -82,9 +91,14 @@ func TestGoldenTableNoAccelerators(t *testing.T) {
 		Config: ConfigInfo{Path: "/etc/vigil/vigil.toml", Valid: true},
 		Results: []benchmarks.Result{
 			{Check: "disk", Status: benchmarks.StatusPass, Attempts: 1, Message: "/tmp writable"},
-			{Check: "ecc", Status: benchmarks.StatusUnknown, Reason: "NVMLLibraryNotFound", Message: "libnvidia-ml.so.1 not found", Attempts: 1},
+			{Check: "gpu-count", Status: benchmarks.StatusPass, Attempts: 1, Message: "no NVIDIA devices found (libnvidia-ml.so.1 not found)"},
 		},
-		Verdict: benchmarks.StatusUnknown, Action: Action{Kind: ActionNone}}
+		NotApplicable: []benchmarks.NotApplicable{
+			{Check: "ecc", Vendor: benchmarks.VendorNVIDIA, Message: nvidiaAbsent},
+			{Check: "npu-count", Vendor: benchmarks.VendorAscend, Message: ascendAbsent},
+			{Check: "xid", Vendor: benchmarks.VendorNVIDIA, Message: nvidiaAbsent},
+		},
+		Verdict: benchmarks.StatusPass, Action: Action{Kind: ActionNone}}
 	var b bytes.Buffer
 	Table(&b, r)
 	golden(t, "table-dry-run.txt", b.Bytes())

@@ -80,14 +80,39 @@ func Table(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "%-13s %s: %s\n", label, strings.Join(byWhy[why], ", "), why)
 		}
 	}
+	notApplicable(w, r.NotApplicable)
 	p, f, u := r.Counts()
-	fmt.Fprintf(w, "verdict:      %s (%d passed, %d failed, %d unknown) in %v\n", r.Verdict, p, f, u, r.Duration.Round(time.Millisecond))
+	na := ""
+	if len(r.NotApplicable) > 0 {
+		na = fmt.Sprintf("; %d not applicable", len(r.NotApplicable))
+	}
+	fmt.Fprintf(w, "verdict:      %s (%d passed, %d failed, %d unknown%s) in %v\n", r.Verdict, p, f, u, na, r.Duration.Round(time.Millisecond))
 	if r.BudgetExpired {
 		fmt.Fprintf(w, "budget:       EXPIRED before every check finished\n")
 	}
 	fmt.Fprintf(w, "action:       %s\n", DescribeAction(r))
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note:         %s\n", n)
+	}
+}
+
+// notApplicable lists the checks left out for want of their vendor's
+// devices, one line per reason.
+func notApplicable(w io.Writer, na []benchmarks.NotApplicable) {
+	var whys []string
+	byWhy := map[string][]string{}
+	for _, n := range na {
+		if _, ok := byWhy[n.Message]; !ok {
+			whys = append(whys, n.Message)
+		}
+		byWhy[n.Message] = append(byWhy[n.Message], n.Check)
+	}
+	for i, why := range whys {
+		label := "n/a:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-13s %s: %s\n", label, strings.Join(byWhy[why], ", "), why)
 	}
 }
 

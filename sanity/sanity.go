@@ -268,10 +268,12 @@ func (r *run) do(ctx context.Context) int {
 			r.note("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
 		}
 	}
-	checks, err := benchmarks.Select(s.Prolog.Checks, s.Prolog.Skip, healthOnly)
+	hw := benchmarks.Hardware{NVIDIA: r.rep.Accelerators.NVIDIA, Ascend: r.rep.Accelerators.Ascend}
+	checks, na, err := benchmarks.SelectFor(s.Prolog.Checks, s.Prolog.Skip, healthOnly, hw)
 	if err != nil { // validated above; kept for safety
 		r.note("selecting checks: %v", err)
 	}
+	r.rep.NotApplicable = na
 	out := r.runChecks(ctx, checks)
 	r.rep.Results = out.Results
 	r.rep.BudgetExpired = out.BudgetExpired

@@ -50,6 +50,15 @@ func (c *collCheck) Name() string        { return c.name }
 func (*collCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*collCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*collCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (c *collCheck) Description() string {
+	label := map[devcheck.CollOp]string{devcheck.AllReduce: "all-reduce", devcheck.AllGather: "all-gather"}[c.op]
+	return "HCCL " + label + " bus bandwidth over the node's NPUs, result verified"
+}
+
 // Defaults returns the shipped settings.
 func (c *collCheck) Defaults() any { s := c.defaults(); return &s }
 

@@ -55,6 +55,14 @@ func (*copyCheck) Name() string          { return "npu-copy" }
 func (*copyCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*copyCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*copyCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*copyCheck) Description() string {
+	return "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)"
+}
+
 // Defaults returns the shipped settings.
 func (*copyCheck) Defaults() any { s := DefaultCopySettings(); return &s }
 

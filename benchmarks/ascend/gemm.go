@@ -100,6 +100,14 @@ func (*gemmCheck) Name() string          { return "npu-gemm" }
 func (*gemmCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*gemmCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*gemmCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*gemmCheck) Description() string {
+	return "aclnnMatmul TFLOPS per NPU in fp16 and bf16, products verified"
+}
+
 // Defaults returns the shipped settings.
 func (*gemmCheck) Defaults() any { s := DefaultGEMMSettings(); return &s }
 

@@ -51,6 +51,14 @@ func (*npuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 // Isolated: DCMI calls go to the driver and can hang on a sick device.
 func (*npuCount) Isolated() bool { return true }
 
+// Vendor says which devices the check is about.
+func (*npuCount) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*npuCount) Description() string {
+	return "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus"
+}
+
 // Defaults returns the shipped settings.
 func (*npuCount) Defaults() any {
 	return &NPUCountSettings{DCMISettings: DefaultDCMISettings(), Sysfs: "/sys"}

@@ -40,6 +40,14 @@ func (*npuECC) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 // Isolated: DCMI calls go to the driver and can hang on a sick device.
 func (*npuECC) Isolated() bool { return true }
 
+// Vendor says which devices the check is about.
+func (*npuECC) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*npuECC) Description() string {
+	return "uncorrectable HBM ECC errors and isolated pages per NPU (DCMI)"
+}
+
 // Defaults returns the shipped settings. The isolated-page limit of 64 is
 // a starting point in the spirit of NVIDIA's retired-page guidance, not a
 // Huawei figure; calibrate it on the fleet.

@@ -36,6 +36,14 @@ func (*npuHealth) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 // Isolated: DCMI calls go to the driver and can hang on a sick device.
 func (*npuHealth) Isolated() bool { return true }
 
+// Vendor says which devices the check is about.
+func (*npuHealth) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*npuHealth) Description() string {
+	return "health alarms per NPU (DCMI)"
+}
+
 // Defaults returns the shipped settings.
 func (*npuHealth) Defaults() any {
 	return &NPUHealthSettings{DCMISettings: DefaultDCMISettings(), FailOnMinor: true}

@@ -48,6 +48,14 @@ func (*npuLeftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 // Isolated: DCMI calls go to the driver and can hang on a sick device.
 func (*npuLeftover) Isolated() bool { return true }
 
+// Vendor says which devices the check is about.
+func (*npuLeftover) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*npuLeftover) Description() string {
+	return "processes and HBM left on the job's NPUs (DCMI)"
+}
+
 // Defaults returns the shipped settings.
 func (*npuLeftover) Defaults() any {
 	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: leftoverThresholds.Merge(nil)}

@@ -35,6 +35,14 @@ func (*npuLink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 // Isolated: DCMI calls go to the driver and can hang on a sick device.
 func (*npuLink) Isolated() bool { return true }
 
+// Vendor says which devices the check is about.
+func (*npuLink) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
+// Description says what the check does, for --list-checks.
+func (*npuLink) Description() string {
+	return "RoCE network health per NPU (DCMI)"
+}
+
 // Defaults returns the shipped settings.
 func (*npuLink) Defaults() any { return &NPULinkSettings{DCMISettings: DefaultDCMISettings()} }
 

@@ -41,7 +41,19 @@ type collCheck struct {
 func (c *collCheck) Name() string        { return c.name }
 func (*collCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*collCheck) Isolated() bool        { return true }
-func (c *collCheck) Defaults() any       { s := c.defaults(); return &s }
+
+// Vendor says which devices the check is about.
+func (*collCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (c *collCheck) Description() string {
+	if c.multi() {
+		return fmt.Sprintf("%d NCCL all-reduces at once, each on its own communicator: aggregate bus bandwidth", c.concurrent)
+	}
+	return "NCCL " + c.label() + " bus bandwidth over the node's GPUs, result verified"
+}
+
+func (c *collCheck) Defaults() any { s := c.defaults(); return &s }
 func (c *collCheck) reasonPrefix() string {
 	return map[CollOp]string{AllReduce: "AllReduce", AllGather: "AllGather", AllToAll: "AllToAll"}[c.op]
 }

@@ -157,6 +157,14 @@ func (commandCheck) Name() string          { return "command" }
 func (commandCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (commandCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (commandCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
+
+// Description says what the check does, for --list-checks.
+func (commandCheck) Description() string {
+	return "an admin-configured command; its JSON output is held against thresholds"
+}
+
 // OffByDefault: the check runs only when [prolog] checks names it.
 func (commandCheck) OffByDefault() bool { return true }
 

@@ -111,6 +111,14 @@ func (*gemmCheck) Name() string          { return "gemm" }
 func (*gemmCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*gemmCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*gemmCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*gemmCheck) Description() string {
+	return "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified"
+}
+
 // Defaults returns the shipped settings.
 func (*gemmCheck) Defaults() any { s := DefaultGEMMSettings(); return &s }
 

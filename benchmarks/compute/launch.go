@@ -56,6 +56,14 @@ func (*launchCheck) Name() string          { return "kernel-launch" }
 func (*launchCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*launchCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*launchCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*launchCheck) Description() string {
+	return "empty-kernel launch latency and a verified fill kernel (CUDA)"
+}
+
 // Defaults returns the shipped settings.
 func (*launchCheck) Defaults() any { s := DefaultLaunchSettings(); return &s }
 

@@ -40,6 +40,14 @@ func (*overlapCheck) Name() string          { return "overlap" }
 func (*overlapCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*overlapCheck) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*overlapCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*overlapCheck) Description() string {
+	return "GEMMs and NCCL all-reduces alone and at once: how well they overlap"
+}
+
 // Defaults returns the shipped settings.
 func (*overlapCheck) Defaults() any { s := DefaultOverlapSettings(); return &s }
 

@@ -52,7 +52,7 @@ sizes = [$SIZE]
 dtypes = ["bf16", "fp16", "tf32", "fp8"]
 TOML
 
-checks_linked=$("$BIN" --list-checks 2>/dev/null)
+checks_linked=$("$BIN" --list-checks=names 2>/dev/null)
 if ! grep -qx gemm <<<"$checks_linked"; then
 	echo "validate.sh: $BIN has no compute checks linked (benchmarks/all must import benchmarks/compute)" >&2
 	exit 2

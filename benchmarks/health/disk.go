@@ -76,6 +76,14 @@ func (*disk) Name() string          { return "disk" }
 func (*disk) Kind() benchmarks.Kind { return benchmarks.KindPerf }
 func (*disk) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*disk) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
+
+// Description says what the check does, for --list-checks.
+func (*disk) Description() string {
+	return "O_DIRECT write and read bandwidth and latency in the scratch directory"
+}
+
 // Defaults returns the shipped settings of [checks.disk].
 func (*disk) Defaults() any {
 	return &diskSettings{Path: os.TempDir(), SizeMiB: 8, BlockKiB: 1024,

@@ -30,6 +30,14 @@ func (*ecc) Name() string          { return "ecc" }
 func (*ecc) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*ecc) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*ecc) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*ecc) Description() string {
+	return "uncorrectable volatile ECC errors per GPU (NVML)"
+}
+
 // Defaults returns the shipped settings of [checks.ecc].
 func (*ecc) Defaults() any { return &eccSettings{} }
 

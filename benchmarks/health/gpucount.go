@@ -43,6 +43,18 @@ func (*gpuCount) Name() string          { return "gpu-count" }
 func (*gpuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*gpuCount) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*gpuCount) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*gpuCount) Description() string {
+	return "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus"
+}
+
+// ChecksGres: gpu-count compares Slurm's Gres with the GPUs present, so it
+// runs by default on a node that shows no accelerator at all.
+func (*gpuCount) ChecksGres() bool { return true }
+
 // Defaults returns the shipped settings of [checks.gpu-count].
 func (*gpuCount) Defaults() any { return &gpuCountSettings{Sysfs: "/sys"} }
 
@@ -59,9 +71,9 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	if err := loadSettings(env, s); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	expected := s.Expected
+	expected, source := s.Expected, "config"
 	if expected == 0 && env != nil {
-		expected = env.GresGPUs
+		expected, source = env.GresGPUs, "Gres"
 	}
 	t := newTally(c.Name())
 
@@ -74,7 +86,7 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 
 	lib, err := c.lib.get()
 	if err != nil {
-		return c.noNVML(t, err, expected, pci, pciErr)
+		return c.noNVML(t, err, expected, source, pci, pciErr)
 	}
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
@@ -85,7 +97,7 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	st := benchmarks.StatusPass
 	if n < expected {
 		st = benchmarks.StatusFail
-		t.Fail("", ReasonGPUCountMismatch, "expected %d %s, NVML sees %d", expected, devcheck.Plural(expected, "GPU"), n)
+		t.Fail("", ReasonGPUCountMismatch, "fewer GPUs than expected (%s)", compared(source, expected, pci, pciErr, fmt.Sprint(n)))
 	}
 	var thr *float64
 	if expected > 0 {
@@ -127,28 +139,49 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 // noNVML decides when NVML cannot be opened: a fault when GPUs are
 // expected and the driver is missing (the node cannot run GPU jobs), a pass
 // when none are expected and none are on the bus, unknown otherwise.
-func (c *gpuCount) noNVML(t *tally, err error, expected int, pci []string, pciErr error) benchmarks.Result {
-	onBus := ""
-	if pciErr == nil && len(pci) > 0 {
-		onBus = fmt.Sprintf(" (%d NVIDIA %s on the PCI bus)", len(pci), devcheck.Plural(len(pci), "GPU"))
-	}
+func (c *gpuCount) noNVML(t *tally, err error, expected int, source string, pci []string, pciErr error) benchmarks.Result {
+	onBus := pciErr == nil && len(pci) > 0
 	driverMissing := errors.Is(err, ErrLibraryNotFound) || errors.Is(err, ErrDriverNotLoaded)
 	switch {
 	case expected > 0 && driverMissing:
 		t.Value("", "gpus", 0, "count", devcheck.Ptr(float64(expected)), ">=", benchmarks.StatusFail)
-		t.Fail("", ReasonGPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "GPU"), err, onBus)
+		t.Fail("", ReasonGPUCountMismatch, "fewer GPUs than expected (%s)", compared(source, expected, pci, pciErr, nvmlState(err)))
 		return t.Result("")
-	case expected == 0 && errors.Is(err, ErrLibraryNotFound) && onBus == "":
-		// A node without NVIDIA GPUs; an unreadable sysfs changes nothing.
+	case expected == 0 && driverMissing && !onBus:
+		// A node without NVIDIA GPUs (the library may be in the image, the
+		// driver not loaded); an unreadable sysfs changes nothing.
 		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusPass, Values: t.Values,
-			Message: "no NVIDIA devices found (libnvidia-ml.so.1 not found)"}
+			Message: "no NVIDIA devices found (" + nvmlState(err) + ")"}
 	}
 	r := nvmlUnavailable(c.Name(), err)
-	if onBus != "" {
+	if onBus {
 		r.Message = fmt.Sprintf("%v, but %d NVIDIA %s on the PCI bus", err, len(pci), devcheck.Plural(len(pci), "GPU"))
 	}
 	r.Values = t.Values
 	return r
+}
+
+// compared says what gpu-count compared, for its messages: where the
+// expectation came from ("Gres" or "config", [checks.gpu-count] expected),
+// the NVIDIA GPUs on the PCI bus and what NVML said, e.g.
+// "Gres: 2, PCI: 0, NVML: libnvidia-ml.so.1 not found".
+func compared(source string, expected int, pci []string, pciErr error, nvmlSays string) string {
+	onBus := fmt.Sprint(len(pci))
+	if pciErr != nil {
+		onBus = "unreadable"
+	}
+	return fmt.Sprintf("%s: %d, PCI: %s, NVML: %s", source, expected, onBus, nvmlSays)
+}
+
+// nvmlState says in a few words why NVML could not be used.
+func nvmlState(err error) string {
+	switch {
+	case errors.Is(err, ErrLibraryNotFound):
+		return ErrLibraryNotFound.Error()
+	case errors.Is(err, ErrDriverNotLoaded):
+		return "driver not loaded"
+	}
+	return err.Error()
 }
 
 // nvidiaPCIGPUs lists the PCI addresses of NVIDIA display and 3D

@@ -89,9 +89,9 @@ func TestGPUCount(t *testing.T) {
 			status: fail, reason: "GPUFellOffBus", device: "0000:db:00.0",
 			msg: "0000:db:00.0 NVIDIA GPU on the PCI bus but not in NVML (8 on the bus, 7 in NVML)"},
 		{name: "missing GPU expected", fixture: "dgx-h100.txt", settings: "expected = 8", inject: hideLast,
-			status: fail, reason: "GPUCountMismatch", msg: "expected 8 GPUs, NVML sees 7"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (config: 8, PCI: 8, NVML: 7)"},
 		{name: "missing GPU by gres", fixture: "cpu-only.txt", gres: 8, inject: hideLast,
-			status: fail, reason: "GPUCountMismatch", msg: "expected 8 GPUs, NVML sees 7"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (Gres: 8, PCI: 0, NVML: 7)"},
 		{name: "config wins over gres", fixture: "dgx-h100.txt", settings: "expected = 4", gres: 16, status: pass, msg: "8 GPUs, 4 expected"},
 		{name: "more than expected", fixture: "dgx-h100.txt", settings: "expected = 4", status: pass, msg: "more than the 4 expected"},
 		{name: "bus ids unreadable", fixture: "dgx-h100.txt", inject: func(n *fakeNode) {
@@ -105,16 +105,23 @@ func TestGPUCount(t *testing.T) {
 		{name: "library missing, no PCI bus", inject: noLib,
 			status: pass, msg: "no NVIDIA devices found (libnvidia-ml.so.1 not found)"},
 		{name: "library missing, one expected", fixture: "cpu-only.txt", settings: "expected = 1", inject: noLib,
-			status: fail, reason: "GPUCountMismatch", msg: "expected 1 GPU, found none: libnvidia-ml.so.1 not found"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (config: 1, PCI: 0, NVML: libnvidia-ml.so.1 not found)"},
 		{name: "library missing, gres expects", fixture: "dgx-h100.txt", gres: 8, inject: noLib,
-			status: fail, reason: "GPUCountMismatch", msg: "expected 8 GPUs, found none: libnvidia-ml.so.1 not found (8 NVIDIA GPUs on the PCI bus)"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (Gres: 8, PCI: 8, NVML: libnvidia-ml.so.1 not found)"},
+		{name: "gres expects, nothing on the bus, no library", fixture: "cpu-only.txt", gres: 2, inject: noLib,
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (Gres: 2, PCI: 0, NVML: libnvidia-ml.so.1 not found)"},
+		{name: "gres expects, no PCI bus, no library", gres: 2, inject: noLib,
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (Gres: 2, PCI: 0, NVML: libnvidia-ml.so.1 not found)"},
 		{name: "library missing, GPU on the bus", fixture: "workstation.txt", inject: noLib,
 			status: unknown, reason: "NVMLLibraryNotFound", msg: "libnvidia-ml.so.1 not found, but 1 NVIDIA GPU on the PCI bus"},
 		{name: "driver not loaded, expected", fixture: "dgx-h100.txt", settings: "expected = 2",
 			inject: func(n *fakeNode) { n.initRet = nvml.ERROR_DRIVER_NOT_LOADED },
-			status: fail, reason: "GPUCountMismatch", msg: "expected 2 GPUs, found none: NVIDIA driver not loaded"},
-		{name: "driver not loaded, none expected", fixture: "cpu-only.txt",
-			inject: func(n *fakeNode) { n.initRet = nvml.ERROR_DRIVER_NOT_LOADED }, status: unknown, reason: "NVMLDriverNotLoaded"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (config: 2, PCI: 8, NVML: driver not loaded)"},
+		{name: "driver not loaded, none expected, none on the bus", fixture: "cpu-only.txt",
+			inject: func(n *fakeNode) { n.initRet = nvml.ERROR_DRIVER_NOT_LOADED }, status: pass, msg: "no NVIDIA devices found (driver not loaded)"},
+		{name: "driver not loaded, none expected, GPUs on the bus", fixture: "dgx-h100.txt",
+			inject: func(n *fakeNode) { n.initRet = nvml.ERROR_DRIVER_NOT_LOADED }, status: unknown, reason: "NVMLDriverNotLoaded",
+			msg: "but 8 NVIDIA GPUs on the PCI bus"},
 		{name: "init error", fixture: "dgx-h100.txt", settings: "expected = 8",
 			inject: func(n *fakeNode) { n.initRet = nvml.ERROR_NO_PERMISSION }, status: unknown, reason: "NVMLError"},
 		{name: "count error", fixture: "dgx-h100.txt", settings: "expected = 8",
@@ -122,7 +129,7 @@ func TestGPUCount(t *testing.T) {
 		{name: "no devices, none expected", fixture: "cpu-only.txt", inject: func(n *fakeNode) { n.visible = 0 },
 			status: pass, msg: "no NVIDIA devices found"},
 		{name: "no devices, expected", fixture: "cpu-only.txt", settings: "expected = 1", inject: func(n *fakeNode) { n.visible = 0 },
-			status: fail, reason: "GPUCountMismatch", msg: "expected 1 GPU, NVML sees 0"},
+			status: fail, reason: "GPUCountMismatch", msg: "fewer GPUs than expected (config: 1, PCI: 0, NVML: 0)"},
 		{name: "negative expectation", fixture: "cpu-only.txt", settings: "expected = -1", status: unknown, reason: "InvalidSettings"},
 	}
 	for _, tc := range cases {
@@ -163,6 +170,7 @@ func TestGPUCountSysfsUnreadable(t *testing.T) {
 	r = (&gpuCount{lib: node.library()}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusFail, r.Status, r.Message)
 	assert.Equal(t, "GPUCountMismatch", r.Reason)
+	assert.Equal(t, "fewer GPUs than expected (config: 8, PCI: unreadable, NVML: 6)", r.Message)
 
 	// No driver and nothing expected: a node without GPUs, sysfs or not.
 	env.Settings = settings(t, "sysfs = '"+root+"'")

@@ -40,6 +40,14 @@ func (*leftover) Name() string          { return "leftover" }
 func (*leftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*leftover) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*leftover) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*leftover) Description() string {
+	return "processes and memory left on the job's GPUs (NVML)"
+}
+
 // Defaults returns the shipped settings of [checks.leftover].
 func (*leftover) Defaults() any {
 	return &leftoverSettings{MaxUsedMiB: 1024, Models: copyMap(leftoverDefaults)}

@@ -30,6 +30,14 @@ func (*nvlink) Name() string          { return "nvlink" }
 func (*nvlink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*nvlink) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*nvlink) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*nvlink) Description() string {
+	return "NVLink links that are down (NVML)"
+}
+
 // Defaults returns the shipped settings of [checks.nvlink].
 func (*nvlink) Defaults() any { return &nvlinkSettings{ExpectedLinks: copyMap(nvlinkDefaults)} }
 

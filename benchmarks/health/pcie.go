@@ -45,6 +45,14 @@ func (*pcie) Name() string          { return "pcie" }
 func (*pcie) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*pcie) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*pcie) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*pcie) Description() string {
+	return "PCIe link generation and width below the GPU's maximum (NVML)"
+}
+
 // Defaults returns the shipped settings of [checks.pcie].
 func (*pcie) Defaults() any {
 	return &pcieSettings{Models: copyMap(pcieDefaults), IdleGenDownshift: true}

@@ -39,6 +39,14 @@ func (*rowRemap) Name() string          { return "row-remap" }
 func (*rowRemap) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*rowRemap) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*rowRemap) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*rowRemap) Description() string {
+	return "failed and pending HBM row remaps; retired pages before Ampere (NVML)"
+}
+
 // Defaults returns the shipped settings of [checks.row-remap].
 func (*rowRemap) Defaults() any { return &rowRemapSettings{MaxRetiredPages: 60} }
 

@@ -43,6 +43,14 @@ func (*throttle) Name() string          { return "throttle" }
 func (*throttle) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*throttle) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*throttle) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*throttle) Description() string {
+	return "hardware, power-brake and thermal slowdowns (NVML clocks-event reasons)"
+}
+
 // Defaults returns the shipped settings of [checks.throttle].
 func (*throttle) Defaults() any {
 	s := &throttleSettings{}

@@ -144,6 +144,14 @@ func (*xid) Name() string          { return "xid" }
 func (*xid) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (*xid) Isolated() bool        { return true }
 
+// Vendor says which devices the check is about.
+func (*xid) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// Description says what the check does, for --list-checks.
+func (*xid) Description() string {
+	return "XID errors the NVIDIA driver logged in the kernel log since the last run"
+}
+
 // Defaults returns the shipped settings of [checks.xid].
 func (*xid) Defaults() any {
 	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: defaultFaultXIDs(), Sticky: true}

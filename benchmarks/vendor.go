@@ -1,0 +1,207 @@
+package benchmarks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Vendor is the maker of the accelerators a check is about. The default
+// suite on a node holds the vendor-neutral checks and the checks of the
+// vendors whose devices the node shows; the others are not applicable there.
+type Vendor string
+
+const (
+	// VendorNone marks a vendor-neutral check (disk, command): it applies to
+	// every node.
+	VendorNone Vendor = "none"
+	// VendorNVIDIA marks a check of NVIDIA GPUs (NVML, CUDA, NCCL, the
+	// NVIDIA driver's XID messages).
+	VendorNVIDIA Vendor = "nvidia"
+	// VendorAscend marks a check of Huawei Ascend NPUs (DCMI, ACL, HCCL).
+	VendorAscend Vendor = "ascend"
+)
+
+// Vendored is implemented by every shipped check to say which vendor's
+// devices it is about. A check that does not implement it is vendor neutral.
+type Vendored interface {
+	Vendor() Vendor
+}
+
+// Describer is implemented by every shipped check: Description is one line
+// saying what the check reads or measures, for vigil-prolog --list-checks.
+type Describer interface {
+	Description() string
+}
+
+// GresChecker is implemented by a vendor check that compares the devices
+// Slurm's Gres promises with those present (gpu-count). It stays in the
+// default suite on a node that shows no accelerator at all: a Gres that
+// promises GPUs the node does not have is the very fault it finds.
+type GresChecker interface {
+	ChecksGres() bool
+}
+
+// VendorOf returns the vendor a check declares, VendorNone when it declares none.
+func VendorOf(c Check) Vendor {
+	if v, ok := c.(Vendored); ok && v.Vendor() != "" {
+		return v.Vendor()
+	}
+	return VendorNone
+}
+
+// DescriptionOf returns a check's one-line description, "" when it has none.
+func DescriptionOf(c Check) string {
+	if d, ok := c.(Describer); ok {
+		return d.Description()
+	}
+	return ""
+}
+
+// InDefaultSuite reports whether a check runs when [prolog] checks is empty
+// (on a node that shows its vendor's devices).
+func InDefaultSuite(c Check) bool {
+	o, ok := c.(OffByDefault)
+	return !ok || !o.OffByDefault()
+}
+
+func checksGres(c Check) bool {
+	g, ok := c.(GresChecker)
+	return ok && g.ChecksGres()
+}
+
+// Hardware is what a node shows of accelerators, found without any vendor
+// library: PCI functions of the vendor's ID and device nodes.
+type Hardware struct {
+	// NVIDIA is the number of NVIDIA GPUs seen.
+	NVIDIA int
+	// Ascend is the number of Ascend NPUs seen.
+	Ascend int
+}
+
+// None reports whether the node shows no accelerator at all.
+func (h Hardware) None() bool { return h.NVIDIA == 0 && h.Ascend == 0 }
+
+// Has reports whether the node shows devices of vendor v; every node "has"
+// VendorNone.
+func (h Hardware) Has(v Vendor) bool {
+	switch v {
+	case VendorNVIDIA:
+		return h.NVIDIA > 0
+	case VendorAscend:
+		return h.Ascend > 0
+	}
+	return true
+}
+
+// absent says, for people, why a vendor's checks do not apply.
+func absent(v Vendor) string {
+	switch v {
+	case VendorNVIDIA:
+		return "no NVIDIA GPU on this node (PCI vendor 10de not found, no /dev/nvidia[0-9]*)"
+	case VendorAscend:
+		return "no Ascend NPU on this node (PCI vendor 19e5 not found, no /dev/davinci[0-9]*)"
+	}
+	return fmt.Sprintf("no %s device on this node", v)
+}
+
+// NotApplicable is a check of the default suite that was left out because
+// the node shows none of its vendor's devices. It is not a result: it never
+// drains, never counts toward unknown, and is listed in the report.
+type NotApplicable struct {
+	// Check is the check's name.
+	Check string `json:"check"`
+	// Vendor is the vendor the check is about.
+	Vendor Vendor `json:"vendor"`
+	// Message says why, for people ("no Ascend NPU on this node (...)").
+	Message string `json:"message"`
+}
+
+// applies decides whether a default-suite check applies to hw.
+func applies(c Check, hw Hardware) bool {
+	v := VendorOf(c)
+	return hw.Has(v) || (hw.None() && checksGres(c))
+}
+
+// SelectFor returns the checks to run on a node that shows hw, and the
+// checks of the default suite that do not apply to it. With names empty
+// the default suite is chosen by vendor: the vendor-neutral checks, the
+// checks of each vendor whose devices the node shows (both on a node with
+// both), and, on a node without any accelerator, the checks that compare
+// Slurm's Gres with the devices present (gpu-count). Named checks run as
+// asked, whatever the node shows. skip and healthOnly apply as in Select,
+// before anything is called not applicable.
+func SelectFor(names, skip []string, healthOnly bool, hw Hardware) ([]Check, []NotApplicable, error) {
+	return selectChecks(registered(), names, skip, healthOnly, &hw)
+}
+
+// registered returns every registered check, sorted by name.
+func registered() []Check {
+	names := Names()
+	out := make([]Check, 0, len(names))
+	for _, n := range names {
+		if c, ok := Lookup(n); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// CheckInfo describes a registered check for --list-checks.
+type CheckInfo struct {
+	// Name is the check's name.
+	Name string
+	// Kind is "health" or "perf".
+	Kind Kind
+	// Vendor is the vendor the check is about.
+	Vendor Vendor
+	// Default is set when the check is in the default suite (on nodes that
+	// show its vendor's devices).
+	Default bool
+	// Description is one line saying what the check does.
+	Description string
+}
+
+// Infos describes every registered check, sorted by name.
+func Infos() []CheckInfo {
+	var out []CheckInfo
+	for _, c := range registered() {
+		out = append(out, CheckInfo{Name: c.Name(), Kind: c.Kind(), Vendor: VendorOf(c),
+			Default: InDefaultSuite(c), Description: DescriptionOf(c)})
+	}
+	return out
+}
+
+// String returns "health" or "perf".
+func (k Kind) String() string {
+	switch k {
+	case KindHealth:
+		return "health"
+	case KindPerf:
+		return "perf"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// yesNo renders a bool for the check list.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// ListTable renders infos as the table vigil-prolog --list-checks prints:
+// one line a check with its name, kind, vendor, whether it is in the
+// default suite and its description, under a header line.
+func ListTable(infos []CheckInfo) string {
+	w := len("CHECK")
+	for _, i := range infos {
+		w = max(w, len(i.Name))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-*s  %-6s  %-6s  %-7s  %s\n", w, "CHECK", "KIND", "VENDOR", "DEFAULT", "DESCRIPTION")
+	for _, i := range infos {
+		fmt.Fprintf(&b, "%-*s  %-6s  %-6s  %-7s  %s\n", w, i.Name, i.Kind, i.Vendor, yesNo(i.Default), i.Description)
+	}
+	return b.String()
+}
