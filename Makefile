@@ -47,7 +47,7 @@ lint: ## gofmt and go vet
 bench: ## print vigil's performance figures
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
-fuzz: ## fuzz the parsers, FUZZTIME each (default 30s)
+fuzz: ## run every Fuzz target of the module (found with go test -list), FUZZTIME each (default 30s), and print each one's result
 	bash .ci/fuzz $(or $(FUZZTIME),30s)
 
 install: build ## install the binaries, the SPANK plugin and its plugstack.conf line, and vigil.toml.example

@@ -38,8 +38,14 @@ func parseLogLine(b []byte) logLine {
 	if m == nil {
 		return logLine{text: string(b)}
 	}
-	seq, _ := strconv.ParseUint(string(b[m[4]:m[5]]), 10, 64)
-	usec, _ := strconv.ParseUint(string(b[m[6]:m[7]]), 10, 64)
+	seq, err1 := strconv.ParseUint(string(b[m[4]:m[5]]), 10, 64)
+	usec, err2 := strconv.ParseUint(string(b[m[6]:m[7]]), 10, 64)
+	if err1 != nil || err2 != nil {
+		// Out of range: not a record the kernel wrote. Read as text, so
+		// that a saturated sequence number cannot move the saved
+		// position past every later record.
+		return logLine{text: string(b)}
+	}
 	return logLine{seq: seq, usec: usec, text: string(b[m[1]:])}
 }
 

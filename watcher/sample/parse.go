@@ -164,11 +164,17 @@ func ParseBlkioServiceBytes(b []byte) (trace.CgroupIO, error) {
 		if !ok {
 			return trace.CgroupIO{}, fmt.Errorf("%w: blkio: bad line %q", ErrFormat, line)
 		}
+		var dst *uint64
 		switch string(f[1]) {
 		case "Read":
-			c.ReadBytes += v
+			dst = &c.ReadBytes
 		case "Write":
-			c.WriteBytes += v
+			dst = &c.WriteBytes
+		default:
+			continue
+		}
+		if !addTo(dst, v) {
+			return trace.CgroupIO{}, fmt.Errorf("%w: blkio: sum overflows at %q", ErrFormat, line)
 		}
 	}
 	return c, nil
@@ -198,7 +204,9 @@ func ParseIOStat(b []byte) (trace.CgroupIO, error) {
 			if !ok {
 				return trace.CgroupIO{}, fmt.Errorf("%w: io.stat: bad field %q", ErrFormat, kv)
 			}
-			*dst += n
+			if !addTo(dst, n) {
+				return trace.CgroupIO{}, fmt.Errorf("%w: io.stat: sum overflows at %q", ErrFormat, kv)
+			}
 		}
 	}
 	return c, nil
@@ -263,6 +271,16 @@ func keyValue(b []byte, key string, sep byte) (uint64, bool, error) {
 		return n, true, nil
 	}
 	return 0, false, nil
+}
+
+// addTo adds v to *dst unless the sum would wrap around: a total over
+// devices that wrapped would read as a counter going backwards.
+func addTo(dst *uint64, v uint64) bool {
+	if *dst > 1<<64-1-v {
+		return false
+	}
+	*dst += v
+	return true
 }
 
 func parseUint(b []byte) (uint64, bool) {
