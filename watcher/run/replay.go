@@ -21,7 +21,7 @@ func Replay(path string, s Settings, w io.Writer) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer f.Close()
-	if err := hang.Replay(f, s.Config, w); err != nil {
+	if err := hang.Replay(f, s.Hang, w); err != nil {
 		return fmt.Errorf("replay %s: %w", path, err)
 	}
 	return nil

@@ -120,7 +120,7 @@ func Watch(ctx context.Context, o Options) error {
 	}
 
 	loop := &Loop{
-		Clock: o.Clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Config),
+		Clock: o.Clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
 	}
 	if o.Record != "" {
