@@ -79,7 +79,7 @@ func TestRequestSet(t *testing.T) {
 		{name: "hang off", opt: OptHangTime, val: "off", want: Request{HangOff: true}},
 		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
 		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
-		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify", "cancel" or "requeue"`},
+		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
 		{name: "unknown option", opt: "budget", val: "1m", err: "unknown option --vigil-budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -297,7 +297,7 @@ func TestDefaultsAreValid(t *testing.T) {
 		}
 	}
 	s := DefaultGEMMSettings()
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		t.Error(err)
 	}
 	for _, model := range []string{"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200"} {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +126,9 @@ func (s *Settings) ApplyEnv(lookup func(string) (string, bool)) error {
 // Load decodes the [watch] section of f over s (which holds the defaults).
 func (s *Settings) Load(f *config.File) error {
 	if err := f.Decode(Section, s); err != nil {
+		if errors.Is(err, config.ErrUnknownKey) {
+			return fmt.Errorf("%w (keys of [%s]: %s)", err, Section, strings.Join(Keys(), ", "))
+		}
 		return err
 	}
 	if f.Has(Section + ".grace") {
@@ -215,7 +220,7 @@ const (
 )
 
 // ActionList names the accepted actions, for messages.
-const ActionList = `"none" (or "notify"), "cancel" or "requeue"`
+const ActionList = `"notify" (or "none"), "cancel" or "requeue"`
 
 // ErrBadAction is wrapped by ParseAction's errors.
 var ErrBadAction = errors.New("unknown action")
@@ -230,4 +235,25 @@ func ParseAction(s string) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%w %q: want %s", ErrBadAction, s, ActionList)
+}
+
+// Keys returns the keys of the [watch] section, sorted.
+func Keys() []string {
+	var keys []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("toml"), ",")[0]
+			switch {
+			case f.Anonymous && tag == "":
+				walk(f.Type)
+			case tag != "" && tag != "-":
+				keys = append(keys, tag)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Settings{}))
+	sort.Strings(keys)
+	return keys
 }
