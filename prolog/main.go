@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -125,8 +126,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return policy.CheckCommand(args[1:], stdout, stderr, benchmarks.Names())
 	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// Parse errors are reported in one line below, not with the manual;
+	// --help prints the manual on stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	configPath := fs.String("config", "", "config file")
 	dryRun := fs.Bool("dry-run", false, "change nothing")
 	health := fs.Bool("health", false, "HealthCheckProgram mode")
@@ -138,13 +141,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	overrides := sanity.OverrideFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
 			return sanity.ExitOK
 		}
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vigil-prolog: unexpected argument %q (see --help)\n", fs.Arg(0))
-		return sanity.ExitUsage
+		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := sanity.ValidateFlags(overrides()); err != nil {
+		return usageError(stderr, err)
 	}
 	// On a terminal the table and progress tell the story; logs only warn
 	// unless asked for. Under slurmd (no terminal) every result is logged.
@@ -152,8 +158,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*logLevel = "warn"
 	}
 	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
 	if *listChecks {
@@ -194,4 +199,13 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// usageError reports a bad command line, one line per problem with a
+// pointer to --help, and returns the exit code for it.
+func usageError(stderr io.Writer, err error) int {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "vigil-prolog: %s (see vigil-prolog --help)\n", line)
+	}
+	return sanity.ExitUsage
 }

@@ -110,7 +110,7 @@ func SetupLog(w io.Writer, level, format string) error {
 	l.SetOutput(w)
 	lv, err := logrus.ParseLevel(level)
 	if err != nil {
-		return err
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	l.SetLevel(lv)
 	switch format {
@@ -119,7 +119,7 @@ func SetupLog(w io.Writer, level, format string) error {
 	case "text", "":
 		l.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
 	default:
-		return fmt.Errorf("log format %q: want text or json", format)
+		return fmt.Errorf("--log-format %q: want text or json", format)
 	}
 	return nil
 }
