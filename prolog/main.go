@@ -63,7 +63,10 @@ OPTIONS
                        unless --report-dir/--textfile are given (env VIGIL_DRY_RUN=1).
     --health           health-facts-only run outside a job (HealthCheckProgram mode).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
-    --check-config     validate the config and print the effective configuration.
+    --check-config     validate every section of the config ([prolog], [epilog],
+                       [checks.NAME], [watch], [policy]) with the code that uses it
+                       and print the effective configuration; errors name the file,
+                       line, key and what is allowed (exit 3).
     --list-checks      list the registered checks.
     --log-level LEVEL  debug, info, warn, error (default info; warn on a terminal).
     --log-format FMT   text or json (default text); logs go to stderr.
@@ -84,8 +87,10 @@ OVERRIDES (flags override environment, environment overrides the file)
 
 EXIT STATUS
     0  the node passed, or nothing may be done: unknown results, an invalid
-       config (logged loudly, recorded in the report and the vigil_config_valid
-       metric; the node is never drained for it), a held job, a skipped run
+       config (each error logged on stderr at error level, recorded in the
+       report and the vigil_config_valid metric at the paths of the last valid
+       config, or nowhere; the node is never drained for it), a held job, a
+       skipped run
     1  a check failed (or the budget ran out with on_budget_expiry = "fail");
        the node was drained (or, with --dry-run, would be)
     2  bad command line
@@ -96,6 +101,9 @@ FILES
     /var/lib/vigil/reports/*.json                  one JSON report per run
     /var/lib/prometheus/node-exporter/vigil.prom   metrics for node_exporter
     /run/vigil/jobs/JOBID/                         per-job files, removed by vigil-epilog
+    /var/lib/vigil/record-paths.json               where the last valid config sent the
+                                                   records (env VIGIL_STATE_DIR changes the
+                                                   directory); a broken config writes there only
 
 EXAMPLES
     vigil-prolog --dry-run
