@@ -315,3 +315,24 @@ func TestDefaultsAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMMRunValidatesLikeTheLoader: gemm refuses sizes = [17] before it
+// opens a device, with the error the config loader reports for the key.
+func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
+	opened := false
+	c := &gemmCheck{open: func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+		opened = true
+		return nil, errors.New("not here")
+	}}
+	env := &benchmarks.Env{Settings: func(v any) error { v.(*GEMMSettings).Sizes = []int{17}; return nil }}
+	r := c.Run(context.Background(), env)
+	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
+		t.Fatalf("result %+v, device opened %v", r, opened)
+	}
+	s := DefaultGEMMSettings()
+	s.Sizes = []int{17}
+	var se *benchmarks.SettingError
+	if err := s.Validate(); !errors.As(err, &se) || se.Key != "sizes" {
+		t.Fatalf("Validate() = %v", err)
+	}
+}
