@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -60,6 +61,9 @@ func (faultCheck) Run(ctx context.Context, env *Env) Result {
 	if m, ok := os.LookupEnv(FaultEnv); ok {
 		s.Mode = m
 	}
+	if err := s.Validate(); err != nil {
+		return Result{Status: StatusUnknown, Reason: "BadSettings", Message: err.Error()}
+	}
 	switch s.Mode {
 	case "", "pass":
 		return Result{Status: StatusPass, Message: "no fault injected"}
@@ -93,4 +97,18 @@ func (faultCheck) Run(ctx context.Context, env *Env) Result {
 		panic("injected crash")
 	}
 	return Result{Status: StatusUnknown, Reason: "BadSettings", Message: fmt.Sprintf("unknown fault mode %q", s.Mode)}
+}
+
+// FaultModes are the modes of the fault-injection check.
+var FaultModes = []string{"", "pass", "fail", "unknown", "hang", "crash", "slow"}
+
+// Validate reports an unknown mode or a negative delay, naming the key.
+func (s *FaultSettings) Validate() error {
+	if !slices.Contains(FaultModes, s.Mode) {
+		return BadSetting("mode", "%q: want pass, fail, unknown, hang, crash or slow", s.Mode)
+	}
+	if s.Delay < 0 {
+		return BadSetting("delay", "%v: want 0 or more", s.Delay)
+	}
+	return nil
 }

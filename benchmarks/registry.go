@@ -76,3 +76,28 @@ func selectChecks(all []Check, names, skip []string, healthOnly bool, hw *Hardwa
 	}
 	return out, na, errors.Join(errs...)
 }
+
+// Validator is implemented by the settings a Defaulter returns when their
+// values have ranges. vigil-prolog calls Validate when it loads the config,
+// so that --check-config and every run report a bad value with its file,
+// line and key; the check calls the same Validate before it runs.
+type Validator interface {
+	Validate() error
+}
+
+// SettingError is an error about one key of a check's settings; Validate
+// returns it (through BadSetting) so that the config loader can point at
+// the key's line.
+type SettingError struct {
+	// Key is the key in [checks.NAME] ("size_mib").
+	Key string
+	// Msg says what is wrong and what is allowed ("0: want 1 to 1024").
+	Msg string
+}
+
+func (e *SettingError) Error() string { return e.Key + " = " + e.Msg }
+
+// BadSetting returns a *SettingError about key.
+func BadSetting(key, format string, args ...any) error {
+	return &SettingError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}

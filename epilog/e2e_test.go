@@ -59,7 +59,7 @@ path = %q
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(dir, "vigil-epilog.sh")
-	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexec %s --config %s \"$@\"\n", bin, conf)), 0o755); err != nil {
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --config %s \"$@\"\n", filepath.Join(dir, "state"), bin, conf)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Epilog: wrapper})

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -87,8 +88,10 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vigil-epilog", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// Parse errors are reported in one line below, not with the manual;
+	// --help prints the manual on stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	configPath := fs.String("config", "", "config file")
 	dryRun := fs.Bool("dry-run", false, "change nothing")
 	node := fs.String("node", "", "node name")
@@ -97,17 +100,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	overrides := sanity.OverrideFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
 			return sanity.ExitOK
 		}
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vigil-epilog: unexpected argument %q (see --help)\n", fs.Arg(0))
-		return sanity.ExitUsage
+		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := sanity.ValidateFlags(overrides()); err != nil {
+		return usageError(stderr, err)
 	}
 	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
-		fmt.Fprintf(stderr, "vigil-epilog: %v\n", err)
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
@@ -119,4 +124,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Program: "vigil-epilog", Mode: sanity.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
 		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
 	}).ExitCode
+}
+
+// usageError reports a bad command line, one line per problem with a
+// pointer to --help, and returns the exit code for it.
+func usageError(stderr io.Writer, err error) int {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "vigil-epilog: %s (see vigil-epilog --help)\n", line)
+	}
+	return sanity.ExitUsage
 }

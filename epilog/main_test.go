@@ -78,3 +78,29 @@ func TestCulpritRecheck(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagErrors: a bad command line is one line on stderr that names the
+// flag and points at --help, exit 2; --help goes to stdout, exit 0.
+func TestFlagErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"--check-timeout", "1ms"}, `flag --check-timeout="1ms": invalid value: 1ms: want at least 100ms`},
+		{[]string{"--on-budget-expiry", "drain"}, `flag --on-budget-expiry="drain": invalid value`},
+		{[]string{"--skip", "nosuch"}, `unknown check "nosuch" in skip`},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tt.args, &out, &errb)
+		msg := errb.String()
+		if code != 2 || out.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tt.want) ||
+			!strings.HasSuffix(msg, " (see vigil-epilog --help)\n") || strings.Contains(msg, ".toml") {
+			t.Errorf("%v: exit %d, want 2 and one line with %q and a pointer to --help; stderr:\n%s", tt.args, code, tt.want, msg)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || errb.Len() != 0 || !strings.Contains(out.String(), "vigil-epilog - clean up") {
+		t.Errorf("--help: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -44,8 +44,8 @@ vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
 // returns the exit code.
 func CheckCommand(args []string, stdout, stderr io.Writer, known []string) int {
 	fset := flag.NewFlagSet("vigil-prolog "+CommandName, flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() { fmt.Fprint(stderr, commandUsage) }
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
 	path := fset.String("config", config.DefaultPath, "config file")
 	vals := map[string]*string{}
 	for _, o := range Options {
@@ -53,12 +53,14 @@ func CheckCommand(args []string, stdout, stderr io.Writer, known []string) int {
 	}
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, commandUsage)
 			return ExitAllowed
 		}
+		fmt.Fprintf(stderr, "vigil-prolog %s: %v (see vigil-prolog %s --help)\n", CommandName, err, CommandName)
 		return ExitUsage
 	}
 	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "vigil-prolog %s: unexpected argument %q\n", CommandName, fset.Arg(0))
+		fmt.Fprintf(stderr, "vigil-prolog %s: unexpected argument %q (see vigil-prolog %s --help)\n", CommandName, fset.Arg(0), CommandName)
 		return ExitUsage
 	}
 	var r Request

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 // Section is the config file section the policy lives in.
@@ -34,13 +35,28 @@ const (
 	TimingAfterRequeue = "after-requeue"
 )
 
-// Values of --vigil-hang-action. ActionNotify only notifies (vigil-watch's
-// action "none"); cancel and requeue act on the job.
+// Values of --vigil-hang-action, VIGIL_HANG_ACTION and [policy]
+// hang_actions: the action names of watchcfg, which vigil-watch's --action
+// and [watch] action take too. ActionNotify only notifies ("none" is
+// another name of it); cancel and requeue act on the job.
 const (
-	ActionNotify  = "notify"
-	ActionCancel  = "cancel"
-	ActionRequeue = "requeue"
+	ActionNotify  = watchcfg.ActionNotify
+	ActionCancel  = watchcfg.ActionCancel
+	ActionRequeue = watchcfg.ActionRequeue
 )
+
+// normAction checks an action name and returns the policy's name for it:
+// "none" and "notify" are both ActionNotify.
+func normAction(a string) (string, error) {
+	w, err := watchcfg.ParseAction(a)
+	if err != nil || a == "" {
+		return "", fmt.Errorf("%q: want %s", a, watchcfg.ActionList)
+	}
+	if w == watchcfg.ActionNone {
+		return ActionNotify, nil
+	}
+	return w, nil
+}
 
 // ChecksNone is the --vigil-checks value that skips the prolog's checks,
 // and HangOff the --vigil-hang-time value that opts out of watching.
@@ -103,7 +119,13 @@ func Load(f *config.File, known []string) (Policy, error) {
 	if err := f.Decode(Section, &p); err != nil {
 		return Default(), err
 	}
-	return p, p.Validate(f, known)
+	if err := p.Validate(f, known); err != nil {
+		return p, err
+	}
+	for i, a := range p.HangActions {
+		p.HangActions[i], _ = normAction(a)
+	}
+	return p, nil
 }
 
 // Validate checks p; errors name the key and, when f has it, the line.
@@ -123,8 +145,8 @@ func (p Policy) Validate(f *config.File, known []string) error {
 		}
 	}
 	for _, a := range p.HangActions {
-		if a != ActionNotify && a != ActionCancel && a != ActionRequeue {
-			errs = append(errs, f.Errorf(Section+".hang_actions", "%q: want %q, %q or %q", a, ActionNotify, ActionCancel, ActionRequeue))
+		if _, err := normAction(a); err != nil {
+			errs = append(errs, f.Errorf(Section+".hang_actions", "%v", err))
 		}
 	}
 	if p.MaxBudget < 0 || (p.MaxBudget > 0 && p.MaxBudget < time.Second) {
@@ -213,10 +235,11 @@ func (r *Request) Set(option, value string) error {
 		}
 		r.HangTime, r.HangOff = d, false
 	case OptHangAction:
-		if v != ActionNotify && v != ActionCancel && v != ActionRequeue {
-			return bad("want %q, %q or %q", ActionNotify, ActionCancel, ActionRequeue)
+		a, err := normAction(v)
+		if err != nil {
+			return bad("want %s", watchcfg.ActionList)
 		}
-		r.HangAction = v
+		r.HangAction = a
 	default:
 		return fmt.Errorf("%w: unknown option --vigil-%s", ErrSyntax, option)
 	}

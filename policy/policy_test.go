@@ -79,7 +79,7 @@ func TestRequestSet(t *testing.T) {
 		{name: "hang off", opt: OptHangTime, val: "off", want: Request{HangOff: true}},
 		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
 		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
-		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify", "cancel" or "requeue"`},
+		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
 		{name: "unknown option", opt: "budget", val: "1m", err: "unknown option --vigil-budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -363,6 +363,10 @@ func TestCheckCommand(t *testing.T) {
 	if err := os.WriteFile(badCfg, []byte("[policy]\nmax_hang_time = 5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	rangeCfg := filepath.Join(dir, "range.toml")
+	if err := os.WriteFile(rangeCfg, []byte("[policy]\nmin_hang_time = \"10m\"\nmax_hang_time = \"5m\"\nhang_actions = [\"drain\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -378,6 +382,8 @@ func TestCheckCommand(t *testing.T) {
 		{name: "bad usage", args: []string{"--budget=1m"}, code: ExitUsage},
 		{name: "validate only", args: []string{"--config", cfg}, code: ExitAllowed},
 		{name: "validate only, bad", args: []string{"--config", badCfg}, code: ExitConfig, out: "bad.toml:2: policy.max_hang_time"},
+		{name: "range", args: []string{"--config", rangeCfg}, code: ExitConfig, out: "range.toml:3: policy.max_hang_time: invalid value: 5m0s: shorter than min_hang_time 10m0s"},
+		{name: "action", args: []string{"--config", rangeCfg}, code: ExitConfig, out: `range.toml:4: policy.hang_actions: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -385,6 +391,29 @@ func TestCheckCommand(t *testing.T) {
 			if code != tc.code || !strings.Contains(out.String(), tc.out) {
 				t.Fatalf("CheckCommand(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
 			}
+			if code == ExitUsage && (strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "(see vigil-prolog policy-check --help)")) {
+				t.Fatalf("usage error is not one line with a pointer to --help: %q", errb.String())
+			}
 		})
+	}
+}
+
+// TestActionNamesAreShared: "none" is another name of "notify" here as in
+// vigil-watch's --action; both load and compare as "notify".
+func TestActionNamesAreShared(t *testing.T) {
+	var r Request
+	if err := r.Set(OptHangAction, "none"); err != nil || r.HangAction != ActionNotify {
+		t.Fatalf("--vigil-hang-action=none: %q, %v", r.HangAction, err)
+	}
+	f, err := config.Parse(strings.NewReader("[policy]\nhang_actions = [\"none\", \"cancel\"]\n"), "p.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(f, nil)
+	if err != nil || strings.Join(p.HangActions, ",") != "notify,cancel" {
+		t.Fatalf("hang_actions %v, %v", p.HangActions, err)
+	}
+	if w := p.ApplyWatch(Request{HangAction: ActionNotify}, time.Hour, "cancel"); w.Action != "none" || len(w.Warnings) != 0 {
+		t.Fatalf("ApplyWatch: %+v", w)
 	}
 }

@@ -52,12 +52,18 @@ func (s e2eSetup) wrapper(t *testing.T, bin string, env ...string) string {
 	for _, e := range env {
 		exports += "export " + e + "\n"
 	}
+	// The record paths of the last valid config are kept with the setup,
+	// not in the machine's /var/lib/vigil.
+	exports += "export VIGIL_STATE_DIR=" + s.stateDir() + "\n"
 	script := fmt.Sprintf("#!/bin/sh\n%sexec %s --config %s \"$@\"\n", exports, bin, s.config)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// stateDir is the setup's VIGIL_STATE_DIR.
+func (s e2eSetup) stateDir() string { return filepath.Join(s.dir, "state") }
 
 func scontrolDir(t *testing.T) string {
 	t.Helper()
@@ -144,7 +150,7 @@ check_timeout = "20s"`, "[checks.gpu-count]\nexpected = 1\n")
 		t.Fatal(err)
 	}
 	health := filepath.Join(s.dir, "vigil-health.sh")
-	if err := os.WriteFile(health, []byte(fmt.Sprintf("#!/bin/sh\nexec %s --health --config %s\n", bin, healthConf)), 0o755); err != nil {
+	if err := os.WriteFile(health, []byte(fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --health --config %s\n", s.stateDir(), bin, healthConf)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Prolog: s.wrapper(t, bin), PrologFlags: "Alloc",
@@ -280,7 +286,15 @@ budget = "30s"`, "[checks.fault-inject]\nmode = \"hang\"\n")
 	})
 
 	t.Run("invalid config never drains", func(t *testing.T) {
-		s := newSetup(t, `checks = ["fault-inject"]
+		// A valid run first says where records go; then the file breaks.
+		s := newSetup(t, `checks = ["fault-inject"]`, "[checks.fault-inject]\nmode = \"pass\"\n")
+		if out, code, _ := runAs(t, c, bin, "--node", second, "--config", s.config); code != 0 {
+			t.Fatalf("valid run: exit %d:\n%s", code, out)
+		}
+		if err := os.RemoveAll(s.reports); err != nil {
+			t.Fatal(err)
+		}
+		s.write(t, `checks = ["fault-inject"]
 retries = "two"`, "[checks.fault-inject]\nmode = \"fail\"\n")
 		out, code, _ := runAs(t, c, bin, "--node", second, "--config", s.config)
 		if code != 0 || !strings.Contains(out, "INVALID CONFIG") || !strings.Contains(out, "prolog.retries") {
@@ -419,5 +433,116 @@ func TestE2EEpilogDrains(t *testing.T) {
 	reps := s.readReports(t)
 	if len(reps) != 1 || reps[0].Mode != "epilog" || reps[0].ExitCode != 0 || reps[0].Job != job {
 		t.Fatalf("reports %+v", reps)
+	}
+}
+
+// TestE2EBrokenConfigUnderSlurm: a config broken in [watch], [checks.disk]
+// and [policy] (and pointing its records elsewhere) under Slurm's Prolog
+// drains nothing, the job runs, slurmd's log has each error at error level,
+// and the textfile at the last valid path says vigil_config_valid 0; no
+// report lands anywhere else.
+func TestE2EBrokenConfigUnderSlurm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e: starts a Slurm cluster")
+	}
+	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
+	s := newSetup(t, `suite = "health"
+checks = ["gpu-count"]`, "")
+	// slurmd 22.05 writes a prolog's output to its log at debug2 ("prep/script:
+	// _run_subpath_command: prolog success rc:0 output:..."), or at error
+	// level when the prolog fails; at the default info level it drops it.
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, Prolog: s.wrapper(t, bin), PrologFlags: "Alloc",
+		ExtraConf: []string{"SlurmdDebug=debug2"}})
+	node := c.Nodes[0]
+
+	job := c.Sbatch(t, "echo ran\n")
+	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
+	reps := s.readReports(t)
+	if len(reps) != 1 || !reps[0].Config.Valid {
+		t.Fatalf("valid run: reports %+v\n%s", reps, c.Dump(job))
+	}
+
+	other := filepath.Join(s.dir, "elsewhere")
+	broken := fmt.Sprintf(`[prolog]
+report_dir = %q
+textfile = %q
+run_dir = %q
+slurm_bin_dir = %q
+suite = "health"
+checks = ["gpu-count"]
+
+[watch]
+windwo = "2m"
+
+[checks.disk]
+size_mib = 0
+
+[policy]
+min_hang_time = "10m"
+max_hang_time = "5m"
+`, filepath.Join(other, "reports"), filepath.Join(other, "vigil.prom"), filepath.Join(other, "run"), scontrolDir(t))
+	if err := os.WriteFile(s.config, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job = c.Sbatch(t, "echo ran\n")
+	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
+	if got := c.JobOutput(job); !strings.Contains(got, "ran") {
+		t.Errorf("job output %q", got)
+	}
+	if n := nodeState(t, c, node); n.Drained() {
+		t.Fatalf("a broken config drained the node: %+v", n)
+	}
+
+	// slurmd keeps the prolog's stderr: every error, at error level, in
+	// the cluster's log directory.
+	logFile := filepath.Join(c.Dir, "log", "slurmd-"+node+".log")
+	want := []string{
+		s.config + ":10: watch.windwo: unknown key",
+		s.config + ":13: checks.disk.size_mib: invalid value: 0: want 1 to 1024",
+		s.config + ":17: policy.max_hang_time: invalid value: 5m0s: shorter than min_hang_time 10m0s",
+	}
+	var slurmdLog string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		slurmdLog = string(b)
+		missing := ""
+		for _, w := range want {
+			found := false
+			for _, line := range strings.Split(slurmdLog, "\n") {
+				found = found || (strings.Contains(line, w) && strings.Contains(line, "level=error"))
+			}
+			if !found {
+				missing = w
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmd log %s lacks an error-level line with %q:\n%s", logFile, missing, slurmdLog)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	prom, err := os.ReadFile(s.textfile)
+	if err != nil || !strings.Contains(string(prom), `vigil_config_valid{mode="prolog"} 0`) {
+		t.Fatalf("textfile at the last valid path %s (%v):\n%s", s.textfile, err, prom)
+	}
+	reps = s.readReports(t)
+	if len(reps) != 2 {
+		t.Fatalf("%d reports in %s, want 2", len(reps), s.reports)
+	}
+	var bad *report.Report
+	for i := range reps {
+		if !reps[i].Config.Valid {
+			bad = &reps[i]
+		}
+	}
+	if bad == nil || bad.Job != job || bad.Action.Kind != report.ActionNone || len(bad.Config.Errors) < 3 {
+		t.Fatalf("report of the broken run: %+v", bad)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("records went to the broken file's own paths (%s): %v", other, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -72,7 +73,10 @@ OPTIONS
                        unless --report-dir/--textfile are given (env VIGIL_DRY_RUN=1).
     --health           health-facts-only run outside a job (HealthCheckProgram mode).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
-    --check-config     validate the config and print the effective configuration.
+    --check-config     validate every section of the config ([prolog], [epilog],
+                       [checks.NAME], [watch], [policy]) with the code that uses it
+                       and print the effective configuration; errors name the file,
+                       line, key and what is allowed (exit 3).
     --list-checks      list the registered checks: name, kind (health or perf),
                        vendor (nvidia, ascend, none), whether it is in the default
                        suite, and what it does. A vendor's checks run by default
@@ -105,8 +109,10 @@ OVERRIDES (flags override environment, environment overrides the file)
 
 EXIT STATUS
     0  the node passed, or nothing may be done: unknown results, an invalid
-       config (logged loudly, recorded in the report and the vigil_config_valid
-       metric; the node is never drained for it), a held job, a skipped run
+       config (each error logged on stderr at error level, recorded in the
+       report and the vigil_config_valid metric at the paths of the last valid
+       config, or nowhere; the node is never drained for it), a held job, a
+       skipped run
     1  the node is drained by vigil after this run: a check failed (or the
        budget ran out with on_budget_expiry = "fail"), or an earlier vigil
        drain stays because this run did not clear it (with --dry-run: would
@@ -123,6 +129,9 @@ FILES
     /var/lib/vigil/reports/*.json                  one JSON report per run
     /var/lib/prometheus/node-exporter/vigil.prom   metrics for node_exporter
     /run/vigil/jobs/JOBID/                         per-job files, removed by vigil-epilog
+    /var/lib/vigil/record-paths.json               where the last valid config sent the
+                                                   records (env VIGIL_STATE_DIR changes the
+                                                   directory); a broken config writes there only
 
 EXAMPLES
     vigil-prolog --dry-run
@@ -156,8 +165,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return policy.CheckCommand(args[1:], stdout, stderr, benchmarks.Names())
 	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// Parse errors are reported in one line below, not with the manual;
+	// --help prints the manual on stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	configPath := fs.String("config", "", "config file")
 	dryRun := fs.Bool("dry-run", false, "change nothing")
 	health := fs.Bool("health", false, "HealthCheckProgram mode")
@@ -171,13 +182,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	overrides := sanity.OverrideFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
 			return sanity.ExitOK
 		}
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vigil-prolog: unexpected argument %q (see --help)\n", fs.Arg(0))
-		return sanity.ExitUsage
+		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := sanity.ValidateFlags(overrides()); err != nil {
+		return usageError(stderr, err)
 	}
 	// On a terminal the table and progress tell the story; logs only warn
 	// unless asked for. Under slurmd (no terminal) every result is logged.
@@ -185,8 +199,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*logLevel = "warn"
 	}
 	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
-		return sanity.ExitUsage
+		return usageError(stderr, err)
 	}
 	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
 	switch listChecks {
@@ -266,4 +279,13 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// usageError reports a bad command line, one line per problem with a
+// pointer to --help, and returns the exit code for it.
+func usageError(stderr io.Writer, err error) int {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "vigil-prolog: %s (see vigil-prolog --help)\n", line)
+	}
+	return sanity.ExitUsage
 }

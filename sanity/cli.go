@@ -49,12 +49,17 @@ func ConfigPathFrom(flagValue string, lookup func(string) (string, bool)) (strin
 type effective struct {
 	Prolog any            `toml:"prolog"`
 	Epilog any            `toml:"epilog"`
+	Watch  any            `toml:"watch"`
+	Policy any            `toml:"policy"`
 	Checks map[string]any `toml:"checks"`
 }
 
-// CheckConfig validates the config as a run would and prints the effective
-// config (file, then environment, then flags; every check's settings with
-// its shipped defaults) to w, or the errors. It returns the exit code:
+// CheckConfig validates the whole config as a run would ([prolog],
+// [epilog], every [checks.NAME] with the check's own ranges, [watch] as
+// vigil-watch reads it, [policy] as the SPANK plugin and the nodes apply it,
+// and keys nobody knows) and prints the effective config (file, then
+// environment, then flags; every section with its shipped defaults) to w,
+// or the errors, each naming the file, line and key. It returns the exit code:
 // ExitOK when valid, ExitConfig when not.
 func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (string, bool), flags map[string]string) int {
 	if lookup == nil {
@@ -75,17 +80,15 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	} else {
 		fmt.Fprintf(w, "# %s not found: the shipped defaults apply. Effective configuration:\n", path)
 	}
-	eff := effective{Prolog: durationsAsStrings(s.Prolog), Epilog: durationsAsStrings(s.Epilog), Checks: map[string]any{}}
+	eff := effective{Prolog: durationsAsStrings(s.Prolog), Epilog: durationsAsStrings(s.Epilog),
+		Watch: durationsAsStrings(s.Watch.Final()), Policy: durationsAsStrings(s.Policy), Checks: map[string]any{}}
 	var silent []string
 	for _, name := range benchmarks.Names() {
-		c, _ := benchmarks.Lookup(name)
-		d, ok := c.(benchmarks.Defaulter)
-		if !ok {
+		v, _ := CheckSettings(s.File, name) // validated above
+		if v == nil {
 			silent = append(silent, name)
 			continue
 		}
-		v := d.Defaults()
-		_ = s.File.Decode("checks."+name, v) // validated above
 		eff.Checks[name] = durationsAsStrings(v)
 	}
 	enc := toml.NewEncoder(w)
@@ -107,7 +110,7 @@ func SetupLog(w io.Writer, level, format string) error {
 	l.SetOutput(w)
 	lv, err := logrus.ParseLevel(level)
 	if err != nil {
-		return err
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	l.SetLevel(lv)
 	switch format {
@@ -116,7 +119,7 @@ func SetupLog(w io.Writer, level, format string) error {
 	case "text", "":
 		l.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
 	default:
-		return fmt.Errorf("log format %q: want text or json", format)
+		return fmt.Errorf("--log-format %q: want text or json", format)
 	}
 	return nil
 }

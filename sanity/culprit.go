@@ -10,8 +10,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/action"
-	watchrun "github.com/vigil-hpc/vigil/watcher/run"
 )
 
 // CulpritReports returns the vigil-watch hang reports of job in dir that
@@ -50,15 +50,15 @@ var ErrNoWatchDir = errors.New("no vigil-watch report directory")
 
 // WatchReportDir returns the directory where vigil-watch wrote the job's
 // hang reports: the [watch] report_dir of f, decoded with vigil-watch's own
-// defaults and rules (watcher/run's DefaultSettings and Settings.Load). vigil-watch
+// defaults and rules (watchcfg.Default and Settings.Load). vigil-watch
 // resolves an empty or relative report_dir against its working directory,
 // the job's, so the epilog resolves it against SLURM_JOB_WORK_DIR. A
 // --report-dir flag given to vigil-watch in a batch script is not visible
 // here.
 func WatchReportDir(f *config.File, lookup func(string) (string, bool)) (string, error) {
-	ws := watchrun.DefaultSettings()
+	ws := watchcfg.Default()
 	if err := ws.Load(f); err != nil {
-		return "", fmt.Errorf("[%s] section: %w", watchrun.Section, err)
+		return "", fmt.Errorf("[%s] section: %w", watchcfg.Section, err)
 	}
 	dir := ws.ReportDir
 	if filepath.IsAbs(dir) {
@@ -67,7 +67,7 @@ func WatchReportDir(f *config.File, lookup func(string) (string, bool)) (string,
 	work, _ := lookup("SLURM_JOB_WORK_DIR")
 	if !filepath.IsAbs(work) {
 		return "", fmt.Errorf("%w: [%s] report_dir is %q (the job's working directory) and SLURM_JOB_WORK_DIR is %q",
-			ErrNoWatchDir, watchrun.Section, dir, work)
+			ErrNoWatchDir, watchcfg.Section, dir, work)
 	}
 	return filepath.Join(work, dir), nil
 }

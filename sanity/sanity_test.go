@@ -3,6 +3,7 @@ package sanity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -149,7 +150,7 @@ func runWith(t *testing.T, conf string, mode Mode, fs *fakeSlurm, e env, mut fun
 		e = env{}
 	}
 	o := Options{Program: "vigil-test", Mode: mode, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
-		Lookup: e.lookup, Slurm: fs, Log: quietLog(), Root: t.TempDir()}
+		Lookup: e.lookup, Slurm: fs, Log: quietLog(), Root: t.TempDir(), StateDir: filepath.Join(filepath.Dir(conf), "state")}
 	if mut != nil {
 		mut(&o)
 	}
@@ -231,20 +232,98 @@ func TestVerdictsAndActions(t *testing.T) {
 	}
 }
 
-func TestInvalidValueStillRecordsWhereAsked(t *testing.T) {
-	dir, conf := setup(t, "retries = \"two\"")
-	out := runWith(t, conf, ModeProlog, &fakeSlurm{}, nil, nil)
-	if out.Report.Config.Valid || out.ReportPath == "" || !strings.HasPrefix(out.ReportPath, dir) {
+// TestBrokenConfigRecordsWhereTheLastValidOneSaid: a broken file never
+// sends records to its own (or the default) paths: they go where the last
+// valid config said, or nowhere.
+func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
+	dir, conf := setup(t, `checks = ["t-pass"]`)
+	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
+	if out := runWith(t, conf, ModeProlog, fs, nil, nil); !out.Report.Config.Valid || out.ReportPath == "" {
+		t.Fatalf("valid run: %+v, report %q", out.Report.Config, out.ReportPath)
+	}
+	// The admin points the records elsewhere and breaks the file.
+	other := filepath.Join(dir, "other")
+	body := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile = %q\nretries = \"two\"\n", other, filepath.Join(other, "vigil.prom"))
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runWith(t, conf, ModeProlog, fs, nil, nil)
+	if out.Report.Config.Valid || out.ExitCode != ExitOK || !strings.HasPrefix(out.ReportPath, filepath.Join(dir, "reports")+"/") {
 		t.Fatalf("report at %q, config %+v", out.ReportPath, out.Report.Config)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "vigil.prom")); err != nil {
+	prom, err := os.ReadFile(filepath.Join(dir, "vigil.prom"))
+	if err != nil || !strings.Contains(string(prom), `vigil_config_valid{mode="prolog"} 0`) {
+		t.Fatalf("textfile at the last valid path (%v):\n%s", err, prom)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("the broken file's own paths were used: %v", err)
+	}
+	// A flag still wins over the remembered path.
+	flagDir := t.TempDir()
+	out = runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.Flags = map[string]string{"report_dir": flagDir} })
+	if !strings.HasPrefix(out.ReportPath, flagDir+"/") {
+		t.Fatalf("report at %q, want under the flag's %s", out.ReportPath, flagDir)
+	}
+	// Without a valid config before (a fresh state directory), nothing is
+	// written: no report, no textfile, not even at the defaults.
+	stateless := filepath.Join(dir, "fresh-state")
+	out = runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.StateDir = stateless })
+	if out.ReportPath != "" || out.Report.Config.Valid || !strings.Contains(strings.Join(out.Report.Notes, "\n"), "no report or textfile written") {
+		t.Fatalf("report at %q, notes %v", out.ReportPath, out.Report.Notes)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("the broken file's own paths were used: %v", err)
+	}
+	if _, err := os.Stat(stateless); !os.IsNotExist(err) {
+		t.Fatalf("a broken config wrote state: %v", err)
+	}
+}
+
+func TestRecordPathsState(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	if _, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml"); !errors.Is(err, ErrNoRecordPaths) {
+		t.Fatalf("empty state: %v", err)
+	}
+	p := RecordPaths{ReportDir: "/r", Textfile: "/t.prom", RunDir: "/run/v"}
+	if w, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now); err != nil || !w {
+		t.Fatalf("first write %v %v", w, err)
+	}
+	if w, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now.Add(time.Hour)); err != nil || w {
+		t.Fatalf("unchanged paths rewrote the state: %v %v", w, err)
+	}
+	q := RecordPaths{ReportDir: "/q"}
+	if _, err := RememberRecordPaths(dir, "/etc/vigil/other.toml", q, now); err != nil {
 		t.Fatal(err)
+	}
+	got, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml")
+	if err != nil || !got.same(p) || !got.Since.Equal(now) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if got, err := LastRecordPaths(dir, "/etc/vigil/other.toml"); err != nil || !got.same(q) {
+		t.Fatalf("other config: %+v, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateFileName), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml"); !errors.Is(err, ErrNoRecordPaths) {
+		t.Fatalf("unreadable state: %v", err)
 	}
 }
 
 func TestInvalidConfigChangesNothing(t *testing.T) {
-	dir, conf := setup(t, "checks = [\"t-fail\"]\nbugdet = \"1m\"")
+	dir, conf := setup(t, "checks = [\"t-pass\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
+	runWith(t, conf, ModeProlog, fs, nil, nil) // a valid run: it says where records go
+	fs.calls = nil
+	body, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(body), `checks = ["t-pass"]`, "checks = [\"t-fail\"]\nbugdet = \"1m\"", 1)
+	if err := os.WriteFile(conf, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := runWith(t, conf, ModeProlog, fs, nil, nil)
 	if out.ExitCode != ExitOK || len(fs.calls) != 0 || len(out.Report.Results) != 0 {
 		t.Fatalf("exit %d, calls %v, results %v", out.ExitCode, fs.calls, out.Report.Results)

@@ -47,7 +47,14 @@ func ApplyOverrides(p *config.Prolog, o map[string]string, from string) error {
 		if !ok {
 			continue
 		}
-		bad := func(err error) { errs = append(errs, fmt.Errorf("%w: %s %s=%q: %v", ErrOverride, from, k, v, err)) }
+		name := from + " " + k
+		switch from {
+		case "flag":
+			name = "flag --" + FlagName(k)
+		case "environment":
+			name = "environment " + EnvName(k)
+		}
+		bad := func(err error) { errs = append(errs, fmt.Errorf("%s=%q: %w: %v", name, v, ErrOverride, err)) }
 		switch k {
 		case "suite":
 			p.Suite = v

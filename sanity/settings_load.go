@@ -8,6 +8,8 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/policy"
 )
 
 // Settings is the effective configuration of a run: the file, then the
@@ -25,11 +27,17 @@ type Settings struct {
 	Epilog config.Epilog
 	// Explicit holds the [prolog] keys set by flag or environment.
 	Explicit map[string]bool
+	// Watch is the effective [watch] section (the file over the defaults),
+	// validated as vigil-watch validates it.
+	Watch watchcfg.Settings
+	// Policy is the effective [policy] section.
+	Policy policy.Policy
 }
 
-// OtherSections are the config sections vigil-prolog leaves to other
-// programs (the watcher, the SPANK policy).
-var OtherSections = []string{"watch", "policy"}
+// OtherSections are the config sections that other programs act on (the
+// watcher, the SPANK policy); vigil-prolog validates them with the same
+// code those programs use.
+var OtherSections = []string{watchcfg.Section, policy.Section}
 
 // LoadSettings reads path (a missing file is an error only when explicit),
 // applies the environment's and the flags' overrides and validates
@@ -54,14 +62,21 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	s.File = f
 	if err := f.Decode("prolog", &s.Prolog); err != nil {
 		errs = append(errs, err)
-		salvagePaths(f, &s.Prolog)
 	}
 	if err := f.Decode("epilog", &s.Epilog); err != nil {
 		errs = append(errs, err)
 	}
-	for _, sec := range OtherSections {
-		f.Claim(sec)
+	s.Watch = watchcfg.Default()
+	if err := s.Watch.Load(f); err != nil {
+		errs = append(errs, err)
+	} else if err := s.Watch.Final().Validate(f); err != nil {
+		errs = append(errs, err)
 	}
+	p, err := policy.Load(f, benchmarks.Names())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.Policy = p
 	env := EnvOverrides(lookup)
 	if err := ApplyOverrides(&s.Prolog, env, "environment"); err != nil {
 		errs = append(errs, err)
@@ -76,7 +91,7 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		s.Explicit[k] = true
 	}
 	if err := s.Prolog.Validate(f); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, renameOverridden(err, env, flags)...)
 	}
 	if err := s.Epilog.Validate(f); err != nil {
 		errs = append(errs, err)
@@ -90,13 +105,8 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		}
 	}
 	for _, name := range benchmarks.Names() {
-		c, _ := benchmarks.Lookup(name)
-		if d, ok := c.(benchmarks.Defaulter); ok {
-			if err := f.Decode("checks."+name, d.Defaults()); err != nil {
-				errs = append(errs, err)
-			}
-		} else {
-			f.Claim("checks." + name) // the check validates its own settings when it runs
+		if _, err := CheckSettings(f, name); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, e := range f.Unused() {
@@ -106,17 +116,93 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	return s, errs
 }
 
-// salvagePaths reads the record paths of [prolog] from a section that did
-// not decode (a bad value elsewhere stops the decoder), so that the report
-// of an invalid config still goes where the admin asked for it.
-func salvagePaths(f *config.File, p *config.Prolog) {
-	var raw map[string]any
-	if f.Decode("prolog", &raw) != nil {
-		return
+// CheckSettings decodes the [checks.NAME] section of f over the check's
+// shipped defaults and validates it with the check's own Validate, the
+// code the check runs before it measures. It returns the settings (nil for
+// a check that publishes none: its section is then claimed and left to the
+// check) and an error naming the file, line and key of each bad value.
+func CheckSettings(f *config.File, name string) (any, error) {
+	section := "checks." + name
+	c, ok := benchmarks.Lookup(name)
+	if !ok {
+		return nil, f.Errorf(section, "%v %q", benchmarks.ErrUnknownCheck, name)
 	}
-	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "textfile": &p.Textfile, "run_dir": &p.RunDir} {
-		if v, ok := raw[key].(string); ok {
-			*dst = v
+	d, ok := c.(benchmarks.Defaulter)
+	if !ok {
+		f.Claim(section)
+		return nil, nil
+	}
+	v := d.Defaults()
+	if err := f.Decode(section, v); err != nil {
+		return v, err
+	}
+	val, ok := v.(benchmarks.Validator)
+	if !ok {
+		return v, nil
+	}
+	err := val.Validate()
+	if err == nil {
+		return v, nil
+	}
+	var se *benchmarks.SettingError
+	if errors.As(err, &se) {
+		return v, f.Errorf(section+"."+se.Key, "%s", se.Msg)
+	}
+	return v, f.Errorf(section, "%v", err)
+}
+
+// renameOverridden splits err into its errors and names the flag or the
+// environment variable instead of the file for each [prolog] key that one
+// of them set: the value did not come from the file.
+func renameOverridden(err error, env, flags map[string]string) []error {
+	var out []error
+	for _, e := range splitErrors(err) {
+		var ke *config.KeyError
+		if errors.As(e, &ke) {
+			key := strings.TrimPrefix(ke.Key, "prolog.")
+			if v, ok := flags[key]; ok {
+				e = fmt.Errorf("flag --%s=%q: %w", FlagName(key), v, ke.Err)
+			} else if v, ok := env[key]; ok {
+				e = fmt.Errorf("environment %s=%q: %w", EnvName(key), v, ke.Err)
+			}
 		}
+		out = append(out, e)
 	}
+	return out
+}
+
+// splitErrors undoes errors.Join.
+func splitErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// ValidateFlags checks the [prolog] overrides given on the command line
+// alone, over the shipped defaults: a bad flag is a usage error, whatever
+// the config file says. Each error names the flag.
+func ValidateFlags(flags map[string]string) error {
+	p := config.DefaultProlog()
+	if err := ApplyOverrides(&p, flags, "flag"); err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range renameOverridden(p.Validate(config.Empty("flags")), nil, flags) {
+		if !strings.HasPrefix(e.Error(), "flag ") {
+			continue // a default the flags did not touch
+		}
+		errs = append(errs, e)
+	}
+	if _, err := benchmarks.Select(p.Checks, p.Skip, false); err != nil && (flags["checks"] != "" || flags["skip"] != "") {
+		errs = append(errs, fmt.Errorf("flag --checks/--skip: %w (registered: %s)", err, strings.Join(benchmarks.Names(), ", ")))
+	}
+	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,7 +66,7 @@ type invocation struct {
 // realMain parses the command line, runs the watch loop or replay, and maps
 // the result to an exit code.
 func realMain(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
-	inv, code := parseArgs(args, lookup, stderr)
+	inv, code := parseArgs(args, lookup, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -94,39 +95,52 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 
 // parseArgs merges flags over the environment over the config file over the
 // defaults. It returns an exit code >= 0 when there is nothing to run
-// (--help, or a usage error already reported on stderr), else -1.
-func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (invocation, int) {
+// (--help, printed on stdout, or a usage error already reported on stderr
+// in one line per problem), else -1.
+func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) (invocation, int) {
 	var inv invocation
 	inv.replay = len(args) > 0 && args[0] == "replay"
 	if inv.replay {
 		args = args[1:]
 	}
+	help := "vigil-watch --help"
+	if inv.replay {
+		help = "vigil-watch replay --help"
+	}
 	fail := func(err error) (invocation, int) {
 		fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
 		return inv, exitUsage
 	}
-	// First pass: the config path, --help and flag syntax, against defaults.
-	s := run.DefaultSettings()
-	fs := flags(inv.replay, &s, &inv.cli, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv, exitOK
-		}
+	usageErr := func(err error) (invocation, int) {
+		fmt.Fprintf(stderr, "vigil-watch: %v (see %s)\n", err, help)
 		return inv, exitUsage
 	}
+	// First pass: the config path, --help and flag syntax, against defaults.
+	s := run.DefaultSettings()
+	fs := flags(inv.replay, &s, &inv.cli, io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			usage(fs, inv.replay)
+			return inv, exitOK
+		}
+		return usageErr(err)
+	}
 	if inv.replay && fs.NArg() == 0 {
-		return fail(errors.New("replay needs at least one trace file, or - for standard input (see vigil-watch replay --help)"))
+		return usageErr(errors.New("replay needs at least one trace file, or - for standard input"))
 	}
 	if !inv.replay && fs.NArg() != 0 {
-		return fail(fmt.Errorf("unexpected arguments %q (see vigil-watch --help)", fs.Args()))
+		return usageErr(fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if _, err := logrus.ParseLevel(inv.logLevel); err != nil && !inv.replay {
-		return fail(fmt.Errorf("--log-level: %w", err))
+		return usageErr(fmt.Errorf("--log-level: %w", err))
 	}
 	file, err := loadConfig(inv.configPath, isSet(fs, "config"))
 	if err != nil {
 		return fail(err)
 	}
+	envLookup := lookup // the environment as the job set it, for messages
 	// The job's --vigil-hang-* choices (vigil's SPANK plugin), within [policy].
 	var job *policy.Watcher
 	if !inv.replay {
@@ -160,11 +174,66 @@ func parseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 		s.PeriodIsDefault = false
 	}
 	if err := s.Final().Validate(file); err != nil {
-		return fail(err)
+		var fromFile []error
+		for _, e := range splitErrors(err) {
+			if name, ok := flagOf(fs, e); ok {
+				fmt.Fprintf(stderr, "vigil-watch: %s (see %s)\n", name, help)
+			} else if name, ok := envOf(e, envLookup); ok {
+				fmt.Fprintf(stderr, "vigil-watch: %s\n", name)
+			} else {
+				fromFile = append(fromFile, e)
+			}
+		}
+		if len(fromFile) > 0 {
+			return fail(errors.Join(fromFile...))
+		}
+		return inv, exitUsage
 	}
 	inv.settings = s
 	inv.files = fs.Args()
 	return inv, -1
+}
+
+// flagOf says, for an error about a [watch] key that a flag given on the
+// command line set, the error in the flag's words ("--action: invalid value:
+// ..."), so that it does not blame a config file.
+func flagOf(fs *flag.FlagSet, err error) (string, bool) {
+	var ke *config.KeyError
+	if !errors.As(err, &ke) {
+		return "", false
+	}
+	name := strings.ReplaceAll(strings.TrimPrefix(ke.Key, run.Section+"."), "_", "-")
+	if name == "period" && !isSet(fs, name) {
+		name = "window" // the period follows the window unless set
+	}
+	if !isSet(fs, name) {
+		return "", false
+	}
+	return fmt.Sprintf("--%s: %v", name, ke.Err), true
+}
+
+// envOf does the same for the window set by VIGIL_HANG_DETECT_TIME.
+func envOf(err error, lookup func(string) (string, bool)) (string, bool) {
+	var ke *config.KeyError
+	if !errors.As(err, &ke) || (ke.Key != run.Section+".window" && ke.Key != run.Section+".period") {
+		return "", false
+	}
+	if v, ok := lookup(run.EnvDetectTime); ok && strings.TrimSpace(v) != "" {
+		return fmt.Sprintf("%s=%q: %v", run.EnvDetectTime, v, ke.Err), true
+	}
+	return "", false
+}
+
+// splitErrors undoes errors.Join.
+func splitErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // loadConfig reads the config file; the default path may be missing.
@@ -224,7 +293,7 @@ func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	if replay {
 		return fs
 	}
-	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: none, cancel or requeue")
+	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: notify (or none: notify only), cancel or requeue")
 	fs.IntVar(&s.MaxRequeues, "max-requeues", s.MaxRequeues, "most restarts of the job that --action requeue allows")
 	fs.StringVar(&s.WebhookURL, "webhook-url", s.WebhookURL, "POST a JSON notification (Slack-compatible \"text\") to this `URL`")
 	fs.BoolVar(&s.Mail, "mail", s.Mail, "mail the job's user through Slurm's MailProg")

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/policy"
+	"github.com/vigil-hpc/vigil/watcher/action"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -67,7 +71,7 @@ webhook_url = "https://hooks.example.org/x"
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			inv, code := parseArgs(tc.args, env(tc.env...), &stderr)
+			inv, code := parseArgs(tc.args, env(tc.env...), io.Discard, &stderr)
 			if code != -1 {
 				t.Fatalf("code %d: %s", code, stderr.String())
 			}
@@ -78,7 +82,7 @@ webhook_url = "https://hooks.example.org/x"
 		})
 	}
 
-	inv, code := parseArgs([]string{"--config", cfg, "--action", "cancel", "--io-bytes", "1", "--mail", "--comment=false"}, env(), os.Stderr)
+	inv, code := parseArgs([]string{"--config", cfg, "--action", "cancel", "--io-bytes", "1", "--mail", "--comment=false"}, env(), io.Discard, os.Stderr)
 	if code != -1 {
 		t.Fatal(code)
 	}
@@ -91,6 +95,7 @@ webhook_url = "https://hooks.example.org/x"
 func TestUsageErrors(t *testing.T) {
 	bad := writeConfig(t, "[watch]\nwindow = \"20m\"\nperiods = \"30s\"\n")
 	badValue := writeConfig(t, "[watch]\n\naction = \"reboot\"\n")
+	shortPolicy := writeConfig(t, "[policy]\nmin_hang_time = \"1s\"\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -98,8 +103,7 @@ func TestUsageErrors(t *testing.T) {
 		want string // in stderr
 		code int
 	}{
-		{"help", []string{"--help"}, nil, "VIGIL_HANG_DETECT_TIME", exitOK},
-		{"replay help", []string{"replay", "--help"}, nil, "vigil-watch replay - run the hang rule offline", exitOK},
+
 		{"unknown flag", []string{"--windw", "3"}, nil, "flag provided but not defined", exitUsage},
 		{"stray argument", []string{"now"}, nil, "unexpected arguments", exitUsage},
 		{"replay without file", []string{"replay"}, nil, "one trace file", exitUsage},
@@ -109,15 +113,16 @@ func TestUsageErrors(t *testing.T) {
 		{"missing explicit config", []string{"--config", "/nonexistent/vigil.toml"}, nil, "", -1},
 		{"unknown key", []string{"--config", bad}, nil, "watch.periods", exitUsage},
 		{"bad value names the line", []string{"--config", badValue}, nil, ":3: watch.action", exitUsage},
-		{"bad action flag", []string{"--action", "drain"}, nil, "watch.action", exitUsage},
-		{"period too long", []string{"--window", "10s", "--period", "8s"}, nil, "watch.period", exitUsage},
-		{"window too short for a 1s period", []string{"--window", "1s"}, nil, "watch.period", exitUsage},
-		{"bad webhook", []string{"--webhook-url", "hooks.example.org"}, nil, "watch.webhook_url", exitUsage},
+		{"bad action flag", []string{"--action", "drain"}, nil, `--action: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue" (see vigil-watch --help)`, exitUsage},
+		{"period too long", []string{"--window", "10s", "--period", "8s"}, nil, "--period: invalid value: 8s", exitUsage},
+		{"window too short for a 1s period", []string{"--window", "1s"}, nil, "--window: invalid value", exitUsage},
+		{"bad webhook", []string{"--webhook-url", "hooks.example.org"}, nil, "--webhook-url: invalid value", exitUsage},
+		{"env window too short", []string{"--config", shortPolicy}, []string{"VIGIL_HANG_DETECT_TIME", "1s"}, "VIGIL_HANG_DETECT_TIME=\"1s\": invalid value", exitUsage},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level", exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			_, code := parseArgs(tc.args, env(tc.env...), &stderr)
+			_, code := parseArgs(tc.args, env(tc.env...), io.Discard, &stderr)
 			if tc.name == "missing explicit config" {
 				if code != exitUsage || !strings.Contains(stderr.String(), "no such file") {
 					t.Errorf("code %d, stderr %q: want a usage error naming the missing file", code, stderr.String())
@@ -127,16 +132,62 @@ func TestUsageErrors(t *testing.T) {
 			if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("code %d, want %d; stderr %q lacks %q", code, tc.code, stderr.String(), tc.want)
 			}
+			if n := strings.Count(stderr.String(), "\n"); n != 1 {
+				t.Errorf("%d lines on stderr, want one:\n%s", n, stderr.String())
+			}
+			if len(tc.args) > 0 && strings.HasPrefix(tc.args[0], "--") && tc.args[0] != "--config" &&
+				(strings.Contains(stderr.String(), config.DefaultPath) || !strings.Contains(stderr.String(), "(see vigil-watch --help)")) {
+				t.Errorf("a flag error names the default config or lacks the pointer to --help: %q", stderr.String())
+			}
 		})
 	}
 }
 
+// TestHelpOnStdout: --help prints the manual on stdout and exits 0;
+// nothing goes to stderr.
+func TestHelpOnStdout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "VIGIL_HANG_DETECT_TIME"},
+		{[]string{"-h"}, "EXIT STATUS"},
+		{[]string{"replay", "--help"}, "vigil-watch replay - run the hang rule offline"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), tc.args, env(), &stdout, &stderr)
+		if code != exitOK || !strings.Contains(stdout.String(), tc.want) || stderr.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout lacks %q or stderr not empty: %q", tc.args, code, tc.want, stderr.String())
+		}
+	}
+}
+
+// TestActionNames: vigil-watch takes the action names the job's
+// VIGIL_HANG_ACTION and the SPANK option take.
+func TestActionNames(t *testing.T) {
+	for _, a := range []string{"notify", "none", "cancel", "requeue"} {
+		var stderr bytes.Buffer
+		inv, code := parseArgs([]string{"--config", writeConfig(t, ""), "--action", a}, env(), io.Discard, &stderr)
+		if code != -1 {
+			t.Errorf("--action %s: exit %d: %s", a, code, stderr.String())
+			continue
+		}
+		var r policy.Request
+		if err := r.Set(policy.OptHangAction, a); err != nil {
+			t.Errorf("--vigil-hang-action=%s refused: %v", a, err)
+		}
+		if c, err := action.ParseControl(inv.settings.Action); err != nil || string(c) != policy.WatchAction(r.HangAction) {
+			t.Errorf("--action %s gave %q", a, inv.settings.Action)
+		}
+	}
+}
+
 func TestHelpIsComplete(t *testing.T) {
-	var stderr bytes.Buffer
-	if code := realMain(context.Background(), []string{"--help"}, env(), &bytes.Buffer{}, &stderr); code != exitOK {
+	var stdout bytes.Buffer
+	if code := realMain(context.Background(), []string{"--help"}, env(), &stdout, io.Discard); code != exitOK {
 		t.Fatalf("--help exit %d", code)
 	}
-	help := stderr.String()
+	help := stdout.String()
 	for _, want := range []string{"SYNOPSIS", "The rule:", "OPTIONS", "ENVIRONMENT", "EXAMPLES", "EXIT STATUS",
 		"srun --overlap --ntasks-per-node=1 vigil-watch &", "-window", "-record", "-accel-trace", "-dry-run", "-webhook-url",
 		"-action", "-max-requeues", "-mail", "replay"} {

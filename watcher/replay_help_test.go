@@ -18,11 +18,11 @@ import (
 // them.
 func TestHelpSaysWhenTheFirstVerdictComes(t *testing.T) {
 	def := hang.DefaultConfig()
-	var stderr bytes.Buffer
-	if code := realMain(context.Background(), []string{"--help"}, env(), &bytes.Buffer{}, &stderr); code != exitOK {
+	var stdout bytes.Buffer
+	if code := realMain(context.Background(), []string{"--help"}, env(), &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("--help exit %d", code)
 	}
-	help := strings.Join(strings.Fields(stderr.String()), " ") // unwrap the lines
+	help := strings.Join(strings.Fields(stdout.String()), " ") // unwrap the lines
 	for _, want := range []string{
 		"a job that stops making progress is reported one window after its last progress, however long it has run",
 		"no verdict comes before the job is --grace old",
@@ -37,11 +37,11 @@ func TestHelpSaysWhenTheFirstVerdictComes(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
-	stderr.Reset()
-	if code := realMain(context.Background(), []string{"replay", "--help"}, env(), &bytes.Buffer{}, &stderr); code != exitOK {
+	stdout.Reset()
+	if code := realMain(context.Background(), []string{"replay", "--help"}, env(), &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("replay --help exit %d", code)
 	}
-	help = strings.Join(strings.Fields(stderr.String()), " ")
+	help = strings.Join(strings.Fields(stdout.String()), " ")
 	for _, want := range []string{
 		"vigil-watch replay [OPTIONS] FILE...",
 		"- reads standard input",

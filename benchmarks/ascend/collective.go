@@ -92,8 +92,8 @@ func (c *collCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, c.thresholds); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	if s.Bytes < 4096 || s.VerifyBytes < 4096 || s.Iters < 1 || s.Warmup < 0 {
-		return devcheck.BadSettings(c.Name(), errors.New("need bytes and verify_bytes >= 4096, iters >= 1, warmup >= 0"))
+	if err := s.Validate(); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, devcheck.EnvDevices(env))
 	if res != nil {
@@ -148,4 +148,19 @@ func (c *collCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 		t.Note("HCCL %s", out.Library)
 	}
 	return t.Result(fmt.Sprintf("%s over %d NPUs: %.4g GB/s bus bandwidth, results verified", c.label(), n, bus))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *CollectiveSettings) Validate() error {
+	switch {
+	case s.Bytes < 4096:
+		return benchmarks.BadSetting("bytes", "%d: want 4096 or more", s.Bytes)
+	case s.VerifyBytes < 4096:
+		return benchmarks.BadSetting("verify_bytes", "%d: want 4096 or more", s.VerifyBytes)
+	case s.Iters < 1:
+		return benchmarks.BadSetting("iters", "%d: want 1 or more", s.Iters)
+	case s.Warmup < 0:
+		return benchmarks.BadSetting("warmup", "%d: want 0 or more", s.Warmup)
+	}
+	return nil
 }

@@ -71,10 +71,7 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, copyThresholds); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	if s.Bytes < 1<<20 || s.Bytes%4 != 0 || s.Iters < 1 {
-		return devcheck.BadSettings(c.Name(), fmt.Errorf("bytes = %d, iters = %d: need bytes >= 1 MiB, a multiple of 4, and iters >= 1", s.Bytes, s.Iters))
-	}
-	if err := devcheck.ValidatePeers(s.Peers); err != nil {
+	if err := s.Validate(); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
 	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, devcheck.EnvDevices(env))
@@ -115,4 +112,15 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 		evaluate(t, x.m, "NPUCopyBandwidth", x.rs, s.Thresholds, s.Peers)
 	}
 	return t.Result(fmt.Sprintf("%d %s: copy bandwidth as expected", len(devs), devcheck.Plural(len(devs), "NPU")))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *CopySettings) Validate() error {
+	if s.Bytes < 1<<20 || s.Bytes%4 != 0 {
+		return benchmarks.BadSetting("bytes", "%d: want a multiple of 4, at least 1 MiB (1048576)", s.Bytes)
+	}
+	if s.Iters < 1 {
+		return benchmarks.BadSetting("iters", "%d: want 1 or more", s.Iters)
+	}
+	return devcheck.ValidatePeers(s.Peers)
 }

@@ -68,25 +68,35 @@ func DefaultGEMMSettings() GEMMSettings {
 	}
 }
 
-func (s *GEMMSettings) validate() error {
-	if len(s.DTypes) == 0 || len(s.Sizes) == 0 {
-		return errors.New("dtypes and sizes must not be empty")
+// Validate reports out-of-range settings, naming the key.
+func (s *GEMMSettings) Validate() error {
+	if len(s.DTypes) == 0 {
+		return benchmarks.BadSetting("dtypes", "[]: want at least one of fp16, bf16")
+	}
+	if len(s.Sizes) == 0 {
+		return benchmarks.BadSetting("sizes", "[]: want at least one size")
 	}
 	for _, d := range s.DTypes {
 		if d != string(compute.FP16) && d != string(compute.BF16) {
-			return fmt.Errorf("dtypes: %q is not one of fp16, bf16", d)
+			return benchmarks.BadSetting("dtypes", "%q: want fp16 or bf16", d)
 		}
 	}
 	for _, n := range s.Sizes {
 		if n < 16 || n%16 != 0 || n > 32768 {
-			return fmt.Errorf("sizes: %d must be a multiple of 16 in [16, 32768]", n)
+			return benchmarks.BadSetting("sizes", "%d: want a multiple of 16 from 16 to 32768", n)
 		}
 	}
-	if s.Warmup < 0 || s.MaxIters < 1 || s.VerifySamples < 0 {
-		return errors.New("warmup >= 0, max_iters >= 1 and verify_samples >= 0 are required")
+	if s.Warmup < 0 {
+		return benchmarks.BadSetting("warmup", "%d: want 0 or more", s.Warmup)
+	}
+	if s.MaxIters < 1 {
+		return benchmarks.BadSetting("max_iters", "%d: want 1 or more", s.MaxIters)
+	}
+	if s.VerifySamples < 0 {
+		return benchmarks.BadSetting("verify_samples", "%d: want 0 or more", s.VerifySamples)
 	}
 	if s.MinTime <= 0 {
-		return fmt.Errorf("min_time = %v: must be > 0", s.MinTime)
+		return benchmarks.BadSetting("min_time", "%v: must be positive", s.MinTime)
 	}
 	return devcheck.ValidatePeers(s.Peers)
 }
@@ -116,7 +126,7 @@ func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, gemmThresholds); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
 	node, res := openNode(ctx, c.Name(), c.open, s.Libraries, devcheck.EnvDevices(env))

@@ -69,8 +69,8 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	if s.Expected < 0 {
-		return devcheck.BadSettings(c.Name(), fmt.Errorf("expected = %d: must be >= 0", s.Expected))
+	if err := s.Validate(); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	t := newTally(c.Name())
 	pci, pciErr := devcheck.PCIDevices(s.Sysfs, huaweiVendor, accelClassPrefix)
@@ -167,4 +167,12 @@ func (c *npuCount) noDCMI(t *tally, err error, expected int, pci []string) bench
 	r.Message += onBus
 	r.Values = t.Values
 	return r
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *NPUCountSettings) Validate() error {
+	if s.Expected < 0 {
+		return benchmarks.BadSetting("expected", "%d: want 0 (the node's own count) or more", s.Expected)
+	}
+	return nil
 }

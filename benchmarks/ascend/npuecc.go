@@ -3,7 +3,6 @@ package ascend
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
@@ -60,8 +59,8 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	if s.MaxUncorrectable < 0 {
-		return devcheck.BadSettings(c.Name(), fmt.Errorf("max_uncorrectable = %d: must be >= 0", s.MaxUncorrectable))
+	if err := s.Validate(); err != nil {
+		return devcheck.BadSettings(c.Name(), err)
 	}
 	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
 		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
@@ -95,4 +94,12 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 		}
 		t.Value(n.id(), "hbm_isolated_pages", float64(e.DoubleBitIsolatedPages), "count", thr, "<=", st)
 	})
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *NPUECCSettings) Validate() error {
+	if s.MaxUncorrectable < 0 {
+		return benchmarks.BadSetting("max_uncorrectable", "%d: want 0 or more", s.MaxUncorrectable)
+	}
+	return nil
 }

@@ -346,7 +346,7 @@ func TestClassify(t *testing.T) {
 
 func TestDefaultsAreValid(t *testing.T) {
 	g := DefaultGEMMSettings()
-	if err := g.validate(); err != nil {
+	if err := g.Validate(); err != nil {
 		t.Error(err)
 	}
 	for _, m := range []string{"Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"} {
@@ -367,7 +367,7 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 	bad := DefaultGEMMSettings()
 	bad.DTypes = []string{"fp8"}
-	if bad.validate() == nil {
+	if bad.Validate() == nil {
 		t.Error("fp8 accepted on Ascend")
 	}
 }

@@ -79,8 +79,8 @@ func (c *collCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, c.thresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	if s.Bytes < 4096 || s.VerifyBytes < 4096 || s.Iters < 1 || s.Warmup < 0 || s.Concurrent < 1 {
-		return unknown(c.Name(), ReasonBadSettings, "need bytes and verify_bytes >= 4096, iters >= 1, warmup >= 0, concurrent >= 1")
+	if err := s.Validate(); err != nil {
+		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	if !c.multi() {
 		s.Concurrent = 1
@@ -154,4 +154,21 @@ func (c *collCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 		what = fmt.Sprintf("%d concurrent %ss", s.Concurrent, c.label())
 	}
 	return r.done(fmt.Sprintf("%s over %d devices: %.4g GB/s bus bandwidth, results verified", what, n, bus))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *CollectiveSettings) Validate() error {
+	switch {
+	case s.Bytes < 4096:
+		return benchmarks.BadSetting("bytes", "%d: want 4096 or more", s.Bytes)
+	case s.VerifyBytes < 4096:
+		return benchmarks.BadSetting("verify_bytes", "%d: want 4096 or more", s.VerifyBytes)
+	case s.Iters < 1:
+		return benchmarks.BadSetting("iters", "%d: want 1 or more", s.Iters)
+	case s.Warmup < 0:
+		return benchmarks.BadSetting("warmup", "%d: want 0 or more", s.Warmup)
+	case s.Concurrent < 1:
+		return benchmarks.BadSetting("concurrent", "%d: want 1 or more", s.Concurrent)
+	}
+	return nil
 }

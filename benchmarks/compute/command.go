@@ -179,7 +179,7 @@ func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return unknown(c.Name(), ReasonCommandNotConfigured, "no command set in [checks.command]")
 	}
-	if err := positive("timeout", s.Timeout); err != nil {
+	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	stdout, stderr, err := runCommand(ctx, s)
@@ -292,4 +292,10 @@ func tail(b []byte) string {
 		s = "…" + s[len(s)-300:]
 	}
 	return " (stderr: " + s + ")"
+}
+
+// Validate reports out-of-range settings, naming the key. An empty command
+// is not an error here: the check then reports CommandNotConfigured.
+func (s *CommandSettings) Validate() error {
+	return positive("timeout", s.Timeout)
 }

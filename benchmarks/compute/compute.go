@@ -225,7 +225,7 @@ func devNames(idx []int) []string {
 // positive checks a duration setting.
 func positive(name string, d time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("%s = %v: must be > 0", name, d)
+		return benchmarks.BadSetting(name, "%v: must be positive", d)
 	}
 	return nil
 }

@@ -297,7 +297,7 @@ func TestDefaultsAreValid(t *testing.T) {
 		}
 	}
 	s := DefaultGEMMSettings()
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		t.Error(err)
 	}
 	for _, model := range []string{"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA B200"} {
@@ -313,5 +313,26 @@ func TestDefaultsAreValid(t *testing.T) {
 		if _, _, ok := copyThresholds.Lookup(model, "h2d_gbps"); !ok {
 			t.Errorf("no shipped copy floor for %s", model)
 		}
+	}
+}
+
+// TestGEMMRunValidatesLikeTheLoader: gemm refuses sizes = [17] before it
+// opens a device, with the error the config loader reports for the key.
+func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
+	opened := false
+	c := &gemmCheck{open: func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+		opened = true
+		return nil, errors.New("not here")
+	}}
+	env := &benchmarks.Env{Settings: func(v any) error { v.(*GEMMSettings).Sizes = []int{17}; return nil }}
+	r := c.Run(context.Background(), env)
+	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
+		t.Fatalf("result %+v, device opened %v", r, opened)
+	}
+	s := DefaultGEMMSettings()
+	s.Sizes = []int{17}
+	var se *benchmarks.SettingError
+	if err := s.Validate(); !errors.As(err, &se) || se.Key != "sizes" {
+		t.Fatalf("Validate() = %v", err)
 	}
 }

@@ -70,10 +70,7 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, copyThresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	if s.Bytes < 1<<20 || s.Bytes%4 != 0 || s.Iters < 1 {
-		return unknown(c.Name(), ReasonBadSettings, "bytes = %d, iters = %d: need bytes >= 1 MiB, a multiple of 4, and iters >= 1", s.Bytes, s.Iters)
-	}
-	if err := devcheck.ValidatePeers(s.Peers); err != nil {
+	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
@@ -116,4 +113,15 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	}
 	r.note("libcuda %s", node.Driver())
 	return r.done(fmt.Sprintf("%d devices: copy bandwidth as expected", len(devs)))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *CopySettings) Validate() error {
+	if s.Bytes < 1<<20 || s.Bytes%4 != 0 {
+		return benchmarks.BadSetting("bytes", "%d: want a multiple of 4, at least 1 MiB (1048576)", s.Bytes)
+	}
+	if s.Iters < 1 {
+		return benchmarks.BadSetting("iters", "%d: want 1 or more", s.Iters)
+	}
+	return devcheck.ValidatePeers(s.Peers)
 }

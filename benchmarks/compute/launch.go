@@ -72,10 +72,7 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, launchThresholds); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	if s.Launches < 10 {
-		return unknown(c.Name(), ReasonBadSettings, "launches = %d: must be >= 10", s.Launches)
-	}
-	if err := devcheck.ValidatePeers(s.Peers); err != nil {
+	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
@@ -122,4 +119,12 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	}
 	r.note("libcuda %s", node.Driver())
 	return r.done(fmt.Sprintf("%d devices: launch latency as expected", len(devs)))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *LaunchSettings) Validate() error {
+	if s.Launches < 10 {
+		return benchmarks.BadSetting("launches", "%d: want 10 or more", s.Launches)
+	}
+	return devcheck.ValidatePeers(s.Peers)
 }

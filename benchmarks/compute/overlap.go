@@ -56,13 +56,8 @@ func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.
 	if err := devcheck.Decode(env, &s); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	switch DType(s.DType) {
-	case BF16, FP16, TF32, FP8:
-	default:
-		return unknown(c.Name(), ReasonBadSettings, "dtype = %q: not one of bf16, fp16, tf32, fp8", s.DType)
-	}
-	if s.Size < 16 || s.Size%16 != 0 || s.GEMMs < 1 || s.AllReduces < 1 || s.Bytes < 4096 || s.MinEfficiency < 0 {
-		return unknown(c.Name(), ReasonBadSettings, "need size a multiple of 16, gemms and allreduces >= 1, bytes >= 4096, min_efficiency >= 0")
+	if err := s.Validate(); err != nil {
+		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
 	if err != nil {
@@ -102,4 +97,26 @@ func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.
 		benchmarks.Value{Name: "allreduce_alone_ms", Value: devcheck.Round(out.AllReduceAlone * 1e3), Unit: "ms", Status: benchmarks.StatusPass},
 		benchmarks.Value{Name: "together_ms", Value: devcheck.Round(out.Together * 1e3), Unit: "ms", Status: benchmarks.StatusPass})
 	return r.done(fmt.Sprintf("%d devices: GEMM and all-reduce overlap with efficiency %.3g", len(devs), eff))
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *OverlapSettings) Validate() error {
+	switch DType(s.DType) {
+	case BF16, FP16, TF32, FP8:
+	default:
+		return benchmarks.BadSetting("dtype", "%q: want bf16, fp16, tf32 or fp8", s.DType)
+	}
+	switch {
+	case s.Size < 16 || s.Size%16 != 0:
+		return benchmarks.BadSetting("size", "%d: want a multiple of 16, at least 16", s.Size)
+	case s.GEMMs < 1:
+		return benchmarks.BadSetting("gemms", "%d: want 1 or more", s.GEMMs)
+	case s.AllReduces < 1:
+		return benchmarks.BadSetting("allreduces", "%d: want 1 or more", s.AllReduces)
+	case s.Bytes < 4096:
+		return benchmarks.BadSetting("bytes", "%d: want 4096 or more", s.Bytes)
+	case s.MinEfficiency < 0:
+		return benchmarks.BadSetting("min_efficiency", "%v: want 0 or more", s.MinEfficiency)
+	}
+	return nil
 }

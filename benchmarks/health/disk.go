@@ -94,13 +94,19 @@ func (*disk) Defaults() any {
 func (s *diskSettings) Validate() error {
 	switch {
 	case s.Path == "":
-		return errors.New("path must be set")
+		return benchmarks.BadSetting("path", `"": want a scratch directory`)
 	case s.SizeMiB < 1 || s.SizeMiB > 1024:
-		return fmt.Errorf("size_mib = %d: must be 1..1024", s.SizeMiB)
+		return benchmarks.BadSetting("size_mib", "%d: want 1 to 1024", s.SizeMiB)
 	case s.BlockKiB < 4 || s.BlockKiB%4 != 0 || s.BlockKiB > s.SizeMiB*1024:
-		return fmt.Errorf("block_kib = %d: must be a multiple of 4 and at most size_mib", s.BlockKiB)
-	case s.LatencySamples < 0 || s.MinWriteMiBs < 0 || s.MinReadMiBs < 0 || s.MaxLatencyMs < 0:
-		return errors.New("thresholds and latency_samples must be >= 0")
+		return benchmarks.BadSetting("block_kib", "%d: want a multiple of 4 from 4 to size_mib*1024 (%d)", s.BlockKiB, s.SizeMiB*1024)
+	case s.LatencySamples < 0:
+		return benchmarks.BadSetting("latency_samples", "%d: want 0 or more", s.LatencySamples)
+	case s.MinWriteMiBs < 0:
+		return benchmarks.BadSetting("min_write_mib_s", "%v: want 0 (not checked) or more", s.MinWriteMiBs)
+	case s.MinReadMiBs < 0:
+		return benchmarks.BadSetting("min_read_mib_s", "%v: want 0 (not checked) or more", s.MinReadMiBs)
+	case s.MaxLatencyMs < 0:
+		return benchmarks.BadSetting("max_latency_ms", "%v: want 0 (not checked) or more", s.MaxLatencyMs)
 	}
 	return nil
 }

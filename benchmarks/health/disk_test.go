@@ -193,3 +193,19 @@ func BenchmarkDisk(b *testing.B) {
 		}
 	}
 }
+
+// TestDiskRunValidatesLikeTheLoader: the check refuses out-of-range
+// settings at run time with the same Validate the config loader calls.
+func TestDiskRunValidatesLikeTheLoader(t *testing.T) {
+	c := &disk{now: time.Now}
+	env := &benchmarks.Env{Settings: func(v any) error { v.(*diskSettings).SizeMiB = 0; return nil }}
+	r := c.Run(context.Background(), env)
+	assert.Equal(t, benchmarks.StatusUnknown, r.Status)
+	assert.Equal(t, ReasonInvalidSettings, r.Reason)
+	assert.Contains(t, r.Message, "settings of [checks.disk]: size_mib = 0: want 1 to 1024")
+	var se *benchmarks.SettingError
+	s := c.Defaults().(*diskSettings)
+	s.SizeMiB = 0
+	require.ErrorAs(t, s.Validate(), &se)
+	assert.Equal(t, "size_mib", se.Key)
+}

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -44,7 +43,7 @@ func (*ecc) Defaults() any { return &eccSettings{} }
 // Validate reports out-of-range settings.
 func (s *eccSettings) Validate() error {
 	if s.MaxUncorrected < 0 {
-		return fmt.Errorf("max_uncorrected = %d: must be >= 0", s.MaxUncorrected)
+		return benchmarks.BadSetting("max_uncorrected", "%d: want 0 or more", s.MaxUncorrected)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func (*gpuCount) Defaults() any { return &gpuCountSettings{Sysfs: "/sys"} }
 // Validate reports out-of-range settings.
 func (s *gpuCountSettings) Validate() error {
 	if s.Expected < 0 {
-		return fmt.Errorf("expected = %d: must be >= 0", s.Expected)
+		return benchmarks.BadSetting("expected", "%d: want 0 (the node's own count) or more", s.Expected)
 	}
 	return nil
 }

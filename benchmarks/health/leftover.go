@@ -56,11 +56,11 @@ func (*leftover) Defaults() any {
 // Validate reports out-of-range settings.
 func (s *leftoverSettings) Validate() error {
 	if s.MaxUsedMiB < 0 {
-		return fmt.Errorf("max_used_mib = %g: must be >= 0", s.MaxUsedMiB)
+		return benchmarks.BadSetting("max_used_mib", "%g: want 0 or more", s.MaxUsedMiB)
 	}
 	for model, v := range s.Models {
 		if v < 0 {
-			return fmt.Errorf("models %q = %g: must be >= 0", model, v)
+			return benchmarks.BadSetting("models", "%q = %g: want 0 or more", model, v)
 		}
 	}
 	return nil

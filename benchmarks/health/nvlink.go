@@ -45,7 +45,7 @@ func (*nvlink) Defaults() any { return &nvlinkSettings{ExpectedLinks: copyMap(nv
 func (s *nvlinkSettings) Validate() error {
 	for model, n := range s.ExpectedLinks {
 		if n < 0 || n > nvml.NVLINK_MAX_LINKS {
-			return fmt.Errorf("expected_links %q = %d: must be 0..%d", model, n, nvml.NVLINK_MAX_LINKS)
+			return benchmarks.BadSetting("expected_links", "%q = %d: want 0 to %d", model, n, nvml.NVLINK_MAX_LINKS)
 		}
 	}
 	return nil

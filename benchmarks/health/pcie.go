@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -62,7 +61,7 @@ func (*pcie) Defaults() any {
 func (s *pcieSettings) Validate() error {
 	for model, m := range s.Models {
 		if m.MinGen < 0 || m.MinGen > 7 || m.MinWidth < 0 || m.MinWidth > 32 {
-			return fmt.Errorf("models %q: min_gen must be 0..7 and min_width 0..32", model)
+			return benchmarks.BadSetting("models", "%q: want min_gen 0 to 7 and min_width 0 to 32", model)
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -53,7 +52,7 @@ func (*rowRemap) Defaults() any { return &rowRemapSettings{MaxRetiredPages: 60} 
 // Validate reports out-of-range settings.
 func (s *rowRemapSettings) Validate() error {
 	if s.MaxRetiredPages < 0 {
-		return fmt.Errorf("max_retired_pages = %d: must be >= 0", s.MaxRetiredPages)
+		return benchmarks.BadSetting("max_retired_pages", "%d: want 0 or more", s.MaxRetiredPages)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -78,7 +77,11 @@ func (s *throttleSettings) watched() ([]throttleReason, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("reasons: unknown reason %q", name)
+			var known []string
+			for _, r := range throttleReasons {
+				known = append(known, r.name)
+			}
+			return nil, benchmarks.BadSetting("reasons", "unknown reason %q (known: %s)", name, strings.Join(known, ", "))
 		}
 	}
 	return watch, nil

@@ -159,12 +159,15 @@ func (*xid) Defaults() any {
 
 // Validate reports missing paths and impossible XIDs.
 func (s *xidSettings) Validate() error {
-	if s.Source == "" || s.StateDir == "" {
-		return errors.New("source and state_dir must be set")
+	if s.Source == "" {
+		return benchmarks.BadSetting("source", `"": want a kernel log (/dev/kmsg or a file)`)
+	}
+	if s.StateDir == "" {
+		return benchmarks.BadSetting("state_dir", `"": want a directory`)
 	}
 	for _, x := range s.FaultXIDs {
 		if x <= 0 {
-			return fmt.Errorf("fault_xids: %d is not an XID", x)
+			return benchmarks.BadSetting("fault_xids", "%d: not an XID (want 1 or more)", x)
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@
  *   --vigil-checks=LIST          which node checks vigil-prolog runs (or "none")
  *   --vigil-timing=WHEN          before | after-requeue
  *   --vigil-hang-time=DURATION   vigil-watch's window: minutes or a Go duration, or "off"
- *   --vigil-hang-action=ACTION   notify | cancel | requeue
+ *   --vigil-hang-action=ACTION   notify (or none) | cancel | requeue
  *
  * Values are checked on the submit host: their syntax always, and the site's
  * [policy] (the TOML config is the one source of truth) by running
@@ -318,10 +318,11 @@ static int check_syntax(int val, const char *v, char *err, size_t errlen)
 			return 0;
 		return parse_duration(v, &secs, err, errlen);
 	case OPT_HANG_ACTION:
-		if (strcmp(v, "notify") == 0 || strcmp(v, "cancel") == 0 ||
-		    strcmp(v, "requeue") == 0)
+		/* The action names of vigil-watch --action: "none" is "notify". */
+		if (strcmp(v, "notify") == 0 || strcmp(v, "none") == 0 ||
+		    strcmp(v, "cancel") == 0 || strcmp(v, "requeue") == 0)
 			return 0;
-		snprintf(err, errlen, "want 'notify', 'cancel' or 'requeue'");
+		snprintf(err, errlen, "want 'notify' (or 'none'), 'cancel' or 'requeue'");
 		return -1;
 	}
 	snprintf(err, errlen, "unknown option");

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -26,22 +27,21 @@ import (
 // Control is the opt-in automatic action on the job itself.
 type Control string
 
-// The automatic actions on a hung job.
+// The automatic actions on a hung job (the names of watchcfg's actions).
 const (
-	ControlNone    Control = "none"    // notify only (the default)
-	ControlCancel  Control = "cancel"  // scancel the job
-	ControlRequeue Control = "requeue" // scontrol requeue the job, at most MaxRequeues times
+	ControlNone    Control = watchcfg.ActionNone    // notify only (the default; also spelt "notify")
+	ControlCancel  Control = watchcfg.ActionCancel  // scancel the job
+	ControlRequeue Control = watchcfg.ActionRequeue // scontrol requeue the job, at most MaxRequeues times
 )
 
-// ParseControl checks an action name from the config or a flag.
+// ParseControl checks an action name from the config or a flag: "none" or
+// "notify" (both ControlNone), "cancel" or "requeue"; "" is ControlNone.
 func ParseControl(s string) (Control, error) {
-	switch c := Control(s); c {
-	case ControlNone, ControlCancel, ControlRequeue:
-		return c, nil
-	case "":
-		return ControlNone, nil
+	c, err := watchcfg.ParseAction(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q (want %s)", ErrBadControl, s, watchcfg.ActionList)
 	}
-	return "", fmt.Errorf("%w: %q (want none, cancel or requeue)", ErrBadControl, s)
+	return Control(c), nil
 }
 
 // ErrBadControl is returned for an unknown action name.

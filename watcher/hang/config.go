@@ -1,101 +1,22 @@
 package hang
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
-// Config holds the detector's thresholds. The zero value is not useful: start
-// from DefaultConfig and override. Field tags name the keys of the [watch]
-// section of vigil.toml (durations are strings such as "90s" or "30m").
-type Config struct {
-	// Window is the detection window: a host is suspect when the job's I/O
-	// progressed less than IOBytes over the last Window. Default 30 minutes.
-	Window time.Duration `toml:"window"`
-	// Period is the sampling period; coverage and gaps are measured against
-	// it. Default 60 seconds.
-	Period time.Duration `toml:"period"`
-	// Grace is the youngest a host's samples of a job may be (time since
-	// its first sample) before any verdict: it protects a slow start. It
-	// does not add to the window: the window always covers the last Window,
-	// so a job that stops making progress after running a while is reported
-	// Window after its last progress, and one that never makes progress
-	// FirstVerdict (the longer of Grace and Window) after its first sample.
-	// 0 means no minimum beyond one whole window. Default 10 minutes.
-	Grace time.Duration `toml:"grace"`
-	// IOBytes is the I/O progress below which a window counts as no
-	// progress, in bytes over the whole window (rchar+wchar+read_bytes+
-	// write_bytes, or the cgroup's block I/O if that is larger). A logging
-	// thread that writes a few KiB per minute during a hang stays below it.
-	// Default 1 MiB.
-	IOBytes uint64 `toml:"io_bytes"`
-	// MinCoverage is the fraction of the samples expected in a window
-	// (Window/Period+1) that must be present (and readable) before the
-	// detector decides anything about that window. Default 0.8.
-	MinCoverage float64 `toml:"min_coverage"`
-	// UtilStddev is the largest standard deviation of a device's
-	// utilisation over the window, in percentage points, for the device to
-	// count as flat. Default 5.
-	UtilStddev float64 `toml:"util_stddev"`
-	// PowerStddevW is the largest standard deviation of a device's power
-	// over the window, in watts, for the device to count as flat. Default 15.
-	PowerStddevW float64 `toml:"power_stddev_w"`
-	// BusyPowerW is the median power, in watts, at or above which a device
-	// counts as busy (never flat) whatever its variance. A spinning
-	// collective draws far less than real work; tune per SKU (set it a
-	// little below the power the device draws in training). 0 disables the
-	// rule. Default 300.
-	BusyPowerW float64 `toml:"busy_power_w"`
-	// MemChangeMiB is the largest change of a device's memory use over the
-	// window (max-min), in MiB, for the device to count as flat. Default 1024.
-	MemChangeMiB float64 `toml:"mem_change_mib"`
-	// HighUtil is the median utilisation, in percent, at or above which a
-	// flat device reads as a stuck collective. Default 90.
-	HighUtil float64 `toml:"high_util"`
-	// IdleUtil is the median utilisation, in percent, at or below which a
-	// flat device reads as idle (a deadlocked loader). Default 10.
-	IdleUtil float64 `toml:"idle_util"`
-	// CPUStddevCores and CPUStddevFraction bound the standard deviation of
-	// the job's CPU rate over the window (in cores: CPU seconds per second)
-	// for it to count as flat: stddev <= CPUStddevCores +
-	// CPUStddevFraction*median. Defaults 0.25 and 0.05.
-	CPUStddevCores    float64 `toml:"cpu_stddev_cores"`
-	CPUStddevFraction float64 `toml:"cpu_stddev_fraction"`
-	// CPUIdleCores is the median CPU rate, in cores, at or below which a job
-	// counts as idle on the CPU. Default 0.1.
-	CPUIdleCores float64 `toml:"cpu_idle_cores"`
-	// CPUSpinIsHang makes a job without accelerators hung when its CPU rate
-	// is flat but not idle (busy-polling ranks). Off by default: a long
-	// computation without I/O reads the same. Default false.
-	CPUSpinIsHang bool `toml:"cpu_spin_is_hang"`
-}
+// Config holds the detector's thresholds: the [watch] keys of vigil.toml
+// (see watchcfg.Hang for each key, its unit and default). The zero value is
+// not useful: start from DefaultConfig and override.
+type Config = watchcfg.Hang
 
 // DefaultConfig returns the documented defaults.
-func DefaultConfig() Config {
-	return Config{
-		Window:            30 * time.Minute,
-		Period:            60 * time.Second,
-		Grace:             10 * time.Minute,
-		IOBytes:           1 << 20,
-		MinCoverage:       0.8,
-		UtilStddev:        5,
-		PowerStddevW:      15,
-		BusyPowerW:        300,
-		MemChangeMiB:      1024,
-		HighUtil:          90,
-		IdleUtil:          10,
-		CPUStddevCores:    0.25,
-		CPUStddevFraction: 0.05,
-		CPUIdleCores:      0.1,
-	}
-}
+func DefaultConfig() Config { return watchcfg.DefaultHang() }
 
-// FirstVerdict is how old a host's samples of a job must be (time since its
-// first sample) before the detector decides anything about it: the longer of
-// Grace and Window. Before that a host is never suspect, hung or recovered.
-func (c Config) FirstVerdict() time.Duration { return max(c.Grace, c.Window) }
+// ErrConfig is wrapped by every error of Config.Validate.
+var ErrConfig = watchcfg.ErrHang
 
 // ShortDuration writes d as time.Duration does, without the zero units at
 // its end: "30m", "1h", "1h30m", "1m30s", "0s".
@@ -108,45 +29,4 @@ func ShortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
-}
-
-// ErrConfig is wrapped by every error of Validate.
-var ErrConfig = errors.New("hang: bad config")
-
-// Validate checks ranges; errors name the key as in vigil.toml.
-func (c Config) Validate() error {
-	bad := func(key string, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case c.Period <= 0:
-		return bad("period", "%v, want > 0", c.Period)
-	case c.Window < c.Period:
-		return bad("window", "%v, want at least one period (%v)", c.Window, c.Period)
-	case c.Window/c.Period > 100000:
-		return bad("window", "%v is more than 100000 periods of %v", c.Window, c.Period)
-	case c.Grace < 0:
-		return bad("grace", "%v, want >= 0", c.Grace)
-	case !(c.MinCoverage > 0 && c.MinCoverage <= 1):
-		return bad("min_coverage", "%v, want in (0, 1]", c.MinCoverage)
-	case !(c.UtilStddev >= 0):
-		return bad("util_stddev", "%v, want >= 0", c.UtilStddev)
-	case !(c.PowerStddevW >= 0):
-		return bad("power_stddev_w", "%v, want >= 0", c.PowerStddevW)
-	case !(c.BusyPowerW >= 0):
-		return bad("busy_power_w", "%v, want >= 0", c.BusyPowerW)
-	case !(c.MemChangeMiB >= 0):
-		return bad("mem_change_mib", "%v, want >= 0", c.MemChangeMiB)
-	case !(c.IdleUtil >= 0 && c.IdleUtil <= 100):
-		return bad("idle_util", "%v, want in [0, 100]", c.IdleUtil)
-	case !(c.HighUtil >= c.IdleUtil && c.HighUtil <= 100):
-		return bad("high_util", "%v, want in [idle_util, 100]", c.HighUtil)
-	case !(c.CPUStddevCores >= 0):
-		return bad("cpu_stddev_cores", "%v, want >= 0", c.CPUStddevCores)
-	case !(c.CPUStddevFraction >= 0):
-		return bad("cpu_stddev_fraction", "%v, want >= 0", c.CPUStddevFraction)
-	case !(c.CPUIdleCores >= 0):
-		return bad("cpu_idle_cores", "%v, want >= 0", c.CPUIdleCores)
-	}
-	return nil
 }

@@ -49,11 +49,11 @@ func Replay(paths []string, s Settings, stdin io.Reader, stdout, stderr io.Write
 		defer f.Close()
 		ins = append(ins, hang.Input{Name: p, R: f})
 	}
-	sum, err := hang.ReplayInputs(ins, s.Config, stdout)
+	sum, err := hang.ReplayInputs(ins, s.Hang, stdout)
 	if err != nil {
 		return err // names the input and the line
 	}
-	if msg := sum.TooShort(s.Config); msg != "" {
+	if msg := sum.TooShort(s.Hang); msg != "" {
 		fmt.Fprintf(stderr, "vigil-watch: replay: %s\n", msg)
 	}
 	return nil

@@ -1,183 +1,28 @@
 package run
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/watcher/action"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 // EnvDetectTime is the environment variable a job sets to choose its own
-// detection window: minutes as a bare number ("45", "1.5") or a Go
-// duration ("90s", "2h").
-const EnvDetectTime = "VIGIL_HANG_DETECT_TIME"
+// detection window (see watchcfg.EnvDetectTime).
+const EnvDetectTime = watchcfg.EnvDetectTime
 
 // Section is the config file section vigil-watch reads.
-const Section = "watch"
+const Section = watchcfg.Section
 
-// Settings is the [watch] section of vigil.toml. Precedence: flags, then
-// the environment (VIGIL_HANG_DETECT_TIME), then the file, then defaults.
-type Settings struct {
-	// Config holds the detector's rule and thresholds: window, period,
-	// grace, io_bytes, min_coverage, util_stddev, power_stddev_w,
-	// busy_power_w, mem_change_mib, high_util, idle_util, cpu_* (see
-	// hang.Config for units and defaults).
-	hang.Config
-	// PeriodIsDefault makes a short window shorten the period (at most a
-	// sixth of the window, at least 1 s); it is cleared when the file or a
-	// flag sets period.
-	PeriodIsDefault bool `toml:"-"`
-	// Action is the opt-in automatic action on a hung job: "none",
-	// "cancel" or "requeue".
-	Action string `toml:"action"`
-	// MaxRequeues is how many restarts of the job the requeue action
-	// allows; the job's restart count includes restarts by anyone.
-	MaxRequeues int `toml:"max_requeues"`
-	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
-	WebhookURL string `toml:"webhook_url"`
-	// WebhookTimeout bounds each POST ("10s").
-	WebhookTimeout time.Duration `toml:"webhook_timeout"`
-	// WebhookAttempts is how many times a failed POST is tried in all.
-	WebhookAttempts int `toml:"webhook_attempts"`
-	// Mail sends mail to the job's user through Slurm's MailProg.
-	Mail bool `toml:"mail"`
-	// MailProg overrides Slurm's MailProg ("" asks scontrol show config,
-	// falling back to /usr/bin/mail).
-	MailProg string `toml:"mail_prog"`
-	// Comment sets the job's comment on a hang and on recovery.
-	Comment bool `toml:"comment"`
-	// ReportDir receives the JSON hang reports; "" means the step's
-	// working directory.
-	ReportDir string `toml:"report_dir"`
-	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
-	SlurmBinDir string `toml:"slurm_bin_dir"`
-}
+// Settings is the [watch] section of vigil.toml; it lives in the leaf
+// package watchcfg so that vigil-prolog validates it with the same code.
+type Settings = watchcfg.Settings
 
-// DefaultSettings returns the shipped [watch] settings, the one place they live.
-func DefaultSettings() Settings {
-	return Settings{
-		Config:          hang.DefaultConfig(),
-		PeriodIsDefault: true,
-		Action:          string(action.ControlNone),
-		MaxRequeues:     1,
-		WebhookTimeout:  10 * time.Second,
-		WebhookAttempts: 3,
-		Mail:            false,
-		Comment:         true,
-		SlurmBinDir:     "/usr/bin",
-	}
-}
+// DefaultSettings returns the shipped [watch] settings.
+func DefaultSettings() Settings { return watchcfg.Default() }
 
 // ErrBadDetectTime is returned for a VIGIL_HANG_DETECT_TIME that is neither
 // minutes nor a Go duration.
-var ErrBadDetectTime = errors.New("bad detection time")
+var ErrBadDetectTime = watchcfg.ErrBadDetectTime
 
-// ParseDetectTime reads a detection window: minutes as a bare number
-// ("30", "1.5") or a Go duration ("90s", "1h30m"). It must be positive.
-func ParseDetectTime(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	var d time.Duration
-	if m, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(m) || math.IsInf(m, 0) || m > float64(math.MaxInt64)/float64(time.Minute) {
-			return 0, fmt.Errorf("%w: %q", ErrBadDetectTime, s)
-		}
-		d = time.Duration(m * float64(time.Minute))
-	} else {
-		d, err = time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %q: want minutes (\"30\") or a duration (\"90s\")", ErrBadDetectTime, s)
-		}
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%w: %q: must be positive", ErrBadDetectTime, s)
-	}
-	return d, nil
-}
-
-// ApplyEnv applies the environment (VIGIL_HANG_DETECT_TIME) over s.
-func (s *Settings) ApplyEnv(lookup func(string) (string, bool)) error {
-	v, ok := lookup(EnvDetectTime)
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
-	}
-	d, err := ParseDetectTime(v)
-	if err != nil {
-		return fmt.Errorf("%s: %w", EnvDetectTime, err)
-	}
-	s.Window = d
-	return nil
-}
-
-// Load decodes the [watch] section of f over s (which holds the defaults).
-func (s *Settings) Load(f *config.File) error {
-	if err := f.Decode(Section, s); err != nil {
-		return err
-	}
-	if f.Has(Section + ".period") {
-		s.PeriodIsDefault = false
-	}
-	return nil
-}
-
-// Final returns s with the derived values filled in: an unset Period is at
-// most a sixth of the Window (so that VIGIL_HANG_DETECT_TIME=2 alone gives
-// 20 s samples), at least 1 s.
-func (s Settings) Final() Settings {
-	if s.PeriodIsDefault && s.Window > 0 && s.Period > s.Window/6 {
-		s.Period = max(s.Window/6, time.Second)
-	}
-	return s
-}
-
-// Validate checks s; errors name the [watch] key (and its line when f has it;
-// f may be nil).
-func (s Settings) Validate(f *config.File) error {
-	if f == nil {
-		f = config.Empty("vigil-watch")
-	}
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, f.Errorf(Section+"."+key, format, args...))
-	}
-	if s.Window <= 0 {
-		bad("window", "%v: must be positive", s.Window)
-	}
-	if s.Period <= 0 {
-		bad("period", "%v: must be positive", s.Period)
-	} else if s.Window > 0 && s.Period > s.Window/2 {
-		bad("period", "%v: must be at most half the window (%v), or the window holds too few samples", s.Period, s.Window)
-	}
-	if s.Grace < 0 {
-		bad("grace", "%v: must be 0 or more", s.Grace)
-	}
-	if _, err := action.ParseControl(s.Action); err != nil {
-		bad("action", "%q: want none, cancel or requeue", s.Action)
-	}
-	if s.MaxRequeues < 0 {
-		bad("max_requeues", "%d: must be 0 or more", s.MaxRequeues)
-	}
-	if s.WebhookURL != "" {
-		if u, err := url.Parse(s.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("webhook_url", "%q: want an http:// or https:// URL", s.WebhookURL)
-		}
-	}
-	if s.WebhookTimeout <= 0 {
-		bad("webhook_timeout", "%v: must be positive", s.WebhookTimeout)
-	}
-	if s.WebhookAttempts < 1 || s.WebhookAttempts > 10 {
-		bad("webhook_attempts", "%d: want 1 to 10", s.WebhookAttempts)
-	}
-	if len(errs) == 0 {
-		if err := s.Config.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: [%s]: %w", f.Name, Section, err))
-		}
-	}
-	return errors.Join(errs...)
-}
+// ParseDetectTime reads a detection window (see watchcfg.ParseDetectTime).
+func ParseDetectTime(s string) (time.Duration, error) { return watchcfg.ParseDetectTime(s) }

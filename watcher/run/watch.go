@@ -124,7 +124,7 @@ func Watch(ctx context.Context, o Options) error {
 		clock = RealClock{}
 	}
 	loop := &Loop{
-		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Config),
+		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
 	}
 	if o.Record != "" {
@@ -140,7 +140,7 @@ func Watch(ctx context.Context, o Options) error {
 	log.WithFields(logrus.Fields{
 		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(), "first_verdict": first,
 		"io_bytes": s.IOBytes, "action": string(control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
-	}).Info(StartMessage(s.Config, first))
+	}).Info(StartMessage(s.Hang, first))
 	err = loop.Run(ctx)
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

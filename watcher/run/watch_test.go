@@ -78,7 +78,7 @@ func TestSettingsGraceDoesNotFollowWindow(t *testing.T) {
 }
 
 func TestStartMessage(t *testing.T) {
-	c := DefaultSettings().Config
+	c := DefaultSettings().Hang
 	got := StartMessage(c, "2026-11-29T10:30:00Z")
 	want := "vigil-watch started; first verdict possible at 2026-11-29T10:30:00Z (the longer of grace 10m and window 30m); " +
 		"after that, a node is reported one window after its last I/O progress"

@@ -63,10 +63,10 @@ type Peers struct {
 // gain a Validate that checks only part of them.
 func ValidatePeers(p Peers) error {
 	if p.Fraction < 0 || p.Fraction > 1 {
-		return fmt.Errorf("peer_fraction = %v: must be in [0, 1]", p.Fraction)
+		return benchmarks.BadSetting("peer_fraction", "%v: want 0 to 1", p.Fraction)
 	}
 	if p.Min < 2 {
-		return fmt.Errorf("peer_min_devices = %d: must be >= 2", p.Min)
+		return benchmarks.BadSetting("peer_min_devices", "%d: want 2 or more", p.Min)
 	}
 	return nil
 }

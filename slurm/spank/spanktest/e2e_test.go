@@ -199,7 +199,7 @@ hang_actions = ["notify", "cancel"]
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(dir, "prolog.sh")
-	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexec %s --config %s \"$@\"\n", prolog, cfg)), 0o755); err != nil {
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --config %s \"$@\"\n", filepath.Join(dir, "state"), prolog, cfg)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	plugstack := fmt.Sprintf("required %s config=%s prolog=%s watcher=%s watch=auto state_dir=%s\n",

@@ -46,7 +46,8 @@ func TestOptionSyntax(t *testing.T) {
 		{"vigil-hang-action", "notify", "ok"},
 		{"vigil-hang-action", "cancel", "ok"},
 		{"vigil-hang-action", "requeue", "ok"},
-		{"vigil-hang-action", "drain", "error: want 'notify', 'cancel' or 'requeue'"},
+		{"vigil-hang-action", "none", "ok"},
+		{"vigil-hang-action", "drain", "error: want 'notify' (or 'none'), 'cancel' or 'requeue'"},
 	} {
 		t.Run(tc.opt+"="+tc.val, func(t *testing.T) {
 			out, _ := exec.Command(bin, tc.opt, tc.val).CombinedOutput()

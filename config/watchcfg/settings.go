@@ -1,0 +1,249 @@
+// Package watchcfg is the [watch] section of vigil.toml: the hang
+// detector's thresholds and what vigil-watch does on a hang. It is a leaf
+// package, so that vigil-prolog validates [watch] with the same code
+// vigil-watch runs, without importing the watcher.
+package watchcfg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/config"
+)
+
+// EnvDetectTime is the environment variable a job sets to choose its own
+// detection window: minutes as a bare number ("45", "1.5") or a Go
+// duration ("90s", "2h").
+const EnvDetectTime = "VIGIL_HANG_DETECT_TIME"
+
+// Section is the config file section vigil-watch reads.
+const Section = "watch"
+
+// Settings is the [watch] section of vigil.toml. Precedence: flags, then
+// the environment (VIGIL_HANG_DETECT_TIME), then the file, then defaults.
+type Settings struct {
+	// Hang holds the detector's rule and thresholds: window, period,
+	// grace, io_bytes, min_coverage, util_stddev, power_stddev_w,
+	// busy_power_w, mem_change_mib, high_util, idle_util, cpu_* (see
+	// Hang for units and defaults).
+	Hang
+	// PeriodIsDefault makes a short window shorten the period (at most a
+	// sixth of the window, at least 1 s); it is cleared when the file or a
+	// flag sets period.
+	PeriodIsDefault bool `toml:"-"`
+	// Action is the opt-in automatic action on a hung job: "none" (or its
+	// other name "notify": notify only), "cancel" or "requeue".
+	Action string `toml:"action"`
+	// MaxRequeues is how many restarts of the job the requeue action
+	// allows; the job's restart count includes restarts by anyone.
+	MaxRequeues int `toml:"max_requeues"`
+	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
+	WebhookURL string `toml:"webhook_url"`
+	// WebhookTimeout bounds each POST ("10s").
+	WebhookTimeout time.Duration `toml:"webhook_timeout"`
+	// WebhookAttempts is how many times a failed POST is tried in all.
+	WebhookAttempts int `toml:"webhook_attempts"`
+	// Mail sends mail to the job's user through Slurm's MailProg.
+	Mail bool `toml:"mail"`
+	// MailProg overrides Slurm's MailProg ("" asks scontrol show config,
+	// falling back to /usr/bin/mail).
+	MailProg string `toml:"mail_prog"`
+	// Comment sets the job's comment on a hang and on recovery.
+	Comment bool `toml:"comment"`
+	// ReportDir receives the JSON hang reports; "" means the step's
+	// working directory.
+	ReportDir string `toml:"report_dir"`
+	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
+	SlurmBinDir string `toml:"slurm_bin_dir"`
+}
+
+// DefaultSettings returns the shipped [watch] settings, the one place they live.
+func Default() Settings {
+	return Settings{
+		Hang:            DefaultHang(),
+		PeriodIsDefault: true,
+		Action:          ActionNone,
+		MaxRequeues:     1,
+		WebhookTimeout:  10 * time.Second,
+		WebhookAttempts: 3,
+		Mail:            false,
+		Comment:         true,
+		SlurmBinDir:     "/usr/bin",
+	}
+}
+
+// ErrBadDetectTime is returned for a VIGIL_HANG_DETECT_TIME that is neither
+// minutes nor a Go duration.
+var ErrBadDetectTime = errors.New("bad detection time")
+
+// ParseDetectTime reads a detection window: minutes as a bare number
+// ("30", "1.5") or a Go duration ("90s", "1h30m"). It must be positive.
+func ParseDetectTime(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if m, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(m) || math.IsInf(m, 0) || m > float64(math.MaxInt64)/float64(time.Minute) {
+			return 0, fmt.Errorf("%w: %q", ErrBadDetectTime, s)
+		}
+		d = time.Duration(m * float64(time.Minute))
+	} else {
+		d, err = time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q: want minutes (\"30\") or a duration (\"90s\")", ErrBadDetectTime, s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%w: %q: must be positive", ErrBadDetectTime, s)
+	}
+	return d, nil
+}
+
+// ApplyEnv applies the environment (VIGIL_HANG_DETECT_TIME) over s.
+func (s *Settings) ApplyEnv(lookup func(string) (string, bool)) error {
+	v, ok := lookup(EnvDetectTime)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	d, err := ParseDetectTime(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvDetectTime, err)
+	}
+	s.Window = d
+	return nil
+}
+
+// Load decodes the [watch] section of f over s (which holds the defaults).
+func (s *Settings) Load(f *config.File) error {
+	if err := f.Decode(Section, s); err != nil {
+		if errors.Is(err, config.ErrUnknownKey) {
+			return fmt.Errorf("%w (keys of [%s]: %s)", err, Section, strings.Join(Keys(), ", "))
+		}
+		return err
+	}
+	if f.Has(Section + ".period") {
+		s.PeriodIsDefault = false
+	}
+	return nil
+}
+
+// Final returns s with the derived values filled in: an unset Period is at
+// most a sixth of the Window (so that VIGIL_HANG_DETECT_TIME=2 alone gives
+// 20 s samples), at least 1 s.
+func (s Settings) Final() Settings {
+	if s.PeriodIsDefault && s.Window > 0 && s.Period > s.Window/6 {
+		s.Period = max(s.Window/6, time.Second)
+	}
+	return s
+}
+
+// Validate checks s; each error names the [watch] key, its line in f (f
+// may be nil) and the allowed values. Where a value came from a flag,
+// callers rename the key (see config.KeyError).
+func (s Settings) Validate(f *config.File) error {
+	if f == nil {
+		f = config.Empty("vigil-watch")
+	}
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, f.Errorf(Section+"."+key, format, args...))
+	}
+	if s.Window <= 0 {
+		bad("window", "%v: must be positive", s.Window)
+	}
+	if s.Period <= 0 {
+		bad("period", "%v: must be positive", s.Period)
+	} else if s.Window > 0 && s.Period > s.Window/2 {
+		bad("period", "%v: must be at most half the window (%v), or the window holds too few samples", s.Period, s.Window)
+	}
+	if s.Grace < 0 {
+		bad("grace", "%v: must be 0 or more", s.Grace)
+	}
+	if _, err := ParseAction(s.Action); err != nil {
+		bad("action", "%q: want %s", s.Action, ActionList)
+	}
+	if s.MaxRequeues < 0 {
+		bad("max_requeues", "%d: must be 0 or more", s.MaxRequeues)
+	}
+	if s.WebhookURL != "" {
+		if u, err := url.Parse(s.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("webhook_url", "%q: want an http:// or https:// URL", s.WebhookURL)
+		}
+	}
+	if s.WebhookTimeout <= 0 {
+		bad("webhook_timeout", "%v: must be positive", s.WebhookTimeout)
+	}
+	if s.WebhookAttempts < 1 || s.WebhookAttempts > 10 {
+		bad("webhook_attempts", "%d: want 1 to 10", s.WebhookAttempts)
+	}
+	if len(errs) == 0 {
+		if err := s.Hang.Validate(); err != nil {
+			var he *HangError
+			if errors.As(err, &he) {
+				bad(he.Key, "%s", he.Msg)
+			} else {
+				errs = append(errs, fmt.Errorf("%s: [%s]: %w", f.Name, Section, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// The action names on a hung job. vigil-watch's --action and [watch]
+// action, the job's VIGIL_HANG_ACTION, the SPANK option --vigil-hang-action
+// and [policy] hang_actions all take the same names.
+const (
+	// ActionNone notifies only (webhook, mail, comment, report).
+	ActionNone = "none"
+	// ActionNotify is another name of ActionNone.
+	ActionNotify = "notify"
+	// ActionCancel cancels the job (scancel).
+	ActionCancel = "cancel"
+	// ActionRequeue requeues the job (scontrol requeue), at most max_requeues times.
+	ActionRequeue = "requeue"
+)
+
+// ActionList names the accepted actions, for messages.
+const ActionList = `"notify" (or "none"), "cancel" or "requeue"`
+
+// ErrBadAction is wrapped by ParseAction's errors.
+var ErrBadAction = errors.New("unknown action")
+
+// ParseAction checks an action name and returns the watcher's own name for
+// it: "notify" and "" become "none".
+func ParseAction(s string) (string, error) {
+	switch s {
+	case ActionNone, ActionNotify, "":
+		return ActionNone, nil
+	case ActionCancel, ActionRequeue:
+		return s, nil
+	}
+	return "", fmt.Errorf("%w %q: want %s", ErrBadAction, s, ActionList)
+}
+
+// Keys returns the keys of the [watch] section, sorted.
+func Keys() []string {
+	var keys []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("toml"), ",")[0]
+			switch {
+			case f.Anonymous && tag == "":
+				walk(f.Type)
+			case tag != "" && tag != "-":
+				keys = append(keys, tag)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Settings{}))
+	sort.Strings(keys)
+	return keys
+}
