@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
-	"github.com/vigil-hpc/vigil/watcher/action"
 )
 
 // TestE2ECulpritRecheck: vigil-epilog as Slurm's Epilog on a two-node job
@@ -68,14 +68,14 @@ path = %q
 	// Held, so the hang report is in the job's working directory before
 	// the job (and its epilog) runs. The job runs in c.Dir/jobs.
 	job := c.Sbatch(t, "echo done\n", "--nodes=2", "--hold")
-	hang := action.Report{V: action.ReportVersion, Event: action.EventHung, Job: job, Host: first,
+	hang := hangreport.Report{V: hangreport.ReportVersion, Event: hangreport.EventHung, Job: job, Host: first,
 		Time: time.Now().UTC(), Since: time.Now().UTC().Add(-time.Minute), Window: "1m0s", Reason: "FlatUsageStuckCollective",
 		Flat: []string{"io"}, Culprits: []string{second}, Actions: []string{"log", "report"}}
 	b, err := json.Marshal(hang)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hangPath := filepath.Join(c.Dir, "jobs", action.ReportName(job, first, hang.Time))
+	hangPath := filepath.Join(c.Dir, "jobs", hangreport.Name(job, first, hang.Time))
 	if err := os.WriteFile(hangPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/sanity"
-	watchrun "github.com/vigil-hpc/vigil/watcher/run"
 )
 
 // exampleConfig runs vigil-prolog --print-example-config.
@@ -46,7 +46,7 @@ func loadAll(t *testing.T, path string) (*sanity.Settings, []error) {
 	if _, err := policy.Load(s.File, benchmarks.Names()); err != nil {
 		errs = append(errs, err)
 	}
-	ws := watchrun.DefaultSettings()
+	ws := watchcfg.Default()
 	if err := ws.Load(s.File); err != nil {
 		errs = append(errs, err)
 	} else if err := ws.Final().Validate(s.File); err != nil {
@@ -94,7 +94,7 @@ func TestExampleConfig(t *testing.T) {
 
 	// Every key of every section's struct is in the example.
 	for section, v := range map[string]any{
-		"prolog": config.Prolog{}, "epilog": config.Epilog{}, policy.Section: policy.Policy{}, watchrun.Section: watchrun.Settings{},
+		"prolog": config.Prolog{}, "epilog": config.Epilog{}, policy.Section: policy.Policy{}, watchcfg.Section: watchcfg.Settings{},
 	} {
 		for _, key := range tomlKeys(reflect.TypeOf(v)) {
 			if !s.File.Has(section + "." + key) {

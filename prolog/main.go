@@ -19,9 +19,9 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/sanity"
-	watchrun "github.com/vigil-hpc/vigil/watcher/run"
 )
 
 const usage = `NAME
@@ -213,7 +213,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return sanity.ExitOK
 	}
 	if *printExample {
-		if err := sanity.ExampleConfig(stdout, sanity.ExampleSection{Name: watchrun.Section, Defaults: watchrun.DefaultSettings()}); err != nil {
+		if err := sanity.ExampleConfig(stdout, sanity.ExampleSection{Name: watchcfg.Section, Defaults: watchcfg.Default()}); err != nil {
 			fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
 			return sanity.ExitConfig
 		}

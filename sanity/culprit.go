@@ -11,32 +11,32 @@ import (
 
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
-	"github.com/vigil-hpc/vigil/watcher/action"
+	"github.com/vigil-hpc/vigil/hangreport"
 )
 
 // CulpritReports returns the vigil-watch hang reports of job in dir that
-// blame node (action.Report.Blames: node is among the culprits or, when the
+// blame node (hangreport.Report.Blames: node is among the culprits or, when the
 // report names none, the report is about node), oldest first per host.
 // Only "hung" reports count. problems has one error per report file of the
 // job that could not be read or is not a valid report; such a file never
 // counts. err is set when dir cannot be listed (wrapping fs.ErrNotExist when
 // it does not exist).
-func CulpritReports(dir, job, node string) (found []action.Report, problems []error, err error) {
-	paths, err := action.FindReports(dir, job)
+func CulpritReports(dir, job, node string) (found []hangreport.Report, problems []error, err error) {
+	paths, err := hangreport.FindReports(dir, job)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, p := range paths {
-		r, err := action.ReadReport(p)
+		r, err := hangreport.ReadReport(p)
 		if err != nil {
 			problems = append(problems, err)
 			continue
 		}
 		if r.Job != job {
-			problems = append(problems, fmt.Errorf("%s: %w: it is about job %s, not %s", p, action.ErrBadReport, r.Job, job))
+			problems = append(problems, fmt.Errorf("%s: %w: it is about job %s, not %s", p, hangreport.ErrBadReport, r.Job, job))
 			continue
 		}
-		if r.Event == action.EventHung && r.Blames(node) {
+		if r.Event == hangreport.EventHung && r.Blames(node) {
 			found = append(found, r)
 		}
 	}
@@ -100,7 +100,7 @@ func (r *run) culpritRecheck() bool {
 		return false
 	}
 	type result struct {
-		found    []action.Report
+		found    []hangreport.Report
 		problems []error
 		err      error
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
-	"github.com/vigil-hpc/vigil/watcher/action"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func TestCulpritReports(t *testing.T) {
 				t.Errorf("problems %v, want %d", problems, tt.problems)
 			}
 			for _, p := range problems {
-				if !errors.Is(p, action.ErrBadReport) {
+				if !errors.Is(p, hangreport.ErrBadReport) {
 					t.Errorf("problem %v does not wrap ErrBadReport", p)
 				}
 			}
@@ -259,7 +259,7 @@ func TestEpilogCulpritLookupBounded(t *testing.T) {
 	defer close(release)
 	saved, savedTimeout := culpritReports, culpritLookupTimeout
 	defer func() { culpritReports, culpritLookupTimeout = saved, savedTimeout }()
-	culpritReports = func(dir, job, node string) ([]action.Report, []error, error) {
+	culpritReports = func(dir, job, node string) ([]hangreport.Report, []error, error) {
 		<-release
 		return nil, nil, nil
 	}

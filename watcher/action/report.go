@@ -9,28 +9,12 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
-// Report is the JSON record of one hang (or recovery) that vigil-watch
-// writes to the report directory and sends, in part, to the webhook.
-type Report struct {
-	V        int            `json:"v"`                  // format version, 1
-	Event    string         `json:"event"`              // hung or recovered
-	Job      string         `json:"job"`                // Slurm job id
-	User     string         `json:"user,omitempty"`     // the job's user
-	Host     string         `json:"host"`               // the node the event is about
-	Time     time.Time      `json:"time"`               // when the detector decided
-	Since    time.Time      `json:"since"`              // when the flat stretch began
-	Window   string         `json:"window"`             // the detection window, Go duration
-	Reason   string         `json:"reason"`             // the detector's reason token
-	Message  string         `json:"message,omitempty"`  // the detector's text for people
-	Flat     []string       `json:"flat"`               // what was flat: "io", "accel:0", "cpu" ...
-	Culprits []string       `json:"culprits"`           // hosts blamed
-	Evidence map[string]any `json:"evidence,omitempty"` // the detector's evidence, verbatim
-	Actions  []string       `json:"actions"`            // what vigil-watch does about it
-	Path     string         `json:"-"`                  // where the report was written; "" when not
-}
+// Report is the JSON record of one hang (or recovery); see hangreport.
+type Report = hangreport.Report
 
 func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Report {
 	r := Report{
@@ -132,9 +116,7 @@ func Flat(ev hang.Event) []string {
 }
 
 // ReportName is the report's file name for a job, host and event time.
-func ReportName(job, host string, t time.Time) string {
-	return fmt.Sprintf("vigil-hang-%s-%s-%s.json", job, host, t.UTC().Format("20060102T150405Z"))
-}
+func ReportName(job, host string, t time.Time) string { return hangreport.Name(job, host, t) }
 
 func (a *Actor) writeReport(log logrus.FieldLogger, r Report) (string, error) {
 	dir := a.ReportDir

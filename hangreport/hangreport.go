@@ -1,0 +1,163 @@
+// Package hangreport is the record vigil-watch writes when a job hangs (or
+// recovers), and its reader: the one format the watcher writes and the
+// epilog reads to find the culprits it must re-check. It is a leaf package,
+// so the prolog and epilog read hang reports without linking the watcher's
+// sampling, detection and action code.
+package hangreport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Event kinds of a report.
+const (
+	EventHung      = "hung"      // suspect, and resource usage flat over the window
+	EventRecovered = "recovered" // I/O progressed again after suspect or hung
+)
+
+// Report is the JSON record of one hang (or recovery) that vigil-watch
+// writes to the report directory and sends, in part, to the webhook.
+type Report struct {
+	V        int            `json:"v"`                  // format version, 1
+	Event    string         `json:"event"`              // hung or recovered
+	Job      string         `json:"job"`                // Slurm job id
+	User     string         `json:"user,omitempty"`     // the job's user
+	Host     string         `json:"host"`               // the node the event is about
+	Time     time.Time      `json:"time"`               // when the detector decided
+	Since    time.Time      `json:"since"`              // when the flat stretch began
+	Window   string         `json:"window"`             // the detection window, Go duration
+	Reason   string         `json:"reason"`             // the detector's reason token
+	Message  string         `json:"message,omitempty"`  // the detector's text for people
+	Flat     []string       `json:"flat"`               // what was flat: "io", "accel:0", "cpu" ...
+	Culprits []string       `json:"culprits"`           // hosts blamed
+	Evidence map[string]any `json:"evidence,omitempty"` // the detector's evidence, verbatim
+	Actions  []string       `json:"actions"`            // what vigil-watch does about it
+	Path     string         `json:"-"`                  // where the report was written; "" when not
+}
+
+// Name is the report's file name for a job, host and event time.
+func Name(job, host string, t time.Time) string {
+	return fmt.Sprintf("%s%s-%s-%s.json", reportPrefix, job, host, t.UTC().Format("20060102T150405Z"))
+}
+
+// ReportVersion is the format version of the hang reports this package
+// writes and reads.
+const ReportVersion = 1
+
+// MaxReportBytes is the largest hang report ReadReport accepts, in bytes.
+// The reports vigil-watch writes are a few KiB.
+const MaxReportBytes = 4 << 20
+
+// ErrBadReport is wrapped by ReadReport's errors about a file that is not a
+// hang report of a known version (not a regular file, too large, not JSON,
+// another version, no job or host).
+var ErrBadReport = errors.New("not a vigil-watch hang report")
+
+// reportPrefix starts the name of every hang report (see Name).
+const reportPrefix = "vigil-hang-"
+
+// FindReports lists the hang reports of job in dir: the files named as
+// ReportName names them for that job, sorted by name (for one host, oldest
+// first). It reads only the directory, not the files; temporary files of a
+// write in progress are not listed. An unreadable or missing dir is an
+// error (wrapping fs.ErrNotExist when dir does not exist).
+func FindReports(dir, job string) ([]string, error) {
+	if job == "" {
+		return nil, fmt.Errorf("hang reports: no job id")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hang reports: %w", err)
+	}
+	prefix := reportPrefix + job + "-"
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".json") && !e.IsDir() {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ReadReport reads one hang report written by vigil-watch. It opens regular
+// files only (not a symbolic link, FIFO or device: the directory may belong
+// to the job's user; O_NONBLOCK so that a FIFO cannot block the reader),
+// reads at most MaxReportBytes and checks it as ParseReport does. Errors
+// about the content wrap ErrBadReport. The returned Report's Path is path.
+func ReadReport(path string) (Report, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return Report{}, fmt.Errorf("%s: %w: a symbolic link", path, ErrBadReport)
+		}
+		return Report{}, fmt.Errorf("hang report: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Report{}, fmt.Errorf("hang report: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Report{}, fmt.Errorf("%s: %w: not a regular file (%v)", path, ErrBadReport, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxReportBytes+1))
+	if err != nil {
+		return Report{}, fmt.Errorf("hang report %s: %w", path, err)
+	}
+	if len(data) > MaxReportBytes {
+		return Report{}, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrBadReport, MaxReportBytes)
+	}
+	r, err := ParseReport(data)
+	if err != nil {
+		return Report{}, fmt.Errorf("%s: %w", path, err)
+	}
+	r.Path = path
+	return r, nil
+}
+
+// ParseReport decodes a hang report from its JSON. It needs the version
+// ReportVersion, a job and a host; errors wrap ErrBadReport.
+func ParseReport(data []byte) (Report, error) {
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return Report{}, fmt.Errorf("%w: %v", ErrBadReport, err)
+	}
+	if dec.More() {
+		return Report{}, fmt.Errorf("%w: data after the JSON object", ErrBadReport)
+	}
+	switch {
+	case r.V != ReportVersion:
+		return Report{}, fmt.Errorf("%w: version %d (want %d)", ErrBadReport, r.V, ReportVersion)
+	case r.Job == "":
+		return Report{}, fmt.Errorf("%w: no job", ErrBadReport)
+	case r.Host == "":
+		return Report{}, fmt.Errorf("%w: no host", ErrBadReport)
+	}
+	return r, nil
+}
+
+// Blames reports whether the hang report names node as a culprit: node is
+// in Culprits or, when Culprits is empty, the report is about node itself
+// (its own watcher wrote it).
+func (r Report) Blames(node string) bool {
+	if node == "" {
+		return false
+	}
+	if len(r.Culprits) == 0 {
+		return r.Host == node
+	}
+	return slices.Contains(r.Culprits, node)
+}
