@@ -52,8 +52,8 @@ func TestE2EHealthSlurmConf(t *testing.T) {
 	// not this cluster's: the run cannot drain, and says so as an error.
 	write("", "[checks.gpu-count]\nexpected = 1\n")
 	out, code := healthRun(t, bin, s.config, node)
-	if code != 1 || !strings.Contains(out, `level=error msg="scontrol failed draining the node`) {
-		t.Errorf("health run without slurm_conf, exit %d; want 1 (a check failed) and scontrol's failure at error level:\n%s", code, out)
+	if code != 4 || !strings.Contains(out, `level=error msg="scontrol failed draining the node`) {
+		t.Errorf("health run without slurm_conf, exit %d; want 4 (a check failed, nothing drained) and scontrol's failure at error level:\n%s", code, out)
 	}
 	if n := nodeState(t, c, node); n.Drained() {
 		t.Fatalf("%s drained through some other cluster's slurm.conf: %+v", node, n)
