@@ -160,3 +160,40 @@ func JobDevices(indices []int) []string {
 	}
 	return out
 }
+
+// killLeftovers kills what still holds the job's devices (epilog).
+func (r *run) killLeftovers() {
+	if !r.s.Epilog.KillProcesses || r.job == nil || len(r.job.GPUs) == 0 {
+		return
+	}
+	h := r.o.Holders
+	if h == nil {
+		h = ProcFS{Root: r.o.Root}
+	}
+	pids, err := h.Holders(JobDevices(r.job.GPUs))
+	if err != nil {
+		r.note("finding processes on the job's devices: %v", err)
+		return
+	}
+	if len(pids) == 0 {
+		return
+	}
+	if r.o.DryRun {
+		r.note("would kill processes still holding the job's devices: %v", pids)
+		return
+	}
+	sig := r.o.Signaler
+	if sig == nil {
+		sig = OSSignaler{}
+	}
+	sleep := r.o.Sleep
+	if sleep == nil {
+		sleep = time.Sleep
+	}
+	killed, err := KillHolders(sig, pids, r.s.Epilog.KillGrace, sleep)
+	r.rep.Action.Killed = killed
+	if err != nil {
+		r.note("killing leftover processes: %v", err)
+	}
+	r.log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
+}

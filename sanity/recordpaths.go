@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -118,4 +120,57 @@ func RememberRecordPaths(dir, configPath string, p RecordPaths, now time.Time) (
 		return false, err
 	}
 	return true, nil
+}
+
+// stateDir is where the record paths of the last valid config are kept.
+func (r *run) stateDir() string {
+	if r.o.StateDir != "" {
+		return r.o.StateDir
+	}
+	if v, ok := r.o.Lookup(EnvStateDir); ok && v != "" {
+		return v
+	}
+	return DefaultStateDir
+}
+
+// rememberRecordPaths notes where this valid config sends the records, for
+// runs with a broken config later. Dry runs change nothing.
+func (r *run) rememberRecordPaths() {
+	if r.o.DryRun {
+		return
+	}
+	p := r.s.Prolog
+	if _, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now()); err != nil {
+		r.log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
+	}
+}
+
+// useLastRecordPaths points a run with a broken config at the record paths
+// of the last valid one (a flag or environment override still wins), or,
+// without one, at nothing: then the errors are on stderr only. A broken
+// file never sends records anywhere else, not even to the defaults.
+func (r *run) useLastRecordPaths() {
+	p := &r.s.Prolog
+	last, err := LastRecordPaths(r.stateDir(), r.s.Path)
+	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "textfile": &p.Textfile, "run_dir": &p.RunDir} {
+		if r.s.Explicit[key] {
+			continue // set by flag or environment, not by the broken file
+		}
+		switch key {
+		case "report_dir":
+			*dst = last.ReportDir
+		case "textfile":
+			*dst = last.Textfile
+		case "run_dir":
+			*dst = last.RunDir
+		}
+	}
+	if err != nil {
+		r.note("config invalid and %v: no report or textfile written", err)
+		r.log.WithField("config", r.s.Path).WithError(err).Error("INVALID CONFIG: no valid config was seen before, so vigil writes no report or textfile; the errors are on stderr only")
+		return
+	}
+	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(r.stateDir(), StateFileName))
+	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile": p.Textfile}).
+		Error("INVALID CONFIG: recording where the last valid config said")
 }

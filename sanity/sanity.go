@@ -7,11 +7,9 @@ package sanity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -217,31 +215,9 @@ func (r *run) do(ctx context.Context) int {
 	}
 	r.rep.Accelerators = ProbeAccelerators(o.Root)
 
-	if v, ok := o.Lookup("SLURM_JOB_ID"); ok && v != "" && o.Mode != ModeHealth {
-		job, err := slurm.JobFromEnv(o.Lookup)
-		if err != nil {
-			r.note("job environment: %v", err)
-			r.log.WithError(err).Warn("reading the job environment")
-			job = &slurm.Job{ID: v, UID: -1, GID: -1}
-		}
-		r.job = job
-		r.rep.Job = job.ID
-		r.log = r.log.WithField("job", job.ID)
-	}
-
+	r.readJob()
 	if len(errs) > 0 {
-		for _, e := range errs {
-			for _, line := range strings.Split(e.Error(), "\n") {
-				r.rep.Config.Errors = append(r.rep.Config.Errors, line)
-				r.log.WithField("config", s.Path).Error("INVALID CONFIG, vigil changes nothing: " + line)
-			}
-		}
-		r.rep.Verdict = benchmarks.StatusUnknown
-		r.rep.Skipped = "the config is invalid: no checks ran and the node is left alone"
-		if o.DryRun {
-			return ExitConfig
-		}
-		return ExitOK
+		return r.invalidConfig(errs)
 	}
 	if r.rep.Accelerators.NVIDIA == 0 && r.rep.Accelerators.Ascend == 0 {
 		r.log.Info("no NVIDIA or Ascend devices found on this host")
@@ -268,6 +244,58 @@ func (r *run) do(ctx context.Context) int {
 		}
 	}
 
+	out := r.runChecks(ctx, r.selectChecks())
+	r.rep.Results = out.Results
+	r.rep.BudgetExpired = out.BudgetExpired
+	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB
+	r.rep.Verdict = benchmarks.Verdict(out.Results)
+	code := r.act(ctx)
+	if o.Mode == ModeEpilog {
+		r.cleanJobFiles()
+	}
+	return code
+}
+
+// readJob reads the job from Slurm's environment (not in health mode).
+func (r *run) readJob() {
+	o := r.o
+	v, ok := o.Lookup("SLURM_JOB_ID")
+	if !ok || v == "" || o.Mode == ModeHealth {
+		return
+	}
+	job, err := slurm.JobFromEnv(o.Lookup)
+	if err != nil {
+		r.note("job environment: %v", err)
+		r.log.WithError(err).Warn("reading the job environment")
+		job = &slurm.Job{ID: v, UID: -1, GID: -1}
+	}
+	r.job = job
+	r.rep.Job = job.ID
+	r.log = r.log.WithField("job", job.ID)
+}
+
+// invalidConfig records the config's errors, on stderr at error level
+// every run and in the report, and leaves the node alone.
+func (r *run) invalidConfig(errs []error) int {
+	for _, e := range errs {
+		for _, line := range strings.Split(e.Error(), "\n") {
+			r.rep.Config.Errors = append(r.rep.Config.Errors, line)
+			r.log.WithField("config", r.s.Path).Error("INVALID CONFIG, vigil changes nothing: " + line)
+		}
+	}
+	r.rep.Verdict = benchmarks.StatusUnknown
+	r.rep.Skipped = "the config is invalid: no checks ran and the node is left alone"
+	if r.o.DryRun {
+		return ExitConfig
+	}
+	return ExitOK
+}
+
+// selectChecks chooses the run's checks: the health facts outside the
+// prolog (the whole suite in the epilog of a node named as a culprit), by
+// the vendors the node shows unless the config lists checks.
+func (r *run) selectChecks() []benchmarks.Check {
+	s, o := r.s, r.o
 	healthOnly := s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog
 	if o.Mode == ModeEpilog && r.culpritRecheck() {
 		// Named as a culprit: the suite the prolog runs, in the epilog's budget.
@@ -282,69 +310,7 @@ func (r *run) do(ctx context.Context) int {
 		r.note("selecting checks: %v", err)
 	}
 	r.rep.NotApplicable = na
-	out := r.runChecks(ctx, checks)
-	r.rep.Results = out.Results
-	r.rep.BudgetExpired = out.BudgetExpired
-	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB
-	r.rep.Verdict = benchmarks.Verdict(out.Results)
-	code := r.act(ctx)
-	if o.Mode == ModeEpilog {
-		r.cleanJobFiles()
-	}
-	return code
-}
-
-// stateDir is where the record paths of the last valid config are kept.
-func (r *run) stateDir() string {
-	if r.o.StateDir != "" {
-		return r.o.StateDir
-	}
-	if v, ok := r.o.Lookup(EnvStateDir); ok && v != "" {
-		return v
-	}
-	return DefaultStateDir
-}
-
-// rememberRecordPaths notes where this valid config sends the records, for
-// runs with a broken config later. Dry runs change nothing.
-func (r *run) rememberRecordPaths() {
-	if r.o.DryRun {
-		return
-	}
-	p := r.s.Prolog
-	if _, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now()); err != nil {
-		r.log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
-	}
-}
-
-// useLastRecordPaths points a run with a broken config at the record paths
-// of the last valid one (a flag or environment override still wins), or,
-// without one, at nothing: then the errors are on stderr only. A broken
-// file never sends records anywhere else, not even to the defaults.
-func (r *run) useLastRecordPaths() {
-	p := &r.s.Prolog
-	last, err := LastRecordPaths(r.stateDir(), r.s.Path)
-	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "textfile": &p.Textfile, "run_dir": &p.RunDir} {
-		if r.s.Explicit[key] {
-			continue // set by flag or environment, not by the broken file
-		}
-		switch key {
-		case "report_dir":
-			*dst = last.ReportDir
-		case "textfile":
-			*dst = last.Textfile
-		case "run_dir":
-			*dst = last.RunDir
-		}
-	}
-	if err != nil {
-		r.note("config invalid and %v: no report or textfile written", err)
-		r.log.WithField("config", r.s.Path).WithError(err).Error("INVALID CONFIG: no valid config was seen before, so vigil writes no report or textfile; the errors are on stderr only")
-		return
-	}
-	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(r.stateDir(), StateFileName))
-	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile": p.Textfile}).
-		Error("INVALID CONFIG: recording where the last valid config said")
+	return checks
 }
 
 // runBudget is the part of the budget checks may use; the rest is kept
@@ -436,295 +402,4 @@ func (r *run) actionCtx(ctx context.Context) (context.Context, context.CancelFun
 		d = max(left, time.Second)
 	}
 	return context.WithTimeout(ctx, d)
-}
-
-// act turns the verdict into a drain, resume or hold, and an exit code.
-func (r *run) act(ctx context.Context) int {
-	rep := r.rep
-	p := r.s.Prolog
-	failCode := ExitFail
-	if r.o.Mode == ModeEpilog {
-		// vigil drains the node itself; a failing epilog would make Slurm
-		// replace vigil's reason with "Epilog error".
-		failCode = ExitOK
-	}
-	if rep.BudgetExpired && p.OnBudgetExpiry == config.ActionHold {
-		rep.Action = report.Action{Kind: report.ActionHold}
-		if r.job == nil || r.o.Mode != ModeProlog {
-			rep.Action.Kind = report.ActionNone
-			r.note("budget expired with on_budget_expiry = hold, but there is no job to hold")
-			return ExitOK
-		}
-		if cli := r.client(); cli != nil {
-			cctx, cancel := r.actionCtx(ctx)
-			defer cancel()
-			if err := cli.Requeue(cctx, r.job.ID, true); err != nil {
-				rep.Action.Error = err.Error()
-				r.log.WithError(err).Error("holding the job")
-			} else {
-				rep.Action.Done = true
-				r.log.Warn("budget expired: job held, node left alone")
-			}
-		}
-		return ExitOK
-	}
-	plan, n, readErr := r.plan(ctx)
-	if plan.Failed {
-		rep.Verdict = benchmarks.StatusFail
-		return r.drain(ctx, plan, failCode)
-	}
-	if readErr != nil {
-		r.note("reading %s's state: %v", rep.Node, readErr)
-		r.log.WithError(readErr).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
-		return ExitOK
-	}
-	if n == nil {
-		if r.o.DryRun {
-			r.note("a run that is not dry would resume %s if vigil had drained it and this run cleared every check its reason names (dry runs do not query Slurm)", rep.Node)
-		}
-		return ExitOK
-	}
-	if !n.Drained() && n.ForeignState() == "" && (n.Reason == "" || n.OwnedByVigil()) {
-		return ExitOK
-	}
-	if !n.OwnedByVigil() || n.ForeignState() != "" {
-		rep.Action = report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
-		return ExitOK
-	}
-	if plan.Reason != "" {
-		return r.stay(ctx, plan, n.Reason, failCode)
-	}
-	rep.Action = report.Action{Kind: report.ActionResume, Reason: n.Reason, Lifted: plan.Lifted}
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	resumed, err := r.client().Resume(cctx, rep.Node)
-	switch {
-	case err != nil:
-		rep.Action.Error = err.Error()
-		r.log.WithError(err).Error("resuming the node")
-	case resumed:
-		rep.Action.Done = true
-		r.log.WithFields(logrus.Fields{"reason": n.Reason, "lifted": strings.Join(plan.Lifted, ",")}).Info("node resumed: every check its vigil reason named ran and passed")
-	}
-	return ExitOK
-}
-
-// plan reads the node's state (not in a dry run) and applies the drain
-// rule to it. n is nil when Slurm was not asked.
-func (r *run) plan(ctx context.Context) (drainPlan, *slurm.Node, error) {
-	scope := runScope{Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, Who: r.who(), Registered: registered}
-	if r.job != nil && r.o.Mode == ModeProlog {
-		scope.Devices = r.job.GPUs
-	}
-	cli := r.client()
-	if cli == nil {
-		return planDrain("", scope), nil, nil
-	}
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	n, err := cli.Node(cctx, r.rep.Node)
-	if err != nil {
-		return planDrain("", scope), nil, err
-	}
-	old := ""
-	if n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" {
-		old = n.Reason
-	}
-	return planDrain(old, scope), &n, nil
-}
-
-func registered(name string) bool {
-	_, ok := benchmarks.Lookup(name)
-	return ok
-}
-
-// who names this run in messages.
-func (r *run) who() string {
-	switch {
-	case r.o.Mode == ModeEpilog:
-		return "the epilog"
-	case r.o.Mode == ModeHealth:
-		return "this health check"
-	case r.jobChecks:
-		return "this prolog (the job chose its checks)"
-	}
-	return "this prolog"
-}
-
-// drain drains the node for the plan's reason. The prolog and health mode
-// exit ExitFail when the node is drained by vigil afterwards; health mode
-// exits ExitNotDrained when it could not drain (another party holds the
-// node, or scontrol failed); the epilog always exits ExitOK.
-func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
-	rep := r.rep
-	rep.Action = report.Action{Kind: report.ActionDrain, Reason: plan.Reason}
-	for _, k := range plan.Kept {
-		rep.Action.Kept = append(rep.Action.Kept, k.Why)
-	}
-	cli := r.client()
-	if cli == nil {
-		return failCode
-	}
-	notDrained := failCode
-	if r.o.Mode == ModeHealth {
-		notDrained = ExitNotDrained
-	}
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	err := cli.Drain(cctx, rep.Node, plan.Reason)
-	switch {
-	case errors.Is(err, slurm.ErrNotOurs):
-		rep.Action.Kind = report.ActionKeep
-		if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
-			rep.Action.Reason = n.Reason
-			rep.Action.State = nodeState(n)
-		}
-		msg := "the node is held by someone else: vigil leaves it as it is"
-		if r.o.Mode == ModeProlog {
-			msg += "; failing the prolog so that Slurm requeues the job"
-		}
-		r.log.WithError(err).Warn(msg)
-		return notDrained
-	case err != nil:
-		rep.Action.Error = err.Error()
-		r.log.WithError(err).Error("draining the node")
-		return notDrained
-	}
-	rep.Action.Done = true
-	r.log.WithField("reason", plan.Reason).Warn("node drained")
-	return failCode
-}
-
-// stay keeps vigil's drain because the run did not clear every check its
-// reason names, rewriting the reason when some of them were cleared.
-func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int) int {
-	rep := r.rep
-	rep.Action = report.Action{Kind: report.ActionStay, Reason: plan.Reason, Lifted: plan.Lifted, Done: true}
-	for _, k := range plan.Kept {
-		rep.Action.Kept = append(rep.Action.Kept, k.Why)
-	}
-	r.note("%s stays drained: %s", rep.Node, keptSummary(plan.Kept))
-	r.log.WithFields(logrus.Fields{"reason": plan.Reason, "kept": keptSummary(plan.Kept)}).
-		Warn(rep.Node + " stays drained by vigil: " + keptSummary(plan.Kept) +
-			" (re-test with vigil-prolog --node " + rep.Node + " --checks " + keptChecks(plan.Kept) +
-			", or resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME)")
-	if plan.Reason != old {
-		cctx, cancel := r.actionCtx(ctx)
-		defer cancel()
-		if err := r.client().Drain(cctx, rep.Node, plan.Reason); err != nil {
-			rep.Action.Done = false
-			rep.Action.Error = err.Error()
-			r.log.WithError(err).Error("rewriting vigil's drain reason")
-		}
-	}
-	return failCode
-}
-
-// keptChecks lists the kept checks for a --checks flag ("gemm,disk").
-func keptChecks(kept []keptCheck) string {
-	var names []string
-	for _, k := range kept {
-		if k.Entry.Check != benchmarks.BudgetCheck {
-			names = append(names, k.Entry.Check)
-		}
-	}
-	if len(names) == 0 {
-		return "<the suite>"
-	}
-	return strings.Join(names, ",")
-}
-
-// nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
-func nodeState(n slurm.Node) string {
-	return strings.Join(append([]string{n.State}, n.Flags...), "+")
-}
-
-// killLeftovers kills what still holds the job's devices (epilog).
-func (r *run) killLeftovers() {
-	if !r.s.Epilog.KillProcesses || r.job == nil || len(r.job.GPUs) == 0 {
-		return
-	}
-	h := r.o.Holders
-	if h == nil {
-		h = ProcFS{Root: r.o.Root}
-	}
-	pids, err := h.Holders(JobDevices(r.job.GPUs))
-	if err != nil {
-		r.note("finding processes on the job's devices: %v", err)
-		return
-	}
-	if len(pids) == 0 {
-		return
-	}
-	if r.o.DryRun {
-		r.note("would kill processes still holding the job's devices: %v", pids)
-		return
-	}
-	sig := r.o.Signaler
-	if sig == nil {
-		sig = OSSignaler{}
-	}
-	sleep := r.o.Sleep
-	if sleep == nil {
-		sleep = time.Sleep
-	}
-	killed, err := KillHolders(sig, pids, r.s.Epilog.KillGrace, sleep)
-	r.rep.Action.Killed = killed
-	if err != nil {
-		r.note("killing leftover processes: %v", err)
-	}
-	r.log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
-}
-
-// jobDir is vigil's per-job directory.
-func (r *run) jobDir() string {
-	if r.job == nil || r.s.Prolog.RunDir == "" {
-		return ""
-	}
-	return filepath.Join(r.s.Prolog.RunDir, "jobs", filepath.Base(r.job.ID))
-}
-
-func (r *run) cleanJobFiles() {
-	dir := r.jobDir()
-	if dir == "" || r.o.DryRun {
-		return
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		r.note("removing %s: %v", dir, err)
-	}
-}
-
-// record writes the JSON report, the textfile and the per-job copy.
-// Failures are logged and noted, never fatal.
-func (r *run) record() string {
-	p := r.s.Prolog
-	dry := r.o.DryRun
-	var path string
-	if p.ReportDir != "" && (!dry || r.s.Explicit["report_dir"]) {
-		var err error
-		if path, err = report.WriteJSON(p.ReportDir, r.rep); err != nil {
-			r.log.WithError(err).Error("writing the report")
-			r.note("report not written: %v", err)
-			path = ""
-		} else if err := report.Prune(p.ReportDir, p.KeepReports); err != nil {
-			r.log.WithError(err).Warn("pruning old reports")
-		}
-	}
-	if p.Textfile != "" && (!dry || r.s.Explicit["textfile"]) {
-		if err := report.WriteTextfile(p.Textfile, r.rep); err != nil {
-			r.log.WithError(err).Error("writing the Prometheus textfile")
-		}
-	}
-	if dir := r.jobDir(); dir != "" && !dry && r.o.Mode == ModeProlog {
-		b, err := r.rep.JSON()
-		if err == nil {
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = report.WriteAtomic(filepath.Join(dir, "prolog.json"), b, 0o644)
-			}
-		}
-		if err != nil {
-			r.log.WithError(err).Warn("writing the per-job report")
-		}
-	}
-	return path
 }

@@ -1,0 +1,215 @@
+package sanity
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// act turns the verdict into a drain, resume or hold, and an exit code.
+func (r *run) act(ctx context.Context) int {
+	rep := r.rep
+	p := r.s.Prolog
+	failCode := ExitFail
+	if r.o.Mode == ModeEpilog {
+		// vigil drains the node itself; a failing epilog would make Slurm
+		// replace vigil's reason with "Epilog error".
+		failCode = ExitOK
+	}
+	if rep.BudgetExpired && p.OnBudgetExpiry == config.ActionHold {
+		rep.Action = report.Action{Kind: report.ActionHold}
+		if r.job == nil || r.o.Mode != ModeProlog {
+			rep.Action.Kind = report.ActionNone
+			r.note("budget expired with on_budget_expiry = hold, but there is no job to hold")
+			return ExitOK
+		}
+		if cli := r.client(); cli != nil {
+			cctx, cancel := r.actionCtx(ctx)
+			defer cancel()
+			if err := cli.Requeue(cctx, r.job.ID, true); err != nil {
+				rep.Action.Error = err.Error()
+				r.log.WithError(err).Error("holding the job")
+			} else {
+				rep.Action.Done = true
+				r.log.Warn("budget expired: job held, node left alone")
+			}
+		}
+		return ExitOK
+	}
+	plan, n, readErr := r.plan(ctx)
+	if plan.Failed {
+		rep.Verdict = benchmarks.StatusFail
+		return r.drain(ctx, plan, failCode)
+	}
+	if readErr != nil {
+		r.note("reading %s's state: %v", rep.Node, readErr)
+		r.log.WithError(readErr).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
+		return ExitOK
+	}
+	if n == nil {
+		if r.o.DryRun {
+			r.note("a run that is not dry would resume %s if vigil had drained it and this run cleared every check its reason names (dry runs do not query Slurm)", rep.Node)
+		}
+		return ExitOK
+	}
+	if !n.Drained() && n.ForeignState() == "" && (n.Reason == "" || n.OwnedByVigil()) {
+		return ExitOK
+	}
+	if !n.OwnedByVigil() || n.ForeignState() != "" {
+		rep.Action = report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
+		return ExitOK
+	}
+	if plan.Reason != "" {
+		return r.stay(ctx, plan, n.Reason, failCode)
+	}
+	rep.Action = report.Action{Kind: report.ActionResume, Reason: n.Reason, Lifted: plan.Lifted}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	resumed, err := r.client().Resume(cctx, rep.Node)
+	switch {
+	case err != nil:
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("resuming the node")
+	case resumed:
+		rep.Action.Done = true
+		r.log.WithFields(logrus.Fields{"reason": n.Reason, "lifted": strings.Join(plan.Lifted, ",")}).Info("node resumed: every check its vigil reason named ran and passed")
+	}
+	return ExitOK
+}
+
+// plan reads the node's state (not in a dry run) and applies the drain
+// rule to it. n is nil when Slurm was not asked.
+func (r *run) plan(ctx context.Context) (drainPlan, *slurm.Node, error) {
+	scope := runScope{Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, Who: r.who(), Registered: registered}
+	if r.job != nil && r.o.Mode == ModeProlog {
+		scope.Devices = r.job.GPUs
+	}
+	cli := r.client()
+	if cli == nil {
+		return planDrain("", scope), nil, nil
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	n, err := cli.Node(cctx, r.rep.Node)
+	if err != nil {
+		return planDrain("", scope), nil, err
+	}
+	old := ""
+	if n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" {
+		old = n.Reason
+	}
+	return planDrain(old, scope), &n, nil
+}
+
+func registered(name string) bool {
+	_, ok := benchmarks.Lookup(name)
+	return ok
+}
+
+// who names this run in messages.
+func (r *run) who() string {
+	switch {
+	case r.o.Mode == ModeEpilog:
+		return "the epilog"
+	case r.o.Mode == ModeHealth:
+		return "this health check"
+	case r.jobChecks:
+		return "this prolog (the job chose its checks)"
+	}
+	return "this prolog"
+}
+
+// drain drains the node for the plan's reason. The prolog and health mode
+// exit ExitFail when the node is drained by vigil afterwards; health mode
+// exits ExitNotDrained when it could not drain (another party holds the
+// node, or scontrol failed); the epilog always exits ExitOK.
+func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
+	rep := r.rep
+	rep.Action = report.Action{Kind: report.ActionDrain, Reason: plan.Reason}
+	for _, k := range plan.Kept {
+		rep.Action.Kept = append(rep.Action.Kept, k.Why)
+	}
+	cli := r.client()
+	if cli == nil {
+		return failCode
+	}
+	notDrained := failCode
+	if r.o.Mode == ModeHealth {
+		notDrained = ExitNotDrained
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	err := cli.Drain(cctx, rep.Node, plan.Reason)
+	switch {
+	case errors.Is(err, slurm.ErrNotOurs):
+		rep.Action.Kind = report.ActionKeep
+		if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
+			rep.Action.Reason = n.Reason
+			rep.Action.State = nodeState(n)
+		}
+		msg := "the node is held by someone else: vigil leaves it as it is"
+		if r.o.Mode == ModeProlog {
+			msg += "; failing the prolog so that Slurm requeues the job"
+		}
+		r.log.WithError(err).Warn(msg)
+		return notDrained
+	case err != nil:
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("draining the node")
+		return notDrained
+	}
+	rep.Action.Done = true
+	r.log.WithField("reason", plan.Reason).Warn("node drained")
+	return failCode
+}
+
+// stay keeps vigil's drain because the run did not clear every check its
+// reason names, rewriting the reason when some of them were cleared.
+func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int) int {
+	rep := r.rep
+	rep.Action = report.Action{Kind: report.ActionStay, Reason: plan.Reason, Lifted: plan.Lifted, Done: true}
+	for _, k := range plan.Kept {
+		rep.Action.Kept = append(rep.Action.Kept, k.Why)
+	}
+	r.note("%s stays drained: %s", rep.Node, keptSummary(plan.Kept))
+	r.log.WithFields(logrus.Fields{"reason": plan.Reason, "kept": keptSummary(plan.Kept)}).
+		Warn(rep.Node + " stays drained by vigil: " + keptSummary(plan.Kept) +
+			" (re-test with vigil-prolog --node " + rep.Node + " --checks " + keptChecks(plan.Kept) +
+			", or resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME)")
+	if plan.Reason != old {
+		cctx, cancel := r.actionCtx(ctx)
+		defer cancel()
+		if err := r.client().Drain(cctx, rep.Node, plan.Reason); err != nil {
+			rep.Action.Done = false
+			rep.Action.Error = err.Error()
+			r.log.WithError(err).Error("rewriting vigil's drain reason")
+		}
+	}
+	return failCode
+}
+
+// keptChecks lists the kept checks for a --checks flag ("gemm,disk").
+func keptChecks(kept []keptCheck) string {
+	var names []string
+	for _, k := range kept {
+		if k.Entry.Check != benchmarks.BudgetCheck {
+			names = append(names, k.Entry.Check)
+		}
+	}
+	if len(names) == 0 {
+		return "<the suite>"
+	}
+	return strings.Join(names, ",")
+}
+
+// nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
+func nodeState(n slurm.Node) string {
+	return strings.Join(append([]string{n.State}, n.Flags...), "+")
+}
