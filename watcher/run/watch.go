@@ -96,6 +96,38 @@ func Watch(ctx context.Context, o Options) error {
 	defer sampler.Close()
 	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
 
+	actor := newActor(ctx, o, s, job, log)
+
+	clock := o.Clock
+	if clock == nil {
+		clock = RealClock{}
+	}
+	loop := &Loop{
+		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
+		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
+	}
+	if o.Record != "" {
+		path := RecordPath(o.Record, job.ID, job.NodeName)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("vigil-watch: --record: %w", err)
+		}
+		defer f.Close()
+		loop.Record = trace.NewWriter(f)
+	}
+	first := clock.Now().Add(s.FirstVerdict()).UTC().Format(time.RFC3339)
+	log.WithFields(logrus.Fields{
+		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(), "first_verdict": first,
+		"io_bytes": s.IOBytes, "action": string(actor.Control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
+	}).Info(StartMessage(s.Hang, first))
+	err = loop.Run(ctx)
+	logStop(log, actor)
+	return err
+}
+
+// newActor builds what acts on the detector's events: reports, the job's
+// comment, webhook, mail, and the opt-in cancel or requeue.
+func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log logrus.FieldLogger) *action.Actor {
 	client := o.Slurm
 	if client == nil {
 		client = &slurm.Client{BinDir: s.SlurmBinDir}
@@ -118,30 +150,11 @@ func Watch(ctx context.Context, o Options) error {
 		Slurm: client,
 		Log:   log,
 	}
+	return actor
+}
 
-	clock := o.Clock
-	if clock == nil {
-		clock = RealClock{}
-	}
-	loop := &Loop{
-		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
-		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
-	}
-	if o.Record != "" {
-		path := RecordPath(o.Record, job.ID, job.NodeName)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("vigil-watch: --record: %w", err)
-		}
-		defer f.Close()
-		loop.Record = trace.NewWriter(f)
-	}
-	first := clock.Now().Add(s.FirstVerdict()).UTC().Format(time.RFC3339)
-	log.WithFields(logrus.Fields{
-		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(), "first_verdict": first,
-		"io_bytes": s.IOBytes, "action": string(control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
-	}).Info(StartMessage(s.Hang, first))
-	err = loop.Run(ctx)
+// logStop logs the watcher's own cost and the nodes it found hung.
+func logStop(log logrus.FieldLogger, actor *action.Actor) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		log.WithFields(logrus.Fields{
@@ -150,7 +163,6 @@ func Watch(ctx context.Context, o Options) error {
 			"hung_nodes":  strings.Join(actor.Hung(), ","),
 		}).Info("vigil-watch stopped")
 	}
-	return err
 }
 
 // StartMessage is the watcher's start-up log message: when its first verdict
