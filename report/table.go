@@ -41,45 +41,7 @@ func Table(w io.Writer, r *Report) {
 	for _, d := range r.Dropped {
 		fmt.Fprintf(w, "dropped:      %s: %s\n", d.Check, d.Reason)
 	}
-	if len(r.Results) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHECK\tSTATUS\tREASON\tDEVICE\tTIME\tDETAILS")
-		for _, res := range r.Results {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Check, res.Status, dash(res.Reason), dash(res.Device),
-				res.Duration.Round(time.Millisecond), clip(oneLine(res.Message), 100))
-			for _, v := range res.Values {
-				fmt.Fprintf(tw, "  \t%s\t\t%s\t\t%s\n", v.Status, dash(v.Device), describeValue(v))
-			}
-		}
-		tw.Flush()
-		fmt.Fprintln(w)
-		var ran []string
-		var whys []string
-		byWhy := map[string][]string{}
-		for _, res := range r.Results {
-			if res.Status != benchmarks.StatusUnknown {
-				ran = append(ran, res.Check)
-				continue
-			}
-			why := firstNonEmpty(oneLine(res.Message), res.Reason)
-			if _, ok := byWhy[why]; !ok {
-				whys = append(whys, why)
-			}
-			byWhy[why] = append(byWhy[why], res.Check)
-		}
-		fmt.Fprintf(w, "ran:          %s\n", listOrNone(ran))
-		if len(whys) == 0 {
-			fmt.Fprintf(w, "unavailable:  none\n")
-		}
-		for i, why := range whys {
-			label := "unavailable:"
-			if i > 0 {
-				label = ""
-			}
-			fmt.Fprintf(w, "%-13s %s: %s\n", label, strings.Join(byWhy[why], ", "), why)
-		}
-	}
+	results(w, r.Results)
 	notApplicable(w, r.NotApplicable)
 	p, f, u := r.Counts()
 	na := ""
@@ -93,6 +55,51 @@ func Table(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "action:       %s\n", DescribeAction(r))
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note:         %s\n", n)
+	}
+}
+
+// results writes the table of results, then which checks ran and, by
+// reason, which could not tell.
+func results(w io.Writer, results []benchmarks.Result) {
+	if len(results) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tSTATUS\tREASON\tDEVICE\tTIME\tDETAILS")
+	for _, res := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Check, res.Status, dash(res.Reason), dash(res.Device),
+			res.Duration.Round(time.Millisecond), clip(oneLine(res.Message), 100))
+		for _, v := range res.Values {
+			fmt.Fprintf(tw, "  \t%s\t\t%s\t\t%s\n", v.Status, dash(v.Device), describeValue(v))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	var ran []string
+	var whys []string
+	byWhy := map[string][]string{}
+	for _, res := range results {
+		if res.Status != benchmarks.StatusUnknown {
+			ran = append(ran, res.Check)
+			continue
+		}
+		why := firstNonEmpty(oneLine(res.Message), res.Reason)
+		if _, ok := byWhy[why]; !ok {
+			whys = append(whys, why)
+		}
+		byWhy[why] = append(byWhy[why], res.Check)
+	}
+	fmt.Fprintf(w, "ran:          %s\n", listOrNone(ran))
+	if len(whys) == 0 {
+		fmt.Fprintf(w, "unavailable:  none\n")
+	}
+	for i, why := range whys {
+		label := "unavailable:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-13s %s: %s\n", label, strings.Join(byWhy[why], ", "), why)
 	}
 }
 
