@@ -82,8 +82,8 @@ type peers struct {
 }
 
 // newPeers gathers the facts of the hosts of latest.
-func newPeers(latest map[string]trace.Sample, c Config) *peers {
-	p := &peers{latest: latest, hosts: make([]string, 0, len(latest)), procs: make([]float64, 0, len(latest))}
+func newPeers(latest map[string]trace.Sample, c Config) peers {
+	p := peers{latest: latest, hosts: make([]string, 0, len(latest)), procs: make([]float64, 0, len(latest))}
 	for h, s := range latest {
 		p.hosts = append(p.hosts, h)
 		if s.Time.After(p.newest) {
@@ -129,10 +129,12 @@ func (p *peers) medianOthers(x float64) float64 {
 }
 
 // culpritRule names a host for reason when match holds for its latest
-// sample s; match's message says why, for people.
+// sample s; match's message says why, for people. match takes the peers by
+// value: a pointer passed through a function value would move them to the
+// heap on every call of Culprits.
 type culpritRule struct {
 	reason string
-	match  func(p *peers, s trace.Sample, c Config) (msg string, ok bool)
+	match  func(p peers, s trace.Sample, c Config) (msg string, ok bool)
 }
 
 // culpritRules are tried in this order; a host is named by the first that
@@ -154,7 +156,7 @@ func (p *peers) apply(r culpritRule, c Config, named map[string]bool, out []Culp
 		if named[h] {
 			continue
 		}
-		if msg, ok := r.match(p, p.latest[h], c); ok {
+		if msg, ok := r.match(*p, p.latest[h], c); ok {
 			hits = append(hits, Culprit{Host: h, Reason: r.reason, Message: msg})
 		}
 	}
@@ -169,7 +171,7 @@ func (p *peers) apply(r culpritRule, c Config, named map[string]bool, out []Culp
 }
 
 // processesGone: no processes left while some peer has processes.
-func processesGone(p *peers, s trace.Sample, c Config) (string, bool) {
+func processesGone(p peers, s trace.Sample, c Config) (string, bool) {
 	if s.Procs == 0 && p.withProcs > 0 {
 		return "no job processes left while peers still run theirs", true
 	}
@@ -178,7 +180,7 @@ func processesGone(p *peers, s trace.Sample, c Config) (string, bool) {
 
 // fewerProcesses: fewer than half the median process count of the others,
 // when that median is at least 2.
-func fewerProcesses(p *peers, s trace.Sample, c Config) (string, bool) {
+func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
 	m := p.medianOthers(float64(s.Procs))
 	if m >= 2 && float64(s.Procs) < m/2 {
 		return fmt.Sprintf("%d processes, peers have %.0f (median)", s.Procs, m), true
@@ -188,7 +190,7 @@ func fewerProcesses(p *peers, s trace.Sample, c Config) (string, bool) {
 
 // idleWhilePeersBusy: devices idle while more than half of the other hosts
 // with devices spin at high utilisation.
-func idleWhilePeersBusy(p *peers, s trace.Sample, c Config) (string, bool) {
+func idleWhilePeersBusy(p peers, s trace.Sample, c Config) (string, bool) {
 	u, ok := meanUtil(s)
 	if !ok || u > c.IdleUtil {
 		return "", false
@@ -201,7 +203,7 @@ func idleWhilePeersBusy(p *peers, s trace.Sample, c Config) (string, bool) {
 }
 
 // processesInD: processes in state D while no peer has any.
-func processesInD(p *peers, s trace.Sample, c Config) (string, bool) {
+func processesInD(p peers, s trace.Sample, c Config) (string, bool) {
 	if s.ProcsD > 0 && p.withD == 1 {
 		return fmt.Sprintf("%d processes in uninterruptible sleep (D), peers none", s.ProcsD), true
 	}
@@ -210,7 +212,7 @@ func processesInD(p *peers, s trace.Sample, c Config) (string, bool) {
 
 // staleSamples: latest sample older than the newest by more than two
 // periods.
-func staleSamples(p *peers, s trace.Sample, c Config) (string, bool) {
+func staleSamples(p peers, s trace.Sample, c Config) (string, bool) {
 	if age := p.newest.Sub(s.Time); age > 2*c.Period {
 		return fmt.Sprintf("latest sample %v older than its peers'", age), true
 	}
