@@ -58,113 +58,169 @@ func Culprits(latest map[string]trace.Sample, c Config) []Culprit {
 	if len(latest) < 2 {
 		return nil
 	}
-	hosts := make([]string, 0, len(latest))
-	var newest time.Time
-	for h, s := range latest {
-		hosts = append(hosts, h)
-		if s.Time.After(newest) {
-			newest = s.Time
-		}
-	}
-	sort.Strings(hosts)
+	p := newPeers(latest, c)
 	named := map[string]bool{}
 	var out []Culprit
-	// rule applies pred to every host not yet named and keeps the matches
-	// if they are a minority.
-	rule := func(reason string, pred func(h string, s trace.Sample) (string, bool)) {
-		var hits []Culprit
-		for _, h := range hosts {
-			if named[h] {
-				continue
-			}
-			if msg, ok := pred(h, latest[h]); ok {
-				hits = append(hits, Culprit{Host: h, Reason: reason, Message: msg})
-			}
-		}
-		if len(hits) == 0 || 2*len(hits) >= len(hosts) {
-			return
-		}
-		for _, x := range hits {
-			named[x.Host] = true
-			out = append(out, x)
-		}
+	for _, r := range culpritRules {
+		out = p.apply(r, c, named, out)
 	}
-	// Per-host facts and their totals, so that each rule is O(hosts).
-	procs := make([]float64, 0, len(hosts))
-	withProcs, withD, withDevs, busy := 0, 0, 0, 0
-	for _, h := range hosts {
-		s := latest[h]
-		procs = append(procs, float64(s.Procs))
-		if s.Procs > 0 {
-			withProcs++
-		}
-		if s.ProcsD > 0 {
-			withD++
-		}
-		if u, ok := meanUtil(s); ok {
-			withDevs++
-			if u >= c.HighUtil {
-				busy++
-			}
-		}
-	}
-	sort.Float64s(procs)
-	// medianOthers is the median process count of the hosts other than one
-	// with x processes.
-	medianOthers := func(x float64) float64 {
-		idx := sort.SearchFloat64s(procs, x)
-		at := func(k int) float64 {
-			if k >= idx {
-				k++
-			}
-			return procs[k]
-		}
-		n := len(procs) - 1
-		if n%2 == 1 {
-			return at(n / 2)
-		}
-		return (at(n/2-1) + at(n/2)) / 2
-	}
-	rule(CulpritProcessesGone, func(h string, s trace.Sample) (string, bool) {
-		if s.Procs == 0 && withProcs > 0 {
-			return "no job processes left while peers still run theirs", true
-		}
-		return "", false
-	})
-	rule(CulpritFewerProcesses, func(h string, s trace.Sample) (string, bool) {
-		m := medianOthers(float64(s.Procs))
-		if m >= 2 && float64(s.Procs) < m/2 {
-			return fmt.Sprintf("%d processes, peers have %.0f (median)", s.Procs, m), true
-		}
-		return "", false
-	})
-	rule(CulpritIdleWhilePeersBusy, func(h string, s trace.Sample) (string, bool) {
-		u, ok := meanUtil(s)
-		if !ok || u > c.IdleUtil {
-			return "", false
-		}
-		// This host is idle, so it is not among the busy ones.
-		if others := withDevs - 1; others > 0 && 2*busy > others {
-			return fmt.Sprintf("devices at %.0f%% while %d of %d peers spin at >= %.0f%%", u, busy, others, c.HighUtil), true
-		}
-		return "", false
-	})
-	rule(CulpritProcessesInD, func(h string, s trace.Sample) (string, bool) {
-		if s.ProcsD > 0 && withD == 1 {
-			return fmt.Sprintf("%d processes in uninterruptible sleep (D), peers none", s.ProcsD), true
-		}
-		return "", false
-	})
-	rule(CulpritStaleSamples, func(h string, s trace.Sample) (string, bool) {
-		if age := newest.Sub(s.Time); age > 2*c.Period {
-			return fmt.Sprintf("latest sample %v older than its peers'", age), true
-		}
-		return "", false
-	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out
 }
 
+// peers holds the facts about a job's hosts that the culprit rules compare
+// each host with, gathered in one pass so that each rule is O(hosts).
+type peers struct {
+	latest    map[string]trace.Sample
+	hosts     []string  // sorted
+	newest    time.Time // of the latest samples
+	procs     []float64 // process count of each host, sorted
+	withProcs int       // hosts with processes
+	withD     int       // hosts with processes in state D
+	withDevs  int       // hosts with devices
+	busy      int       // hosts whose mean device utilisation is at least c.HighUtil
+}
+
+// newPeers gathers the facts of the hosts of latest.
+func newPeers(latest map[string]trace.Sample, c Config) peers {
+	p := peers{latest: latest, hosts: make([]string, 0, len(latest)), procs: make([]float64, 0, len(latest))}
+	for h, s := range latest {
+		p.hosts = append(p.hosts, h)
+		if s.Time.After(p.newest) {
+			p.newest = s.Time
+		}
+	}
+	sort.Strings(p.hosts)
+	for _, h := range p.hosts {
+		s := latest[h]
+		p.procs = append(p.procs, float64(s.Procs))
+		if s.Procs > 0 {
+			p.withProcs++
+		}
+		if s.ProcsD > 0 {
+			p.withD++
+		}
+		if u, ok := meanUtil(s); ok {
+			p.withDevs++
+			if u >= c.HighUtil {
+				p.busy++
+			}
+		}
+	}
+	sort.Float64s(p.procs)
+	return p
+}
+
+// medianOthers is the median process count of the hosts other than one
+// with x processes.
+func (p *peers) medianOthers(x float64) float64 {
+	idx := sort.SearchFloat64s(p.procs, x)
+	at := func(k int) float64 {
+		if k >= idx {
+			k++
+		}
+		return p.procs[k]
+	}
+	n := len(p.procs) - 1
+	if n%2 == 1 {
+		return at(n / 2)
+	}
+	return (at(n/2-1) + at(n/2)) / 2
+}
+
+// culpritRule names a host for reason when match holds for its latest
+// sample s; match's message says why, for people. match takes the peers by
+// value: a pointer passed through a function value would move them to the
+// heap on every call of Culprits.
+type culpritRule struct {
+	reason string
+	match  func(p peers, s trace.Sample, c Config) (msg string, ok bool)
+}
+
+// culpritRules are tried in this order; a host is named by the first that
+// matches it.
+var culpritRules = []culpritRule{
+	{CulpritProcessesGone, processesGone},
+	{CulpritFewerProcesses, fewerProcesses},
+	{CulpritIdleWhilePeersBusy, idleWhilePeersBusy},
+	{CulpritProcessesInD, processesInD},
+	{CulpritStaleSamples, staleSamples},
+}
+
+// apply tries r on every host not yet named and, if the matches are a
+// minority of the hosts, names them: it marks them in named and appends
+// them to out, which it returns.
+func (p *peers) apply(r culpritRule, c Config, named map[string]bool, out []Culprit) []Culprit {
+	var hits []Culprit
+	for _, h := range p.hosts {
+		if named[h] {
+			continue
+		}
+		if msg, ok := r.match(*p, p.latest[h], c); ok {
+			hits = append(hits, Culprit{Host: h, Reason: r.reason, Message: msg})
+		}
+	}
+	if len(hits) == 0 || 2*len(hits) >= len(p.hosts) {
+		return out
+	}
+	for _, x := range hits {
+		named[x.Host] = true
+		out = append(out, x)
+	}
+	return out
+}
+
+// processesGone: no processes left while some peer has processes.
+func processesGone(p peers, s trace.Sample, c Config) (string, bool) {
+	if s.Procs == 0 && p.withProcs > 0 {
+		return "no job processes left while peers still run theirs", true
+	}
+	return "", false
+}
+
+// fewerProcesses: fewer than half the median process count of the others,
+// when that median is at least 2.
+func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
+	m := p.medianOthers(float64(s.Procs))
+	if m >= 2 && float64(s.Procs) < m/2 {
+		return fmt.Sprintf("%d processes, peers have %.0f (median)", s.Procs, m), true
+	}
+	return "", false
+}
+
+// idleWhilePeersBusy: devices idle while more than half of the other hosts
+// with devices spin at high utilisation.
+func idleWhilePeersBusy(p peers, s trace.Sample, c Config) (string, bool) {
+	u, ok := meanUtil(s)
+	if !ok || u > c.IdleUtil {
+		return "", false
+	}
+	// This host is idle, so it is not among the busy ones.
+	if others := p.withDevs - 1; others > 0 && 2*p.busy > others {
+		return fmt.Sprintf("devices at %.0f%% while %d of %d peers spin at >= %.0f%%", u, p.busy, others, c.HighUtil), true
+	}
+	return "", false
+}
+
+// processesInD: processes in state D while no peer has any.
+func processesInD(p peers, s trace.Sample, c Config) (string, bool) {
+	if s.ProcsD > 0 && p.withD == 1 {
+		return fmt.Sprintf("%d processes in uninterruptible sleep (D), peers none", s.ProcsD), true
+	}
+	return "", false
+}
+
+// staleSamples: latest sample older than the newest by more than two
+// periods.
+func staleSamples(p peers, s trace.Sample, c Config) (string, bool) {
+	if age := p.newest.Sub(s.Time); age > 2*c.Period {
+		return fmt.Sprintf("latest sample %v older than its peers'", age), true
+	}
+	return "", false
+}
+
+// meanUtil is the mean utilisation of s's devices; ok is false without
+// devices.
 func meanUtil(s trace.Sample) (float64, bool) {
 	if len(s.Accel) == 0 {
 		return 0, false

@@ -126,118 +126,165 @@ func (m *missing) done() []string {
 func (s *Sampler) Sample(now time.Time) trace.Sample {
 	out := trace.Sample{V: trace.Version, Time: now, Host: s.Host, Job: s.Job}
 	var miss missing
-
-	pidsFn := s.PIDs
-	if pidsFn == nil {
-		pidsFn = func() ([]int, error) { return slurm.CgroupPIDs(s.Cgroups) }
-	}
-	pids, pidsErr := pidsFn()
+	pids, pidsErr := s.listPIDs()
 	if pidsErr != nil {
 		miss.whole("pids")
 		pids = nil
 	}
-	self := os.Getpid()
-	ticks := s.ClockTicks
-	if ticks <= 0 {
-		ticks = DefaultClockTicks
+	procs, err := s.readProcs(pids, &miss)
+	if err != nil {
+		miss.whole("pids")
+		pidsErr = err
 	}
-	var procTicks uint64
-	statRead, ioRead, ioTried := 0, 0, 0
-	procFD := -1
-	s.files.begin(s.Root, s.maxOpenFiles())
-	if len(pids) > 0 {
-		if procFD, pidsErr = s.openProc(); pidsErr != nil {
-			miss.whole("pids")
-			pids = nil
-		} else {
-			defer syscall.Close(procFD)
-		}
-	}
-	for _, pid := range pids {
-		if pid == self || s.excluded(pid) {
-			continue
-		}
-		files := s.files.lookup(pid)
-		b, err := s.readProc(procFD, files, fileStat)
-		if err != nil {
-			s.files.dropAll(files)
-			if vanished(err) {
-				miss.add("gone", pid)
-			} else {
-				out.Procs++
-				miss.add("stat", pid)
-			}
-			continue
-		}
-		st, err := ParseProcStat(b)
-		if err != nil {
-			out.Procs++
-			miss.add("stat", pid)
-			continue
-		}
-		out.Procs++
-		statRead++
-		if st.State == 'D' {
-			out.ProcsD++
-		}
-		procTicks += st.Ticks()
-		if st.State == 'Z' {
-			s.files.drop(files, fileIO)
-			continue // a zombie's counters reach its parent's when it is reaped
-		}
-		ioTried++
-		b, err = s.readProc(procFD, files, fileIO)
-		if err != nil {
-			if vanished(err) {
-				miss.add("gone", pid)
-			} else {
-				miss.add("io", pid)
-			}
-			continue
-		}
-		pio, err := ParseProcIO(b)
-		if err != nil {
-			miss.add("io", pid)
-			continue
-		}
-		ioRead++
-		out.IO.RChar += pio.RChar
-		out.IO.WChar += pio.WChar
-		out.IO.ReadBytes += pio.ReadBytes
-		out.IO.WriteBytes += pio.WriteBytes
-	}
-	s.files.end()
-	if ioTried > 0 && ioRead == 0 {
+	out.Procs, out.ProcsD, out.IO = procs.procs, procs.procsD, procs.io
+	if procs.ioTried > 0 && procs.ioRead == 0 {
 		miss.whole("io")
 	}
-
-	cpu, cpuFromCgroup := s.cgroupCPU()
-	switch {
-	case cpuFromCgroup:
-		out.CPUUsec = cpu
-	case statRead > 0 || (out.Procs == 0 && pidsErr == nil):
-		out.CPUUsec = procTicks * 1e6 / uint64(ticks)
-	default:
+	if usec, ok := s.cpuUsec(procs, pidsErr == nil); ok {
+		out.CPUUsec = usec
+	} else {
 		miss.whole("cpu")
 	}
 	out.CgroupIO = s.cgroupIO(&miss)
 	out.IOPressure = s.pressure(&miss)
-
-	if s.Accel != nil {
-		var acc []trace.Accel
-		var err error
-		if ta, ok := s.Accel.(TimedAccelerators); ok {
-			acc, err = ta.SampleAt(now)
-		} else {
-			acc, err = s.Accel.Sample()
-		}
-		if err != nil {
-			miss.whole("accel")
-		}
-		out.Accel = acc
-	}
+	out.Accel = s.accelerators(now, &miss)
 	out.Missing = miss.done()
 	return out
+}
+
+// procTotals is what a sample reads from the job's processes.
+type procTotals struct {
+	procs, procsD int      // processes, and those in state D
+	io            trace.IO // I/O counters, summed
+	ticks         uint64   // CPU time, clock ticks, summed
+	statRead      int      // processes whose stat was read
+	ioTried       int      // processes whose io was to be read (not zombies)
+	ioRead        int      // processes whose io was read
+}
+
+// listPIDs returns the job's processes: from s.PIDs, or the Cgroups'.
+func (s *Sampler) listPIDs() ([]int, error) {
+	if s.PIDs != nil {
+		return s.PIDs()
+	}
+	return slurm.CgroupPIDs(s.Cgroups)
+}
+
+// readProcs reads the stat and io files of the processes pids, but the
+// calling process and the excluded ones; what cannot be read goes to miss.
+// It fails only when /proc cannot be opened. Files kept open for processes
+// no longer listed are closed in any case.
+func (s *Sampler) readProcs(pids []int, miss *missing) (procTotals, error) {
+	var t procTotals
+	s.files.begin(s.Root, s.maxOpenFiles())
+	defer s.files.end()
+	if len(pids) == 0 {
+		return t, nil
+	}
+	procFD, err := s.openProc()
+	if err != nil {
+		return t, err
+	}
+	defer syscall.Close(procFD)
+	self := os.Getpid()
+	for _, pid := range pids {
+		if pid == self || s.excluded(pid) {
+			continue
+		}
+		s.readProcess(procFD, pid, &t, miss)
+	}
+	return t, nil
+}
+
+// readProcess adds process pid to t: its state and CPU time from its stat
+// file, then, unless it is a zombie, its I/O counters from its io file.
+// A process that exited while being read is named "gone:PID" in miss, an
+// unreadable file "stat:PID" or "io:PID".
+func (s *Sampler) readProcess(procFD, pid int, t *procTotals, miss *missing) {
+	files := s.files.lookup(pid)
+	b, err := s.readProc(procFD, files, fileStat)
+	if err != nil {
+		s.files.dropAll(files)
+		if vanished(err) {
+			miss.add("gone", pid)
+		} else {
+			t.procs++
+			miss.add("stat", pid)
+		}
+		return
+	}
+	st, err := ParseProcStat(b)
+	t.procs++
+	if err != nil {
+		miss.add("stat", pid)
+		return
+	}
+	t.statRead++
+	if st.State == 'D' {
+		t.procsD++
+	}
+	t.ticks += st.Ticks()
+	if st.State == 'Z' {
+		s.files.drop(files, fileIO)
+		return // a zombie's counters reach its parent's when it is reaped
+	}
+	t.ioTried++
+	b, err = s.readProc(procFD, files, fileIO)
+	if err != nil {
+		if vanished(err) {
+			miss.add("gone", pid)
+		} else {
+			miss.add("io", pid)
+		}
+		return
+	}
+	pio, err := ParseProcIO(b)
+	if err != nil {
+		miss.add("io", pid)
+		return
+	}
+	t.ioRead++
+	t.io.RChar += pio.RChar
+	t.io.WChar += pio.WChar
+	t.io.ReadBytes += pio.ReadBytes
+	t.io.WriteBytes += pio.WriteBytes
+}
+
+// cpuUsec is the job's CPU time, microseconds: the cgroups' where they
+// have it, else the processes' (when their stat could be read, or when
+// there are none and pidsOK says the process list was read). ok is false
+// when neither is known.
+func (s *Sampler) cpuUsec(procs procTotals, pidsOK bool) (usec uint64, ok bool) {
+	if usec, ok := s.cgroupCPU(); ok {
+		return usec, true
+	}
+	if procs.statRead > 0 || (procs.procs == 0 && pidsOK) {
+		ticks := s.ClockTicks
+		if ticks <= 0 {
+			ticks = DefaultClockTicks
+		}
+		return procs.ticks * 1e6 / uint64(ticks), true
+	}
+	return 0, false
+}
+
+// accelerators reads s.Accel (at now, for a TimedAccelerators); nil
+// without a source. A failed read is named "accel" in miss.
+func (s *Sampler) accelerators(now time.Time, miss *missing) []trace.Accel {
+	if s.Accel == nil {
+		return nil
+	}
+	var acc []trace.Accel
+	var err error
+	if ta, ok := s.Accel.(TimedAccelerators); ok {
+		acc, err = ta.SampleAt(now)
+	} else {
+		acc, err = s.Accel.Sample()
+	}
+	if err != nil {
+		miss.whole("accel")
+	}
+	return acc
 }
 
 func (s *Sampler) excluded(pid int) bool {
