@@ -11,9 +11,14 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 var known = []string{"disk", "ecc", "fault-inject", "gemm", "gpu-count", "xid"}
+
+// reg is the registry the tests pass: fault-inject is the test-only check,
+// as benchmarks registers it.
+var reg = Registry{Names: known, TestOnly: []string{"fault-inject"}}
 
 func parse(t *testing.T, doc string) *config.File {
 	t.Helper()
@@ -28,41 +33,6 @@ func env(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestParseHangTime(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		bad  bool
-	}{
-		{in: "30", want: 30 * time.Minute},
-		{in: "1.5", want: 90 * time.Second},
-		{in: "90s", want: 90 * time.Second},
-		{in: "1h30m", want: 90 * time.Minute},
-		{in: " 2m ", want: 2 * time.Minute},
-		{in: "0", bad: true},
-		{in: "-5m", bad: true},
-		{in: "1e3", want: 1000 * time.Minute}, // as vigil-watch reads it
-		{in: "NaN", bad: true},
-		{in: "Inf", bad: true},
-		{in: "abc", bad: true},
-		{in: "", bad: true},
-		{in: "off", bad: true}, // "off" is Request.Set's business
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			d, err := ParseHangTime(tc.in)
-			if tc.bad {
-				if err == nil {
-					t.Fatalf("ParseHangTime(%q) = %v, want an error", tc.in, d)
-				}
-				return
-			}
-			if err != nil || d != tc.want {
-				t.Fatalf("ParseHangTime(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
-			}
-		})
-	}
-}
-
 func TestRequestSet(t *testing.T) {
 	for _, tc := range []struct {
 		name, opt, val string
@@ -75,8 +45,8 @@ func TestRequestSet(t *testing.T) {
 		{name: "empty name", opt: OptChecks, val: "disk,", err: "empty check name"},
 		{name: "timing", opt: OptTiming, val: "after-requeue", want: Request{Timing: "after-requeue"}},
 		{name: "bad timing", opt: OptTiming, val: "later", err: `want "before" or "after-requeue"`},
-		{name: "hang time", opt: OptHangTime, val: "2m", want: Request{HangTime: 2 * time.Minute}},
-		{name: "hang off", opt: OptHangTime, val: "off", want: Request{HangOff: true}},
+		{name: "hang time", opt: OptHangTime, val: "2m", want: Request{Window: 2 * time.Minute}},
+		{name: "hang off", opt: OptHangTime, val: "off", want: Request{WatchOff: true}},
 		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
 		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
 		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
@@ -118,7 +88,7 @@ allow_watch_opt_out = false
 auto_watch = true
 `), known)
 		want := Policy{Checks: []string{"disk", "xid"}, AllowSkip: true, Timings: []string{"before"}, MaxBudget: 2 * time.Minute,
-			HangActions: []string{"notify"}, MinHangTime: 5 * time.Minute, MaxHangTime: 2 * time.Hour, AutoWatch: true}
+			HangActions: []string{"notify"}, MinWindow: 5 * time.Minute, MaxWindow: 2 * time.Hour, AutoWatch: true}
 		if err != nil || !reflect.DeepEqual(p, want) {
 			t.Fatalf("Load = %+v, %v; want %+v", p, err, want)
 		}
@@ -146,7 +116,7 @@ func TestCheck(t *testing.T) {
 	strict.Checks = []string{"disk", "xid"}
 	strict.Timings = []string{"before"}
 	strict.HangActions = []string{"notify", "cancel"}
-	strict.MinHangTime, strict.MaxHangTime = 5*time.Minute, time.Hour
+	strict.MinWindow, strict.MaxWindow = 5*time.Minute, time.Hour
 	strict.AllowWatchOptOut = false
 	for _, tc := range []struct {
 		name string
@@ -155,7 +125,7 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		{name: "nothing asked", p: strict},
-		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", HangTime: 10 * time.Minute, HangAction: "cancel"}},
+		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", Window: 10 * time.Minute, HangAction: "cancel"}},
 		{name: "unknown check", p: Default(), r: Request{Checks: []string{"disk", "nosuch"}},
 			want: []string{`unknown check "nosuch" (checks users may choose: disk, ecc, gemm, gpu-count, xid)`}},
 		{name: "check not allowed", p: strict, r: Request{Checks: []string{"gemm"}},
@@ -166,18 +136,18 @@ func TestCheck(t *testing.T) {
 			want: []string{"skipping the checks is not allowed on this cluster ([policy] allow_skip = false)"}},
 		{name: "timing", p: strict, r: Request{Timing: "after-requeue"},
 			want: []string{"timing after-requeue is not allowed on this cluster (allowed: before)"}},
-		{name: "hang time too long", p: strict, r: Request{HangTime: 2 * time.Hour},
+		{name: "hang time too long", p: strict, r: Request{Window: 2 * time.Hour},
 			want: []string{"hang time 2h0m0s is longer than the longest allowed, 1h0m0s ([policy] max_hang_time)"}},
-		{name: "hang time too short", p: strict, r: Request{HangTime: time.Minute},
+		{name: "hang time too short", p: strict, r: Request{Window: time.Minute},
 			want: []string{"hang time 1m0s is shorter than the shortest allowed, 5m0s ([policy] min_hang_time)"}},
-		{name: "opt out", p: strict, r: Request{HangOff: true},
+		{name: "opt out", p: strict, r: Request{WatchOff: true},
 			want: []string{"opting out of hang detection is not allowed on this cluster ([policy] allow_watch_opt_out = false)"}},
 		{name: "action", p: strict, r: Request{HangAction: "requeue"},
 			want: []string{"hang action requeue is not allowed on this cluster (allowed: notify, cancel)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range tc.p.Check(tc.r, known) {
+			for _, e := range tc.p.Check(tc.r, reg) {
 				if !errors.Is(e, ErrRefused) {
 					t.Errorf("%v does not wrap ErrRefused", e)
 				}
@@ -217,11 +187,11 @@ func TestApplyProlog(t *testing.T) {
 			want: Prolog{Skip: true, Budget: 30 * time.Minute}},
 		{name: "timing", p: Default(), r: Request{Timing: "after-requeue"},
 			want: Prolog{Timing: "after-requeue", Budget: 30 * time.Minute}},
-		{name: "hang options do not touch the prolog", p: capped, r: Request{HangTime: time.Hour, HangAction: "cancel"},
+		{name: "hang options do not touch the prolog", p: capped, r: Request{Window: time.Hour, HangAction: "cancel"},
 			want: Prolog{Budget: 30 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.p.ApplyProlog(tc.r, known, 30*time.Minute)
+			got := tc.p.ApplyProlog(tc.r, reg, 30*time.Minute)
 			if len(got.Warnings) != tc.warns {
 				t.Errorf("warnings = %q, want %d", got.Warnings, tc.warns)
 			}
@@ -232,7 +202,7 @@ func TestApplyProlog(t *testing.T) {
 		})
 	}
 	t.Run("budget never grows", func(t *testing.T) {
-		got := capped.ApplyProlog(Request{Checks: []string{"disk"}}, known, time.Minute)
+		got := capped.ApplyProlog(Request{Checks: []string{"disk"}}, reg, time.Minute)
 		if got.Budget != time.Minute {
 			t.Fatalf("Budget = %v, want the configured 1m", got.Budget)
 		}
@@ -241,7 +211,7 @@ func TestApplyProlog(t *testing.T) {
 
 func TestApplyWatch(t *testing.T) {
 	p := Default()
-	p.MinHangTime, p.MaxHangTime = 5*time.Minute, time.Hour
+	p.MinWindow, p.MaxWindow = 5*time.Minute, time.Hour
 	p.HangActions = []string{"notify", "cancel"}
 	strict := p
 	strict.AllowWatchOptOut = false
@@ -253,14 +223,14 @@ func TestApplyWatch(t *testing.T) {
 		warns int
 	}{
 		{name: "site defaults", p: p, want: Watch{Window: 30 * time.Minute, Action: "none"}},
-		{name: "window", p: p, r: Request{HangTime: 10 * time.Minute}, want: Watch{Window: 10 * time.Minute, Action: "none"}},
-		{name: "window clamped down", p: p, r: Request{HangTime: 48 * time.Hour}, want: Watch{Window: time.Hour, Action: "none"}, warns: 1},
-		{name: "window clamped up", p: p, r: Request{HangTime: time.Minute}, want: Watch{Window: 5 * time.Minute, Action: "none"}, warns: 1},
+		{name: "window", p: p, r: Request{Window: 10 * time.Minute}, want: Watch{Window: 10 * time.Minute, Action: "none"}},
+		{name: "window clamped down", p: p, r: Request{Window: 48 * time.Hour}, want: Watch{Window: time.Hour, Action: "none"}, warns: 1},
+		{name: "window clamped up", p: p, r: Request{Window: time.Minute}, want: Watch{Window: 5 * time.Minute, Action: "none"}, warns: 1},
 		{name: "cancel", p: p, r: Request{HangAction: "cancel"}, want: Watch{Window: 30 * time.Minute, Action: "cancel"}},
 		{name: "notify", p: p, r: Request{HangAction: "notify"}, want: Watch{Window: 30 * time.Minute, Action: "none"}},
 		{name: "requeue not allowed", p: p, r: Request{HangAction: "requeue"}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
-		{name: "opt out", p: p, r: Request{HangOff: true}, want: Watch{Off: true, Window: 30 * time.Minute, Action: "none"}},
-		{name: "opt out refused", p: strict, r: Request{HangOff: true}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
+		{name: "opt out", p: p, r: Request{WatchOff: true}, want: Watch{Off: true, Window: 30 * time.Minute, Action: "none"}},
+		{name: "opt out refused", p: strict, r: Request{WatchOff: true}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.p.ApplyWatch(tc.r, 30*time.Minute, "none")
@@ -277,16 +247,16 @@ func TestApplyWatch(t *testing.T) {
 
 func TestForProlog(t *testing.T) {
 	f := parse(t, "[policy]\nchecks = [\"disk\"]\nmax_budget = \"1m\"\n")
-	got := ForProlog(f, env(map[string]string{EnvSpankChecks: "disk,gemm", EnvSpankHangTime: "bogus"}), known, time.Hour)
+	got := ForProlog(f, env(map[string]string{EnvSpankChecks: "disk,gemm", EnvSpankHangTime: "bogus"}), reg, time.Hour)
 	if !reflect.DeepEqual(got.Checks, []string{"disk"}) || got.Budget != time.Minute || len(got.Warnings) != 3 {
 		t.Fatalf("ForProlog = %+v", got)
 	}
 	bad := parse(t, "[policy]\nchecks = \"disk\"\n")
-	got = ForProlog(bad, env(map[string]string{EnvSpankChecks: "disk"}), known, time.Hour)
+	got = ForProlog(bad, env(map[string]string{EnvSpankChecks: "disk"}), reg, time.Hour)
 	if got.Checks != nil || got.Budget != time.Hour || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "[policy] is invalid") {
 		t.Fatalf("ForProlog with a bad policy = %+v", got)
 	}
-	got = ForProlog(bad, env(nil), known, time.Hour)
+	got = ForProlog(bad, env(nil), reg, time.Hour)
 	if got.Checks != nil || len(got.Warnings) != 0 {
 		t.Fatalf("ForProlog without a request = %+v (a bad [policy] only matters when a job asks)", got)
 	}
@@ -303,11 +273,11 @@ func TestForWatcher(t *testing.T) {
 		err    bool
 	}{
 		{name: "hand-started, no options", env: map[string]string{}, window: 30 * time.Minute, action: "none"},
-		{name: "plugin, auto, 2m", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "2m", EnvHangAction: "cancel"}, window: 2 * time.Minute, action: "cancel"},
-		{name: "minutes", env: map[string]string{EnvHangTime: "45"}, window: 45 * time.Minute, action: "none"},
-		{name: "clamped", env: map[string]string{EnvHangTime: "3h"}, window: time.Hour, action: "none"},
+		{name: "plugin, auto, 2m", env: map[string]string{EnvSpankWatch: "auto", watchcfg.EnvWindow: "2m", EnvHangAction: "cancel"}, window: 2 * time.Minute, action: "cancel"},
+		{name: "minutes", env: map[string]string{watchcfg.EnvWindow: "45"}, window: 45 * time.Minute, action: "none"},
+		{name: "clamped", env: map[string]string{watchcfg.EnvWindow: "3h"}, window: time.Hour, action: "none"},
 		{name: "config and auto_watch off", env: map[string]string{EnvSpankWatch: "config"}, skip: "auto_watch = false"},
-		{name: "opted out", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "off"}, skip: "opted out"},
+		{name: "opted out", env: map[string]string{EnvSpankWatch: "auto", watchcfg.EnvWindow: "off"}, skip: "opted out"},
 		{name: "bad action", env: map[string]string{EnvHangAction: "drain"}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,22 +297,19 @@ func TestForWatcher(t *testing.T) {
 			if tc.skip != "" {
 				return
 			}
-			if _, ok := w.Lookup(env(tc.env))(EnvHangTime); ok {
-				t.Error("Lookup still shows " + EnvHangTime)
-			}
 			got := w.Apply(30*time.Minute, "none")
 			if got.Window != tc.window || got.Action != tc.action {
 				t.Fatalf("Apply = %+v, want window %v action %s", got, tc.window, tc.action)
 			}
 		})
 	}
-	t.Run("a bad window is left to vigil-watch", func(t *testing.T) {
-		w, err := ForWatcher(f, env(map[string]string{EnvHangTime: "-5"}))
-		if err != nil {
-			t.Fatal(err)
+	t.Run("a bad window is an error that names the variable", func(t *testing.T) {
+		w, err := ForWatcher(f, env(map[string]string{watchcfg.EnvWindow: "-5", EnvSpankWatch: "config"}))
+		if err == nil || !strings.Contains(err.Error(), `VIGIL_HANG_DETECT_TIME: bad detection time: "-5": must be positive`) {
+			t.Fatalf("ForWatcher = %v, want the variable's error", err)
 		}
-		if v, ok := w.Lookup(env(map[string]string{EnvHangTime: "-5"}))(EnvHangTime); !ok || v != "-5" {
-			t.Fatalf("Lookup hides a window it could not read: %q, %v", v, ok)
+		if w == nil || w.Skip() == "" {
+			t.Fatalf("ForWatcher = %+v: a watcher that would not watch anyway should still say so", w)
 		}
 	})
 	t.Run("auto_watch on", func(t *testing.T) {
@@ -387,7 +354,7 @@ func TestCheckCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := CheckCommand(tc.args, &out, &errb, known)
+			code := CheckCommand(tc.args, &out, &errb, reg)
 			if code != tc.code || !strings.Contains(out.String(), tc.out) {
 				t.Fatalf("CheckCommand(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
 			}
