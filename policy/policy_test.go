@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -382,5 +383,83 @@ func TestActionNamesAreShared(t *testing.T) {
 	}
 	if w := p.ApplyWatch(Request{HangAction: ActionNotify}, time.Hour, "cancel"); w.Action != "none" || len(w.Warnings) != 0 {
 		t.Fatalf("ApplyWatch: %+v", w)
+	}
+}
+
+// TestOptionSyntax: the values sbatch, salloc and srun accept and refuse
+// before any policy is consulted. The SPANK plugin leaves every value's
+// parsing to vigil-prolog policy-check, which runs Request.Set (its own
+// driver checks only that a value is given): these cases moved here from
+// the plugin's C syntax test, with the one parser's answers.
+func TestOptionSyntax(t *testing.T) {
+	for _, tc := range []struct {
+		opt, val string
+		window   time.Duration // for accepted windows
+		err      string        // "" when accepted
+	}{
+		{opt: OptChecks, val: "disk"},
+		{opt: OptChecks, val: "disk,gpu-count,row-remap"},
+		{opt: OptChecks, val: "none"},
+		{opt: OptChecks, val: "none,disk", err: `"none" cannot be combined with check names`},
+		{opt: OptChecks, val: "disk,,xid", err: "empty check name"},
+		{opt: OptChecks, val: "Disk"}, // syntax is fine; no check has that name (policy: unknown check)
+		{opt: OptTiming, val: "before"},
+		{opt: OptTiming, val: "after-requeue"},
+		{opt: OptTiming, val: "later", err: `want "before" or "after-requeue"`},
+		{opt: OptHangTime, val: "2m", window: 2 * time.Minute},
+		{opt: OptHangTime, val: "30", window: 30 * time.Minute},
+		{opt: OptHangTime, val: "1.5", window: 90 * time.Second},
+		{opt: OptHangTime, val: "1h30m", window: 90 * time.Minute},
+		{opt: OptHangTime, val: "250ms", window: 250 * time.Millisecond}, // below every min_hang_time: the policy refuses it
+		{opt: OptHangTime, val: "off"},
+		{opt: OptHangTime, val: "0", err: "must be positive"},
+		{opt: OptHangTime, val: "-5m", err: "must be positive"},
+		{opt: OptHangTime, val: "2x", err: `want minutes ("30"), a duration ("90s", "2h") or "off"`},
+		{opt: OptHangTime, val: "9000h", window: 9000 * time.Hour}, // beyond every sane max_hang_time: the policy refuses it
+		{opt: OptHangAction, val: "notify"},
+		{opt: OptHangAction, val: "cancel"},
+		{opt: OptHangAction, val: "requeue"},
+		{opt: OptHangAction, val: "none"},
+		{opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
+	} {
+		t.Run(tc.opt+"="+tc.val, func(t *testing.T) {
+			var r Request
+			err := r.Set(tc.opt, tc.val)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("--vigil-%s=%s: %v, want an error with %q", tc.opt, tc.val, err, tc.err)
+				}
+				return
+			}
+			if err != nil || r.Window != tc.window {
+				t.Fatalf("--vigil-%s=%s: window %v, %v; want %v", tc.opt, tc.val, r.Window, err, tc.window)
+			}
+		})
+	}
+	// The shipped policy refuses the windows the plugin's own parser used
+	// to: "9000h" ("longer than a year" then) and sub-minute ones.
+	for _, v := range []string{"9000h", "250ms"} {
+		var out bytes.Buffer
+		if code := CheckCommand([]string{"--config", filepath.Join(t.TempDir(), "none.toml"), "--hang-time=" + v}, &out, io.Discard, reg); code != ExitRefused {
+			t.Errorf("policy-check --hang-time=%s = %d (%s), want refused", v, code, out.String())
+		}
+	}
+}
+
+// TestCheckCommandSyntaxWithoutConfig: a malformed value is refused even
+// when the config cannot be read; a well-formed one then waits for the
+// nodes (ExitConfig).
+func TestCheckCommandSyntaxWithoutConfig(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[policy]\nmax_hang_time = 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := CheckCommand([]string{"--config", bad, "--hang-time=soon"}, &out, io.Discard, reg); code != ExitRefused || !strings.Contains(out.String(), "--vigil-hang-time=soon: want minutes") {
+		t.Fatalf("policy-check with a bad config and a bad value = %d, %q; want refused", code, out.String())
+	}
+	out.Reset()
+	if code := CheckCommand([]string{"--config", bad, "--hang-time=2m"}, &out, io.Discard, reg); code != ExitConfig {
+		t.Fatalf("policy-check with a bad config and a good value = %d, %q; want %d", code, out.String(), ExitConfig)
 	}
 }

@@ -11,11 +11,12 @@ import (
 )
 
 // The hang window is how long a job's I/O and usage must stay flat before
-// it counts as hung. It has one Go name, Window, and one parser,
-// ParseWindow, behind each of its spellings: [watch] window, vigil-watch
-// --window, the job's VIGIL_HANG_DETECT_TIME, the SPANK option
-// --vigil-hang-time (checked by vigil-prolog policy-check) and its bounds
-// [policy] min_hang_time and max_hang_time.
+// it counts as hung. It has one Go name, Window (MinWindow and MaxWindow
+// for its bounds, [policy] min_hang_time and max_hang_time), and one
+// parser, ParseWindow, behind vigil-watch --window, the job's
+// VIGIL_HANG_DETECT_TIME and the SPANK option --vigil-hang-time (checked by
+// vigil-prolog policy-check). [watch] window is a duration string, as
+// every duration of the file.
 
 // EnvWindow is the environment variable a job sets to choose its own hang
 // window: minutes as a bare number ("45", "1.5") or a Go duration ("90s",
