@@ -371,7 +371,7 @@ const watchHelpTail = `
 
 ENVIRONMENT
     VIGIL_HANG_DETECT_TIME
-        The job's own detection window: minutes as a bare number ("45") or a
+        The job's own hang window: minutes as a bare number ("45") or a
         Go duration ("90s", "2h"). --window overrides it. The [policy]
         section of the config bounds it (min_hang_time, max_hang_time).
     VIGIL_HANG_ACTION
