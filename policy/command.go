@@ -40,9 +40,11 @@ vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
 
 // CheckCommand runs `vigil-prolog policy-check`: it checks the values
 // given as flags against the policy of the config file, given the
-// registered check names (known), prints why a value is refused, and
-// returns the exit code.
-func CheckCommand(args []string, stdout, stderr io.Writer, known []string) int {
+// registered checks (reg), prints why a value is refused, and returns the
+// exit code. It parses every value with the code the nodes run, so the
+// SPANK plugin leaves all parsing to it. A malformed value is refused
+// even where the config cannot be read: syntax needs no policy.
+func CheckCommand(args []string, stdout, stderr io.Writer, reg Registry) int {
 	fset := flag.NewFlagSet("vigil-prolog "+CommandName, flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
@@ -72,25 +74,33 @@ func CheckCommand(args []string, stdout, stderr io.Writer, known []string) int {
 			}
 		}
 	})
+	refused := func() int {
+		fmt.Fprintln(stdout, strings.Join(problems, "\n"))
+		return ExitRefused
+	}
 	f, err := config.Load(*path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f = nil
+	case err != nil && len(problems) > 0:
+		return refused()
 	case err != nil:
 		fmt.Fprintf(stdout, "%v\n", err)
 		return ExitConfig
 	}
-	p, err := Load(f, known)
-	if err != nil {
+	p, err := Load(f, reg.Names)
+	switch {
+	case err != nil && len(problems) > 0:
+		return refused()
+	case err != nil:
 		fmt.Fprintf(stdout, "%s is invalid: %v\n", *path, err)
 		return ExitConfig
 	}
-	for _, e := range p.Check(r, known) {
+	for _, e := range p.Check(r, reg) {
 		problems = append(problems, strings.TrimPrefix(e.Error(), ErrRefused.Error()+": "))
 	}
 	if len(problems) > 0 {
-		fmt.Fprintln(stdout, strings.Join(problems, "\n"))
-		return ExitRefused
+		return refused()
 	}
 	return ExitAllowed
 }

@@ -15,13 +15,10 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
@@ -79,9 +76,10 @@ type Policy struct {
 	MaxBudget time.Duration `toml:"max_budget"`
 	// HangActions are the --vigil-hang-action values users may choose.
 	HangActions []string `toml:"hang_actions"`
-	// MinHangTime and MaxHangTime bound --vigil-hang-time ("5m", "24h").
-	MinHangTime time.Duration `toml:"min_hang_time"`
-	MaxHangTime time.Duration `toml:"max_hang_time"`
+	// MinWindow and MaxWindow bound the job's hang window
+	// (--vigil-hang-time, VIGIL_HANG_DETECT_TIME): "5m", "24h".
+	MinWindow time.Duration `toml:"min_hang_time"`
+	MaxWindow time.Duration `toml:"max_hang_time"`
 	// AllowWatchOptOut lets users turn the automatic watcher off
 	// (--vigil-hang-time=off).
 	AllowWatchOptOut bool `toml:"allow_watch_opt_out"`
@@ -97,10 +95,28 @@ func Default() Policy {
 	return Policy{
 		Timings:          []string{TimingBefore, TimingAfterRequeue},
 		HangActions:      []string{ActionNotify, ActionCancel, ActionRequeue},
-		MinHangTime:      time.Minute,
-		MaxHangTime:      24 * time.Hour,
+		MinWindow:        time.Minute,
+		MaxWindow:        24 * time.Hour,
 		AllowWatchOptOut: true,
 	}
+}
+
+// Registry is what the policy knows of the registered checks. The caller
+// passes it in (vigil-prolog has the check registry; vigil-watch, which
+// needs none of it, does not link it).
+type Registry struct {
+	// Names are the registered checks (vigil-prolog --list-checks); empty
+	// means unknown: any name passes as known.
+	Names []string
+	// TestOnly are registered checks that exist for tests (the fault
+	// injection): users may choose them only where [policy] checks lists
+	// them.
+	TestOnly []string
+}
+
+// known reports whether c is a registered check.
+func (g Registry) known(c string) bool {
+	return len(g.Names) == 0 || slices.Contains(g.Names, c)
 }
 
 // ErrRefused is wrapped by Check's errors: the request is outside the policy.
@@ -152,11 +168,11 @@ func (p Policy) Validate(f *config.File, known []string) error {
 	if p.MaxBudget < 0 || (p.MaxBudget > 0 && p.MaxBudget < time.Second) {
 		errs = append(errs, f.Errorf(Section+".max_budget", "%v: want 0 (no cap) or at least 1s (write durations as strings: \"10m\")", p.MaxBudget))
 	}
-	if p.MinHangTime < time.Second {
-		errs = append(errs, f.Errorf(Section+".min_hang_time", "%v: want at least 1s (write durations as strings: \"5m\")", p.MinHangTime))
+	if p.MinWindow < time.Second {
+		errs = append(errs, f.Errorf(Section+".min_hang_time", "%v: want at least 1s (write durations as strings: \"5m\")", p.MinWindow))
 	}
-	if p.MaxHangTime < p.MinHangTime {
-		errs = append(errs, f.Errorf(Section+".max_hang_time", "%v: shorter than min_hang_time %v", p.MaxHangTime, p.MinHangTime))
+	if p.MaxWindow < p.MinWindow {
+		errs = append(errs, f.Errorf(Section+".max_hang_time", "%v: shorter than min_hang_time %v", p.MaxWindow, p.MinWindow))
 	}
 	return errors.Join(errs...)
 }
@@ -169,17 +185,17 @@ type Request struct {
 	SkipChecks bool
 	// Timing is "before" or "after-requeue"; "" when not chosen.
 	Timing string
-	// HangTime is the chosen watcher window; 0 when not chosen.
-	HangTime time.Duration
-	// HangOff is --vigil-hang-time=off.
-	HangOff bool
+	// Window is the chosen hang window; 0 when not chosen.
+	Window time.Duration
+	// WatchOff is --vigil-hang-time=off: the job opts out of watching.
+	WatchOff bool
 	// HangAction is "notify", "cancel" or "requeue"; "" when not chosen.
 	HangAction string
 }
 
 // Empty reports whether the job asked for nothing.
 func (r Request) Empty() bool {
-	return r.Checks == nil && !r.SkipChecks && r.Timing == "" && r.HangTime == 0 && !r.HangOff && r.HangAction == ""
+	return r.Checks == nil && !r.SkipChecks && r.Timing == "" && r.Window == 0 && !r.WatchOff && r.HangAction == ""
 }
 
 // Option names, as on the sbatch command line without "--vigil-".
@@ -226,14 +242,17 @@ func (r *Request) Set(option, value string) error {
 		r.Timing = v
 	case OptHangTime:
 		if v == HangOff {
-			r.HangOff, r.HangTime = true, 0
+			r.WatchOff, r.Window = true, 0
 			return nil
 		}
-		d, err := ParseHangTime(v)
-		if err != nil {
-			return bad("%v", err)
+		d, err := watchcfg.ParseWindow(v)
+		switch {
+		case errors.Is(err, watchcfg.ErrWindowNotPositive):
+			return bad("must be positive")
+		case err != nil:
+			return bad("want minutes (\"30\"), a duration (\"90s\", \"2h\") or %q", HangOff)
 		}
-		r.HangTime, r.HangOff = d, false
+		r.Window, r.WatchOff = d, false
 	case OptHangAction:
 		a, err := normAction(v)
 		if err != nil {
@@ -249,15 +268,12 @@ func (r *Request) Set(option, value string) error {
 // Environment variables. The plugin sets the Spank ones with
 // spank_job_control_setenv; Slurm adds the SPANK_ prefix, so vigil-prolog
 // and vigil-epilog see SPANK_VIGIL_CHECKS and so on. The job's steps, and
-// the watcher the plugin starts, get EnvHangTime and EnvHangAction.
+// the watcher the plugin starts, get watchcfg.EnvWindow and EnvHangAction.
 const (
 	EnvSpankChecks     = "SPANK_VIGIL_CHECKS"
 	EnvSpankTiming     = "SPANK_VIGIL_TIMING"
 	EnvSpankHangTime   = "SPANK_VIGIL_HANG_TIME"
 	EnvSpankHangAction = "SPANK_VIGIL_HANG_ACTION"
-	// EnvHangTime is vigil-watch's own window variable (minutes or a
-	// duration); the plugin also passes "off" to a watcher it started.
-	EnvHangTime = "VIGIL_HANG_DETECT_TIME"
 	// EnvHangAction is the job's --vigil-hang-action.
 	EnvHangAction = "VIGIL_HANG_ACTION"
 	// EnvSpankWatch is set on a watcher the plugin started: "auto"
@@ -295,33 +311,9 @@ func fromEnv(lookup func(string) (string, bool), vars map[string]string) (Reques
 	return r, errs
 }
 
-// ParseHangTime reads a window as vigil-watch does: minutes as a bare
-// number ("30", "1.5") or a Go duration ("90s", "2h"). It must be positive.
-// It accepts everything vigil-watch accepts, so no window escapes the
-// policy's bounds by its spelling.
-func ParseHangTime(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	var d time.Duration
-	if m, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(m) || math.IsInf(m, 0) || m > float64(math.MaxInt64)/float64(time.Minute) {
-			return 0, errors.New("want minutes (\"30\") or a duration (\"90s\", \"2h\")")
-		}
-		d = time.Duration(m * float64(time.Minute))
-	} else {
-		d, err = time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("want minutes (\"30\"), a duration (\"90s\", \"2h\") or %q", HangOff)
-		}
-	}
-	if d <= 0 {
-		return 0, errors.New("must be positive")
-	}
-	return d, nil
-}
-
 // Check returns one error (wrapping ErrRefused) for each value of r that
 // the policy does not allow: what the plugin refuses at submit time.
-func (p Policy) Check(r Request, known []string) []error {
+func (p Policy) Check(r Request, reg Registry) []error {
 	var errs []error
 	refuse := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...)))
@@ -331,23 +323,23 @@ func (p Policy) Check(r Request, known []string) []error {
 	}
 	for _, c := range r.Checks {
 		switch {
-		case len(known) > 0 && !slices.Contains(known, c):
-			refuse("unknown check %q (checks users may choose: %s)", c, strings.Join(p.allowed(known), ", "))
-		case !p.mayChoose(c):
-			refuse("check %q is not one users may choose on this cluster (allowed: %s)", c, strings.Join(p.allowed(known), ", "))
+		case !reg.known(c):
+			refuse("unknown check %q (checks users may choose: %s)", c, strings.Join(p.allowed(reg), ", "))
+		case !p.mayChoose(c, reg):
+			refuse("check %q is not one users may choose on this cluster (allowed: %s)", c, strings.Join(p.allowed(reg), ", "))
 		}
 	}
 	if r.Timing != "" && !slices.Contains(p.Timings, r.Timing) {
 		refuse("timing %s is not allowed on this cluster (allowed: %s)", r.Timing, list(p.Timings))
 	}
-	if r.HangOff && !p.AllowWatchOptOut {
+	if r.WatchOff && !p.AllowWatchOptOut {
 		refuse("opting out of hang detection is not allowed on this cluster ([policy] allow_watch_opt_out = false)")
 	}
-	if r.HangTime > 0 && r.HangTime < p.MinHangTime {
-		refuse("hang time %v is shorter than the shortest allowed, %v ([policy] min_hang_time)", r.HangTime, p.MinHangTime)
+	if r.Window > 0 && r.Window < p.MinWindow {
+		refuse("hang time %v is shorter than the shortest allowed, %v ([policy] min_hang_time)", r.Window, p.MinWindow)
 	}
-	if r.HangTime > p.MaxHangTime {
-		refuse("hang time %v is longer than the longest allowed, %v ([policy] max_hang_time)", r.HangTime, p.MaxHangTime)
+	if r.Window > p.MaxWindow {
+		refuse("hang time %v is longer than the longest allowed, %v ([policy] max_hang_time)", r.Window, p.MaxWindow)
 	}
 	if r.HangAction != "" && !slices.Contains(p.HangActions, r.HangAction) {
 		refuse("hang action %s is not allowed on this cluster (allowed: %s)", r.HangAction, list(p.HangActions))
@@ -356,13 +348,13 @@ func (p Policy) Check(r Request, known []string) []error {
 }
 
 // allowed lists the checks users may choose.
-func (p Policy) allowed(known []string) []string {
+func (p Policy) allowed(reg Registry) []string {
 	if len(p.Checks) > 0 {
 		return p.Checks
 	}
 	var out []string
-	for _, c := range known {
-		if p.mayChoose(c) {
+	for _, c := range reg.Names {
+		if p.mayChoose(c, reg) {
 			out = append(out, c)
 		}
 	}
@@ -370,12 +362,12 @@ func (p Policy) allowed(known []string) []string {
 }
 
 // mayChoose reports whether users may name check c: one of [policy] checks
-// when that is set, else any check but the test-only fault injection.
-func (p Policy) mayChoose(c string) bool {
+// when that is set, else any check but the registry's test-only ones.
+func (p Policy) mayChoose(c string, reg Registry) bool {
 	if len(p.Checks) > 0 {
 		return slices.Contains(p.Checks, c)
 	}
-	return c != benchmarks.FaultCheckName
+	return !slices.Contains(reg.TestOnly, c)
 }
 
 func list(s []string) string {
@@ -412,9 +404,9 @@ type Dropped struct {
 }
 
 // ApplyProlog returns the prolog's effective settings for request r, given
-// the registered checks (known) and the configured budget. Values outside
+// the registered checks and the configured budget. Values outside
 // the policy are ignored with a warning; the budget never grows.
-func (p Policy) ApplyProlog(r Request, known []string, budget time.Duration) Prolog {
+func (p Policy) ApplyProlog(r Request, reg Registry, budget time.Duration) Prolog {
 	out := Prolog{Budget: budget}
 	warn := func(format string, a ...any) { out.Warnings = append(out.Warnings, fmt.Sprintf(format, a...)) }
 	if r.SkipChecks {
@@ -427,12 +419,12 @@ func (p Policy) ApplyProlog(r Request, known []string, budget time.Duration) Pro
 	if r.Checks != nil && !out.Skip {
 		var ok, dropped []string
 		for _, c := range r.Checks {
-			if (len(known) == 0 || slices.Contains(known, c)) && p.mayChoose(c) {
+			if reg.known(c) && p.mayChoose(c, reg) {
 				ok = append(ok, c)
 			} else {
 				dropped = append(dropped, c)
 				why := "not one users may choose ([policy] checks)"
-				if len(known) > 0 && !slices.Contains(known, c) {
+				if !reg.known(c) {
 					why = "unknown check"
 				}
 				out.Dropped = append(out.Dropped, Dropped{Check: c, Reason: why})
@@ -465,7 +457,7 @@ func (p Policy) ApplyProlog(r Request, known []string, budget time.Duration) Pro
 type Watch struct {
 	// Off is set when the job opted out of watching and the policy allows it.
 	Off bool
-	// Window is the detection window.
+	// Window is the hang window.
 	Window time.Duration
 	// Action is vigil-watch's action: "none" (notify only), "cancel" or "requeue".
 	Action string
@@ -488,22 +480,22 @@ func WatchAction(a string) string {
 func (p Policy) ApplyWatch(r Request, window time.Duration, action string) Watch {
 	out := Watch{Window: window, Action: action}
 	warn := func(format string, a ...any) { out.Warnings = append(out.Warnings, fmt.Sprintf(format, a...)) }
-	if r.HangOff {
+	if r.WatchOff {
 		if p.AllowWatchOptOut {
 			out.Off = true
 		} else {
 			warn("the job asked not to be watched (--vigil-hang-time=off); not allowed ([policy] allow_watch_opt_out = false): watching with the site's window %v", window)
 		}
 	}
-	if r.HangTime > 0 {
-		w := r.HangTime
+	if r.Window > 0 {
+		w := r.Window
 		switch {
-		case w < p.MinHangTime:
-			warn("hang time %v raised to the shortest allowed, %v ([policy] min_hang_time)", w, p.MinHangTime)
-			w = p.MinHangTime
-		case w > p.MaxHangTime:
-			warn("hang time %v lowered to the longest allowed, %v ([policy] max_hang_time)", w, p.MaxHangTime)
-			w = p.MaxHangTime
+		case w < p.MinWindow:
+			warn("hang time %v raised to the shortest allowed, %v ([policy] min_hang_time)", w, p.MinWindow)
+			w = p.MinWindow
+		case w > p.MaxWindow:
+			warn("hang time %v lowered to the longest allowed, %v ([policy] max_hang_time)", w, p.MaxWindow)
+			w = p.MaxWindow
 		}
 		out.Window = w
 	}

@@ -11,28 +11,32 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
-// FuzzParseHangTime checks --vigil-hang-time's parser: what it accepts is
-// positive, and the window printed as a duration reads back the same.
-func FuzzParseHangTime(f *testing.F) {
+// FuzzWindowSpellings: --vigil-hang-time (Request.Set, which
+// vigil-prolog policy-check and the prolog run) and VIGIL_HANG_DETECT_TIME
+// (ForWatcher, which vigil-watch runs) read every value as the one parser,
+// watchcfg.ParseWindow, does: accepted or not, the same window. So no
+// window escapes the policy's bounds by its spelling.
+func FuzzWindowSpellings(f *testing.F) {
 	for _, s := range []string{"30", "1.5", "90s", "1h30m", " 2m ", "0", "-5m", "1e3", "NaN", "Inf", "off", "",
 		"153722867.28", "2562047h47m16.854775807s", "0.0000000001", "1µs", ".5m"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseHangTime(s)
-		if err != nil {
-			if d != 0 {
-				t.Fatalf("ParseHangTime(%q) = %v with error %v", s, d, err)
-			}
-			return
+		if strings.TrimSpace(s) == HangOff || strings.TrimSpace(s) == "" {
+			return // "off" and "not set" are the callers' own, not windows
 		}
-		if d <= 0 {
-			t.Fatalf("ParseHangTime(%q) = %v, accepted a window that is not positive", s, d)
+		d, err := watchcfg.ParseWindow(s)
+		var r Request
+		serr := r.Set(OptHangTime, s)
+		if (err == nil) != (serr == nil) || r.Window != d {
+			t.Fatalf("%q: ParseWindow reads %v, %v; --vigil-hang-time reads %v, %v", s, d, err, r.Window, serr)
 		}
-		if again, err := ParseHangTime(d.String()); err != nil || again != d {
-			t.Fatalf("ParseHangTime(%q) = %v, which reads back as %v, %v", s, d, again, err)
+		w, werr := ForWatcher(nil, func(k string) (string, bool) { return s, k == watchcfg.EnvWindow })
+		if (err == nil) != (werr == nil) || w.Request.Window != d {
+			t.Fatalf("%q: ParseWindow reads %v, %v; %s reads %v, %v", s, d, err, watchcfg.EnvWindow, w.Request.Window, werr)
 		}
 	})
 }
@@ -79,18 +83,18 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("%q: timing %q", value, r.Timing)
 		case r.HangAction != "" && !slices.Contains([]string{ActionNotify, ActionCancel, ActionRequeue}, r.HangAction):
 			t.Fatalf("%q: action %q", value, r.HangAction)
-		case r.HangTime < 0 || (r.HangOff && r.HangTime != 0):
-			t.Fatalf("%q: window %v off %v", value, r.HangTime, r.HangOff)
+		case r.Window < 0 || (r.WatchOff && r.Window != 0):
+			t.Fatalf("%q: window %v off %v", value, r.Window, r.WatchOff)
 		}
-		refused := p.Check(r, known)
+		refused := p.Check(r, reg)
 		w := p.ApplyWatch(r, 30*time.Minute, "none")
-		if !w.Off && (w.Window < p.MinHangTime || w.Window > p.MaxHangTime) {
-			t.Fatalf("%q: window %v escapes [%v, %v]", value, w.Window, p.MinHangTime, p.MaxHangTime)
+		if !w.Off && (w.Window < p.MinWindow || w.Window > p.MaxWindow) {
+			t.Fatalf("%q: window %v escapes [%v, %v]", value, w.Window, p.MinWindow, p.MaxWindow)
 		}
-		if clamped := r.HangTime > 0 && w.Window != r.HangTime; clamped != (len(refused) > 0 && option == OptHangTime) {
-			t.Fatalf("%q: window %v became %v, refusals %v", value, r.HangTime, w.Window, refused)
+		if clamped := r.Window > 0 && w.Window != r.Window; clamped != (len(refused) > 0 && option == OptHangTime) {
+			t.Fatalf("%q: window %v became %v, refusals %v", value, r.Window, w.Window, refused)
 		}
-		if out := p.ApplyProlog(r, known, 10*time.Minute); out.Budget > 10*time.Minute {
+		if out := p.ApplyProlog(r, reg, 10*time.Minute); out.Budget > 10*time.Minute {
 			t.Fatalf("%q: the budget grew to %v", value, out.Budget)
 		}
 	})
@@ -122,7 +126,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		if p.MinHangTime < time.Second || p.MaxHangTime < p.MinHangTime || p.MaxBudget < 0 {
+		if p.MinWindow < time.Second || p.MaxWindow < p.MinWindow || p.MaxBudget < 0 {
 			t.Fatalf("accepted %+v", p)
 		}
 		for _, c := range p.Checks {

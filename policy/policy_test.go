@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +12,14 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 var known = []string{"disk", "ecc", "fault-inject", "gemm", "gpu-count", "xid"}
+
+// reg is the registry the tests pass: fault-inject is the test-only check,
+// as benchmarks registers it.
+var reg = Registry{Names: known, TestOnly: []string{"fault-inject"}}
 
 func parse(t *testing.T, doc string) *config.File {
 	t.Helper()
@@ -28,41 +34,6 @@ func env(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestParseHangTime(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		bad  bool
-	}{
-		{in: "30", want: 30 * time.Minute},
-		{in: "1.5", want: 90 * time.Second},
-		{in: "90s", want: 90 * time.Second},
-		{in: "1h30m", want: 90 * time.Minute},
-		{in: " 2m ", want: 2 * time.Minute},
-		{in: "0", bad: true},
-		{in: "-5m", bad: true},
-		{in: "1e3", want: 1000 * time.Minute}, // as vigil-watch reads it
-		{in: "NaN", bad: true},
-		{in: "Inf", bad: true},
-		{in: "abc", bad: true},
-		{in: "", bad: true},
-		{in: "off", bad: true}, // "off" is Request.Set's business
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			d, err := ParseHangTime(tc.in)
-			if tc.bad {
-				if err == nil {
-					t.Fatalf("ParseHangTime(%q) = %v, want an error", tc.in, d)
-				}
-				return
-			}
-			if err != nil || d != tc.want {
-				t.Fatalf("ParseHangTime(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
-			}
-		})
-	}
-}
-
 func TestRequestSet(t *testing.T) {
 	for _, tc := range []struct {
 		name, opt, val string
@@ -75,8 +46,8 @@ func TestRequestSet(t *testing.T) {
 		{name: "empty name", opt: OptChecks, val: "disk,", err: "empty check name"},
 		{name: "timing", opt: OptTiming, val: "after-requeue", want: Request{Timing: "after-requeue"}},
 		{name: "bad timing", opt: OptTiming, val: "later", err: `want "before" or "after-requeue"`},
-		{name: "hang time", opt: OptHangTime, val: "2m", want: Request{HangTime: 2 * time.Minute}},
-		{name: "hang off", opt: OptHangTime, val: "off", want: Request{HangOff: true}},
+		{name: "hang time", opt: OptHangTime, val: "2m", want: Request{Window: 2 * time.Minute}},
+		{name: "hang off", opt: OptHangTime, val: "off", want: Request{WatchOff: true}},
 		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
 		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
 		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
@@ -118,7 +89,7 @@ allow_watch_opt_out = false
 auto_watch = true
 `), known)
 		want := Policy{Checks: []string{"disk", "xid"}, AllowSkip: true, Timings: []string{"before"}, MaxBudget: 2 * time.Minute,
-			HangActions: []string{"notify"}, MinHangTime: 5 * time.Minute, MaxHangTime: 2 * time.Hour, AutoWatch: true}
+			HangActions: []string{"notify"}, MinWindow: 5 * time.Minute, MaxWindow: 2 * time.Hour, AutoWatch: true}
 		if err != nil || !reflect.DeepEqual(p, want) {
 			t.Fatalf("Load = %+v, %v; want %+v", p, err, want)
 		}
@@ -146,7 +117,7 @@ func TestCheck(t *testing.T) {
 	strict.Checks = []string{"disk", "xid"}
 	strict.Timings = []string{"before"}
 	strict.HangActions = []string{"notify", "cancel"}
-	strict.MinHangTime, strict.MaxHangTime = 5*time.Minute, time.Hour
+	strict.MinWindow, strict.MaxWindow = 5*time.Minute, time.Hour
 	strict.AllowWatchOptOut = false
 	for _, tc := range []struct {
 		name string
@@ -155,7 +126,7 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		{name: "nothing asked", p: strict},
-		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", HangTime: 10 * time.Minute, HangAction: "cancel"}},
+		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", Window: 10 * time.Minute, HangAction: "cancel"}},
 		{name: "unknown check", p: Default(), r: Request{Checks: []string{"disk", "nosuch"}},
 			want: []string{`unknown check "nosuch" (checks users may choose: disk, ecc, gemm, gpu-count, xid)`}},
 		{name: "check not allowed", p: strict, r: Request{Checks: []string{"gemm"}},
@@ -166,18 +137,18 @@ func TestCheck(t *testing.T) {
 			want: []string{"skipping the checks is not allowed on this cluster ([policy] allow_skip = false)"}},
 		{name: "timing", p: strict, r: Request{Timing: "after-requeue"},
 			want: []string{"timing after-requeue is not allowed on this cluster (allowed: before)"}},
-		{name: "hang time too long", p: strict, r: Request{HangTime: 2 * time.Hour},
+		{name: "hang time too long", p: strict, r: Request{Window: 2 * time.Hour},
 			want: []string{"hang time 2h0m0s is longer than the longest allowed, 1h0m0s ([policy] max_hang_time)"}},
-		{name: "hang time too short", p: strict, r: Request{HangTime: time.Minute},
+		{name: "hang time too short", p: strict, r: Request{Window: time.Minute},
 			want: []string{"hang time 1m0s is shorter than the shortest allowed, 5m0s ([policy] min_hang_time)"}},
-		{name: "opt out", p: strict, r: Request{HangOff: true},
+		{name: "opt out", p: strict, r: Request{WatchOff: true},
 			want: []string{"opting out of hang detection is not allowed on this cluster ([policy] allow_watch_opt_out = false)"}},
 		{name: "action", p: strict, r: Request{HangAction: "requeue"},
 			want: []string{"hang action requeue is not allowed on this cluster (allowed: notify, cancel)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range tc.p.Check(tc.r, known) {
+			for _, e := range tc.p.Check(tc.r, reg) {
 				if !errors.Is(e, ErrRefused) {
 					t.Errorf("%v does not wrap ErrRefused", e)
 				}
@@ -217,11 +188,11 @@ func TestApplyProlog(t *testing.T) {
 			want: Prolog{Skip: true, Budget: 30 * time.Minute}},
 		{name: "timing", p: Default(), r: Request{Timing: "after-requeue"},
 			want: Prolog{Timing: "after-requeue", Budget: 30 * time.Minute}},
-		{name: "hang options do not touch the prolog", p: capped, r: Request{HangTime: time.Hour, HangAction: "cancel"},
+		{name: "hang options do not touch the prolog", p: capped, r: Request{Window: time.Hour, HangAction: "cancel"},
 			want: Prolog{Budget: 30 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.p.ApplyProlog(tc.r, known, 30*time.Minute)
+			got := tc.p.ApplyProlog(tc.r, reg, 30*time.Minute)
 			if len(got.Warnings) != tc.warns {
 				t.Errorf("warnings = %q, want %d", got.Warnings, tc.warns)
 			}
@@ -232,7 +203,7 @@ func TestApplyProlog(t *testing.T) {
 		})
 	}
 	t.Run("budget never grows", func(t *testing.T) {
-		got := capped.ApplyProlog(Request{Checks: []string{"disk"}}, known, time.Minute)
+		got := capped.ApplyProlog(Request{Checks: []string{"disk"}}, reg, time.Minute)
 		if got.Budget != time.Minute {
 			t.Fatalf("Budget = %v, want the configured 1m", got.Budget)
 		}
@@ -241,7 +212,7 @@ func TestApplyProlog(t *testing.T) {
 
 func TestApplyWatch(t *testing.T) {
 	p := Default()
-	p.MinHangTime, p.MaxHangTime = 5*time.Minute, time.Hour
+	p.MinWindow, p.MaxWindow = 5*time.Minute, time.Hour
 	p.HangActions = []string{"notify", "cancel"}
 	strict := p
 	strict.AllowWatchOptOut = false
@@ -253,14 +224,14 @@ func TestApplyWatch(t *testing.T) {
 		warns int
 	}{
 		{name: "site defaults", p: p, want: Watch{Window: 30 * time.Minute, Action: "none"}},
-		{name: "window", p: p, r: Request{HangTime: 10 * time.Minute}, want: Watch{Window: 10 * time.Minute, Action: "none"}},
-		{name: "window clamped down", p: p, r: Request{HangTime: 48 * time.Hour}, want: Watch{Window: time.Hour, Action: "none"}, warns: 1},
-		{name: "window clamped up", p: p, r: Request{HangTime: time.Minute}, want: Watch{Window: 5 * time.Minute, Action: "none"}, warns: 1},
+		{name: "window", p: p, r: Request{Window: 10 * time.Minute}, want: Watch{Window: 10 * time.Minute, Action: "none"}},
+		{name: "window clamped down", p: p, r: Request{Window: 48 * time.Hour}, want: Watch{Window: time.Hour, Action: "none"}, warns: 1},
+		{name: "window clamped up", p: p, r: Request{Window: time.Minute}, want: Watch{Window: 5 * time.Minute, Action: "none"}, warns: 1},
 		{name: "cancel", p: p, r: Request{HangAction: "cancel"}, want: Watch{Window: 30 * time.Minute, Action: "cancel"}},
 		{name: "notify", p: p, r: Request{HangAction: "notify"}, want: Watch{Window: 30 * time.Minute, Action: "none"}},
 		{name: "requeue not allowed", p: p, r: Request{HangAction: "requeue"}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
-		{name: "opt out", p: p, r: Request{HangOff: true}, want: Watch{Off: true, Window: 30 * time.Minute, Action: "none"}},
-		{name: "opt out refused", p: strict, r: Request{HangOff: true}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
+		{name: "opt out", p: p, r: Request{WatchOff: true}, want: Watch{Off: true, Window: 30 * time.Minute, Action: "none"}},
+		{name: "opt out refused", p: strict, r: Request{WatchOff: true}, want: Watch{Window: 30 * time.Minute, Action: "none"}, warns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.p.ApplyWatch(tc.r, 30*time.Minute, "none")
@@ -277,16 +248,16 @@ func TestApplyWatch(t *testing.T) {
 
 func TestForProlog(t *testing.T) {
 	f := parse(t, "[policy]\nchecks = [\"disk\"]\nmax_budget = \"1m\"\n")
-	got := ForProlog(f, env(map[string]string{EnvSpankChecks: "disk,gemm", EnvSpankHangTime: "bogus"}), known, time.Hour)
+	got := ForProlog(f, env(map[string]string{EnvSpankChecks: "disk,gemm", EnvSpankHangTime: "bogus"}), reg, time.Hour)
 	if !reflect.DeepEqual(got.Checks, []string{"disk"}) || got.Budget != time.Minute || len(got.Warnings) != 3 {
 		t.Fatalf("ForProlog = %+v", got)
 	}
 	bad := parse(t, "[policy]\nchecks = \"disk\"\n")
-	got = ForProlog(bad, env(map[string]string{EnvSpankChecks: "disk"}), known, time.Hour)
+	got = ForProlog(bad, env(map[string]string{EnvSpankChecks: "disk"}), reg, time.Hour)
 	if got.Checks != nil || got.Budget != time.Hour || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "[policy] is invalid") {
 		t.Fatalf("ForProlog with a bad policy = %+v", got)
 	}
-	got = ForProlog(bad, env(nil), known, time.Hour)
+	got = ForProlog(bad, env(nil), reg, time.Hour)
 	if got.Checks != nil || len(got.Warnings) != 0 {
 		t.Fatalf("ForProlog without a request = %+v (a bad [policy] only matters when a job asks)", got)
 	}
@@ -303,11 +274,11 @@ func TestForWatcher(t *testing.T) {
 		err    bool
 	}{
 		{name: "hand-started, no options", env: map[string]string{}, window: 30 * time.Minute, action: "none"},
-		{name: "plugin, auto, 2m", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "2m", EnvHangAction: "cancel"}, window: 2 * time.Minute, action: "cancel"},
-		{name: "minutes", env: map[string]string{EnvHangTime: "45"}, window: 45 * time.Minute, action: "none"},
-		{name: "clamped", env: map[string]string{EnvHangTime: "3h"}, window: time.Hour, action: "none"},
+		{name: "plugin, auto, 2m", env: map[string]string{EnvSpankWatch: "auto", watchcfg.EnvWindow: "2m", EnvHangAction: "cancel"}, window: 2 * time.Minute, action: "cancel"},
+		{name: "minutes", env: map[string]string{watchcfg.EnvWindow: "45"}, window: 45 * time.Minute, action: "none"},
+		{name: "clamped", env: map[string]string{watchcfg.EnvWindow: "3h"}, window: time.Hour, action: "none"},
 		{name: "config and auto_watch off", env: map[string]string{EnvSpankWatch: "config"}, skip: "auto_watch = false"},
-		{name: "opted out", env: map[string]string{EnvSpankWatch: "auto", EnvHangTime: "off"}, skip: "opted out"},
+		{name: "opted out", env: map[string]string{EnvSpankWatch: "auto", watchcfg.EnvWindow: "off"}, skip: "opted out"},
 		{name: "bad action", env: map[string]string{EnvHangAction: "drain"}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,22 +298,19 @@ func TestForWatcher(t *testing.T) {
 			if tc.skip != "" {
 				return
 			}
-			if _, ok := w.Lookup(env(tc.env))(EnvHangTime); ok {
-				t.Error("Lookup still shows " + EnvHangTime)
-			}
 			got := w.Apply(30*time.Minute, "none")
 			if got.Window != tc.window || got.Action != tc.action {
 				t.Fatalf("Apply = %+v, want window %v action %s", got, tc.window, tc.action)
 			}
 		})
 	}
-	t.Run("a bad window is left to vigil-watch", func(t *testing.T) {
-		w, err := ForWatcher(f, env(map[string]string{EnvHangTime: "-5"}))
-		if err != nil {
-			t.Fatal(err)
+	t.Run("a bad window is an error that names the variable", func(t *testing.T) {
+		w, err := ForWatcher(f, env(map[string]string{watchcfg.EnvWindow: "-5", EnvSpankWatch: "config"}))
+		if err == nil || !strings.Contains(err.Error(), `VIGIL_HANG_DETECT_TIME: bad detection time: "-5": must be positive`) {
+			t.Fatalf("ForWatcher = %v, want the variable's error", err)
 		}
-		if v, ok := w.Lookup(env(map[string]string{EnvHangTime: "-5"}))(EnvHangTime); !ok || v != "-5" {
-			t.Fatalf("Lookup hides a window it could not read: %q, %v", v, ok)
+		if w == nil || w.Skip() == "" {
+			t.Fatalf("ForWatcher = %+v: a watcher that would not watch anyway should still say so", w)
 		}
 	})
 	t.Run("auto_watch on", func(t *testing.T) {
@@ -387,7 +355,7 @@ func TestCheckCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := CheckCommand(tc.args, &out, &errb, known)
+			code := CheckCommand(tc.args, &out, &errb, reg)
 			if code != tc.code || !strings.Contains(out.String(), tc.out) {
 				t.Fatalf("CheckCommand(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
 			}
@@ -415,5 +383,83 @@ func TestActionNamesAreShared(t *testing.T) {
 	}
 	if w := p.ApplyWatch(Request{HangAction: ActionNotify}, time.Hour, "cancel"); w.Action != "none" || len(w.Warnings) != 0 {
 		t.Fatalf("ApplyWatch: %+v", w)
+	}
+}
+
+// TestOptionSyntax: the values sbatch, salloc and srun accept and refuse
+// before any policy is consulted. The SPANK plugin leaves every value's
+// parsing to vigil-prolog policy-check, which runs Request.Set (its own
+// driver checks only that a value is given): these cases moved here from
+// the plugin's C syntax test, with the one parser's answers.
+func TestOptionSyntax(t *testing.T) {
+	for _, tc := range []struct {
+		opt, val string
+		window   time.Duration // for accepted windows
+		err      string        // "" when accepted
+	}{
+		{opt: OptChecks, val: "disk"},
+		{opt: OptChecks, val: "disk,gpu-count,row-remap"},
+		{opt: OptChecks, val: "none"},
+		{opt: OptChecks, val: "none,disk", err: `"none" cannot be combined with check names`},
+		{opt: OptChecks, val: "disk,,xid", err: "empty check name"},
+		{opt: OptChecks, val: "Disk"}, // syntax is fine; no check has that name (policy: unknown check)
+		{opt: OptTiming, val: "before"},
+		{opt: OptTiming, val: "after-requeue"},
+		{opt: OptTiming, val: "later", err: `want "before" or "after-requeue"`},
+		{opt: OptHangTime, val: "2m", window: 2 * time.Minute},
+		{opt: OptHangTime, val: "30", window: 30 * time.Minute},
+		{opt: OptHangTime, val: "1.5", window: 90 * time.Second},
+		{opt: OptHangTime, val: "1h30m", window: 90 * time.Minute},
+		{opt: OptHangTime, val: "250ms", window: 250 * time.Millisecond}, // below every min_hang_time: the policy refuses it
+		{opt: OptHangTime, val: "off"},
+		{opt: OptHangTime, val: "0", err: "must be positive"},
+		{opt: OptHangTime, val: "-5m", err: "must be positive"},
+		{opt: OptHangTime, val: "2x", err: `want minutes ("30"), a duration ("90s", "2h") or "off"`},
+		{opt: OptHangTime, val: "9000h", window: 9000 * time.Hour}, // beyond every sane max_hang_time: the policy refuses it
+		{opt: OptHangAction, val: "notify"},
+		{opt: OptHangAction, val: "cancel"},
+		{opt: OptHangAction, val: "requeue"},
+		{opt: OptHangAction, val: "none"},
+		{opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
+	} {
+		t.Run(tc.opt+"="+tc.val, func(t *testing.T) {
+			var r Request
+			err := r.Set(tc.opt, tc.val)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("--vigil-%s=%s: %v, want an error with %q", tc.opt, tc.val, err, tc.err)
+				}
+				return
+			}
+			if err != nil || r.Window != tc.window {
+				t.Fatalf("--vigil-%s=%s: window %v, %v; want %v", tc.opt, tc.val, r.Window, err, tc.window)
+			}
+		})
+	}
+	// The shipped policy refuses the windows the plugin's own parser used
+	// to: "9000h" ("longer than a year" then) and sub-minute ones.
+	for _, v := range []string{"9000h", "250ms"} {
+		var out bytes.Buffer
+		if code := CheckCommand([]string{"--config", filepath.Join(t.TempDir(), "none.toml"), "--hang-time=" + v}, &out, io.Discard, reg); code != ExitRefused {
+			t.Errorf("policy-check --hang-time=%s = %d (%s), want refused", v, code, out.String())
+		}
+	}
+}
+
+// TestCheckCommandSyntaxWithoutConfig: a malformed value is refused even
+// when the config cannot be read; a well-formed one then waits for the
+// nodes (ExitConfig).
+func TestCheckCommandSyntaxWithoutConfig(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[policy]\nmax_hang_time = 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := CheckCommand([]string{"--config", bad, "--hang-time=soon"}, &out, io.Discard, reg); code != ExitRefused || !strings.Contains(out.String(), "--vigil-hang-time=soon: want minutes") {
+		t.Fatalf("policy-check with a bad config and a bad value = %d, %q; want refused", code, out.String())
+	}
+	out.Reset()
+	if code := CheckCommand([]string{"--config", bad, "--hang-time=2m"}, &out, io.Discard, reg); code != ExitConfig {
+		t.Fatalf("policy-check with a bad config and a good value = %d, %q; want %d", code, out.String(), ExitConfig)
 	}
 }

@@ -1,19 +1,21 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 // ForProlog returns what vigil-prolog runs for the job whose SPANK_VIGIL_*
 // variables lookup reads: the [policy] of f applied to the job's request,
-// given the registered checks (known) and the configured [prolog] budget.
+// given the registered checks (reg) and the configured [prolog] budget.
 // It never fails: a malformed value, or an invalid [policy] section, makes
 // the job's choices ignored with a warning, and the configured checks run.
-func ForProlog(f *config.File, lookup func(string) (string, bool), known []string, budget time.Duration) Prolog {
+func ForProlog(f *config.File, lookup func(string) (string, bool), reg Registry, budget time.Duration) Prolog {
 	r, errs := FromSpankEnv(lookup)
 	var warns []string
 	for _, e := range errs {
@@ -22,12 +24,12 @@ func ForProlog(f *config.File, lookup func(string) (string, bool), known []strin
 	if r.Empty() {
 		return Prolog{Budget: budget, Warnings: warns}
 	}
-	p, err := Load(f, known)
+	p, err := Load(f, reg.Names)
 	if err != nil {
 		return Prolog{Budget: budget, Warnings: append(warns,
 			fmt.Sprintf("the job's --vigil-* choices are ignored: [policy] is invalid: %v", err))}
 	}
-	out := p.ApplyProlog(r, known, budget)
+	out := p.ApplyProlog(r, reg, budget)
 	out.Warnings = append(warns, out.Warnings...)
 	return out
 }
@@ -37,7 +39,8 @@ type Watcher struct {
 	// Policy is the [policy] section.
 	Policy Policy
 	// Request holds the job's hang options from the environment
-	// (VIGIL_HANG_DETECT_TIME, VIGIL_HANG_ACTION).
+	// (VIGIL_HANG_DETECT_TIME, VIGIL_HANG_ACTION): Window, WatchOff and
+	// HangAction.
 	Request Request
 	// Started is VIGIL_SPANK_WATCH: "auto" or "config" when the SPANK
 	// plugin started this watcher, "" when the job started it.
@@ -45,26 +48,34 @@ type Watcher struct {
 }
 
 // ForWatcher reads the [policy] of f and the job's hang options from the
-// environment. A malformed VIGIL_HANG_ACTION, or an invalid [policy], is
-// an error (vigil-watch exits 2 for bad environment or config). A
-// malformed VIGIL_HANG_DETECT_TIME is left to vigil-watch's own reading of
-// the variable, which reports it.
+// environment: the window (watchcfg.EnvWindow, read here and nowhere
+// else, or "off") and the action (EnvHangAction). An invalid [policy] is
+// an error and a nil Watcher. A malformed variable is an error too, naming
+// the variable, with the Watcher of what could be read: its Skip still
+// holds (vigil-watch exits 2 for bad environment or config).
 func ForWatcher(f *config.File, lookup func(string) (string, bool)) (*Watcher, error) {
 	p, err := Load(f, nil)
 	if err != nil {
 		return nil, err
 	}
-	var r Request
-	if v, ok := lookup(EnvHangTime); ok && strings.TrimSpace(v) != "" {
-		_ = r.Set(OptHangTime, v) // a bad value stays visible to vigil-watch (see Lookup)
-	}
-	if v, ok := lookup(EnvHangAction); ok && strings.TrimSpace(v) != "" {
-		if err := r.Set(OptHangAction, v); err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvHangAction, err)
+	w := &Watcher{Policy: p}
+	w.Started, _ = lookup(EnvSpankWatch)
+	var errs []error
+	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
+		if strings.TrimSpace(v) == HangOff {
+			w.Request.WatchOff = true
+		} else if d, err := watchcfg.ParseWindow(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", watchcfg.EnvWindow, err))
+		} else {
+			w.Request.Window = d
 		}
 	}
-	started, _ := lookup(EnvSpankWatch)
-	return &Watcher{Policy: p, Request: r, Started: started}, nil
+	if v, ok := lookup(EnvHangAction); ok && strings.TrimSpace(v) != "" {
+		if err := w.Request.Set(OptHangAction, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvHangAction, err))
+		}
+	}
+	return w, errors.Join(errs...)
 }
 
 // Skip says why this watcher should not watch at all, "" when it should:
@@ -75,22 +86,10 @@ func (w *Watcher) Skip() string {
 	if w.Started == "config" && !w.Policy.AutoWatch {
 		return "automatic watching is off on this cluster ([policy] auto_watch = false)"
 	}
-	if w.Request.HangOff && w.Policy.AllowWatchOptOut {
+	if w.Request.WatchOff && w.Policy.AllowWatchOptOut {
 		return "the job opted out of hang detection (--vigil-hang-time=off)"
 	}
 	return ""
-}
-
-// Lookup returns lookup without VIGIL_HANG_DETECT_TIME when the job's
-// window was read: it is applied by Apply, within the policy, instead.
-func (w *Watcher) Lookup(lookup func(string) (string, bool)) func(string) (string, bool) {
-	read := w.Request.HangTime > 0 || w.Request.HangOff
-	return func(name string) (string, bool) {
-		if name == EnvHangTime && read {
-			return "", false
-		}
-		return lookup(name)
-	}
 }
 
 // Apply returns the window and action for the job: the site's window and

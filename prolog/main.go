@@ -162,7 +162,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == policy.CommandName {
-		return policy.CheckCommand(args[1:], stdout, stderr, benchmarks.Names())
+		return policy.CheckCommand(args[1:], stdout, stderr, sanity.PolicyRegistry())
 	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
 	// Parse errors are reported in one line below, not with the manual;

@@ -11,6 +11,15 @@ import (
 	"github.com/vigil-hpc/vigil/report"
 )
 
+// PolicyRegistry is what [policy] needs of the check registry: the
+// registered checks, and the test-only fault injection that users may
+// choose only where [policy] checks names it. The policy package takes it
+// as a parameter, so that vigil-watch, which links the policy, does not
+// link the checks.
+func PolicyRegistry() policy.Registry {
+	return policy.Registry{Names: benchmarks.Names(), TestOnly: []string{benchmarks.FaultCheckName}}
+}
+
 // applyJobChoices applies the job's own choices (--vigil-checks and
 // --vigil-timing of vigil's SPANK plugin, which arrive as SPANK_VIGIL_*) to
 // [prolog], within [policy]. A choice outside the policy is ignored with a
@@ -18,7 +27,7 @@ import (
 // because the job skipped the checks.
 func (r *run) applyJobChoices() (int, bool) {
 	s := r.s
-	pp := policy.ForProlog(s.File, r.o.Lookup, benchmarks.Names(), s.Prolog.Budget)
+	pp := policy.ForProlog(s.File, r.o.Lookup, PolicyRegistry(), s.Prolog.Budget)
 	for _, w := range pp.Warnings {
 		r.note("policy: %s", w)
 		r.log.Warn("policy: " + w)

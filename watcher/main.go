@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/policy"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/run"
 )
 
@@ -115,9 +116,9 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "vigil-watch: %v (see %s)\n", err, help)
 		return inv, exitUsage
 	}
-	// First pass: the config path, --help and flag syntax, against defaults.
-	s := run.DefaultSettings()
-	fs := flags(inv.replay, &s, &inv.cli, io.Discard)
+	// The flags, parsed once against the defaults (which --help shows).
+	fl := run.DefaultSettings()
+	fs := flags(inv.replay, &fl, &inv.cli, io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -140,45 +141,27 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	if err != nil {
 		return fail(err)
 	}
-	envLookup := lookup // the environment as the job set it, for messages
-	// The job's --vigil-hang-* choices (vigil's SPANK plugin), within [policy].
-	var job *policy.Watcher
+	// File, then the job's environment within [policy], then the flags:
+	// one function, one validation. replay reads no environment.
+	src := run.Sources{File: file, Flags: run.Flags{Values: fl, Keys: watchKeys(fs)}}
 	if !inv.replay {
-		if job, err = policy.ForWatcher(file, lookup); err != nil {
-			return fail(err)
-		}
-		if why := job.Skip(); why != "" {
-			fmt.Fprintf(stderr, "vigil-watch: not watching: %s\n", why)
-			return inv, exitOK
-		}
-		lookup = job.Lookup(lookup)
+		src.Lookup = lookup
 	}
-	// Second pass: flags over environment over file over defaults.
-	s = run.DefaultSettings()
-	if err := s.Load(file); err != nil {
-		return fail(err)
+	res, err := run.Resolve(src)
+	if res.Skip != "" {
+		fmt.Fprintf(stderr, "vigil-watch: not watching: %s\n", res.Skip)
+		return inv, exitOK
 	}
-	if !inv.replay {
-		if err := s.ApplyEnv(lookup); err != nil {
-			return fail(err)
-		}
-		w := job.Apply(s.Window, s.Action)
-		s.Window, s.Action = w.Window, w.Action
-		for _, m := range w.Warnings {
-			fmt.Fprintf(stderr, "vigil-watch: policy: %s\n", m)
-		}
+	for _, m := range res.Warnings {
+		fmt.Fprintf(stderr, "vigil-watch: policy: %s\n", m)
 	}
-	fs = flags(inv.replay, &s, &inv.cli, io.Discard)
-	_ = fs.Parse(args) // parsed fine the first time
-	if isSet(fs, "period") {
-		s.PeriodIsDefault = false
-	}
-	if err := s.Final().Validate(file); err != nil {
+	var invalid *run.InvalidError
+	if errors.As(err, &invalid) {
 		var fromFile []error
-		for _, e := range splitErrors(err) {
+		for _, e := range splitErrors(invalid) {
 			if name, ok := flagOf(fs, e); ok {
 				fmt.Fprintf(stderr, "vigil-watch: %s (see %s)\n", name, help)
-			} else if name, ok := envOf(e, envLookup); ok {
+			} else if name, ok := envOf(e, src.Lookup); ok {
 				fmt.Fprintf(stderr, "vigil-watch: %s\n", name)
 			} else {
 				fromFile = append(fromFile, e)
@@ -189,6 +172,10 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 		}
 		return inv, exitUsage
 	}
+	if err != nil {
+		return fail(err)
+	}
+	s := res.Settings
 	inv.settings = s
 	inv.files = fs.Args()
 	return inv, -1
@@ -212,16 +199,29 @@ func flagOf(fs *flag.FlagSet, err error) (string, bool) {
 	return fmt.Sprintf("--%s: %v", name, ke.Err), true
 }
 
-// envOf does the same for the window set by VIGIL_HANG_DETECT_TIME.
+// envOf does the same for the window set by VIGIL_HANG_DETECT_TIME (lookup
+// is nil where the environment is not read).
 func envOf(err error, lookup func(string) (string, bool)) (string, bool) {
 	var ke *config.KeyError
-	if !errors.As(err, &ke) || (ke.Key != run.Section+".window" && ke.Key != run.Section+".period") {
+	if lookup == nil || !errors.As(err, &ke) || (ke.Key != run.Section+".window" && ke.Key != run.Section+".period") {
 		return "", false
 	}
-	if v, ok := lookup(run.EnvDetectTime); ok && strings.TrimSpace(v) != "" {
-		return fmt.Sprintf("%s=%q: %v", run.EnvDetectTime, v, ke.Err), true
+	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
+		return fmt.Sprintf("%s=%q: %v", watchcfg.EnvWindow, v, ke.Err), true
 	}
 	return "", false
+}
+
+// watchKeys names the [watch] keys of the flags given on the command line
+// (--io-bytes sets io_bytes); the other flags (--config ...) have none.
+func watchKeys(fs *flag.FlagSet) []string {
+	var keys []string
+	fs.Visit(func(f *flag.Flag) {
+		if k := strings.ReplaceAll(f.Name, "-", "_"); slices.Contains(watchcfg.Keys(), k) {
+			keys = append(keys, k)
+		}
+	})
+	return keys
 }
 
 // splitErrors undoes errors.Join.
@@ -251,18 +251,19 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// detectTime is a flag.Value for a window: minutes or a Go duration.
-type detectTime struct{ d *time.Duration }
+// windowFlag is a flag.Value for the hang window: minutes or a Go
+// duration, read by the one parser of the window.
+type windowFlag struct{ d *time.Duration }
 
-func (v detectTime) String() string {
+func (v windowFlag) String() string {
 	if v.d == nil {
 		return ""
 	}
 	return v.d.String()
 }
 
-func (v detectTime) Set(s string) error {
-	d, err := run.ParseDetectTime(s)
+func (v windowFlag) Set(s string) error {
+	d, err := watchcfg.ParseWindow(s)
 	if err != nil {
 		return err
 	}
@@ -281,7 +282,7 @@ func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() { usage(fs, replay) }
 
 	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
-	fs.Var(detectTime{&s.Window}, "window", "detection `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+run.EnvDetectTime+". A job is reported one window after its last progress")
+	fs.Var(windowFlag{&s.Window}, "window", "hang `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+watchcfg.EnvWindow+". A job is reported one window after its last progress")
 	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
 	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window")
 	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
@@ -370,7 +371,7 @@ const watchHelpTail = `
 
 ENVIRONMENT
     VIGIL_HANG_DETECT_TIME
-        The job's own detection window: minutes as a bare number ("45") or a
+        The job's own hang window: minutes as a bare number ("45") or a
         Go duration ("90s", "2h"). --window overrides it. The [policy]
         section of the config bounds it (min_hang_time, max_hang_time).
     VIGIL_HANG_ACTION

@@ -11,7 +11,7 @@ import (
 // the [watch] section of vigil.toml (durations are strings such as "90s" or
 // "30m"). The detector (watcher/hang) knows it as hang.Config.
 type Hang struct {
-	// Window is the detection window: a host is suspect when the job's I/O
+	// Window is the hang window: a host is suspect when the job's I/O
 	// progressed less than IOBytes over the last Window. Default 30 minutes.
 	Window time.Duration `toml:"window"`
 	// Period is the sampling period; coverage and gaps are measured against

@@ -7,27 +7,22 @@ package watchcfg
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
 )
 
-// EnvDetectTime is the environment variable a job sets to choose its own
-// detection window: minutes as a bare number ("45", "1.5") or a Go
-// duration ("90s", "2h").
-const EnvDetectTime = "VIGIL_HANG_DETECT_TIME"
-
 // Section is the config file section vigil-watch reads.
 const Section = "watch"
 
 // Settings is the [watch] section of vigil.toml. Precedence: flags, then
-// the environment (VIGIL_HANG_DETECT_TIME), then the file, then defaults.
+// the environment (EnvWindow, within [policy]), then the file, then
+// defaults; vigil-watch applies them in that order in one place
+// (watcher/run.Resolve).
 type Settings struct {
 	// Hang holds the detector's rule and thresholds: window, period,
 	// grace, io_bytes, min_coverage, util_stddev, power_stddev_w,
@@ -64,7 +59,7 @@ type Settings struct {
 	SlurmBinDir string `toml:"slurm_bin_dir"`
 }
 
-// DefaultSettings returns the shipped [watch] settings, the one place they live.
+// Default returns the shipped [watch] settings, the one place they live.
 func Default() Settings {
 	return Settings{
 		Hang:            DefaultHang(),
@@ -77,46 +72,6 @@ func Default() Settings {
 		Comment:         true,
 		SlurmBinDir:     "/usr/bin",
 	}
-}
-
-// ErrBadDetectTime is returned for a VIGIL_HANG_DETECT_TIME that is neither
-// minutes nor a Go duration.
-var ErrBadDetectTime = errors.New("bad detection time")
-
-// ParseDetectTime reads a detection window: minutes as a bare number
-// ("30", "1.5") or a Go duration ("90s", "1h30m"). It must be positive.
-func ParseDetectTime(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	var d time.Duration
-	if m, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(m) || math.IsInf(m, 0) || m > float64(math.MaxInt64)/float64(time.Minute) {
-			return 0, fmt.Errorf("%w: %q", ErrBadDetectTime, s)
-		}
-		d = time.Duration(m * float64(time.Minute))
-	} else {
-		d, err = time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %q: want minutes (\"30\") or a duration (\"90s\")", ErrBadDetectTime, s)
-		}
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%w: %q: must be positive", ErrBadDetectTime, s)
-	}
-	return d, nil
-}
-
-// ApplyEnv applies the environment (VIGIL_HANG_DETECT_TIME) over s.
-func (s *Settings) ApplyEnv(lookup func(string) (string, bool)) error {
-	v, ok := lookup(EnvDetectTime)
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
-	}
-	d, err := ParseDetectTime(v)
-	if err != nil {
-		return fmt.Errorf("%s: %w", EnvDetectTime, err)
-	}
-	s.Window = d
-	return nil
 }
 
 // Load decodes the [watch] section of f over s (which holds the defaults).

@@ -8,9 +8,11 @@
  *   --vigil-hang-time=DURATION   vigil-watch's window: minutes or a Go duration, or "off"
  *   --vigil-hang-action=ACTION   notify (or none) | cancel | requeue
  *
- * Values are checked on the submit host: their syntax always, and the site's
- * [policy] (the TOML config is the one source of truth) by running
- * `vigil-prolog policy-check` when that binary is installed there. They reach
+ * Values are checked on the submit host by `vigil-prolog policy-check`: their
+ * syntax and the site's [policy] (the TOML config is the one source of
+ * truth), with the parsers the nodes run. The plugin parses no value itself:
+ * where policy-check cannot run, it only refuses an empty or over-long value
+ * and lets the nodes apply the policy at run time. Values reach
  * vigil-prolog and vigil-epilog as SPANK_VIGIL_* variables
  * (spank_job_control_setenv) and the job's steps as VIGIL_HANG_DETECT_TIME
  * and VIGIL_HANG_ACTION (spank_setenv). vigil-prolog and vigil-watch apply
@@ -172,131 +174,15 @@ static int parse_args(int ac, char **av)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Syntax                                                                  */
+/* Values                                                                  */
 
 /*
- * check_list accepts "none", or check names ([a-z0-9][a-z0-9._-]*) separated
- * by commas.
+ * check_value refuses what the plugin cannot carry: an empty value, or one
+ * too long for its buffers. Everything else (the syntax of each option, the
+ * policy) is vigil-prolog policy-check's: one parser per setting, in Go.
  */
-static int check_list(const char *s, char *err, size_t errlen)
+static int check_value(const char *v, char *err, size_t errlen)
 {
-	const char *p = s;
-	int n = 0;
-
-	if (strcmp(s, "none") == 0)
-		return 0;
-	for (;;) {
-		const char *start = p;
-
-		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p))) {
-			if (*p == ',' || *p == '\0')
-				snprintf(err, errlen, "empty check name");
-			else
-				snprintf(err, errlen, "check names are lower-case letters, digits, '-', '_' or '.' (got '%c')", *p);
-			return -1;
-		}
-		while (islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
-		       *p == '-' || *p == '_' || *p == '.')
-			p++;
-		if ((size_t)(p - start) == 4 && strncmp(start, "none", 4) == 0) {
-			snprintf(err, errlen, "'none' cannot be combined with check names");
-			return -1;
-		}
-		n++;
-		if (*p == '\0')
-			break;
-		if (*p != ',') {
-			snprintf(err, errlen, "check names are lower-case letters, digits, '-', '_' or '.' (got '%c')", *p);
-			return -1;
-		}
-		p++;
-	}
-	if (n > 64) {
-		snprintf(err, errlen, "too many check names (%d)", n);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * parse_duration reads minutes as a bare decimal number ("30", "1.5") or a
- * Go duration ("90s", "1h30m", "250ms"), as vigil-watch does, into seconds.
- */
-static int parse_duration(const char *s, double *secs, char *err, size_t errlen)
-{
-	const char *p = s;
-	double total = 0;
-	int parts = 0;
-
-	if (*s == '\0') {
-		snprintf(err, errlen, "empty duration");
-		return -1;
-	}
-	while (*p) {
-		double v = 0, frac = 0.1;
-		int digits = 0, dot = 0;
-		double unit;
-
-		while (isdigit((unsigned char)*p) || (*p == '.' && !dot)) {
-			if (*p == '.') {
-				dot = 1;
-			} else if (dot) {
-				v += (*p - '0') * frac;
-				frac /= 10;
-				digits++;
-			} else {
-				v = v * 10 + (*p - '0');
-				digits++;
-			}
-			p++;
-		}
-		if (!digits)
-			goto bad;
-		if (*p == '\0' && parts == 0) { /* bare number: minutes */
-			total = v * 60;
-			parts++;
-			break;
-		}
-		if (strncmp(p, "ns", 2) == 0) {
-			unit = 1e-9; p += 2;
-		} else if (strncmp(p, "us", 2) == 0) {
-			unit = 1e-6; p += 2;
-		} else if (strncmp(p, "\xc2\xb5s", 3) == 0) {
-			unit = 1e-6; p += 3;
-		} else if (strncmp(p, "ms", 2) == 0) {
-			unit = 1e-3; p += 2;
-		} else if (*p == 's') {
-			unit = 1; p++;
-		} else if (*p == 'm') {
-			unit = 60; p++;
-		} else if (*p == 'h') {
-			unit = 3600; p++;
-		} else {
-			goto bad;
-		}
-		total += v * unit;
-		parts++;
-	}
-	if (total <= 0) {
-		snprintf(err, errlen, "must be positive");
-		return -1;
-	}
-	if (total > 366.0 * 24 * 3600) {
-		snprintf(err, errlen, "longer than a year");
-		return -1;
-	}
-	*secs = total;
-	return 0;
-bad:
-	snprintf(err, errlen, "want minutes (\"30\"), a duration (\"90s\", \"2h\") or \"off\"");
-	return -1;
-}
-
-/* check_syntax validates one option's value; err says why not. */
-static int check_syntax(int val, const char *v, char *err, size_t errlen)
-{
-	double secs;
-
 	if (!v || !*v) {
 		snprintf(err, errlen, "a value is required");
 		return -1;
@@ -305,28 +191,21 @@ static int check_syntax(int val, const char *v, char *err, size_t errlen)
 		snprintf(err, errlen, "value too long");
 		return -1;
 	}
-	switch (val) {
-	case OPT_CHECKS:
-		return check_list(v, err, errlen);
-	case OPT_TIMING:
-		if (strcmp(v, "before") == 0 || strcmp(v, "after-requeue") == 0)
-			return 0;
-		snprintf(err, errlen, "want 'before' or 'after-requeue'");
-		return -1;
-	case OPT_HANG_TIME:
-		if (strcmp(v, "off") == 0)
-			return 0;
-		return parse_duration(v, &secs, err, errlen);
-	case OPT_HANG_ACTION:
-		/* The action names of vigil-watch --action: "none" is "notify". */
-		if (strcmp(v, "notify") == 0 || strcmp(v, "none") == 0 ||
-		    strcmp(v, "cancel") == 0 || strcmp(v, "requeue") == 0)
-			return 0;
-		snprintf(err, errlen, "want 'notify' (or 'none'), 'cancel' or 'requeue'");
-		return -1;
-	}
-	snprintf(err, errlen, "unknown option");
-	return -1;
+	return 0;
+}
+
+/*
+ * reason returns policy-check's message without the "--vigil-OPT=VALUE: "
+ * its syntax errors start with, which the plugin's own message already says.
+ */
+static const char *reason(int val, const char *v, const char *msg)
+{
+	char prefix[VIGIL_VALUE_MAX + 64];
+	size_t n;
+
+	snprintf(prefix, sizeof(prefix), "--%s=%s: ", opt_names[val], v);
+	n = strlen(prefix);
+	return strncmp(msg, prefix, n) == 0 ? msg + n : msg;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -452,7 +331,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 
 	if (val <= 0 || val >= OPT_COUNT)
 		return -1;
-	if (check_syntax(val, optarg, err, sizeof(err)) < 0) {
+	if (check_value(optarg, err, sizeof(err)) < 0) {
 		slurm_error("vigil: --%s=%s: %s", opt_names[val], optarg ? optarg : "", err);
 		return -1;
 	}
@@ -465,7 +344,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 		break;
 	case 1:
 		slurm_error("vigil: --%s=%s: %s",
-			    opt_names[val], optarg, err);
+			    opt_names[val], optarg, reason(val, optarg, err));
 		return -1;
 	case -2:
 		/* A broken install: say so where the user and the admin see it. */
@@ -474,8 +353,8 @@ static int opt_cb(int val, const char *optarg, int remote)
 			    "starts (install vigil-prolog there or fix prolog=)", err);
 		return 0;
 	default:
-		/* No vigil-prolog here (or it failed): the nodes enforce the
-		 * policy when the job runs. */
+		/* policy-check could not run here (bad config, timeout): the
+		 * nodes parse the value and apply the policy when the job runs. */
 		slurm_verbose("vigil: policy not checked on this host (%s); "
 			    "the nodes apply it when the job starts", err);
 	}
@@ -1018,7 +897,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 #ifdef VIGIL_SPANK_SELFTEST
 /*
  * A test driver (not part of the plugin): `selftest OPTION VALUE` prints
- * "ok" or the syntax error, so the syntax rules are tested without Slurm.
+ * "ok" or the plugin's own error, and `selftest reason OPTION VALUE MSG`
+ * the part of policy-check's message the plugin shows, so the little C
+ * that handles values is tested without Slurm.
  * Build: gcc -DVIGIL_SPANK_SELFTEST -o selftest vigil_spank.c
  */
 int main(int argc, char **argv)
@@ -1026,23 +907,24 @@ int main(int argc, char **argv)
 	char err[VIGIL_MSG_MAX];
 	int i;
 
+	if (argc == 5 && strcmp(argv[1], "reason") == 0) {
+		for (i = 1; i < OPT_COUNT; i++)
+			if (strcmp(argv[2], opt_names[i]) == 0) {
+				printf("%s\n", reason(i, argv[3], argv[4]));
+				return 0;
+			}
+		return 2;
+	}
 	if (argc != 3)
 		return 2;
 	for (i = 1; i < OPT_COUNT; i++) {
 		if (strcmp(argv[1], opt_names[i]) != 0)
 			continue;
-		if (check_syntax(i, argv[2], err, sizeof(err)) < 0) {
+		if (check_value(argv[2], err, sizeof(err)) < 0) {
 			printf("error: %s\n", err);
 			return 1;
 		}
-		if (i == OPT_HANG_TIME && strcmp(argv[2], "off") != 0) {
-			double s;
-
-			parse_duration(argv[2], &s, err, sizeof(err));
-			printf("ok %.3f\n", s);
-		} else {
-			printf("ok\n");
-		}
+		printf("ok\n");
 		return 0;
 	}
 	return 2;

@@ -121,19 +121,10 @@ type Detector struct {
 	vals   []float64     // scratch
 }
 
-// New returns a Detector with configuration c, which should have passed
-// Validate; a zero Period or Window is replaced by the default.
+// New returns a Detector with configuration c, which must have passed
+// Validate: the settings are defaulted and checked once, where they are
+// read (watchcfg, watcher/run), not again here.
 func New(c Config) *Detector {
-	def := DefaultConfig()
-	if c.Period <= 0 {
-		c.Period = def.Period
-	}
-	if c.Window < c.Period {
-		c.Window = max(def.Window, c.Period)
-	}
-	if !(c.MinCoverage > 0 && c.MinCoverage <= 1) {
-		c.MinCoverage = def.MinCoverage
-	}
 	return &Detector{c: c, hosts: make(map[string]*host), latest: make(map[string]trace.Sample)}
 }
 

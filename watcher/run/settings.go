@@ -1,14 +1,13 @@
 package run
 
 import (
-	"time"
+	"errors"
+	"fmt"
 
+	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/policy"
 )
-
-// EnvDetectTime is the environment variable a job sets to choose its own
-// detection window (see watchcfg.EnvDetectTime).
-const EnvDetectTime = watchcfg.EnvDetectTime
 
 // Section is the config file section vigil-watch reads.
 const Section = watchcfg.Section
@@ -20,9 +19,92 @@ type Settings = watchcfg.Settings
 // DefaultSettings returns the shipped [watch] settings.
 func DefaultSettings() Settings { return watchcfg.Default() }
 
-// ErrBadDetectTime is returned for a VIGIL_HANG_DETECT_TIME that is neither
-// minutes nor a Go duration.
-var ErrBadDetectTime = watchcfg.ErrBadDetectTime
+// Flags are the [watch] values given on vigil-watch's command line.
+type Flags struct {
+	// Values holds them: the flags are bound to a copy of the settings.
+	Values Settings
+	// Keys names the [watch] keys of the flags given ("window", "io_bytes").
+	Keys []string
+}
 
-// ParseDetectTime reads a detection window (see watchcfg.ParseDetectTime).
-func ParseDetectTime(s string) (time.Duration, error) { return watchcfg.ParseDetectTime(s) }
+// Sources are where vigil-watch's settings come from.
+type Sources struct {
+	// File is the config file: its [watch] and [policy] sections; nil: none.
+	File *config.File
+	// Lookup reads the job's environment: VIGIL_HANG_DETECT_TIME,
+	// VIGIL_HANG_ACTION and VIGIL_SPANK_WATCH. nil reads neither the
+	// environment nor the policy, as replay does.
+	Lookup func(string) (string, bool)
+	// Flags are the values given on the command line.
+	Flags Flags
+}
+
+// Resolved is vigil-watch's settings for a job.
+type Resolved struct {
+	// Settings are the validated settings (Final not applied).
+	Settings Settings
+	// Skip says why not to watch at all ("" to watch); Settings is then
+	// the file's and defaults'.
+	Skip string
+	// Warnings say what the policy ignored or clamped, one sentence each.
+	Warnings []string
+}
+
+// InvalidError holds the errors of the final validation, one per [watch]
+// key (*config.KeyError), so that the caller can name the flag or the
+// variable that set a key rather than the file.
+type InvalidError struct{ Errs []error }
+
+func (e *InvalidError) Error() string { return errors.Join(e.Errs...).Error() }
+
+// Unwrap returns the errors.
+func (e *InvalidError) Unwrap() []error { return e.Errs }
+
+// Resolve is the one place vigil-watch's settings are put together, in
+// this order: the defaults, the file's [watch], the job's environment (its
+// window, VIGIL_HANG_DETECT_TIME, and its action, VIGIL_HANG_ACTION, read
+// once by policy.ForWatcher), the [policy] bounds on those job choices,
+// then the flags, which are not bounded (the watcher is the user's own
+// process). Then the derived values, and one validation of the whole;
+// its errors come as an *InvalidError.
+func Resolve(src Sources) (Resolved, error) {
+	var out Resolved
+	if src.File == nil {
+		src.File = config.Empty("vigil-watch")
+	}
+	s := DefaultSettings()
+	var job *policy.Watcher
+	if src.Lookup != nil {
+		w, err := policy.ForWatcher(src.File, src.Lookup)
+		if w != nil {
+			if out.Skip = w.Skip(); out.Skip != "" {
+				return out, nil
+			}
+		}
+		if err != nil {
+			return out, err
+		}
+		job = w
+	}
+	if err := s.Load(src.File); err != nil {
+		return out, err
+	}
+	if job != nil {
+		w := job.Apply(s.Window, s.Action)
+		s.Window, s.Action, out.Warnings = w.Window, w.Action, w.Warnings
+	}
+	if err := s.Override(src.Flags.Values, src.Flags.Keys); err != nil {
+		return out, fmt.Errorf("flags: %w", err)
+	}
+	if err := s.Final().Validate(src.File); err != nil {
+		var errs []error
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		} else {
+			errs = []error{err}
+		}
+		return out, &InvalidError{Errs: errs}
+	}
+	out.Settings = s
+	return out, nil
+}

@@ -22,61 +22,6 @@ import (
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
-func TestParseDetectTime(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		err  bool
-	}{
-		{"30", 30 * time.Minute, false},
-		{" 45 ", 45 * time.Minute, false},
-		{"1.5", 90 * time.Second, false},
-		{"90s", 90 * time.Second, false},
-		{"1h30m", 90 * time.Minute, false},
-		{"0", 0, true},
-		{"-3", 0, true},
-		{"-3m", 0, true},
-		{"", 0, true},
-		{"soon", 0, true},
-		{"NaN", 0, true},
-		{"1e300", 0, true},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseDetectTime(tc.in)
-			if tc.err {
-				if !errors.Is(err, ErrBadDetectTime) {
-					t.Errorf("ParseDetectTime(%q) = %v, %v; want ErrBadDetectTime", tc.in, got, err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Errorf("ParseDetectTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-			}
-		})
-	}
-}
-
-func TestSettingsGraceDoesNotFollowWindow(t *testing.T) {
-	s := DefaultSettings()
-	if err := s.ApplyEnv(func(string) (string, bool) { return "7", true }); err != nil {
-		t.Fatal(err)
-	}
-	// A short window keeps the start-up grace: the first verdict comes at
-	// 10m, and a late stall is still reported 7m after the last progress.
-	if f := s.Final(); f.Window != 7*time.Minute || f.Grace != 10*time.Minute || f.FirstVerdict() != 10*time.Minute {
-		t.Errorf("window %v grace %v first verdict %v, want 7m 10m 10m", f.Window, f.Grace, f.FirstVerdict())
-	}
-	if err := s.ApplyEnv(func(string) (string, bool) { return "2h", true }); err != nil {
-		t.Fatal(err)
-	}
-	if f := s.Final(); f.Grace != 10*time.Minute || f.FirstVerdict() != 2*time.Hour {
-		t.Errorf("2h window: grace %v first verdict %v, want 10m 2h", f.Grace, f.FirstVerdict())
-	}
-	if err := DefaultSettings().Final().Validate(nil); err != nil {
-		t.Errorf("defaults do not validate: %v", err)
-	}
-}
-
 func TestStartMessage(t *testing.T) {
 	c := DefaultSettings().Hang
 	got := StartMessage(c, "2026-11-29T10:30:00Z")

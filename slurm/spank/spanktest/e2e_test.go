@@ -215,7 +215,7 @@ hang_actions = ["notify", "cancel"]
 		{"action not allowed", "sbatch", "--vigil-hang-action=requeue", "vigil: --vigil-hang-action=requeue: hang action requeue is not allowed on this cluster (allowed: notify, cancel)"},
 		{"skipping not allowed", "sbatch", "--vigil-checks=none", "vigil: --vigil-checks=none: skipping the checks is not allowed on this cluster ([policy] allow_skip = false)"},
 		{"salloc", "salloc", "--vigil-checks=nosuch", `vigil: --vigil-checks=nosuch: unknown check "nosuch"`},
-		{"srun", "srun", "--vigil-timing=later", "vigil: --vigil-timing=later: want 'before' or 'after-requeue'"},
+		{"srun", "srun", "--vigil-timing=later", `vigil: --vigil-timing=later: want "before" or "after-requeue"`},
 	} {
 		t.Run("refused/"+tc.name, func(t *testing.T) {
 			args := []string{tc.opt, "true"}
@@ -243,7 +243,7 @@ hang_actions = ["notify", "cancel"]
 	multiJob := c.Sbatch(t, "sleep 6\n", "-N", "3")
 	offJob := c.Sbatch(t, "sleep 2\n", "--vigil-hang-time=off")
 
-	// Without vigil-prolog on the submit host only the syntax is checked;
+	// Without vigil-prolog on the submit host nothing is parsed there;
 	// the node's watcher clamps a window beyond the bound. (Clients read
 	// plugstack.conf at each call; the nodes use only its other arguments.)
 	noProlog := strings.Replace(plugstack, "prolog="+prolog, "prolog="+filepath.Join(dir, "absent"), 1)

@@ -1,0 +1,139 @@
+package run
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+)
+
+func envOf(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+// TestResolve: the order file → environment → policy bounds → flags, for
+// the window and the action, in every combination that matters. The
+// policy bounds what the job's environment asks for, never the file or
+// the flags; grace never follows the window.
+func TestResolve(t *testing.T) {
+	const (
+		fileWatch  = "[watch]\nwindow = \"20m\"\naction = \"requeue\"\n"
+		filePolicy = "[policy]\nmin_hang_time = \"5m\"\nmax_hang_time = \"1h\"\nhang_actions = [\"notify\", \"cancel\"]\n"
+	)
+	type flags struct {
+		window time.Duration
+		action string
+	}
+	for _, tc := range []struct {
+		name   string
+		file   string
+		env    map[string]string // nil: replay, neither environment nor policy
+		flags  *flags
+		window time.Duration
+		action string
+		warns  int
+		skip   string
+		err    string
+	}{
+		{name: "defaults", env: map[string]string{}, window: 30 * time.Minute, action: "none"},
+		{name: "file", file: fileWatch, env: map[string]string{}, window: 20 * time.Minute, action: "requeue"},
+		{name: "env over defaults, minutes", env: map[string]string{watchcfg.EnvWindow: "45"}, window: 45 * time.Minute, action: "none"},
+		{name: "env over file", file: fileWatch, env: map[string]string{watchcfg.EnvWindow: "90s", "VIGIL_HANG_ACTION": "cancel"}, window: 90 * time.Second, action: "cancel"},
+		{name: "env notify is none", file: fileWatch, env: map[string]string{"VIGIL_HANG_ACTION": "notify"}, window: 20 * time.Minute, action: "none"},
+		{name: "policy does not bound the file", file: fileWatch + filePolicy, env: map[string]string{}, window: 20 * time.Minute, action: "requeue"},
+		{name: "policy raises the env window", file: fileWatch + filePolicy, env: map[string]string{watchcfg.EnvWindow: "2m"}, window: 5 * time.Minute, action: "requeue", warns: 1},
+		{name: "policy lowers the env window", file: fileWatch + filePolicy, env: map[string]string{watchcfg.EnvWindow: "3h"}, window: time.Hour, action: "requeue", warns: 1},
+		{name: "policy ignores the env action", file: fileWatch + filePolicy, env: map[string]string{"VIGIL_HANG_ACTION": "requeue"}, window: 20 * time.Minute, action: "requeue", warns: 1},
+		{name: "flag over env", file: fileWatch, env: map[string]string{watchcfg.EnvWindow: "45"}, flags: &flags{window: 2 * time.Minute}, window: 2 * time.Minute, action: "requeue"},
+		{name: "flag over policy", file: fileWatch + filePolicy, env: map[string]string{watchcfg.EnvWindow: "3h"}, flags: &flags{window: 3 * time.Hour, action: "requeue"}, window: 3 * time.Hour, action: "requeue", warns: 1},
+		{name: "flag action over env", file: fileWatch, env: map[string]string{"VIGIL_HANG_ACTION": "cancel"}, flags: &flags{action: "none"}, window: 20 * time.Minute, action: "none"},
+		{name: "replay reads no env", file: fileWatch + filePolicy, env: nil, window: 20 * time.Minute, action: "requeue"},
+		{name: "replay: flag over file", file: fileWatch, env: nil, flags: &flags{window: 10 * time.Minute}, window: 10 * time.Minute, action: "requeue"},
+		{name: "opted out", file: filePolicy, env: map[string]string{watchcfg.EnvWindow: "off", "VIGIL_SPANK_WATCH": "auto"}, skip: "opted out"},
+		{name: "opt out refused", file: "[policy]\nallow_watch_opt_out = false\n", env: map[string]string{watchcfg.EnvWindow: "off"}, window: 30 * time.Minute, action: "none", warns: 1},
+		{name: "auto_watch off wins over a bad env", env: map[string]string{watchcfg.EnvWindow: "soon", "VIGIL_SPANK_WATCH": "config"}, skip: "auto_watch = false"},
+		{name: "bad env window", env: map[string]string{watchcfg.EnvWindow: "soon"}, err: `VIGIL_HANG_DETECT_TIME: bad detection time: "soon"`},
+		{name: "bad env action", env: map[string]string{"VIGIL_HANG_ACTION": "drain"}, err: "VIGIL_HANG_ACTION"},
+		{name: "bad policy", file: "[policy]\nmax_hang_time = 5\n", env: map[string]string{}, err: "policy.max_hang_time"},
+		{name: "bad policy ignored by replay", file: "[policy]\nmax_hang_time = 5\n", env: nil, window: 30 * time.Minute, action: "none"},
+		{name: "env window too short for the file's period", file: "[watch]\nperiod = \"60s\"\n", env: map[string]string{watchcfg.EnvWindow: "1.5"}, err: "watch.period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := config.Parse(strings.NewReader(tc.file), "vigil.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := Sources{File: f, Flags: Flags{Values: DefaultSettings()}}
+			if tc.env != nil {
+				src.Lookup = envOf(tc.env)
+			}
+			if tc.flags != nil {
+				if tc.flags.window != 0 {
+					src.Flags.Values.Window = tc.flags.window
+					src.Flags.Keys = append(src.Flags.Keys, "window")
+				}
+				if tc.flags.action != "" {
+					src.Flags.Values.Action = tc.flags.action
+					src.Flags.Keys = append(src.Flags.Keys, "action")
+				}
+			}
+			res, err := Resolve(src)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Resolve = %+v, %v; want an error with %q", res, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Skip, tc.skip) || (tc.skip == "") != (res.Skip == "") {
+				t.Fatalf("Skip = %q, want %q", res.Skip, tc.skip)
+			}
+			if tc.skip != "" {
+				return
+			}
+			s := res.Settings
+			if s.Window != tc.window || s.Action != tc.action || len(res.Warnings) != tc.warns {
+				t.Fatalf("window %v action %q warnings %q; want %v %q and %d warnings", s.Window, s.Action, res.Warnings, tc.window, tc.action, tc.warns)
+			}
+			if s.Grace != 10*time.Minute {
+				t.Errorf("grace %v follows something; want the default 10m", s.Grace)
+			}
+		})
+	}
+	t.Run("invalid values come one per key", func(t *testing.T) {
+		fl := DefaultSettings()
+		fl.Window, fl.Period = 10*time.Second, 8*time.Second
+		_, err := Resolve(Sources{Lookup: envOf(nil), Flags: Flags{Values: fl, Keys: []string{"window", "period"}}})
+		var inv *InvalidError
+		if !errors.As(err, &inv) || len(inv.Errs) != 1 || !strings.Contains(err.Error(), "watch.period") {
+			t.Fatalf("Resolve = %v, want one InvalidError about watch.period", err)
+		}
+	})
+}
+
+func TestSettingsGraceDoesNotFollowWindow(t *testing.T) {
+	resolve := func(window string) Settings {
+		t.Helper()
+		res, err := Resolve(Sources{Lookup: envOf(map[string]string{watchcfg.EnvWindow: window}), Flags: Flags{Values: DefaultSettings()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Settings
+	}
+	// A short window keeps the start-up grace: the first verdict comes at
+	// 10m, and a late stall is still reported 7m after the last progress.
+	if f := resolve("7").Final(); f.Window != 7*time.Minute || f.Grace != 10*time.Minute || f.FirstVerdict() != 10*time.Minute {
+		t.Errorf("window %v grace %v first verdict %v, want 7m 10m 10m", f.Window, f.Grace, f.FirstVerdict())
+	}
+	if f := resolve("2h").Final(); f.Grace != 10*time.Minute || f.FirstVerdict() != 2*time.Hour {
+		t.Errorf("2h window: grace %v first verdict %v, want 10m 2h", f.Grace, f.FirstVerdict())
+	}
+	if err := DefaultSettings().Final().Validate(nil); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+}
