@@ -19,7 +19,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
-	"github.com/vigil-hpc/vigil/sanity"
+	"github.com/vigil-hpc/vigil/lifecycle"
 )
 
 const usage = `NAME
@@ -97,31 +97,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "node name")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
-	overrides := sanity.OverrideFlags(fs)
+	overrides := lifecycle.OverrideFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
-			return sanity.ExitOK
+			return lifecycle.ExitOK
 		}
 		return usageError(stderr, err)
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if err := sanity.ValidateFlags(overrides()); err != nil {
+	if err := lifecycle.ValidateFlags(overrides()); err != nil {
 		return usageError(stderr, err)
 	}
-	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+	if err := lifecycle.SetupLog(stderr, *logLevel, *logFormat); err != nil {
 		return usageError(stderr, err)
 	}
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
 	}
-	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
+	path, explicit := lifecycle.ConfigPathFrom(*configPath, os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return sanity.Run(ctx, sanity.Options{
-		Program: "vigil-epilog", Mode: sanity.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
+	return lifecycle.Run(ctx, lifecycle.Options{
+		Program: "vigil-epilog", Mode: lifecycle.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
 		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
 	}).ExitCode
 }
@@ -132,5 +132,5 @@ func usageError(stderr io.Writer, err error) int {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(stderr, "vigil-epilog: %s (see vigil-epilog --help)\n", line)
 	}
-	return sanity.ExitUsage
+	return lifecycle.ExitUsage
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/policy"
-	"github.com/vigil-hpc/vigil/sanity"
 )
 
 // exampleConfig runs vigil-prolog --print-example-config.
@@ -40,9 +40,9 @@ func uncomment(example string) string {
 
 // loadAll validates a config file the way every program does: vigil-prolog
 // ([prolog], [epilog], [checks.*], unknown keys), the policy, vigil-watch.
-func loadAll(t *testing.T, path string) (*sanity.Settings, []error) {
+func loadAll(t *testing.T, path string) (*lifecycle.Settings, []error) {
 	t.Helper()
-	s, errs := sanity.LoadSettings(path, true, func(string) (string, bool) { return "", false }, nil)
+	s, errs := lifecycle.LoadSettings(path, true, func(string) (string, bool) { return "", false }, nil)
 	if _, err := policy.Load(s.File, benchmarks.Names()); err != nil {
 		errs = append(errs, err)
 	}

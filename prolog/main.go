@@ -20,8 +20,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/policy"
-	"github.com/vigil-hpc/vigil/sanity"
 )
 
 const usage = `NAME
@@ -162,7 +162,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == policy.CommandName {
-		return policy.CheckCommand(args[1:], stdout, stderr, sanity.PolicyRegistry())
+		return policy.CheckCommand(args[1:], stdout, stderr, lifecycle.PolicyRegistry())
 	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
 	// Parse errors are reported in one line below, not with the manual;
@@ -179,18 +179,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	printExample := fs.Bool("print-example-config", false, "print an example config")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
-	overrides := sanity.OverrideFlags(fs)
+	overrides := lifecycle.OverrideFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
-			return sanity.ExitOK
+			return lifecycle.ExitOK
 		}
 		return usageError(stderr, err)
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if err := sanity.ValidateFlags(overrides()); err != nil {
+	if err := lifecycle.ValidateFlags(overrides()); err != nil {
 		return usageError(stderr, err)
 	}
 	// On a terminal the table and progress tell the story; logs only warn
@@ -198,47 +198,47 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !flagSet(fs, "log-level") && isTerminal(os.Stderr) && isTerminal(os.Stdout) {
 		*logLevel = "warn"
 	}
-	if err := sanity.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+	if err := lifecycle.SetupLog(stderr, *logLevel, *logFormat); err != nil {
 		return usageError(stderr, err)
 	}
-	path, explicit := sanity.ConfigPathFrom(*configPath, os.LookupEnv)
+	path, explicit := lifecycle.ConfigPathFrom(*configPath, os.LookupEnv)
 	switch listChecks {
 	case listNames:
 		for _, n := range benchmarks.Names() {
 			fmt.Fprintln(stdout, n)
 		}
-		return sanity.ExitOK
+		return lifecycle.ExitOK
 	case listTable:
 		fmt.Fprint(stdout, benchmarks.ListTable(benchmarks.Infos()))
-		return sanity.ExitOK
+		return lifecycle.ExitOK
 	}
 	if *printExample {
-		if err := sanity.ExampleConfig(stdout, sanity.ExampleSection{Name: watchcfg.Section, Defaults: watchcfg.Default()}); err != nil {
+		if err := lifecycle.ExampleConfig(stdout, lifecycle.ExampleSection{Name: watchcfg.Section, Defaults: watchcfg.Default()}); err != nil {
 			fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
-			return sanity.ExitConfig
+			return lifecycle.ExitConfig
 		}
-		return sanity.ExitOK
+		return lifecycle.ExitOK
 	}
 	if *checkConfig {
-		return sanity.CheckConfig(stdout, path, explicit, os.LookupEnv, overrides())
+		return lifecycle.CheckConfig(stdout, path, explicit, os.LookupEnv, overrides())
 	}
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
 	}
-	mode := sanity.ModeProlog
+	mode := lifecycle.ModeProlog
 	if *health {
-		mode = sanity.ModeHealth
+		mode = lifecycle.ModeHealth
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	opts := sanity.Options{
+	opts := lifecycle.Options{
 		Program: "vigil-prolog", Mode: mode, ConfigPath: path, ConfigExplicit: explicit,
 		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
 	}
 	if isTerminal(os.Stdout) {
 		opts.Progress = stdout
 	}
-	return sanity.Run(ctx, opts).ExitCode
+	return lifecycle.Run(ctx, opts).ExitCode
 }
 
 // listFlag is --list-checks: given alone it lists the checks as a table,
@@ -287,5 +287,5 @@ func usageError(stderr io.Writer, err error) int {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(stderr, "vigil-prolog: %s (see vigil-prolog --help)\n", line)
 	}
-	return sanity.ExitUsage
+	return lifecycle.ExitUsage
 }

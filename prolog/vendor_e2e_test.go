@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/report"
-	"github.com/vigil-hpc/vigil/sanity"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -40,7 +40,7 @@ check_timeout = "20s"`, "")
 	for _, res := range r.Results {
 		ran = append(ran, res.Check)
 	}
-	hw := sanity.ProbeAccelerators("/")
+	hw := lifecycle.ProbeAccelerators("/")
 	if hw.Ascend == 0 && (slices.Contains(ran, "npu-count") || !strings.HasPrefix(na["npu-count"], "no Ascend NPU on this node")) {
 		t.Errorf("no Ascend NPU here, yet ran %v, not applicable %v", ran, na)
 	}
@@ -61,7 +61,7 @@ check_timeout = "20s"`, "")
 	if gc.Status != "fail" || gc.Reason != "GPUCountMismatch" || !strings.HasPrefix(gc.Message, "fewer GPUs than expected (Gres: 2, PCI: 0, NVML: ") {
 		t.Errorf("gpu-count: %+v", gc)
 	}
-	if len(ran) != 1 || r.Verdict != "fail" || code != sanity.ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
+	if len(ran) != 1 || r.Verdict != "fail" || code != lifecycle.ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
 		t.Errorf("exit %d, ran %v, report %+v", code, ran, r)
 	}
 	if n := nodeState(t, c, node); !n.Drained() || n.Reason != "vigil: gpu-count GPUCountMismatch" {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
-	"github.com/vigil-hpc/vigil/watcher/run"
+	"github.com/vigil-hpc/vigil/watcher/loop"
 )
 
 // Exit codes.
@@ -60,7 +60,7 @@ type cli struct {
 type invocation struct {
 	replay   bool
 	files    []string // replay's traces ("-": standard input)
-	settings run.Settings
+	settings loop.Settings
 	cli
 }
 
@@ -72,7 +72,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 		return code
 	}
 	if inv.replay {
-		if err := run.Replay(inv.files, inv.settings, stdin, stdout, stderr); err != nil {
+		if err := loop.Replay(inv.files, inv.settings, stdin, stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
 			return exitError
 		}
@@ -83,7 +83,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339})
 	level, _ := logrus.ParseLevel(inv.logLevel) // parseArgs checked it
 	log.SetLevel(level)
-	err := run.Watch(ctx, run.Options{
+	err := loop.Watch(ctx, loop.Options{
 		Settings: inv.settings, Record: inv.record, AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
 		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log,
 	})
@@ -117,7 +117,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 		return inv, exitUsage
 	}
 	// The flags, parsed once against the defaults (which --help shows).
-	fl := run.DefaultSettings()
+	fl := loop.DefaultSettings()
 	fs := flags(inv.replay, &fl, &inv.cli, io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -143,11 +143,11 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	}
 	// File, then the job's environment within [policy], then the flags:
 	// one function, one validation. replay reads no environment.
-	src := run.Sources{File: file, Flags: run.Flags{Values: fl, Keys: watchKeys(fs)}}
+	src := loop.Sources{File: file, Flags: loop.Flags{Values: fl, Keys: watchKeys(fs)}}
 	if !inv.replay {
 		src.Lookup = lookup
 	}
-	res, err := run.Resolve(src)
+	res, err := loop.Resolve(src)
 	if res.Skip != "" {
 		fmt.Fprintf(stderr, "vigil-watch: not watching: %s\n", res.Skip)
 		return inv, exitOK
@@ -155,7 +155,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	for _, m := range res.Warnings {
 		fmt.Fprintf(stderr, "vigil-watch: policy: %s\n", m)
 	}
-	var invalid *run.InvalidError
+	var invalid *loop.InvalidError
 	if errors.As(err, &invalid) {
 		var fromFile []error
 		for _, e := range splitErrors(invalid) {
@@ -189,7 +189,7 @@ func flagOf(fs *flag.FlagSet, err error) (string, bool) {
 	if !errors.As(err, &ke) {
 		return "", false
 	}
-	name := strings.ReplaceAll(strings.TrimPrefix(ke.Key, run.Section+"."), "_", "-")
+	name := strings.ReplaceAll(strings.TrimPrefix(ke.Key, loop.Section+"."), "_", "-")
 	if name == "period" && !isSet(fs, name) {
 		name = "window" // the period follows the window unless set
 	}
@@ -203,7 +203,7 @@ func flagOf(fs *flag.FlagSet, err error) (string, bool) {
 // is nil where the environment is not read).
 func envOf(err error, lookup func(string) (string, bool)) (string, bool) {
 	var ke *config.KeyError
-	if lookup == nil || !errors.As(err, &ke) || (ke.Key != run.Section+".window" && ke.Key != run.Section+".period") {
+	if lookup == nil || !errors.As(err, &ke) || (ke.Key != loop.Section+".window" && ke.Key != loop.Section+".period") {
 		return "", false
 	}
 	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
@@ -272,7 +272,7 @@ func (v windowFlag) Set(s string) error {
 }
 
 // flags binds the flags to s and c; their defaults are s's current values.
-func flags(replay bool, s *run.Settings, c *cli, out io.Writer) *flag.FlagSet {
+func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	name := "vigil-watch"
 	if replay {
 		name = "vigil-watch replay"

@@ -22,7 +22,7 @@ const Section = "watch"
 // Settings is the [watch] section of vigil.toml. Precedence: flags, then
 // the environment (EnvWindow, within [policy]), then the file, then
 // defaults; vigil-watch applies them in that order in one place
-// (watcher/run.Resolve).
+// (watcher/loop.Resolve).
 type Settings struct {
 	// Hang holds the detector's rule and thresholds: window, period,
 	// grace, io_bytes, min_coverage, util_stddev, power_stddev_w,

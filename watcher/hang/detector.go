@@ -123,7 +123,7 @@ type Detector struct {
 
 // New returns a Detector with configuration c, which must have passed
 // Validate: the settings are defaulted and checked once, where they are
-// read (watchcfg, watcher/run), not again here.
+// read (watchcfg, watcher/loop), not again here.
 func New(c Config) *Detector {
 	return &Detector{c: c, hosts: make(map[string]*host), latest: make(map[string]trace.Sample)}
 }

@@ -1,4 +1,4 @@
-package sanity
+package lifecycle
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func (p ProcFS) Holders(devices []string) ([]int, error) {
 	procDir := filepath.Join(p.Root, "proc")
 	entries, err := os.ReadDir(procDir)
 	if err != nil {
-		return nil, fmt.Errorf("sanity: listing processes: %w", err)
+		return nil, fmt.Errorf("lifecycle: listing processes: %w", err)
 	}
 	var pids []int
 	for _, e := range entries {
@@ -83,7 +83,7 @@ type OSSignaler struct{}
 // Signal implements Signaler.
 func (OSSignaler) Signal(pid int, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("sanity: signal %v to %d: %w", sig, pid, err)
+		return fmt.Errorf("lifecycle: signal %v to %d: %w", sig, pid, err)
 	}
 	return nil
 }

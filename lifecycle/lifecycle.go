@@ -1,9 +1,10 @@
-// Package sanity is the verdict and drain lifecycle shared by vigil-prolog
+// Package lifecycle is the node lifecycle (run the checks, decide, drain or
+// resume, record) and the verdict and drain rules shared by vigil-prolog
 // (also run as Slurm's HealthCheckProgram) and vigil-epilog: load the
 // config, run the suite, decide, drain a failing node or resume one vigil
 // drained earlier, record the run, and say which exit code the program
 // should return.
-package sanity
+package lifecycle
 
 import (
 	"context"

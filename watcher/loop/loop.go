@@ -2,7 +2,7 @@
 // the job on this node, optionally records it, feeds the hang detector and
 // hands the detector's events to the actions. It also holds the [watch]
 // settings and the offline replay command.
-package run
+package loop
 
 import (
 	"context"
