@@ -157,18 +157,8 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	}
 	var invalid *loop.InvalidError
 	if errors.As(err, &invalid) {
-		var fromFile []error
-		for _, e := range splitErrors(invalid) {
-			if name, ok := flagOf(fs, e); ok {
-				fmt.Fprintf(stderr, "vigil-watch: %s (see %s)\n", name, help)
-			} else if name, ok := envOf(e, src.Lookup); ok {
-				fmt.Fprintf(stderr, "vigil-watch: %s\n", name)
-			} else {
-				fromFile = append(fromFile, e)
-			}
-		}
-		if len(fromFile) > 0 {
-			return fail(errors.Join(fromFile...))
+		if fromFile := reportInvalid(invalid, fs, src.Lookup, help, stderr); fromFile != nil {
+			return fail(fromFile)
 		}
 		return inv, exitUsage
 	}
@@ -179,6 +169,23 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	inv.settings = s
 	inv.files = fs.Args()
 	return inv, -1
+}
+
+// reportInvalid writes each error of a flag or an environment variable in
+// its own words, one a line, and returns the errors about the config file
+// (nil when there are none), for the caller to report with the file's name.
+func reportInvalid(invalid *loop.InvalidError, fs *flag.FlagSet, lookup func(string) (string, bool), help string, stderr io.Writer) error {
+	var fromFile []error
+	for _, e := range splitErrors(invalid) {
+		if name, ok := flagOf(fs, e); ok {
+			fmt.Fprintf(stderr, "vigil-watch: %s (see %s)\n", name, help)
+		} else if name, ok := envOf(e, lookup); ok {
+			fmt.Fprintf(stderr, "vigil-watch: %s\n", name)
+		} else {
+			fromFile = append(fromFile, e)
+		}
+	}
+	return errors.Join(fromFile...)
 }
 
 // flagOf says, for an error about a [watch] key that a flag given on the
