@@ -119,7 +119,7 @@ func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (Node, error) 
 }
 
 func (n *cudaNode) Devices() []DeviceInfo { return n.devs }
-func (n *cudaNode) Driver() string        { return n.drv.Path() }
+func (n *cudaNode) Runtime() string       { return n.drv.Path() }
 
 // Close releases the primary contexts. The libraries stay loaded: the
 // driver and NCCL leave threads behind, and unloading code they run would
