@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
@@ -74,7 +74,7 @@ type aclNode struct {
 	cann *cann
 	rt   *acl.Lib
 	libs Libraries
-	devs []compute.DeviceInfo
+	devs []device.Info
 }
 
 // OpenACL opens libascendcl.so, initialises ACL (once per process) and
@@ -107,13 +107,13 @@ func openACL(c *cann, libs Libraries, devices []int) (Node, error) {
 		if d < 0 || d >= n {
 			return nil, fmt.Errorf("%w: %s asked for, ACL sees %d", ErrNoDevices, devName(d), n)
 		}
-		node.devs = append(node.devs, compute.DeviceInfo{Index: d, Name: soc})
+		node.devs = append(node.devs, device.Info{Index: d, Name: soc})
 	}
 	return node, nil
 }
 
-func (n *aclNode) Devices() []compute.DeviceInfo { return n.devs }
-func (n *aclNode) Runtime() string               { return n.rt.Path() }
+func (n *aclNode) Devices() []device.Info { return n.devs }
+func (n *aclNode) Runtime() string        { return n.rt.Path() }
 
 // Close releases nothing: device resources are released after each
 // measurement, and the libraries stay with the process.
@@ -227,21 +227,21 @@ func (t *timer) time(s acl.Stream, f func() error) (float64, error) {
 }
 
 // encode writes vals as fp16 or bf16 little-endian into dst.
-func encode(dt compute.DType, vals []float32, dst []byte) {
+func encode(dt device.DType, vals []float32, dst []byte) {
 	for i, v := range vals {
 		binary.LittleEndian.PutUint16(dst[2*i:], encodeOne(dt, v))
 	}
 }
 
-func encodeOne(dt compute.DType, v float32) uint16 {
-	if dt == compute.FP16 {
+func encodeOne(dt device.DType, v float32) uint16 {
+	if dt == device.FP16 {
 		return devcheck.F16FromF32(v)
 	}
 	return devcheck.BF16FromF32(v)
 }
 
-func decodeOne(dt compute.DType, h uint16) float32 {
-	if dt == compute.FP16 {
+func decodeOne(dt device.DType, h uint16) float32 {
+	if dt == device.FP16 {
 		return devcheck.F16ToF32(h)
 	}
 	return devcheck.BF16ToF32(h)
@@ -249,18 +249,18 @@ func decodeOne(dt compute.DType, h uint16) float32 {
 
 // GEMM computes D = A·Bᵀ with aclnnMatmul: A is uploaded m×k row-major,
 // B = Btᵀ k×n row-major, C = A·B m×n row-major comes back and is returned
-// column-major as compute.GEMMOutput.D.
-func (n *aclNode) GEMM(ctx context.Context, dev int, in compute.GEMMInput) (compute.GEMMOutput, error) {
-	var out compute.GEMMOutput
-	if in.DType != compute.FP16 && in.DType != compute.BF16 {
-		return out, fmt.Errorf("%w: %s on Ascend", compute.ErrUnsupported, in.DType)
+// column-major as device.GEMMOutput.D.
+func (n *aclNode) GEMM(ctx context.Context, dev int, in device.GEMMInput) (device.GEMMOutput, error) {
+	var out device.GEMMOutput
+	if in.DType != device.FP16 && in.DType != device.BF16 {
+		return out, fmt.Errorf("%w: %s on Ascend", device.ErrUnsupported, in.DType)
 	}
 	ops, err := n.opAPI()
 	if err != nil {
 		return out, err
 	}
 	dt := acl.Float16
-	if in.DType == compute.BF16 {
+	if in.DType == device.BF16 {
 		dt = acl.BF16
 	}
 	m, nn, k := in.M, in.N, in.K
@@ -384,8 +384,8 @@ func (n *aclNode) GEMM(ctx context.Context, dev int, in compute.GEMMInput) (comp
 
 // Copy times host-to-device, device-to-device and device-to-host copies
 // and checks the bytes that went round trip.
-func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.CopyOutput, error) {
-	var out compute.CopyOutput
+func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (device.CopyOutput, error) {
+	var out device.CopyOutput
 	err := n.onDevice(dev, func(s acl.Stream) (err error) {
 		b := &buffers{rt: n.rt}
 		defer func() { err = errors.Join(err, b.free()) }()
@@ -442,10 +442,10 @@ func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.C
 // Collective runs an HCCL collective over float32 buffers: one
 // communicator per device (HcclCommInitAll), one OS thread per device, the
 // slowest rank's stream time is the operation's time.
-func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (compute.CollectiveOutput, error) {
-	var out compute.CollectiveOutput
+func (n *aclNode) Collective(ctx context.Context, in device.CollectiveInput) (device.CollectiveOutput, error) {
+	var out device.CollectiveOutput
 	if in.Op != devcheck.AllReduce && in.Op != devcheck.AllGather {
-		return out, fmt.Errorf("%w: %s on Ascend", compute.ErrUnsupported, in.Op)
+		return out, fmt.Errorf("%w: %s on Ascend", device.ErrUnsupported, in.Op)
 	}
 	hc, err := n.hcclLib()
 	if err != nil {
