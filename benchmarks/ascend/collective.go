@@ -50,19 +50,12 @@ func newCollCheck(name string, op device.CollOp, thresholds device.Thresholds, o
 			Vendor:      ascendNPUs,
 			Defaults: func() CollectiveSettings {
 				return CollectiveSettings{
-					Libraries: DefaultLibraries(),
-					CollectiveSettings: device.CollectiveSettings{
-						Bytes:       256 << 20,
-						VerifyBytes: 4 << 20,
-						Warmup:      5,
-						Iters:       20,
-						Thresholds:  thresholds.Merge(nil),
-					},
+					Libraries:          DefaultLibraries(),
+					CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
 				}
 			},
-			Thresholds: func(s *CollectiveSettings) *device.Thresholds { return &s.Thresholds },
-			Base:       thresholds,
-			Open:       openWith[CollectiveSettings](open, func(s *CollectiveSettings) Libraries { return s.Libraries }),
+			Base: thresholds,
+			Open: openWith[CollectiveSettings](open, func(s *CollectiveSettings) Libraries { return s.Libraries }),
 		},
 		Op:          op,
 		Collective:  func(s *CollectiveSettings) *device.CollectiveSettings { return &s.CollectiveSettings },

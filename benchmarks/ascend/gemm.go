@@ -1,8 +1,6 @@
 package ascend
 
 import (
-	"time"
-
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
@@ -38,17 +36,8 @@ var gemmThresholds = device.Thresholds{
 // DefaultGEMMSettings are the shipped settings.
 func DefaultGEMMSettings() GEMMSettings {
 	return GEMMSettings{
-		Libraries: DefaultLibraries(),
-		GEMMSettings: device.GEMMSettings{
-			Peers:         device.Peers{Fraction: 0.85, Min: 3},
-			DTypes:        []string{"fp16", "bf16"},
-			Sizes:         []int{8192},
-			Warmup:        3,
-			MinTime:       300 * time.Millisecond,
-			MaxIters:      200,
-			VerifySamples: 512,
-			Thresholds:    gemmThresholds.Merge(nil),
-		},
+		Libraries:    DefaultLibraries(),
+		GEMMSettings: device.DefaultGEMMSettings(gemmThresholds, device.FP16, device.BF16),
 	}
 }
 
@@ -66,7 +55,6 @@ func newGEMMCheck(open Opener) benchmarks.Check {
 			Description: "aclnnMatmul TFLOPS per NPU in fp16 and bf16, products verified",
 			Vendor:      ascendNPUs,
 			Defaults:    DefaultGEMMSettings,
-			Thresholds:  func(s *GEMMSettings) *device.Thresholds { return &s.Thresholds },
 			Base:        gemmThresholds,
 			Open:        openWith[GEMMSettings](open, func(s *GEMMSettings) Libraries { return s.Libraries }),
 		},

@@ -82,4 +82,3 @@ func TestGEMMVerification(t *testing.T) {
 		}
 	}
 }
-

@@ -30,13 +30,8 @@ var copyThresholds = Thresholds{
 // DefaultCopySettings are the shipped settings.
 func DefaultCopySettings() CopySettings {
 	return CopySettings{
-		Libraries: DefaultLibraries(),
-		CopySettings: device.CopySettings{
-			Peers:      Peers{Fraction: 0.75, Min: 3},
-			Bytes:      256 << 20,
-			Iters:      10,
-			Thresholds: copyThresholds.Merge(nil),
-		},
+		Libraries:    DefaultLibraries(),
+		CopySettings: device.DefaultCopySettings(copyThresholds),
 	}
 }
 
@@ -51,7 +46,6 @@ func newCopyCheck(open Opener) benchmarks.Check {
 			Description: "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)",
 			Vendor:      nvidia,
 			Defaults:    DefaultCopySettings,
-			Thresholds:  func(s *CopySettings) *Thresholds { return &s.Thresholds },
 			Base:        copyThresholds,
 			Open:        openWith[CopySettings](open, func(s *CopySettings) Libraries { return s.Libraries }),
 		},

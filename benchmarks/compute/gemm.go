@@ -3,7 +3,6 @@ package compute
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
@@ -49,18 +48,9 @@ var gemmThresholds = Thresholds{
 // DefaultGEMMSettings are the shipped settings.
 func DefaultGEMMSettings() GEMMSettings {
 	return GEMMSettings{
-		Libraries: DefaultLibraries(),
-		GEMMSettings: device.GEMMSettings{
-			Peers:         DefaultPeers(),
-			DTypes:        []string{"bf16", "fp16", "tf32", "fp8"},
-			Sizes:         []int{8192},
-			Warmup:        3,
-			MinTime:       300 * time.Millisecond,
-			MaxIters:      200,
-			VerifySamples: 512,
-			Thresholds:    gemmThresholds.Merge(nil),
-		},
-		CrossCheck: true,
+		Libraries:    DefaultLibraries(),
+		GEMMSettings: device.DefaultGEMMSettings(gemmThresholds, BF16, FP16, TF32, FP8),
+		CrossCheck:   true,
 	}
 }
 
@@ -78,7 +68,6 @@ func newGEMMCheck(open Opener) benchmarks.Check {
 			Description: "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified",
 			Vendor:      nvidia,
 			Defaults:    DefaultGEMMSettings,
-			Thresholds:  func(s *GEMMSettings) *Thresholds { return &s.Thresholds },
 			Base:        gemmThresholds,
 			Open:        openWith[GEMMSettings](open, func(s *GEMMSettings) Libraries { return s.Libraries }),
 		},

@@ -23,6 +23,13 @@ type CollectiveSettings struct {
 	Thresholds Thresholds `toml:"thresholds"`
 }
 
+// DefaultCollectiveSettings are the shipped collective settings with the
+// vendor's shipped thresholds th: 256 MiB per rank timed 20 times after 5
+// untimed, verified on 4 MiB.
+func DefaultCollectiveSettings(th Thresholds) CollectiveSettings {
+	return CollectiveSettings{Bytes: 256 << 20, VerifyBytes: 4 << 20, Warmup: 5, Iters: 20, Thresholds: th.Merge(nil)}
+}
+
 // ValidateCollective reports out-of-range collective settings, naming the key.
 func ValidateCollective(s *CollectiveSettings) error {
 	switch {
@@ -70,7 +77,8 @@ type collCheck[S any, P settings[S]] struct {
 
 // NewCollective returns the collective check that spec describes.
 func NewCollective[S any, P settings[S]](spec CollectiveSpec[S]) benchmarks.Check {
-	return &collCheck[S, P]{check: check[S, P]{spec.Spec}, spec: spec}
+	th := func(s *S) *Thresholds { return &spec.Collective(s).Thresholds }
+	return &collCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
 }
 
 func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {

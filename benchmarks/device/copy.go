@@ -21,6 +21,13 @@ type CopySettings struct {
 	Thresholds Thresholds `toml:"thresholds"`
 }
 
+// DefaultCopySettings are the shipped copy settings with the vendor's
+// shipped thresholds th: 256 MiB copies, 10 of each kind, a device below
+// 75% of the node's median fails (PCIe topology differs between sockets).
+func DefaultCopySettings(th Thresholds) CopySettings {
+	return CopySettings{Peers: Peers{Fraction: 0.75, Min: 3}, Bytes: 256 << 20, Iters: 10, Thresholds: th.Merge(nil)}
+}
+
 // ValidateCopy reports out-of-range copy settings, naming the key.
 func ValidateCopy(s *CopySettings) error {
 	if s.Bytes < 1<<20 || s.Bytes%4 != 0 {
@@ -52,7 +59,8 @@ type copyCheck[S any, P settings[S]] struct {
 
 // NewCopy returns the copy check that spec describes.
 func NewCopy[S any, P settings[S]](spec CopySpec[S]) benchmarks.Check {
-	return &copyCheck[S, P]{check: check[S, P]{spec.Spec}, spec: spec}
+	th := func(s *S) *Thresholds { return &spec.Copy(s).Thresholds }
+	return &copyCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
 }
 
 func (c *copyCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {

@@ -82,6 +82,24 @@ func contains(ds []DType, d DType) bool {
 	return false
 }
 
+// DefaultGEMMSettings are the shipped GEMM settings of a vendor that
+// measures dtypes, with its shipped thresholds th.
+func DefaultGEMMSettings(th Thresholds, dtypes ...DType) GEMMSettings {
+	s := GEMMSettings{
+		Peers:         Peers{Fraction: 0.85, Min: 3},
+		Sizes:         []int{8192},
+		Warmup:        3,
+		MinTime:       300 * time.Millisecond,
+		MaxIters:      200,
+		VerifySamples: 512,
+		Thresholds:    th.Merge(nil),
+	}
+	for _, d := range dtypes {
+		s.DTypes = append(s.DTypes, string(d))
+	}
+	return s
+}
+
 // GEMMSpec is one vendor's GEMM check.
 type GEMMSpec[S any] struct {
 	Spec[S]
@@ -119,7 +137,8 @@ type gemmCheck[S any, P settings[S]] struct {
 
 // NewGEMM returns the GEMM check that spec describes.
 func NewGEMM[S any, P settings[S]](spec GEMMSpec[S]) benchmarks.Check {
-	return &gemmCheck[S, P]{check: check[S, P]{spec.Spec}, spec: spec}
+	th := func(s *S) *Thresholds { return &spec.GEMM(s).Thresholds }
+	return &gemmCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
 }
 
 // gemmCase is one measurement: a dtype at a size.

@@ -104,10 +104,8 @@ type Spec[S any] struct {
 	Vendor *Vendor
 	// Defaults returns the shipped settings.
 	Defaults func() S
-	// Thresholds returns the settings' thresholds field, which decoding
-	// merges with Base model by model.
-	Thresholds func(*S) *Thresholds
-	// Base are the shipped thresholds.
+	// Base are the shipped thresholds, to which the settings' thresholds
+	// table adds model by model.
 	Base Thresholds
 	// Open opens the node's devices with the settings' libraries: devices
 	// nil means all.
@@ -116,7 +114,11 @@ type Spec[S any] struct {
 
 // check holds what the three checks share: the benchmarks.Check metadata
 // and the start of Run (settings, then the node).
-type check[S any, P settings[S]] struct{ Spec[S] }
+type check[S any, P settings[S]] struct {
+	Spec[S]
+	// thresholds returns the settings' thresholds field.
+	thresholds func(*S) *Thresholds
+}
 
 func (c *check[S, P]) Name() string              { return c.Spec.Name }
 func (*check[S, P]) Kind() benchmarks.Kind       { return benchmarks.KindPerf }
@@ -129,7 +131,7 @@ func (c *check[S, P]) Defaults() any             { s := c.Spec.Defaults(); retur
 // deadline. When that fails it returns the result to report instead.
 func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {
 	s := c.Spec.Defaults()
-	err := devcheck.DecodeThresholds(env, &s, c.Spec.Thresholds(&s), c.Base)
+	err := devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
 	if err == nil {
 		err = P(&s).Validate()
 	}
