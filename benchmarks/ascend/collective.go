@@ -44,19 +44,12 @@ func collPrefix(op device.CollOp) string {
 // newCollCheck is the HCCL check name of op over the NPUs open opens.
 func newCollCheck(name string, op device.CollOp, thresholds device.Thresholds, open Opener) benchmarks.Check {
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
-		Spec: device.Spec[CollectiveSettings]{
-			Name:        name,
-			Description: "HCCL " + device.Label(op) + " bus bandwidth over the node's NPUs, result verified",
-			Vendor:      ascendNPUs,
-			Defaults: func() CollectiveSettings {
-				return CollectiveSettings{
-					Libraries:          DefaultLibraries(),
-					CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
-				}
-			},
-			Base: thresholds,
-			Open: openWith[CollectiveSettings](open, func(s *CollectiveSettings) Libraries { return s.Libraries }),
-		},
+		Spec: spec[CollectiveSettings](name, "HCCL "+device.Label(op)+" bus bandwidth over the node's NPUs, result verified", func() CollectiveSettings {
+			return CollectiveSettings{
+				Libraries:          DefaultLibraries(),
+				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
+			}
+		}, thresholds, open),
 		Op:          op,
 		Collective:  func(s *CollectiveSettings) *device.CollectiveSettings { return &s.CollectiveSettings },
 		WrongResult: ReasonCollectiveWrongResult,

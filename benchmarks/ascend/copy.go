@@ -41,14 +41,7 @@ func (s *CopySettings) Validate() error { return device.ValidateCopy(&s.CopySett
 // newCopyCheck is the npu-copy check over the NPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
 	return device.NewCopy(device.CopySpec[CopySettings]{
-		Spec: device.Spec[CopySettings]{
-			Name:        "npu-copy",
-			Description: "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)",
-			Vendor:      ascendNPUs,
-			Defaults:    DefaultCopySettings,
-			Base:        copyThresholds,
-			Open:        openWith[CopySettings](open, func(s *CopySettings) Libraries { return s.Libraries }),
-		},
+		Spec:        spec[CopySettings]("npu-copy", "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)", DefaultCopySettings, copyThresholds, open),
 		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
 		Prefix:      "NPUCopyBandwidth",

@@ -126,12 +126,20 @@ func classify(err error) (benchmarks.Status, string) {
 	return benchmarks.StatusUnknown, ReasonCheckerError
 }
 
-// openWith adapts open to settings S whose libraries libs returns.
-func openWith[S any](open Opener, libs func(*S) Libraries) func(context.Context, *S, []int) (device.Node, error) {
-	return func(ctx context.Context, s *S, devices []int) (device.Node, error) {
-		return open(ctx, libs(s), devices)
-	}
+// spec declares an Ascend check of settings S (which embed Libraries) over
+// the devices open opens, with its shipped thresholds base.
+func spec[S any, P interface {
+	*S
+	libraries() Libraries
+}](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Spec[S] {
+	return device.Spec[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
+		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
+			return open(ctx, P(s).libraries(), devices)
+		}}
 }
+
+// libraries lets the settings that embed Libraries hand them to spec.
+func (l Libraries) libraries() Libraries { return l }
 
 // devName is how results name the NPU with logical id i.
 func devName(i int) string { return fmt.Sprintf("npu%d", i) }

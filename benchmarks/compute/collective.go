@@ -42,20 +42,13 @@ func newCollCheck(name string, op CollOp, concurrent int, thresholds Thresholds,
 		desc = fmt.Sprintf("%d NCCL all-reduces at once, each on its own communicator: aggregate bus bandwidth", concurrent)
 	}
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
-		Spec: device.Spec[CollectiveSettings]{
-			Name:        name,
-			Description: desc,
-			Vendor:      nvidia,
-			Defaults: func() CollectiveSettings {
-				return CollectiveSettings{
-					Libraries:          DefaultLibraries(),
-					CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
-					Concurrent:         concurrent,
-				}
-			},
-			Base: thresholds,
-			Open: openWith[CollectiveSettings](open, func(s *CollectiveSettings) Libraries { return s.Libraries }),
-		},
+		Spec: spec[CollectiveSettings](name, desc, func() CollectiveSettings {
+			return CollectiveSettings{
+				Libraries:          DefaultLibraries(),
+				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
+				Concurrent:         concurrent,
+			}
+		}, thresholds, open),
 		Op:         op,
 		Collective: func(s *CollectiveSettings) *device.CollectiveSettings { return &s.CollectiveSettings },
 		Concurrent: func(s *CollectiveSettings) int {

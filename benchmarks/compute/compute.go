@@ -63,16 +63,24 @@ var nvidia = &device.Vendor{
 	StopIsHang: true,
 }
 
-// openWith adapts open to settings S whose libraries libs returns.
-func openWith[S any](open Opener, libs func(*S) Libraries) func(context.Context, *S, []int) (device.Node, error) {
-	return func(ctx context.Context, s *S, devices []int) (device.Node, error) {
-		n, err := open(ctx, libs(s), devices)
-		if err != nil {
-			return nil, err
-		}
-		return n, nil
-	}
+// spec declares a CUDA check of settings S (which embed Libraries) over
+// the devices open opens, with its shipped thresholds base.
+func spec[S any, P interface {
+	*S
+	libraries() Libraries
+}](name, description string, defaults func() S, base Thresholds, open Opener) device.Spec[S] {
+	return device.Spec[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
+		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
+			n, err := open(ctx, P(s).libraries(), devices)
+			if err != nil {
+				return nil, err // no typed nil in the interface
+			}
+			return n, nil
+		}}
 }
+
+// libraries lets the settings that embed Libraries hand them to spec.
+func (l Libraries) libraries() Libraries { return l }
 
 // EnvLibraryPath lists extra directories (colon-separated) searched for the
 // vendor libraries by every compute check, before the configured ones.

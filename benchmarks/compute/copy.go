@@ -41,14 +41,7 @@ func (s *CopySettings) Validate() error { return device.ValidateCopy(&s.CopySett
 // newCopyCheck is the copy check over the GPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
 	return device.NewCopy(device.CopySpec[CopySettings]{
-		Spec: device.Spec[CopySettings]{
-			Name:        "copy",
-			Description: "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)",
-			Vendor:      nvidia,
-			Defaults:    DefaultCopySettings,
-			Base:        copyThresholds,
-			Open:        openWith[CopySettings](open, func(s *CopySettings) Libraries { return s.Libraries }),
-		},
+		Spec:        spec[CopySettings]("copy", "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)", DefaultCopySettings, copyThresholds, open),
 		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
 		Prefix:      "CopyBandwidth",

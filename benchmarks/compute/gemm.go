@@ -63,14 +63,7 @@ func (s *GEMMSettings) Validate() error {
 // throughput with cuBLASLt, products verified.
 func newGEMMCheck(open Opener) benchmarks.Check {
 	return device.NewGEMM(device.GEMMSpec[GEMMSettings]{
-		Spec: device.Spec[GEMMSettings]{
-			Name:        "gemm",
-			Description: "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified",
-			Vendor:      nvidia,
-			Defaults:    DefaultGEMMSettings,
-			Base:        gemmThresholds,
-			Open:        openWith[GEMMSettings](open, func(s *GEMMSettings) Libraries { return s.Libraries }),
-		},
+		Spec:        spec[GEMMSettings]("gemm", "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified", DefaultGEMMSettings, gemmThresholds, open),
 		GEMM:        func(s *GEMMSettings) *device.GEMMSettings { return &s.GEMMSettings },
 		CrossCheck:  func(s *GEMMSettings) bool { return s.CrossCheck },
 		Op:          "GEMM",
