@@ -1,5 +1,5 @@
 // Package devcheck holds what vigil's device checks (packages health,
-// compute and ascend) share: the tally that turns per-device findings into
+// device, compute and ascend) share: the tally that turns per-device findings into
 // a benchmarks.Result, settings decoding, PCI device discovery under a
 // sysfs root, GEMM input generation and verification, the FP16/BF16
 // element encodings, per-model thresholds and the comparison of devices
