@@ -6,11 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
@@ -74,7 +73,7 @@ type aclNode struct {
 	cann *cann
 	rt   *acl.Lib
 	libs Libraries
-	devs []compute.DeviceInfo
+	devs []device.Info
 }
 
 // OpenACL opens libascendcl.so, initialises ACL (once per process) and
@@ -107,13 +106,13 @@ func openACL(c *cann, libs Libraries, devices []int) (Node, error) {
 		if d < 0 || d >= n {
 			return nil, fmt.Errorf("%w: %s asked for, ACL sees %d", ErrNoDevices, devName(d), n)
 		}
-		node.devs = append(node.devs, compute.DeviceInfo{Index: d, Name: soc})
+		node.devs = append(node.devs, device.Info{Index: d, Name: soc})
 	}
 	return node, nil
 }
 
-func (n *aclNode) Devices() []compute.DeviceInfo { return n.devs }
-func (n *aclNode) Runtime() string               { return n.rt.Path() }
+func (n *aclNode) Devices() []device.Info { return n.devs }
+func (n *aclNode) Runtime() string        { return n.rt.Path() }
 
 // Close releases nothing: device resources are released after each
 // measurement, and the libraries stay with the process.
@@ -226,166 +225,10 @@ func (t *timer) time(s acl.Stream, f func() error) (float64, error) {
 	return ms / 1e3, err
 }
 
-// encode writes vals as fp16 or bf16 little-endian into dst.
-func encode(dt compute.DType, vals []float32, dst []byte) {
-	for i, v := range vals {
-		binary.LittleEndian.PutUint16(dst[2*i:], encodeOne(dt, v))
-	}
-}
-
-func encodeOne(dt compute.DType, v float32) uint16 {
-	if dt == compute.FP16 {
-		return devcheck.F16FromF32(v)
-	}
-	return devcheck.BF16FromF32(v)
-}
-
-func decodeOne(dt compute.DType, h uint16) float32 {
-	if dt == compute.FP16 {
-		return devcheck.F16ToF32(h)
-	}
-	return devcheck.BF16ToF32(h)
-}
-
-// GEMM computes D = A·Bᵀ with aclnnMatmul: A is uploaded m×k row-major,
-// B = Btᵀ k×n row-major, C = A·B m×n row-major comes back and is returned
-// column-major as compute.GEMMOutput.D.
-func (n *aclNode) GEMM(ctx context.Context, dev int, in compute.GEMMInput) (compute.GEMMOutput, error) {
-	var out compute.GEMMOutput
-	if in.DType != compute.FP16 && in.DType != compute.BF16 {
-		return out, fmt.Errorf("%w: %s on Ascend", compute.ErrUnsupported, in.DType)
-	}
-	ops, err := n.opAPI()
-	if err != nil {
-		return out, err
-	}
-	dt := acl.Float16
-	if in.DType == compute.BF16 {
-		dt = acl.BF16
-	}
-	m, nn, k := in.M, in.N, in.K
-	err = n.onDevice(dev, func(s acl.Stream) (err error) {
-		b := &buffers{rt: n.rt}
-		defer func() { err = errors.Join(err, b.free()) }()
-		maxBytes := 2 * max(m*k, k*nn, m*nn)
-		host := b.hostMem(maxBytes)
-		dA, dB, dC := b.device(2*m*k), b.device(2*k*nn), b.device(2*m*nn)
-		if b.err != nil {
-			return b.err
-		}
-		hb := acl.HostBytes(host, maxBytes)
-		encode(in.DType, in.A, hb)
-		if err := n.rt.Memcpy(dA, host, 2*m*k, acl.HostToDevice); err != nil {
-			return err
-		}
-		// B = Btᵀ, k×n row-major, encoded straight into the staging buffer.
-		for j := 0; j < nn; j++ {
-			for l := 0; l < k; l++ {
-				binary.LittleEndian.PutUint16(hb[2*(l*nn+j):], encodeOne(in.DType, in.Bt[j*k+l]))
-			}
-		}
-		if err := n.rt.Memcpy(dB, host, 2*k*nn, acl.HostToDevice); err != nil {
-			return err
-		}
-		var tensors []acl.Tensor
-		defer func() {
-			for _, t := range tensors {
-				err = errors.Join(err, ops.DestroyTensor(t))
-			}
-		}()
-		for _, x := range []struct {
-			dims []int64
-			data uint64
-		}{{[]int64{int64(m), int64(k)}, dA}, {[]int64{int64(k), int64(nn)}, dB}, {[]int64{int64(m), int64(nn)}, dC}} {
-			t, err := ops.CreateTensor(x.dims, dt, x.data)
-			if err != nil {
-				return err
-			}
-			tensors = append(tensors, t)
-		}
-		var ws, wsSize uint64
-		defer func() {
-			if ws != 0 {
-				err = errors.Join(err, n.rt.Free(ws))
-			}
-		}()
-		// An executor serves one launch: each matmul asks for a new one.
-		launch := func() error {
-			size, ex, err := ops.MatmulWorkspace(tensors[0], tensors[1], tensors[2], acl.KeepDType)
-			if err != nil {
-				return err
-			}
-			if size > wsSize {
-				if ws != 0 {
-					if err := n.rt.Free(ws); err != nil {
-						return err
-					}
-					ws, wsSize = 0, 0
-				}
-				if ws, err = n.rt.Malloc(int(size)); err != nil {
-					return err
-				}
-				wsSize = size
-			}
-			return ops.Matmul(ws, size, ex, s)
-		}
-		for i := 0; i < max(in.Warmup, 1); i++ {
-			if err := launch(); err != nil {
-				return err
-			}
-		}
-		if err := n.rt.SynchronizeStream(s); err != nil {
-			return err
-		}
-		tm, err := newTimer(n.rt)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, tm.close()) }()
-		one, err := tm.time(s, launch)
-		if err != nil {
-			return err
-		}
-		iters := in.MaxIters
-		if one > 0 {
-			iters = int(math.Ceil(in.MinTime.Seconds() / one))
-		}
-		iters = max(1, min(iters, in.MaxIters))
-		sec, err := tm.time(s, func() error {
-			for i := 0; i < iters; i++ {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if err := launch(); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		out.Seconds, out.Iters, out.Library = sec/float64(iters), iters, ops.Path()
-		if in.Readback {
-			if err := n.rt.Memcpy(host, dC, 2*m*nn, acl.DeviceToHost); err != nil {
-				return err
-			}
-			out.D = make([]float32, m*nn)
-			for i := 0; i < m; i++ {
-				for j := 0; j < nn; j++ {
-					out.D[i+j*m] = decodeOne(in.DType, binary.LittleEndian.Uint16(hb[2*(i*nn+j):]))
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
 // Copy times host-to-device, device-to-device and device-to-host copies
 // and checks the bytes that went round trip.
-func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.CopyOutput, error) {
-	var out compute.CopyOutput
+func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (device.CopyOutput, error) {
+	var out device.CopyOutput
 	err := n.onDevice(dev, func(s acl.Stream) (err error) {
 		b := &buffers{rt: n.rt}
 		defer func() { err = errors.Join(err, b.free()) }()
@@ -437,127 +280,6 @@ func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (compute.C
 		return nil
 	})
 	return out, err
-}
-
-// Collective runs an HCCL collective over float32 buffers: one
-// communicator per device (HcclCommInitAll), one OS thread per device, the
-// slowest rank's stream time is the operation's time.
-func (n *aclNode) Collective(ctx context.Context, in compute.CollectiveInput) (compute.CollectiveOutput, error) {
-	var out compute.CollectiveOutput
-	if in.Op != devcheck.AllReduce && in.Op != devcheck.AllGather {
-		return out, fmt.Errorf("%w: %s on Ascend", compute.ErrUnsupported, in.Op)
-	}
-	hc, err := n.hcclLib()
-	if err != nil {
-		return out, err
-	}
-	out.Library = hc.Path()
-	// HCCL sets devices on the calling thread: keep that thread to itself.
-	runtime.LockOSThread()
-	comms, err := hc.CommInitAll(in.Devices)
-	runtime.UnlockOSThread()
-	if err != nil {
-		return out, err
-	}
-	nr := len(in.Devices)
-	recvCount := in.Count
-	if in.Op == devcheck.AllGather {
-		recvCount = in.Count * nr
-	}
-	secs := make([]float64, nr)
-	outputs := make([][]float32, nr)
-	errs := make([]error, nr)
-	var wg sync.WaitGroup
-	for r, dev := range in.Devices {
-		wg.Add(1)
-		go func(r, dev int) {
-			defer wg.Done()
-			errs[r] = n.onDevice(dev, func(s acl.Stream) (err error) {
-				// Each rank's communicator is destroyed on its own device's thread.
-				defer func() { err = errors.Join(err, hc.CommDestroy(comms[r])) }()
-				b := &buffers{rt: n.rt}
-				defer func() { err = errors.Join(err, b.free()) }()
-				host := b.hostMem(4 * recvCount)
-				send, recv := b.device(4*in.Count), b.device(4*recvCount)
-				if b.err != nil {
-					return b.err
-				}
-				hb := acl.HostBytes(host, 4*recvCount)
-				if in.Inputs != nil {
-					for i, v := range in.Inputs[r] {
-						binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(v))
-					}
-				} else {
-					clear(hb[:4*in.Count])
-				}
-				if err := n.rt.Memcpy(send, host, 4*in.Count, acl.HostToDevice); err != nil {
-					return err
-				}
-				op := func() error {
-					if in.Op == devcheck.AllGather {
-						return hc.AllGather(send, recv, in.Count, hccl.Float32, comms[r], s.Ptr())
-					}
-					return hc.AllReduce(send, recv, in.Count, hccl.Float32, hccl.Sum, comms[r], s.Ptr())
-				}
-				for i := 0; i < in.Warmup; i++ {
-					if err := op(); err != nil {
-						return err
-					}
-				}
-				if err := n.rt.SynchronizeStream(s); err != nil {
-					return err
-				}
-				tm, err := newTimer(n.rt)
-				if err != nil {
-					return err
-				}
-				defer func() { err = errors.Join(err, tm.close()) }()
-				iters := max(in.Iters, 1)
-				sec, err := tm.time(s, func() error {
-					for i := 0; i < iters; i++ {
-						if err := op(); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				secs[r] = sec / float64(iters)
-				if in.Inputs != nil {
-					if err := n.rt.Memcpy(host, recv, 4*recvCount, acl.DeviceToHost); err != nil {
-						return err
-					}
-					o := make([]float32, recvCount)
-					for i := range o {
-						o[i] = math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:]))
-					}
-					outputs[r] = o
-				}
-				return nil
-			})
-		}(r, dev)
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return out, fmt.Errorf("%w: %v", devcheck.ErrHung, ctx.Err())
-	}
-	for r, e := range errs {
-		if e != nil {
-			return out, fmt.Errorf("%s: %w", devName(in.Devices[r]), e)
-		}
-	}
-	for _, s := range secs {
-		out.Seconds = max(out.Seconds, s)
-	}
-	if in.Inputs != nil {
-		out.Outputs = outputs
-	}
-	return out, nil
 }
 
 // compile-time check.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl/dltest"
 )
@@ -41,9 +41,9 @@ func TestACLNodeOnStub(t *testing.T) {
 
 	t.Run("gemm", func(t *testing.T) {
 		const m, n, k = 48, 32, 64
-		for _, dt := range []compute.DType{compute.FP16, compute.BF16} {
+		for _, dt := range []device.DType{device.FP16, device.BF16} {
 			a, bt := devcheck.GenMatrix(m, k, 11), devcheck.GenMatrix(n, k, 12)
-			out, err := node.GEMM(ctx, 2, compute.GEMMInput{DType: dt, M: m, N: n, K: k, A: a, Bt: bt,
+			out, err := node.GEMM(ctx, 2, device.GEMMInput{DType: dt, M: m, N: n, K: k, A: a, Bt: bt,
 				Warmup: 1, MinTime: time.Millisecond, MaxIters: 3, Readback: true})
 			if err != nil {
 				t.Fatalf("%s: %v", dt, err)
@@ -55,7 +55,7 @@ func TestACLNodeOnStub(t *testing.T) {
 				t.Errorf("%s: %v", dt, err)
 			}
 		}
-		if _, err := node.GEMM(ctx, 0, compute.GEMMInput{DType: compute.TF32, M: 16, N: 16, K: 16}); !errors.Is(err, compute.ErrUnsupported) {
+		if _, err := node.GEMM(ctx, 0, device.GEMMInput{DType: device.TF32, M: 16, N: 16, K: 16}); !errors.Is(err, device.ErrUnsupported) {
 			t.Errorf("tf32: %v", err)
 		}
 	})
@@ -74,7 +74,7 @@ func TestACLNodeOnStub(t *testing.T) {
 		idx := []int{0, 1, 2, 3}
 		for _, op := range []devcheck.CollOp{devcheck.AllReduce, devcheck.AllGather} {
 			in := devcheck.CollInputs(4, 1000)
-			out, err := node.Collective(ctx, compute.CollectiveInput{Op: op, Devices: idx, Count: 1000, Warmup: 1, Iters: 2, Concurrent: 1, Inputs: in})
+			out, err := node.Collective(ctx, device.CollectiveInput{Op: op, Devices: idx, Count: 1000, Warmup: 1, Iters: 2, Concurrent: 1, Inputs: in})
 			if err != nil {
 				t.Fatalf("%s: %v", op, err)
 			}
@@ -124,23 +124,28 @@ func freshOpener() Opener {
 	}
 }
 
-// withOpener returns a copy of the registered compute check name using open.
+// withOpener returns the registered compute check name over open.
 func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
 	t.Helper()
-	reg, ok := benchmarks.Lookup(name)
-	if !ok {
-		t.Fatalf("%s not registered", name)
-	}
-	switch c := reg.(type) {
-	case *gemmCheck:
-		return &gemmCheck{open: open}
-	case *copyCheck:
-		return &copyCheck{open: open}
-	case *collCheck:
-		cc := *c
-		cc.open = open
-		return &cc
+	switch name {
+	case "npu-gemm":
+		return newGEMMCheck(open)
+	case "npu-copy":
+		return newCopyCheck(open)
+	case "npu-allreduce":
+		return newCollCheck(name, device.AllReduce, allReduceThresholds, open)
+	case "npu-allgather":
+		return newCollCheck(name, device.AllGather, allGatherThresholds, open)
 	}
 	t.Fatalf("%s is not a compute check", name)
 	return nil
+}
+
+// devNames names each of the logical ids as results do.
+func devNames(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, d := range idx {
+		out[i] = devName(d)
+	}
+	return out
 }

@@ -2,11 +2,11 @@ package ascend
 
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
 
 // npu-allgather: HCCL all-gather over the node's NPUs in one process,
 // verified, bus bandwidth against the model's floor.
 func init() {
-	benchmarks.Register(&collCheck{name: "npu-allgather", op: devcheck.AllGather, thresholds: allGatherThresholds, open: OpenACL})
+	benchmarks.Register(newCollCheck("npu-allgather", device.AllGather, allGatherThresholds, OpenACL))
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -30,7 +31,7 @@ import (
 const (
 	// ReasonLibraryMissing: libdcmi.so, libascendcl.so, libopapi.so or
 	// libhccl.so could not be opened, or lacks a symbol (unknown).
-	ReasonLibraryMissing = "LibraryMissing"
+	ReasonLibraryMissing = device.ReasonLibraryMissing
 	// ReasonDCMIError: a DCMI call failed (unknown).
 	ReasonDCMIError = "DCMIError"
 	// ReasonNotSupported: the device does not report this fact (unknown).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
@@ -94,32 +95,8 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		return t.Result("")
 	}
 	n := len(devs)
-	st := benchmarks.StatusPass
-	if n < expected {
-		st = benchmarks.StatusFail
-		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, DCMI sees %d", expected, devcheck.Plural(expected, "NPU"), n)
-	}
-	var thr *float64
-	if expected > 0 {
-		thr = devcheck.Ptr(float64(expected))
-	}
-	t.Value("", "npus", float64(n), "count", thr, ">=", st)
-	if expected > 0 && n > expected {
-		t.Note("DCMI sees %d NPUs, more than the %d expected", n, expected)
-	}
-	logic := map[int]bool{}
-	for i, d := range devs {
-		if d.Logic >= 0 {
-			logic[d.Logic] = true
-		} else {
-			logic[i] = true
-		}
-	}
-	for _, i := range devcheck.EnvDevices(env) {
-		if !logic[i] {
-			t.Fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, n)
-		}
-	}
+	compareCount(t, n, expected)
+	allocatedMissing(t, devs, devcheck.EnvDevices(env))
 	if pciErr == nil && len(pci) > n {
 		have := map[string]bool{}
 		known := true
@@ -149,6 +126,42 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		return t.Result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
 	}
 	return t.Result(fmt.Sprintf("%d NPUs", n))
+}
+
+// compareCount records the number of NPUs DCMI sees, n, against expected
+// (0: no expectation).
+func compareCount(t *tally, n, expected int) {
+	st := benchmarks.StatusPass
+	if n < expected {
+		st = benchmarks.StatusFail
+		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, DCMI sees %d", expected, devcheck.Plural(expected, "NPU"), n)
+	}
+	var thr *float64
+	if expected > 0 {
+		thr = devcheck.Ptr(float64(expected))
+	}
+	t.Value("", "npus", float64(n), "count", thr, ">=", st)
+	if expected > 0 && n > expected {
+		t.Note("DCMI sees %d NPUs, more than the %d expected", n, expected)
+	}
+}
+
+// allocatedMissing fails each NPU of the job (logical ids) that DCMI does
+// not list among devs.
+func allocatedMissing(t *tally, devs []dcmi.Device, job []int) {
+	logic := map[int]bool{}
+	for i, d := range devs {
+		if d.Logic >= 0 {
+			logic[d.Logic] = true
+		} else {
+			logic[i] = true
+		}
+	}
+	for _, i := range job {
+		if !logic[i] {
+			t.Fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, len(devs))
+		}
+	}
 }
 
 // noDCMI decides when DCMI cannot be used: a fault when NPUs are expected

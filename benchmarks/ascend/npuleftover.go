@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 )
@@ -25,7 +25,7 @@ type NPULeftoverSettings struct {
 	DCMISettings
 	// Thresholds: model → "hbm_used_mib" → the most HBM (MiB) an idle
 	// device may report in use.
-	Thresholds compute.Thresholds `toml:"thresholds"`
+	Thresholds device.Thresholds `toml:"thresholds"`
 }
 
 // leftoverThresholds: Huawei's "Ascend 910B DCMI API" reference
@@ -33,7 +33,7 @@ type NPULeftoverSettings struct {
 // 32 GB part's HBM and 4 GB of a 64 GB part's with no work running. The
 // limits add 1.5 GiB to that. The 32 GB parts are 910B4s; calibrate on the
 // fleet and override per model where that does not hold.
-var leftoverThresholds = compute.Thresholds{
+var leftoverThresholds = device.Thresholds{
 	"Ascend910B":  {"hbm_used_mib": 4096 + 1536},
 	"Ascend910B4": {"hbm_used_mib": 3072 + 1536},
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
@@ -39,7 +39,7 @@ func TestGEMMInputsAreExact(t *testing.T) {
 }
 
 // hostGEMM is D = A·Bᵀ (column-major) rounded to dt.
-func hostGEMM(dt compute.DType, m, n, k int, a, bt []float32) []float32 {
+func hostGEMM(dt device.DType, m, n, k int, a, bt []float32) []float32 {
 	d := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
@@ -56,7 +56,7 @@ func hostGEMM(dt compute.DType, m, n, k int, a, bt []float32) []float32 {
 func TestGEMMVerification(t *testing.T) {
 	const m, n, k = 48, 32, 256
 	a, bt := devcheck.GenMatrix(m, k, 1), devcheck.GenMatrix(n, k, 2)
-	for _, dt := range []compute.DType{compute.FP16, compute.BF16} {
+	for _, dt := range []device.DType{device.FP16, device.BF16} {
 		ref := devcheck.NewGEMM(m, n, k, a, bt, outEps(dt))
 		good := hostGEMM(dt, m, n, k, a, bt)
 		if err := ref.Verify(good, 200, 3); err != nil {
@@ -80,25 +80,5 @@ func TestGEMMVerification(t *testing.T) {
 		if err := ref.Verify(good[:10], 10, 3); err == nil {
 			t.Errorf("%s: short result accepted", dt)
 		}
-	}
-}
-
-func TestEvaluateAndMedian(t *testing.T) {
-	if devcheck.Median([]float64{3, 1, 2}) != 2 || devcheck.Median([]float64{4, 1, 2, 3}) != 2.5 || !math.IsNaN(devcheck.Median(nil)) {
-		t.Error("median")
-	}
-	th := compute.Thresholds{"Ascend910B": {"x": 10}, "Ascend910B4": {"x": 5}}
-	ty := newTally("c")
-	rs := []devcheck.Reading{{Device: "npu0", Model: "Ascend910B4", Value: 6}, {Device: "npu1", Model: "Ascend910B3", Value: 9}, {Device: "npu2", Model: "Ascend910B3", Value: 20}, {Device: "npu3", Model: "Ascend910B3", Value: 21}}
-	evaluate(ty, devcheck.Metric{Name: "x", Key: "x", Unit: "u", Label: "x"}, "P", rs, th, compute.Peers{Fraction: 0.5, Min: 3})
-	// npu0 passes its own floor (5) but is below half the median (14.5);
-	// npu1 is below the 910B floor (10).
-	fails := ty.Faults()
-	if len(fails) != 2 || fails[0].Reason != "PBelowPeers" || fails[0].Device != "npu0" ||
-		fails[1].Reason != "PBelowThreshold" || fails[1].Device != "npu1" {
-		t.Errorf("fails %+v", fails)
-	}
-	if *ty.Values[0].Threshold != 5 || *ty.Values[1].Threshold != 10 {
-		t.Error("thresholds by model")
 	}
 }

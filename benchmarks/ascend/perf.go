@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -16,18 +16,18 @@ import (
 )
 
 // Reason tokens of the Ascend compute checks (the same tokens the CUDA
-// checks use, so reports read alike).
+// checks use, so reports read alike: package device).
 const (
 	// ReasonNoDevices: ACL reports no device, or none of the job's (unknown).
-	ReasonNoDevices = compute.ReasonNoDevices
+	ReasonNoDevices = device.ReasonNoDevices
 	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
-	ReasonCheckerError = compute.ReasonCheckerError
+	ReasonCheckerError = device.ReasonCheckerError
 	// ReasonDeviceFault: a device reported a fault while running work (fail).
-	ReasonDeviceFault = compute.ReasonDeviceFault
+	ReasonDeviceFault = device.ReasonDeviceFault
 	// ReasonDeviceHung: work on a device did not finish by the deadline (fail).
-	ReasonDeviceHung = compute.ReasonDeviceHung
+	ReasonDeviceHung = device.ReasonDeviceHung
 	// ReasonSingleDevice: a collective needs at least two devices (unknown).
-	ReasonSingleDevice = compute.ReasonSingleDevice
+	ReasonSingleDevice = device.ReasonSingleDevice
 	// ReasonCollectiveLink: HCCL reports a link failure (RoCE/HCCS
 	// connect or transfer error, remote error, timeout) (fail).
 	ReasonCollectiveLink = "CollectiveLinkFailure"
@@ -92,69 +92,54 @@ func expandPath(p string) (string, bool) {
 	return out, ok && out != ""
 }
 
-// evaluate records in t each reading's value and its comparison (higher
-// is better) with its model's limit and with the node's median
-// (devcheck.Evaluate), like the CUDA checks: a device below its floor fails
-// with prefix+"BelowThreshold", one below Fraction × median with
-// prefix+"BelowPeers".
-func evaluate(t *tally, m devcheck.Metric, prefix string, rs []devcheck.Reading, th compute.Thresholds, p compute.Peers) {
-	vals, fs := devcheck.Evaluate(m, rs, th, p)
-	t.Values = append(t.Values, vals...)
-	for _, f := range fs {
-		t.Fail(f.Device, f.Reason(m, prefix), "%s", f.Message)
-	}
+// ascendNPUs is how the vendor-neutral checks (npu-gemm, npu-copy,
+// npu-allreduce, npu-allgather) speak of NPUs: "npu3", "8 NPUs", faults as
+// classify says; a deadline between measurements leaves the check unknown,
+// and a missing operator library ends npu-gemm at once.
+var ascendNPUs = &device.Vendor{
+	Vendor:              benchmarks.VendorAscend,
+	DevName:             devName,
+	Noun:                "NPU",
+	Count:               func(n int) string { return fmt.Sprintf("%d %s", n, devcheck.Plural(n, "NPU")) },
+	Classify:            classify,
+	BadSettings:         devcheck.BadSettings,
+	UnknownDevice:       true,
+	MissingLibraryStops: true,
 }
 
-// classify records an error of a device's (or the node's) measurement: a
-// fault for device faults, hangs and collective link failures, unknown
-// otherwise.
-func classify(t *tally, device string, err error) {
-	prefix := ""
-	if device != "" {
-		prefix = device + ": "
-	}
+// classify says whether an error of a device's (or the node's) measurement
+// is a fault (device faults, hangs and collective link failures) or leaves
+// the check unknown, and with which reason.
+func classify(err error) (benchmarks.Status, string) {
 	switch {
 	case errors.Is(err, dl.ErrNotFound), errors.Is(err, dl.ErrSymbol):
-		t.Unknown(device, ReasonLibraryMissing, "%s%v", prefix, err)
+		return benchmarks.StatusUnknown, ReasonLibraryMissing
 	case errors.Is(err, ErrNoDevices), errors.Is(err, acl.ErrNoDevice):
-		t.Unknown(device, ReasonNoDevices, "%s%v", prefix, err)
+		return benchmarks.StatusUnknown, ReasonNoDevices
 	case errors.Is(err, devcheck.ErrHung):
-		t.Fail(device, ReasonDeviceHung, "%s%v", prefix, err)
+		return benchmarks.StatusFail, ReasonDeviceHung
 	case errors.Is(err, acl.ErrDevice):
-		t.Fail(device, ReasonDeviceFault, "%s%v", prefix, err)
+		return benchmarks.StatusFail, ReasonDeviceFault
 	case errors.Is(err, hccl.ErrLink):
-		t.Fail(device, ReasonCollectiveLink, "%s%v", prefix, err)
-	default:
-		t.Unknown(device, ReasonCheckerError, "%s%v", prefix, err)
+		return benchmarks.StatusFail, ReasonCollectiveLink
 	}
+	return benchmarks.StatusUnknown, ReasonCheckerError
 }
 
-// openNode opens the node's NPUs under ctx's deadline; the returned result
-// is non-nil when that failed.
-func openNode(ctx context.Context, name string, open Opener, libs Libraries, devices []int) (Node, *benchmarks.Result) {
-	var n Node
-	err := devcheck.Run(ctx, func() error {
-		var err error
-		n, err = open(ctx, libs, devices)
-		return err
-	})
-	if err != nil {
-		t := newTally(name)
-		classify(t, "", err)
-		r := t.Result("")
-		return nil, &r
-	}
-	return n, nil
+// spec declares an Ascend check of settings S (which embed Libraries) over
+// the devices open opens, with its shipped thresholds base.
+func spec[S any, P interface {
+	*S
+	libraries() Libraries
+}](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Spec[S] {
+	return device.Spec[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
+		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
+			return open(ctx, P(s).libraries(), devices)
+		}}
 }
+
+// libraries lets the settings that embed Libraries hand them to spec.
+func (l Libraries) libraries() Libraries { return l }
 
 // devName is how results name the NPU with logical id i.
 func devName(i int) string { return fmt.Sprintf("npu%d", i) }
-
-// devNames names each of the logical ids.
-func devNames(idx []int) []string {
-	out := make([]string, len(idx))
-	for i, d := range idx {
-		out[i] = devName(d)
-	}
-	return out
-}

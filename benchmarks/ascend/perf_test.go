@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -23,7 +23,7 @@ type fakeNPU struct {
 	wrong  bool    // GEMM returns a corrupted product
 	err    error   // every call fails with this
 	hang   bool    // every call blocks until ctx ends
-	copy   compute.CopyOutput
+	copy   device.CopyOutput
 }
 
 // fakeNode is a Node of fake NPUs that computes GEMMs on the host.
@@ -42,7 +42,7 @@ type fakeNode struct {
 func newFakeNode(n int, model string, tflops float64) *fakeNode {
 	f := &fakeNode{model: model, npus: map[int]*fakeNPU{}, busbw: 150}
 	for i := 0; i < n; i++ {
-		f.npus[i] = &fakeNPU{tflops: tflops, copy: compute.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}}
+		f.npus[i] = &fakeNPU{tflops: tflops, copy: device.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}}
 		f.order = append(f.order, i)
 	}
 	return f
@@ -57,10 +57,10 @@ func (f *fakeNode) opener(devices []int) Opener {
 	}
 }
 
-func (f *fakeNode) Devices() []compute.DeviceInfo {
-	var out []compute.DeviceInfo
+func (f *fakeNode) Devices() []device.Info {
+	var out []device.Info
 	for _, i := range f.order {
-		out = append(out, compute.DeviceInfo{Index: i, Name: f.model})
+		out = append(out, device.Info{Index: i, Name: f.model})
 	}
 	return out
 }
@@ -77,12 +77,12 @@ func (f *fakeNode) dev(ctx context.Context, i int) (*fakeNPU, error) {
 	return d, d.err
 }
 
-func (f *fakeNode) GEMM(ctx context.Context, i int, in compute.GEMMInput) (compute.GEMMOutput, error) {
+func (f *fakeNode) GEMM(ctx context.Context, i int, in device.GEMMInput) (device.GEMMOutput, error) {
 	d, err := f.dev(ctx, i)
 	if err != nil {
-		return compute.GEMMOutput{}, err
+		return device.GEMMOutput{}, err
 	}
-	out := compute.GEMMOutput{Seconds: 2 * float64(in.M*in.N*in.K) / (d.tflops * 1e12), Iters: 10}
+	out := device.GEMMOutput{Seconds: 2 * float64(in.M*in.N*in.K) / (d.tflops * 1e12), Iters: 10}
 	if in.Readback {
 		out.D = make([]float32, in.M*in.N)
 		for r := 0; r < in.M; r++ {
@@ -104,32 +104,32 @@ func (f *fakeNode) GEMM(ctx context.Context, i int, in compute.GEMMInput) (compu
 }
 
 // roundTo rounds x to the output type, as the device does.
-func roundTo(dt compute.DType, x float32) float32 {
-	if dt == compute.FP16 {
+func roundTo(dt device.DType, x float32) float32 {
+	if dt == device.FP16 {
 		return devcheck.F16ToF32(devcheck.F16FromF32(x))
 	}
 	return devcheck.BF16ToF32(devcheck.BF16FromF32(x))
 }
 
-func (f *fakeNode) Copy(ctx context.Context, i int, bytes, iters int) (compute.CopyOutput, error) {
+func (f *fakeNode) Copy(ctx context.Context, i int, bytes, iters int) (device.CopyOutput, error) {
 	d, err := f.dev(ctx, i)
 	if err != nil {
-		return compute.CopyOutput{}, err
+		return device.CopyOutput{}, err
 	}
 	return d.copy, nil
 }
 
-func (f *fakeNode) Collective(ctx context.Context, in compute.CollectiveInput) (compute.CollectiveOutput, error) {
+func (f *fakeNode) Collective(ctx context.Context, in device.CollectiveInput) (device.CollectiveOutput, error) {
 	for _, i := range in.Devices {
 		if _, err := f.dev(ctx, i); err != nil {
-			return compute.CollectiveOutput{}, err
+			return device.CollectiveOutput{}, err
 		}
 	}
 	if f.collErr != nil {
-		return compute.CollectiveOutput{}, f.collErr
+		return device.CollectiveOutput{}, f.collErr
 	}
 	n := len(in.Devices)
-	out := compute.CollectiveOutput{Library: "/fake/libhccl.so"}
+	out := device.CollectiveOutput{Library: "/fake/libhccl.so"}
 	out.Seconds = devcheck.SizeBytes(in.Op, in.Count, n) * devcheck.BusFactor(in.Op, n) / (f.busbw * 1e9)
 	if in.Inputs != nil {
 		for r := 0; r < n; r++ {
@@ -200,7 +200,7 @@ func TestGEMMCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeNode(8, tt.model, tt.tflops)
 			tt.break_(f)
-			c := &gemmCheck{open: f.opener(nil)}
+			c := newGEMMCheck(f.opener(nil))
 			r := run1(t, c, gemmEnv(t, tt.extra))
 			expect(t, r, tt.status, tt.reason, tt.device, tt.msgs...)
 			if !f.closed {
@@ -212,7 +212,7 @@ func TestGEMMCheck(t *testing.T) {
 
 func TestGEMMValues(t *testing.T) {
 	f := newFakeNode(2, "Ascend910B1", 300)
-	r := run1(t, &gemmCheck{open: f.opener(nil)}, gemmEnv(t, ""))
+	r := run1(t, newGEMMCheck(f.opener(nil)), gemmEnv(t, ""))
 	var names []string
 	for _, v := range r.Values {
 		names = append(names, v.Device+":"+v.Name)
@@ -230,7 +230,7 @@ func TestGEMMHung(t *testing.T) {
 	f.npus[1].hang = true
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	r := (&gemmCheck{open: f.opener(nil)}).Run(ctx, gemmEnv(t, ""))
+	r := newGEMMCheck(f.opener(nil)).Run(ctx, gemmEnv(t, ""))
 	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung || r.Device != "npu1" {
 		t.Errorf("got %s/%s/%s: %s", r.Status, r.Reason, r.Device, r.Message)
 	}
@@ -238,53 +238,51 @@ func TestGEMMHung(t *testing.T) {
 
 func TestCopyCheck(t *testing.T) {
 	f := newFakeNode(4, "Ascend910B3", 260)
-	expect(t, run1(t, &copyCheck{open: f.opener(nil)}, nil), benchmarks.StatusPass, "", "", "4 NPUs: copy bandwidth as expected")
+	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusPass, "", "", "4 NPUs: copy bandwidth as expected")
 
 	f = newFakeNode(4, "Ascend910B3", 260)
 	f.npus[2].copy.H2D = 9
-	expect(t, run1(t, &copyCheck{open: f.opener(nil)}, nil), benchmarks.StatusFail, "NPUCopyBandwidthBelowThreshold", "npu2", "npu2 host-to-device 9 GB/s, limit >= 15")
+	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusFail, "NPUCopyBandwidthBelowThreshold", "npu2", "npu2 host-to-device 9 GB/s, limit >= 15")
 
 	f = newFakeNode(4, "Ascend910B4", 260)
 	f.npus[0].copy.D2D = 300 // above the 910B4 floor of 280, below the 910B family's 560
-	expect(t, run1(t, &copyCheck{open: f.opener(nil)}, settings(t, "npu-copy", "[checks.npu-copy]\npeer_fraction = 0.0\n")), benchmarks.StatusPass, "", "")
+	expect(t, run1(t, newCopyCheck(f.opener(nil)), settings(t, "npu-copy", "[checks.npu-copy]\npeer_fraction = 0.0\n")), benchmarks.StatusPass, "", "")
 
 	f = newFakeNode(4, "Ascend910B3", 260)
 	f.npus[3].copy.Verified = false
-	expect(t, run1(t, &copyCheck{open: f.opener(nil)}, nil), benchmarks.StatusFail, ReasonCopyWrongResult, "npu3")
+	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusFail, ReasonCopyWrongResult, "npu3")
 }
 
 func TestCollectiveChecks(t *testing.T) {
-	allreduce, _ := benchmarks.Lookup("npu-allreduce")
-	allgather, _ := benchmarks.Lookup("npu-allgather")
 	small := func(t *testing.T, name string) *benchmarks.Env {
 		return settings(t, name, fmt.Sprintf("[checks.%s]\nbytes = 65536\nverify_bytes = 4096\n", name))
 	}
-	for _, base := range []*collCheck{allreduce.(*collCheck), allgather.(*collCheck)} {
-		t.Run(base.name, func(t *testing.T) {
-			c := *base
+	for _, op := range []device.CollOp{device.AllReduce, device.AllGather} {
+		name := "npu-" + string(op)
+		t.Run(name, func(t *testing.T) {
 			f := newFakeNode(8, "Ascend910B3", 260)
-			c.open = f.opener(nil)
-			r := run1(t, &c, small(t, c.name))
+			c := withOpener(t, name, f.opener(nil))
+			r := run1(t, c, small(t, name))
 			expect(t, r, benchmarks.StatusPass, "", "", "over 8 NPUs: 150 GB/s bus bandwidth, results verified")
 
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.busbw = 60
-			c.open = f.opener(nil)
-			expect(t, run1(t, &c, small(t, c.name)), benchmarks.StatusFail, c.prefix()+"BelowThreshold", "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= 100")
+			c = withOpener(t, name, f.opener(nil))
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, collPrefix(op)+"BelowThreshold", "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= 100")
 
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.corrupt = true
-			c.open = f.opener(nil)
-			expect(t, run1(t, &c, small(t, c.name)), benchmarks.StatusFail, ReasonCollectiveWrongResult, "", "npu7: 1 of")
+			c = withOpener(t, name, f.opener(nil))
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, ReasonCollectiveWrongResult, "", "npu7: 1 of")
 
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.collErr = &hccl.Error{Op: "HcclAllReduce", Code: hccl.ERoCETransfer, Name: "HCCL_E_ROCE_TRANSFER"}
-			c.open = f.opener(nil)
-			expect(t, run1(t, &c, small(t, c.name)), benchmarks.StatusFail, ReasonCollectiveLink, "")
+			c = withOpener(t, name, f.opener(nil))
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, ReasonCollectiveLink, "")
 
 			f = newFakeNode(1, "Ascend910B3", 260)
-			c.open = f.opener(nil)
-			expect(t, run1(t, &c, small(t, c.name)), benchmarks.StatusUnknown, ReasonSingleDevice, "")
+			c = withOpener(t, name, f.opener(nil))
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusUnknown, ReasonSingleDevice, "")
 		})
 	}
 }
@@ -334,9 +332,8 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
-			ty := newTally("x")
-			classify(ty, "npu0", tt.err)
-			r := ty.Result("")
+			st, reason := classify(tt.err)
+			r := benchmarks.Result{Status: st, Reason: reason}
 			if r.Status != tt.status || r.Reason != tt.reason {
 				t.Errorf("got %s/%s, want %s/%s", r.Status, r.Reason, tt.status, tt.reason)
 			}

@@ -12,5 +12,5 @@ var allGatherThresholds = Thresholds{
 }
 
 func init() {
-	benchmarks.Register(&collCheck{name: "allgather", op: AllGather, concurrent: 1, thresholds: allGatherThresholds, open: OpenCUDA})
+	benchmarks.Register(newCollCheck("allgather", AllGather, 1, allGatherThresholds, OpenCUDA))
 }

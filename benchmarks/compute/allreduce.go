@@ -14,5 +14,5 @@ var allReduceThresholds = Thresholds{
 }
 
 func init() {
-	benchmarks.Register(&collCheck{name: "allreduce", op: AllReduce, concurrent: 1, thresholds: allReduceThresholds, open: OpenCUDA})
+	benchmarks.Register(newCollCheck("allreduce", AllReduce, 1, allReduceThresholds, OpenCUDA))
 }

@@ -12,5 +12,5 @@ var allToAllThresholds = Thresholds{
 }
 
 func init() {
-	benchmarks.Register(&collCheck{name: "alltoall", op: AllToAll, concurrent: 1, thresholds: allToAllThresholds, open: OpenCUDA})
+	benchmarks.Register(newCollCheck("alltoall", AllToAll, 1, allToAllThresholds, OpenCUDA))
 }

@@ -55,7 +55,7 @@ func TestGEMMCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(4, h100)
 			tt.setup(f)
-			c := &gemmCheck{open: f.opener()}
+			c := newGEMMCheck(f.opener())
 			r := c.Run(context.Background(), envWith(t, "gemm", tt.env))
 			if r.Status != tt.status || r.Reason != tt.reason || r.Device != tt.device {
 				t.Fatalf("result %s %s %s (%s), want %s %s %s", r.Status, r.Reason, r.Device, r.Message, tt.status, tt.reason, tt.device)
@@ -73,7 +73,7 @@ func TestGEMMCheck(t *testing.T) {
 func TestGEMMCheckValues(t *testing.T) {
 	f := newFake(2, "NVIDIA H100 80GB HBM3")
 	f.tflops[1] = 650
-	r := (&gemmCheck{open: f.opener()}).Run(context.Background(), envWith(t, "gemm", smallGEMM))
+	r := newGEMMCheck(f.opener()).Run(context.Background(), envWith(t, "gemm", smallGEMM))
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
@@ -89,7 +89,7 @@ func TestGEMMCheckJobDevices(t *testing.T) {
 	f.tflops[0] = 100 // not the job's: must not be measured
 	env := envWith(t, "gemm", smallGEMM)
 	env.Devices = []int{2, 3}
-	r := (&gemmCheck{open: f.opener()}).Run(context.Background(), env)
+	r := newGEMMCheck(f.opener()).Run(context.Background(), env)
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
@@ -106,7 +106,7 @@ func TestGEMMCheckHungDevice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	r := (&gemmCheck{open: f.opener()}).Run(ctx, envWith(t, "gemm", smallGEMM))
+	r := newGEMMCheck(f.opener()).Run(ctx, envWith(t, "gemm", smallGEMM))
 	if time.Since(t0) > 10*time.Second {
 		t.Errorf("the check ignored its deadline (%v)", time.Since(t0))
 	}
@@ -160,7 +160,7 @@ func TestLaunchCheck(t *testing.T) {
 func TestCopyCheck(t *testing.T) {
 	f := newFake(4, "NVIDIA H100 80GB HBM3")
 	f.h2d[2] = 20
-	r := (&copyCheck{open: f.opener()}).Run(context.Background(), envWith(t, "copy", "[checks.copy]\nbytes = 1048576\n"))
+	r := newCopyCheck(f.opener()).Run(context.Background(), envWith(t, "copy", "[checks.copy]\nbytes = 1048576\n"))
 	if r.Status != benchmarks.StatusFail || r.Reason != "CopyBandwidthBelowThreshold" || r.Device != "gpu2" {
 		t.Fatalf("%+v", r)
 	}
@@ -168,7 +168,7 @@ func TestCopyCheck(t *testing.T) {
 	f.hang[0] = true
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	r = (&copyCheck{open: f.opener()}).Run(ctx, nil)
+	r = newCopyCheck(f.opener()).Run(ctx, nil)
 	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung {
 		t.Fatalf("hung copy: %+v", r)
 	}
@@ -199,9 +199,7 @@ func TestCollectiveChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(tt.devices, h100)
 			tt.setup(f)
-			c, _ := benchmarks.Lookup(tt.check)
-			cc := *c.(*collCheck)
-			cc.open = f.opener()
+			cc := withOpener(t, tt.check, f.opener())
 			r := cc.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\nverify_bytes = 4096\n"))
 			if r.Status != tt.status || r.Reason != tt.reason {
 				t.Fatalf("result %+v, want %s %s", r, tt.status, tt.reason)
@@ -215,9 +213,7 @@ func TestCollectiveChecks(t *testing.T) {
 	}
 	// The verification run comes first, small and read back; then the timed run.
 	f := newFake(4, h100)
-	c, _ := benchmarks.Lookup("multi-allreduce")
-	cc := *c.(*collCheck)
-	cc.open = f.opener()
+	cc := withOpener(t, "multi-allreduce", f.opener())
 	cc.Run(context.Background(), envWith(t, "multi-allreduce", "[checks.multi-allreduce]\nverify_bytes = 8192\nbytes = 65536\n"))
 	want := "allreduce n=4 count=2048 k=1 verify=true|allreduce n=4 count=16384 k=4 verify=false"
 	if got := strings.Join(f.calls, "|"); got != want {
@@ -228,9 +224,7 @@ func TestCollectiveChecks(t *testing.T) {
 func TestCollectiveHung(t *testing.T) {
 	f := newFake(4, "NVIDIA H100 80GB HBM3")
 	f.collHang = true
-	c, _ := benchmarks.Lookup("allreduce")
-	cc := *c.(*collCheck)
-	cc.open = f.opener()
+	cc := withOpener(t, "allreduce", f.opener())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	r := cc.Run(ctx, nil)

@@ -10,37 +10,77 @@
 package compute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
-// Reason tokens shared by the compute checks.
+// Reason tokens shared by the compute checks (most are those of every
+// vendor's compute checks, package device).
 const (
 	// ReasonLibraryMissing: libcuda, cuBLASLt or NCCL could not be opened (unknown).
-	ReasonLibraryMissing = "LibraryMissing"
+	ReasonLibraryMissing = device.ReasonLibraryMissing
 	// ReasonNoDevices: the driver reports no device, or none of the job's (unknown).
-	ReasonNoDevices = "NoDevices"
+	ReasonNoDevices = device.ReasonNoDevices
 	// ReasonBadSettings: the check's [checks.NAME] section is invalid (unknown).
 	ReasonBadSettings = "BadSettings"
 	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
-	ReasonCheckerError = "CheckerError"
+	ReasonCheckerError = device.ReasonCheckerError
 	// ReasonDeviceFault: a device reported a fault while running work (fail).
-	ReasonDeviceFault = "DeviceFault"
+	ReasonDeviceFault = device.ReasonDeviceFault
 	// ReasonDeviceHung: work on a device did not finish by the deadline (fail).
-	ReasonDeviceHung = "DeviceHung"
+	ReasonDeviceHung = device.ReasonDeviceHung
 	// ReasonSingleDevice: a collective needs at least two devices (unknown).
-	ReasonSingleDevice = "SingleDevice"
+	ReasonSingleDevice = device.ReasonSingleDevice
 )
+
+// nvidia is how the vendor-neutral checks (gemm, copy, the collectives)
+// speak of GPUs: "gpu3", "8 devices", faults as classify says, node-wide
+// errors named "node", a deadline between measurements a hang.
+var nvidia = &device.Vendor{
+	Vendor:  benchmarks.VendorNVIDIA,
+	DevName: devName,
+	Noun:    "device",
+	Count:   func(n int) string { return fmt.Sprintf("%d devices", n) },
+	Classify: func(err error) (benchmarks.Status, string) {
+		r := classify("", err)
+		return r.Status, r.Reason
+	},
+	BadSettings: func(check string, err error) benchmarks.Result {
+		return unknown(check, ReasonBadSettings, "%v", err)
+	},
+	NodeDevice: "node",
+	StopIsHang: true,
+}
+
+// spec declares a CUDA check of settings S (which embed Libraries) over
+// the devices open opens, with its shipped thresholds base.
+func spec[S any, P interface {
+	*S
+	libraries() Libraries
+}](name, description string, defaults func() S, base Thresholds, open Opener) device.Spec[S] {
+	return device.Spec[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
+		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
+			n, err := open(ctx, P(s).libraries(), devices)
+			if err != nil {
+				return nil, err // no typed nil in the interface
+			}
+			return n, nil
+		}}
+}
+
+// libraries lets the settings that embed Libraries hand them to spec.
+func (l Libraries) libraries() Libraries { return l }
 
 // EnvLibraryPath lists extra directories (colon-separated) searched for the
 // vendor libraries by every compute check, before the configured ones.
@@ -102,18 +142,6 @@ type Peers = devcheck.Peers
 
 // DefaultPeers are the shipped peer settings.
 func DefaultPeers() Peers { return Peers{Fraction: 0.85, Min: 3} }
-
-// sortReadings orders readings by device name, numbers in natural order
-// ("gpu2" before "gpu10").
-func sortReadings(rs []devcheck.Reading) {
-	sort.Slice(rs, func(i, j int) bool {
-		a, b := rs[i].Device, rs[j].Device
-		if len(a) != len(b) {
-			return len(a) < len(b)
-		}
-		return a < b
-	})
-}
 
 // result assembles a check's Result from its values and findings. prefix
 // names the reasons: prefix+"BelowThreshold", prefix+"BelowPeers" (or
@@ -212,15 +240,6 @@ func classify(check string, err error) benchmarks.Result {
 
 // devName is how results name device index i.
 func devName(i int) string { return fmt.Sprintf("gpu%d", i) }
-
-// devNames names each of the device indices.
-func devNames(idx []int) []string {
-	out := make([]string, len(idx))
-	for i, d := range idx {
-		out[i] = devName(d)
-	}
-	return out
-}
 
 // positive checks a duration setting.
 func positive(name string, d time.Duration) error {

@@ -320,10 +320,10 @@ func TestDefaultsAreValid(t *testing.T) {
 // opens a device, with the error the config loader reports for the key.
 func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
 	opened := false
-	c := &gemmCheck{open: func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+	c := newGEMMCheck(func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
 		opened = true
 		return nil, errors.New("not here")
-	}}
+	})
 	env := &benchmarks.Env{Settings: func(v any) error { v.(*GEMMSettings).Sizes = []int{17}; return nil }}
 	r := c.Run(context.Background(), env)
 	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
@@ -335,4 +335,13 @@ func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
 	if err := s.Validate(); !errors.As(err, &se) || se.Key != "sizes" {
 		t.Fatalf("Validate() = %v", err)
 	}
+}
+
+// devNames names each of the device indices as results do.
+func devNames(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, d := range idx {
+		out[i] = devName(d)
+	}
+	return out
 }

@@ -66,7 +66,7 @@ func (f *fakeNode) opener() Opener {
 }
 
 func (f *fakeNode) Devices() []DeviceInfo { return f.devs }
-func (f *fakeNode) Driver() string        { return "/fake/libcuda.so.1" }
+func (f *fakeNode) Runtime() string       { return "/fake/libcuda.so.1" }
 func (f *fakeNode) Close() error          { f.closed = true; return nil }
 
 func (f *fakeNode) block(ctx context.Context) error {
@@ -180,4 +180,21 @@ func valueOf(t *testing.T, r benchmarks.Result, device, name string) benchmarks.
 	}
 	t.Fatalf("no value %s %s in %+v", device, name, r.Values)
 	return benchmarks.Value{}
+}
+
+// withOpener returns the registered collective check name over open.
+func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
+	t.Helper()
+	switch name {
+	case "allreduce":
+		return newCollCheck(name, AllReduce, 1, allReduceThresholds, open)
+	case "allgather":
+		return newCollCheck(name, AllGather, 1, allGatherThresholds, open)
+	case "alltoall":
+		return newCollCheck(name, AllToAll, 1, allToAllThresholds, open)
+	case "multi-allreduce":
+		return newCollCheck(name, AllReduce, 4, multiAllReduceThresholds, open)
+	}
+	t.Fatalf("%s is not a collective check", name)
+	return nil
 }

@@ -75,7 +75,7 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
+	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
 	if err != nil {
 		return classify(c.Name(), err)
 	}
@@ -117,7 +117,7 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 		vals, fs := devcheck.Evaluate(x.m, x.rs, s.Thresholds, x.p)
 		r.add(x.m, "LaunchLatency", vals, fs)
 	}
-	r.note("libcuda %s", node.Driver())
+	r.note("libcuda %s", node.Runtime())
 	return r.done(fmt.Sprintf("%d devices: launch latency as expected", len(devs)))
 }
 

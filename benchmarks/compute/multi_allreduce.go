@@ -14,5 +14,5 @@ var multiAllReduceThresholds = Thresholds{
 }
 
 func init() {
-	benchmarks.Register(&collCheck{name: "multi-allreduce", op: AllReduce, concurrent: 4, thresholds: multiAllReduceThresholds, open: OpenCUDA})
+	benchmarks.Register(newCollCheck("multi-allreduce", AllReduce, 4, multiAllReduceThresholds, OpenCUDA))
 }

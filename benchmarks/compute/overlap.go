@@ -59,7 +59,7 @@ func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.
 	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonBadSettings, "%v", err)
 	}
-	node, err := openNode(ctx, c.open, s.Libraries, envDevices(env))
+	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
 	if err != nil {
 		return classify(c.Name(), err)
 	}

@@ -1,10 +1,10 @@
 // Package devcheck holds what vigil's device checks (packages health,
-// compute and ascend) share: the tally that turns per-device findings into
-// a benchmarks.Result, settings decoding, PCI device discovery under a
-// sysfs root, GEMM input generation and verification, the FP16/BF16
-// element encodings, per-model thresholds and the comparison of devices
-// with their peers, and the bandwidth arithmetic and data verification of
-// collectives.
+// device, compute and ascend) share: the tally that turns per-device
+// findings into a benchmarks.Result, settings decoding, PCI device
+// discovery under a sysfs root, GEMM input generation and verification,
+// the FP16/BF16 element encodings, per-model thresholds and the comparison
+// of devices with their peers, and the bandwidth arithmetic and data
+// verification of collectives.
 //
 // Nothing here talks to a vendor library: the checks keep their own
 // bindings and error classification, and call into this package for the

@@ -1,0 +1,85 @@
+package device
+
+import (
+	"errors"
+	"go/parser"
+	"go/token"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+)
+
+func TestEvaluateAndMedian(t *testing.T) {
+	if devcheck.Median([]float64{3, 1, 2}) != 2 || devcheck.Median([]float64{4, 1, 2, 3}) != 2.5 || !math.IsNaN(devcheck.Median(nil)) {
+		t.Error("median")
+	}
+	th := Thresholds{"Ascend910B": {"x": 10}, "Ascend910B4": {"x": 5}}
+	ty := &devcheck.Tally{Check: "c"}
+	rs := []devcheck.Reading{{Device: "npu0", Model: "Ascend910B4", Value: 6}, {Device: "npu1", Model: "Ascend910B3", Value: 9}, {Device: "npu2", Model: "Ascend910B3", Value: 20}, {Device: "npu3", Model: "Ascend910B3", Value: 21}}
+	evaluate(ty, devcheck.Metric{Name: "x", Key: "x", Unit: "u", Label: "x"}, "P", rs, th, Peers{Fraction: 0.5, Min: 3})
+	// npu0 passes its own floor (5) but is below half the median (14.5);
+	// npu1 is below the 910B floor (10).
+	fails := ty.Faults()
+	if len(fails) != 2 || fails[0].Reason != "PBelowPeers" || fails[0].Device != "npu0" ||
+		fails[1].Reason != "PBelowThreshold" || fails[1].Device != "npu1" {
+		t.Errorf("fails %+v", fails)
+	}
+	if *ty.Values[0].Threshold != 5 || *ty.Values[1].Threshold != 10 {
+		t.Error("thresholds by model")
+	}
+}
+
+// TestValidateGEMMNamesTheVendorsTypes: the messages list the dtypes the
+// vendor measures, as each vendor's check has always worded them.
+func TestValidateGEMMNamesTheVendorsTypes(t *testing.T) {
+	s := GEMMSettings{Peers: Peers{Fraction: 0.85, Min: 3}, Sizes: []int{64}, MaxIters: 1, MinTime: 1}
+	for _, tt := range []struct {
+		dtypes []string
+		vendor []DType
+		want   string
+	}{
+		{nil, []DType{BF16, FP16, TF32, FP8}, "dtypes = []: want at least one of bf16, fp16, tf32, fp8"},
+		{[]string{"int8"}, []DType{BF16, FP16, TF32, FP8}, `dtypes = "int8": want bf16, fp16, tf32 or fp8`},
+		{nil, []DType{FP16, BF16}, "dtypes = []: want at least one of fp16, bf16"},
+		{[]string{"tf32"}, []DType{FP16, BF16}, `dtypes = "tf32": want fp16 or bf16`},
+		{[]string{"fp16"}, []DType{FP16, BF16}, ""},
+	} {
+		s.DTypes = tt.dtypes
+		err := ValidateGEMM(&s, tt.vendor...)
+		var se *benchmarks.SettingError
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.dtypes, err)
+		case tt.want != "" && (!errors.As(err, &se) || se.Key != "dtypes" || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: %v, want %q", tt.dtypes, err, tt.want)
+		}
+	}
+}
+
+// TestVendorsDoNotImportEachOther: the vendor packages meet here, never in
+// each other.
+func TestVendorsDoNotImportEachOther(t *testing.T) {
+	const mod = "github.com/vigil-hpc/vigil/benchmarks/"
+	for pkg, other := range map[string]string{"compute": "ascend", "ascend": "compute"} {
+		files, _ := filepath.Glob(filepath.Join("..", pkg, "*.go"))
+		if len(files) == 0 {
+			t.Fatalf("no files in ../%s", pkg)
+		}
+		for _, f := range files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, im := range af.Imports {
+				if p, _ := strconv.Unquote(im.Path.Value); p == mod+other {
+					t.Errorf("%s imports %s", f, p)
+				}
+			}
+		}
+	}
+}

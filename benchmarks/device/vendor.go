@@ -1,0 +1,179 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+)
+
+// Vendor is what the checks need to know about one vendor's devices beyond
+// the Node: how results name devices and count them, how errors classify,
+// and the few ways the two families' results have always read differently.
+type Vendor struct {
+	// Vendor is the devices' maker, as each check declares it.
+	Vendor benchmarks.Vendor
+	// DevName is how results name device index i ("gpu3", "npu3").
+	DevName func(i int) string
+	// Noun is the word for one device in messages ("device", "NPU").
+	Noun string
+	// Count is how pass messages count n devices ("8 devices", "8 NPUs").
+	Count func(n int) string
+	// Classify says whether an error of the node or of a device's
+	// measurement is a fault (StatusFail) or leaves the check unknown, and
+	// with which reason token.
+	Classify func(err error) (benchmarks.Status, string)
+	// BadSettings is the result of a check whose settings are invalid.
+	BadSettings func(check string, err error) benchmarks.Result
+	// NodeDevice names the node in a node-wide error ("node", or "" for none).
+	NodeDevice string
+	// UnknownDevice, when true, lets an unknown result name its first
+	// device; otherwise only failures name one.
+	UnknownDevice bool
+	// StopIsHang, when true, reports a deadline that passed between two
+	// measurements as the node hung (ReasonDeviceHung); otherwise as
+	// devcheck.ReasonCanceled.
+	StopIsHang bool
+	// MissingLibraryStops, when true, ends a GEMM check at the first
+	// device whose operator library is missing, said once for the node.
+	MissingLibraryStops bool
+}
+
+// record records err of device ("" for the node) in t as Classify says.
+func (v *Vendor) record(t *devcheck.Tally, device string, err error) {
+	st, reason := v.Classify(err)
+	msg := err.Error()
+	if device != "" {
+		msg = device + ": " + msg
+	}
+	if st == benchmarks.StatusFail {
+		t.Fail(device, reason, "%s", msg)
+		return
+	}
+	if !v.UnknownDevice {
+		device = ""
+	}
+	t.Unknown(device, reason, "%s", msg)
+}
+
+// stopped reports whether ctx has ended, and records it in t.
+func (v *Vendor) stopped(ctx context.Context, t *devcheck.Tally) bool {
+	if !v.StopIsHang {
+		return t.Canceled(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		v.record(t, v.NodeDevice, fmt.Errorf("%w: %v", ErrHung, err))
+		return true
+	}
+	return false
+}
+
+// missingLibrary reports whether err says a library or symbol is missing.
+func missingLibrary(err error) bool {
+	return errors.Is(err, dl.ErrNotFound) || errors.Is(err, dl.ErrSymbol)
+}
+
+// names names each of the device indices.
+func (v *Vendor) names(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, d := range idx {
+		out[i] = v.DevName(d)
+	}
+	return out
+}
+
+// settings constrains a check's settings type: a struct whose pointer
+// validates it.
+type settings[S any] interface {
+	*S
+	Validate() error
+}
+
+// Spec is what every compute check declares and how it starts: its
+// metadata, its settings and the opening of the vendor's node.
+type Spec[S any] struct {
+	// Name is the registered name ("gemm", "npu-gemm").
+	Name string
+	// Description says what the check does, for --list-checks.
+	Description string
+	// Vendor describes the vendor's devices.
+	Vendor *Vendor
+	// Defaults returns the shipped settings.
+	Defaults func() S
+	// Base are the shipped thresholds, to which the settings' thresholds
+	// table adds model by model.
+	Base Thresholds
+	// Open opens the node's devices with the settings' libraries: devices
+	// nil means all.
+	Open func(ctx context.Context, s *S, devices []int) (Node, error)
+}
+
+// check holds what the three checks share: the benchmarks.Check metadata
+// and the start of Run (settings, then the node).
+type check[S any, P settings[S]] struct {
+	Spec[S]
+	// thresholds returns the settings' thresholds field.
+	thresholds func(*S) *Thresholds
+}
+
+func (c *check[S, P]) Name() string              { return c.Spec.Name }
+func (*check[S, P]) Kind() benchmarks.Kind       { return benchmarks.KindPerf }
+func (*check[S, P]) Isolated() bool              { return true }
+func (c *check[S, P]) Vendor() benchmarks.Vendor { return c.Spec.Vendor.Vendor }
+func (c *check[S, P]) Description() string       { return c.Spec.Description }
+func (c *check[S, P]) Defaults() any             { s := c.Spec.Defaults(); return &s }
+
+// start decodes and validates the settings and opens the node under ctx's
+// deadline. When that fails it returns the result to report instead.
+func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {
+	s := c.Spec.Defaults()
+	err := devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
+	if err == nil {
+		err = P(&s).Validate()
+	}
+	if err != nil {
+		r := c.Spec.Vendor.BadSettings(c.Spec.Name, err)
+		return nil, nil, &r
+	}
+	var n Node
+	err = devcheck.Run(ctx, func() (err error) {
+		n, err = c.Open(ctx, &s, devcheck.EnvDevices(env))
+		return err
+	})
+	if err != nil {
+		t := c.tally()
+		c.Spec.Vendor.record(t, "", err)
+		r := t.Result("")
+		return nil, nil, &r
+	}
+	return &s, n, nil
+}
+
+func (c *check[S, P]) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Spec.Name} }
+
+// evaluate records in t each reading's value and its comparison with its
+// model's limit and the node's median (devcheck.Evaluate): prefix names
+// the reasons (prefix+"BelowThreshold", prefix+"BelowPeers").
+func evaluate(t *devcheck.Tally, m devcheck.Metric, prefix string, rs []devcheck.Reading, th Thresholds, p Peers) {
+	vals, fs := devcheck.Evaluate(m, rs, th, p)
+	t.Values = append(t.Values, vals...)
+	for _, f := range fs {
+		t.Fail(f.Device, f.Reason(m, prefix), "%s", f.Message)
+	}
+}
+
+// sortReadings orders readings by device name, numbers in natural order
+// ("gpu2" before "gpu10").
+func sortReadings(rs []devcheck.Reading) {
+	sort.Slice(rs, func(i, j int) bool {
+		a, b := rs[i].Device, rs[j].Device
+		if len(a) != len(b) {
+			return len(a) < len(b)
+		}
+		return a < b
+	})
+}
