@@ -19,6 +19,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
@@ -369,27 +370,12 @@ func loadXIDState(path string) (xidState, error) {
 	return s, nil
 }
 
-// saveXIDState writes the state atomically (temp file, fsync, rename).
+// saveXIDState writes the state atomically (temp file, fsync, rename),
+// readable by root only.
 func saveXIDState(path string, s xidState) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".xid-state-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return osutil.WriteFile(path, append(b, '\n'), 0o600)
 }
