@@ -11,11 +11,11 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // Reasons of the command check.
@@ -267,12 +267,9 @@ func evaluateCommand(check string, s CommandSettings, co commandOutput) benchmar
 func runCommand(ctx context.Context, s CommandSettings) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Command[0], s.Command[1:]...)
+	cmd := osutil.Command(ctx, 2*time.Second, s.Command...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
