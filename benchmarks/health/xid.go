@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
@@ -98,7 +99,7 @@ func parseXID(l logLine) (xidEvent, bool) {
 	if err != nil {
 		return xidEvent{}, false
 	}
-	return xidEvent{XID: x, PCI: devcheck.NormalisePCI(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
+	return xidEvent{XID: x, PCI: pci.Normalise(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
 }
 
 // xidState is what the xid check remembers between runs.

@@ -602,4 +602,3 @@ func TestExecRunner(t *testing.T) {
 		t.Errorf("killing the process group took %v", d)
 	}
 }
-
