@@ -174,13 +174,13 @@ func (commandCheck) Defaults() any { s := DefaultCommandSettings(); return &s }
 func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCommandSettings()
 	if err := devcheck.Decode(env, &s); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return unknown(c.Name(), ReasonCommandNotConfigured, "no command set in [checks.command]")
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	stdout, stderr, err := runCommand(ctx, s)
 	var exitErr *exec.ExitError

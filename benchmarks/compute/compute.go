@@ -30,8 +30,12 @@ const (
 	ReasonLibraryMissing = "LibraryMissing"
 	// ReasonNoDevices: the driver reports no device, or none of the job's (unknown).
 	ReasonNoDevices = "NoDevices"
-	// ReasonBadSettings: the check's [checks.NAME] section is invalid (unknown).
-	ReasonBadSettings = "BadSettings"
+	// ReasonInvalidSettings: the check's [checks.NAME] section is invalid
+	// (unknown); the framework's token, which every check uses.
+	ReasonInvalidSettings = benchmarks.ReasonInvalidSettings
+	// ReasonBadSettings is ReasonInvalidSettings under its former name,
+	// for the checks not yet moved to it; it is the same token.
+	ReasonBadSettings = ReasonInvalidSettings
 	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
 	ReasonCheckerError = "CheckerError"
 	// ReasonDeviceFault: a device reported a fault while running work (fail).

@@ -26,8 +26,8 @@ const (
 	// read (unknown).
 	ReasonCanceled = "Canceled"
 	// ReasonInvalidSettings: the check's settings do not decode or are out
-	// of range (unknown).
-	ReasonInvalidSettings = "InvalidSettings"
+	// of range (unknown); the framework's token, which every check uses.
+	ReasonInvalidSettings = benchmarks.ReasonInvalidSettings
 )
 
 // Fault is one device's fault (or uncertainty) recorded in a Tally.
