@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // ChildArg is the first argument that makes a vigil binary run one check
@@ -24,10 +25,14 @@ const ChildArg = "__run-check"
 // InChild is true inside a checker child process (set by ChildMain).
 var InChild bool
 
-// childSpec is what the parent sends the child on stdin.
+// childSpec is what the parent sends the child on stdin. The child gets
+// the config document the parent already parsed and validated (Config,
+// named ConfigName in errors), never a path to read again: parent and
+// child decode the same settings. An empty ConfigName means defaults.
 type childSpec struct {
 	Checks     []string         `json:"checks"`
-	ConfigPath string           `json:"config_path,omitempty"`
+	ConfigName string           `json:"config_name,omitempty"`
+	Config     string           `json:"config,omitempty"`
 	Node       string           `json:"node,omitempty"`
 	JobID      string           `json:"job_id,omitempty"`
 	Devices    []int            `json:"devices,omitempty"`
@@ -63,9 +68,9 @@ func ChildMain(args []string, stdin io.Reader, result io.Writer, stderr io.Write
 		return 2
 	}
 	f := config.Empty("defaults")
-	if spec.ConfigPath != "" {
+	if spec.ConfigName != "" {
 		var err error
-		if f, err = config.Load(spec.ConfigPath); err != nil {
+		if f, err = config.Parse(strings.NewReader(spec.Config), spec.ConfigName); err != nil {
 			fmt.Fprintf(stderr, "vigil checker: %v\n", err)
 			return 2
 		}
@@ -152,13 +157,8 @@ func notRun(parent context.Context, name string) Result {
 // child could not start or died before its first check.
 func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit func(Result)) int {
 	names := make([]string, len(checks))
-	spec := childSpec{ConfigPath: r.ConfigPath, Timeouts: map[string]int64{}}
-	env := r.env()
-	spec.Node, spec.JobID, spec.Devices, spec.GresGPUs, spec.DryRun = env.Node, env.JobID, env.Devices, env.GresGPUs, env.DryRun
 	for i, c := range checks {
 		names[i] = c.Name()
-		spec.Checks = append(spec.Checks, c.Name())
-		spec.Timeouts[c.Name()] = int64(r.timeout(c.Name()))
 	}
 	fail := func(reason, msg string) int {
 		for _, n := range names {
@@ -166,64 +166,138 @@ func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit fun
 		}
 		return len(names)
 	}
-	exe, err := r.exe()
+	spec, err := r.childSpec(names)
 	if err != nil {
 		return fail(ReasonNotStarted, err.Error())
+	}
+	ch, err := r.startChild(names, spec)
+	if err != nil {
+		return fail(ReasonNotStarted, err.Error())
+	}
+	defer ch.pr.Close()
+	return r.followChild(parent, bctx, ch, emit)
+}
+
+// childSpec is the spec of a child that runs the checks names: the run's
+// environment, each check's deadline and the config document.
+func (r *Runner) childSpec(names []string) (childSpec, error) {
+	env := r.env()
+	spec := childSpec{Checks: names, Timeouts: map[string]int64{},
+		Node: env.Node, JobID: env.JobID, Devices: env.Devices, GresGPUs: env.GresGPUs, DryRun: env.DryRun}
+	for _, n := range names {
+		spec.Timeouts[n] = int64(r.timeout(n))
+	}
+	f, err := r.config()
+	if err != nil {
+		return spec, err
+	}
+	if f != nil {
+		spec.ConfigName, spec.Config = f.Name, string(f.Source())
+	}
+	return spec, nil
+}
+
+// child is one running checker child: its messages as they are read from
+// the result pipe, and its exit once it is reaped.
+type child struct {
+	pr       *os.File    // the result pipe's read end
+	stderr   *tailBuffer // the end of its stdout and stderr
+	msgs     chan childMsg
+	readErr  chan error // why the result pipe became unreadable, if it did
+	waitDone chan error // cmd.Wait's error
+	pgid     int
+}
+
+// startChild starts a child for names in its own process group, with spec
+// on stdin and the result pipe as fd 3, and starts reading its messages.
+func (r *Runner) startChild(names []string, spec childSpec) (*child, error) {
+	exe, err := r.exe()
+	if err != nil {
+		return nil, err
 	}
 	specJSON, _ := json.Marshal(spec)
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return fail(ReasonNotStarted, err.Error())
+		return nil, err
 	}
-	defer pr.Close()
-	stderr := &tailBuffer{max: 4096}
-	cmd := exec.Command(exe, append([]string{ChildArg}, names...)...)
+	ch := &child{pr: pr, stderr: &tailBuffer{max: 4096}, msgs: make(chan childMsg),
+		readErr: make(chan error, 1), waitDone: make(chan error, 1)}
+	// The child is killed by its deadline below, not by a context.
+	cmd := osutil.Command(context.Background(), time.Second, append([]string{exe, ChildArg}, names...)...)
 	cmd.Stdin = bytes.NewReader(specJSON)
-	cmd.Stdout = stderr // a vendor library's chatter is kept with stderr
-	cmd.Stderr = stderr
+	cmd.Stdout = ch.stderr // a vendor library's chatter is kept with stderr
+	cmd.Stderr = ch.stderr
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Env = append(os.Environ(), r.ChildEnv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		return fail(ReasonNotStarted, fmt.Sprintf("starting checker: %v", err))
-	}
+	err = cmd.Start()
 	pw.Close()
-	pgid := cmd.Process.Pid
-	msgs := make(chan childMsg)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(msgs)
-		dec := json.NewDecoder(pr)
-		for {
-			var m childMsg
-			if err := dec.Decode(&m); err != nil {
-				if err != io.EOF {
-					readErr <- err
-				}
-				return
-			}
-			msgs <- m
-		}
-	}()
-	waitDone := make(chan error, 1)
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("starting checker: %w", err)
+	}
+	ch.pgid = cmd.Process.Pid
+	go ch.read()
 	go func() {
 		err := cmd.Wait()
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > r.maxRSS {
 			r.maxRSS = ru.Maxrss // KiB on Linux
 		}
-		waitDone <- err
+		ch.waitDone <- err
 	}()
-	killAndWait := func() error {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		err := <-waitDone
-		pr.Close() // a descendant that left the group may still hold the pipe
-		for range msgs {
-		}
-		return err
-	}
+	return ch, nil
+}
 
+// read decodes the child's messages until the pipe closes or holds
+// something that is not one.
+func (ch *child) read() {
+	defer close(ch.msgs)
+	dec := json.NewDecoder(ch.pr)
+	for {
+		var m childMsg
+		if err := dec.Decode(&m); err != nil {
+			if err != io.EOF {
+				ch.readErr <- err
+			}
+			return
+		}
+		ch.msgs <- m
+	}
+}
+
+// killAndWait kills the child's process group, reaps it and drains its
+// messages; it returns cmd.Wait's error.
+func (ch *child) killAndWait() error {
+	_ = osutil.KillGroup(ch.pgid)
+	err := <-ch.waitDone
+	ch.pr.Close() // a descendant that left the group may still hold the pipe
+	for range ch.msgs {
+	}
+	return err
+}
+
+// crashMessage says why a child died in the middle of a check: how it
+// exited, an unreadable result, and the last line it printed.
+func (ch *child) crashMessage(waitErr error) string {
+	msg := "checker died without a result"
+	if waitErr != nil {
+		msg = "checker died without a result: " + describeExit(waitErr)
+	}
+	select {
+	case err := <-ch.readErr:
+		msg = "unreadable result: " + err.Error()
+	default:
+	}
+	if s := strings.TrimSpace(ch.stderr.String()); s != "" {
+		msg += ": " + lastLine(s)
+	}
+	return msg
+}
+
+// followChild follows a started child: each check's start arms its
+// deadline, each result is emitted; a check past its deadline, the end of
+// the run's budget, a crash or a result out of order kills the child. It
+// returns how many checks got a result.
+func (r *Runner) followChild(parent, bctx context.Context, ch *child, emit func(Result)) int {
 	done := 0
 	current := ""
 	var t0 time.Time
@@ -238,23 +312,12 @@ func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit fun
 	defer stopTimer()
 	for {
 		select {
-		case m, ok := <-msgs:
+		case m, ok := <-ch.msgs:
 			if !ok {
-				waitErr := killAndWait()
+				waitErr := ch.killAndWait()
 				if current != "" {
-					msg := "checker died without a result"
-					if waitErr != nil {
-						msg = "checker died without a result: " + describeExit(waitErr)
-					}
-					select {
-					case err := <-readErr:
-						msg = "unreadable result: " + err.Error()
-					default:
-					}
-					if s := strings.TrimSpace(stderr.String()); s != "" {
-						msg += ": " + lastLine(s)
-					}
-					emit(Result{Check: current, Status: StatusUnknown, Reason: ReasonCrashed, Message: msg, Duration: time.Since(t0)})
+					emit(Result{Check: current, Status: StatusUnknown, Reason: ReasonCrashed,
+						Message: ch.crashMessage(waitErr), Duration: time.Since(t0)})
 					done++
 				}
 				return done
@@ -271,7 +334,7 @@ func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit fun
 			case m.Result != nil:
 				res := normalize(m.Result.Check, *m.Result)
 				if res.Check != current || current == "" {
-					killAndWait()
+					ch.killAndWait()
 					emit(Result{Check: current, Status: StatusUnknown, Reason: ReasonBadResult,
 						Message: fmt.Sprintf("result for %q while running %q", res.Check, current)})
 					return done + 1
@@ -283,25 +346,31 @@ func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit fun
 				stopTimer()
 			}
 		case <-deadline:
-			killAndWait()
+			ch.killAndWait()
 			emit(timedOut(current, time.Since(t0)))
 			return done + 1
 		case <-bctx.Done():
-			killAndWait()
+			ch.killAndWait()
 			if current == "" {
 				return done
 			}
-			res := timedOut(current, time.Since(t0))
-			if parent.Err() != nil {
-				res.Status, res.Reason, res.Message = StatusUnknown, ReasonCanceled, "canceled while running"
-			} else {
-				res.Status, res.Reason = StatusUnknown, ReasonBudgetExpired
-				res.Message = fmt.Sprintf("killed when the run's budget ran out after %v", res.Duration.Round(time.Millisecond))
-			}
-			emit(res)
+			emit(stoppedResult(parent, current, time.Since(t0)))
 			return done + 1
 		}
 	}
+}
+
+// stoppedResult is the result of check name, killed after d because the
+// run was canceled or its budget ran out.
+func stoppedResult(parent context.Context, name string, d time.Duration) Result {
+	res := timedOut(name, d)
+	if parent.Err() != nil {
+		res.Status, res.Reason, res.Message = StatusUnknown, ReasonCanceled, "canceled while running"
+	} else {
+		res.Status, res.Reason = StatusUnknown, ReasonBudgetExpired
+		res.Message = fmt.Sprintf("killed when the run's budget ran out after %v", res.Duration.Round(time.Millisecond))
+	}
+	return res
 }
 
 func describeExit(err error) string {

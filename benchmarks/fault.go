@@ -55,14 +55,14 @@ func (faultCheck) Run(ctx context.Context, env *Env) Result {
 	s := FaultSettings{Delay: 2 * time.Second}
 	if env != nil && env.Settings != nil {
 		if err := env.Settings(&s); err != nil {
-			return Result{Status: StatusUnknown, Reason: "BadSettings", Message: err.Error()}
+			return Result{Status: StatusUnknown, Reason: ReasonInvalidSettings, Message: err.Error()}
 		}
 	}
 	if m, ok := os.LookupEnv(FaultEnv); ok {
 		s.Mode = m
 	}
 	if err := s.Validate(); err != nil {
-		return Result{Status: StatusUnknown, Reason: "BadSettings", Message: err.Error()}
+		return Result{Status: StatusUnknown, Reason: ReasonInvalidSettings, Message: err.Error()}
 	}
 	switch s.Mode {
 	case "", "pass":
@@ -96,7 +96,7 @@ func (faultCheck) Run(ctx context.Context, env *Env) Result {
 		}
 		panic("injected crash")
 	}
-	return Result{Status: StatusUnknown, Reason: "BadSettings", Message: fmt.Sprintf("unknown fault mode %q", s.Mode)}
+	return Result{Status: StatusUnknown, Reason: ReasonInvalidSettings, Message: fmt.Sprintf("unknown fault mode %q", s.Mode)}
 }
 
 // FaultModes are the modes of the fault-injection check.

@@ -27,16 +27,18 @@ type Runner struct {
 	// Exe is the program re-executed for isolated checks; "" means
 	// os.Executable(). It must dispatch ChildArg to ChildMain.
 	Exe string
-	// ConfigPath is the config file the child decodes check settings from;
-	// "" means defaults.
+	// ConfigPath is the config file to load when Config is nil; "" means
+	// defaults. It is read once, by the runner: in-process checks and
+	// checker children decode their settings from that one parse.
 	ConfigPath string
 	// ChildEnv is extra environment (KEY=VALUE) for child processes.
 	ChildEnv []string
 	// Env is what checks get; its Settings is replaced per check by one
 	// over Config when Config is set.
 	Env *Env
-	// Config is the parsed config file in-process checks decode their
-	// [checks.NAME] settings from; nil means defaults.
+	// Config is the parsed config file checks decode their [checks.NAME]
+	// settings from; nil means ConfigPath, or defaults. Checker children
+	// get its document on stdin and never read a file of their own.
 	Config *config.File
 	// Timeout returns a check's deadline; nil means DefaultCheckTimeout.
 	Timeout func(name string) time.Duration
@@ -56,7 +58,9 @@ type Runner struct {
 	// OnDone is called with each check's final result; may be nil.
 	OnDone func(Result)
 
-	maxRSS int64
+	maxRSS  int64
+	loaded  *config.File // ConfigPath, once loaded
+	loadErr error        // why ConfigPath did not load
 }
 
 // Outcome is what a run found.
@@ -89,6 +93,7 @@ func (r *Runner) Run(ctx context.Context, checks []Check) Outcome {
 	}
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	r.loadConfig()
 	var out Outcome
 	for i := 0; i < len(checks); {
 		c := checks[i]
@@ -251,14 +256,35 @@ func (r *Runner) env() *Env {
 	return &Env{}
 }
 
+// loadConfig loads ConfigPath once when there is no Config.
+func (r *Runner) loadConfig() {
+	if r.Config != nil || r.ConfigPath == "" || r.loaded != nil || r.loadErr != nil {
+		return
+	}
+	r.loaded, r.loadErr = config.Load(r.ConfigPath)
+}
+
+// config is the config file checks decode their settings from: Config, or
+// ConfigPath as loaded, or nil (defaults). The error is ConfigPath's.
+func (r *Runner) config() (*config.File, error) {
+	if r.Config != nil {
+		return r.Config, nil
+	}
+	return r.loaded, r.loadErr
+}
+
 // checkEnv is the Env of one check: Settings decodes [checks.NAME].
 func (r *Runner) checkEnv(name string) *Env {
 	e := *r.env()
-	f := r.Config
-	if f == nil {
-		f = config.Empty("defaults")
+	f, err := r.config()
+	if err != nil {
+		e.Settings = func(any) error { return err }
+		return &e
 	}
-	if r.Config != nil || e.Settings == nil {
+	if f != nil || e.Settings == nil {
+		if f == nil {
+			f = config.Empty("defaults")
+		}
 		e.Settings = SettingsFrom(f, name)
 	}
 	return &e

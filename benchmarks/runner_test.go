@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vigil-hpc/vigil/config"
 )
 
 func TestMain(m *testing.M) {
@@ -165,6 +168,67 @@ func TestChildReadsConfig(t *testing.T) {
 	r := &Runner{ConfigPath: path}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != "FaultInjected" {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+// The child decodes the document the parent parsed: it never opens a
+// file, so the file changing (or going) after the parent read it changes
+// nothing.
+func TestChildGetsParsedConfig(t *testing.T) {
+	path := t.TempDir() + "/vigil.toml"
+	f, err := config.Parse(strings.NewReader("[checks.fault-inject]\nmode = \"unknown\"\n"), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("[checks.fault-inject]\nmode = \"fail\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Config: f, ConfigPath: path}
+	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
+	if res.Status != StatusUnknown || res.Reason != "FaultInjected" {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestChildSpecCarriesConfig(t *testing.T) {
+	f, err := config.Parse(strings.NewReader("[checks.fault-inject]\nmode = \"pass\"\n"), "/etc/vigil/vigil.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := (&Runner{Config: f}).childSpec([]string{FaultCheckName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.ConfigName != "/etc/vigil/vigil.toml" || spec.Config != string(f.Source()) {
+		t.Errorf("spec %+v", spec)
+	}
+	spec, _ = (&Runner{}).childSpec([]string{FaultCheckName})
+	if spec.ConfigName != "" || spec.Config != "" {
+		t.Errorf("defaults: spec %+v", spec)
+	}
+	r := &Runner{ConfigPath: t.TempDir() + "/missing.toml"}
+	r.loadConfig()
+	if _, err := r.childSpec([]string{FaultCheckName}); err == nil {
+		t.Error("a config file that does not load gave a spec")
+	}
+}
+
+// A document the child cannot parse is an error naming the file and line,
+// not a child that runs with defaults.
+func TestChildMainBadConfig(t *testing.T) {
+	var result, stderr bytes.Buffer
+	spec := `{"checks":["fault-inject"],"config_name":"/etc/vigil/vigil.toml","config":"[checks\n"}`
+	code := ChildMain([]string{"vigil", ChildArg, FaultCheckName}, strings.NewReader(spec), &result, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "/etc/vigil/vigil.toml:") || result.Len() != 0 {
+		t.Errorf("exit %d, stderr %q, result %q", code, stderr.String(), result.String())
+	}
+}
+
+func TestChildConfigDoesNotLoad(t *testing.T) {
+	r := &Runner{ConfigPath: t.TempDir() + "/missing.toml"}
+	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
+	if res.Status != StatusUnknown || res.Reason != ReasonNotStarted || !strings.Contains(res.Message, "missing.toml") {
 		t.Fatalf("got %+v", res)
 	}
 }

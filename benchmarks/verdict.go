@@ -20,6 +20,9 @@ const (
 	ReasonBudgetExpired = "BudgetExpired"
 	// ReasonCanceled: the run was canceled (vigil was told to stop); unknown.
 	ReasonCanceled = "Canceled"
+	// ReasonInvalidSettings: the check's [checks.NAME] settings do not
+	// decode or are out of range; unknown. Every check uses this one token.
+	ReasonInvalidSettings = "InvalidSettings"
 )
 
 // Verdict folds results into the node's verdict: fail when any check

@@ -32,6 +32,7 @@ type File struct {
 	Name string
 
 	mu      sync.Mutex
+	data    []byte // the document as read
 	md      toml.MetaData
 	top     map[string]toml.Primitive
 	lines   map[string]int // dotted key -> line of its definition
@@ -61,6 +62,7 @@ func Parse(r io.Reader, name string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	f.md = md
+	f.data = data
 	f.lines = keyLines(data)
 	return f, nil
 }
@@ -75,6 +77,11 @@ func Load(path string) (*File, error) {
 	defer fh.Close()
 	return Parse(fh, path)
 }
+
+// Source returns the document f was parsed from, as read: Parse of it
+// under f.Name gives an equal File, with the same lines in its errors.
+// The caller must not modify it.
+func (f *File) Source() []byte { return f.data }
 
 // Line returns the line that defines the dotted key (or its nearest
 // enclosing table), 0 when the file does not mention it.

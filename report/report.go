@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // Version is the JSON report's format version (field "v").
@@ -193,40 +194,11 @@ func WriteJSON(dir string, r *Report) (string, error) {
 }
 
 // WriteAtomic writes data to path through a temp file in the same
-// directory, fsyncs it, renames it into place and fsyncs the directory.
+// directory, fsyncs it, renames it into place and fsyncs the directory
+// (osutil.WriteFile).
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := osutil.WriteFile(path, data, perm); err != nil {
 		return fmt.Errorf("report: %w", err)
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("report: writing %s: %w", name, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("report: fsync %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

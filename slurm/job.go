@@ -77,11 +77,7 @@ func JobFromEnv(lookup func(string) (string, bool)) (*Job, error) {
 }
 
 func jobFromEnv(lookup func(string) (string, bool), names []string) (*Job, error) {
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
+	get := envGetter(lookup)
 	j := &Job{}
 	var ok bool
 	if j.ID, ok = get("SLURM_JOB_ID"); !ok {
@@ -93,59 +89,19 @@ func jobFromEnv(lookup func(string) (string, bool), names []string) (*Job, error
 		return nil, fmt.Errorf("slurm: SLURM_JOB_ID=%q is not a job id", j.ID)
 	}
 	j.User, _ = get("SLURM_JOB_USER")
-
-	intVar := func(dst *int, names ...string) error {
-		for _, name := range names {
-			v, ok := get(name)
-			if !ok {
-				continue
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("slurm: %s=%q is not a non-negative integer", name, v)
-			}
-			*dst = n
-			return nil
-		}
-		return nil
-	}
 	j.UID, j.GID = -1, -1
-	if err := intVar(&j.UID, "SLURM_JOB_UID"); err != nil {
+	if err := get.int(&j.UID, "SLURM_JOB_UID"); err != nil {
 		return nil, err
 	}
-	if err := intVar(&j.GID, "SLURM_JOB_GID"); err != nil {
+	if err := get.int(&j.GID, "SLURM_JOB_GID"); err != nil {
 		return nil, err
 	}
-	if err := intVar(&j.RestartCount, "SLURM_RESTART_COUNT", "SLURM_JOB_RESTART_COUNT"); err != nil {
+	if err := get.int(&j.RestartCount, "SLURM_RESTART_COUNT", "SLURM_JOB_RESTART_COUNT"); err != nil {
 		return nil, err
 	}
-
-	for _, name := range []string{"SLURM_JOB_NODELIST", "SLURM_NODELIST"} {
-		v, ok := get(name)
-		if !ok || strings.TrimSpace(v) == "" {
-			continue
-		}
-		nodes, err := ExpandHostlist(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		j.NodeList, j.Nodes = v, nodes
-		break
+	if err := j.nodesFromEnv(get); err != nil {
+		return nil, err
 	}
-
-	if v, ok := get("SLURMD_NODENAME"); ok {
-		j.NodeName, j.NodeNameSource = v, "SLURMD_NODENAME"
-	} else if v, ok := get("SLURM_TOPOLOGY_ADDR"); ok && !strings.Contains(v, ".") {
-		j.NodeName, j.NodeNameSource = v, "SLURM_TOPOLOGY_ADDR"
-	} else {
-		h, err := hostname()
-		if err != nil {
-			return nil, fmt.Errorf("slurm: SLURMD_NODENAME not set and no hostname: %w", err)
-		}
-		j.NodeName, _, _ = strings.Cut(h, ".")
-		j.NodeNameSource = "hostname"
-	}
-
 	j.Partition, _ = get("SLURM_JOB_PARTITION")
 	j.StepID, _ = get("SLURM_STEP_ID")
 	if j.StepID == "" {
@@ -153,11 +109,85 @@ func jobFromEnv(lookup func(string) (string, bool), names []string) (*Job, error
 	}
 	j.Context, _ = get("SLURM_SCRIPT_CONTEXT")
 	j.Comment, _ = get("SLURM_JOB_COMMENT")
+	if err := j.gpusFromEnv(get); err != nil {
+		return nil, err
+	}
+	if err := j.exitFromEnv(get); err != nil {
+		return nil, err
+	}
+	j.Spank = spankVars(lookup, names)
+	return j, nil
+}
 
+// envGet looks up a variable of the job's environment, trimmed; ok is
+// false when it is unset or blank.
+type envGet func(name string) (v string, ok bool)
+
+// envGetter is the envGet over lookup.
+func envGetter(lookup func(string) (string, bool)) envGet {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+}
+
+// int sets *dst from the first of names that is set, which must be a
+// non-negative integer; with none set *dst is left alone.
+func (get envGet) int(dst *int, names ...string) error {
+	for _, name := range names {
+		v, ok := get(name)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("slurm: %s=%q is not a non-negative integer", name, v)
+		}
+		*dst = n
+		return nil
+	}
+	return nil
+}
+
+// nodesFromEnv sets the job's node list and this node's name: the name
+// from SLURMD_NODENAME, else a SLURM_TOPOLOGY_ADDR without dots, else the
+// short host name.
+func (j *Job) nodesFromEnv(get envGet) error {
+	for _, name := range []string{"SLURM_JOB_NODELIST", "SLURM_NODELIST"} {
+		v, ok := get(name)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		nodes, err := ExpandHostlist(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		j.NodeList, j.Nodes = v, nodes
+		break
+	}
+	if v, ok := get("SLURMD_NODENAME"); ok {
+		j.NodeName, j.NodeNameSource = v, "SLURMD_NODENAME"
+	} else if v, ok := get("SLURM_TOPOLOGY_ADDR"); ok && !strings.Contains(v, ".") {
+		j.NodeName, j.NodeNameSource = v, "SLURM_TOPOLOGY_ADDR"
+	} else {
+		h, err := hostname()
+		if err != nil {
+			return fmt.Errorf("slurm: SLURMD_NODENAME not set and no hostname: %w", err)
+		}
+		j.NodeName, _, _ = strings.Cut(h, ".")
+		j.NodeNameSource = "hostname"
+	}
+	return nil
+}
+
+// gpusFromEnv sets the job's GPUs from SLURM_JOB_GPUS (an error when
+// malformed), else from CUDA_VISIBLE_DEVICES when it holds indices.
+func (j *Job) gpusFromEnv(get envGet) error {
 	if v, ok := get("SLURM_JOB_GPUS"); ok {
 		gpus, err := parseIndexList(v)
 		if err != nil {
-			return nil, fmt.Errorf("slurm: SLURM_JOB_GPUS=%q: %w", v, err)
+			return fmt.Errorf("slurm: SLURM_JOB_GPUS=%q: %w", v, err)
 		}
 		j.GPUs = gpus
 	} else if v, ok := get("CUDA_VISIBLE_DEVICES"); ok {
@@ -165,26 +195,29 @@ func jobFromEnv(lookup func(string) (string, bool), names []string) (*Job, error
 			j.GPUs = gpus
 		}
 	}
+	return nil
+}
 
+// exitFromEnv sets the job's exit from SLURM_JOB_EXIT_CODE2
+// ("STATUS:SIGNAL"), else from SLURM_JOB_EXIT_CODE (a wait status).
+func (j *Job) exitFromEnv(get envGet) error {
 	if v, ok := get("SLURM_JOB_EXIT_CODE2"); ok {
 		ec, sig, found := strings.Cut(v, ":")
 		a, err1 := strconv.Atoi(ec)
 		b, err2 := strconv.Atoi(sig)
 		if !found || err1 != nil || err2 != nil || a < 0 || b < 0 {
-			return nil, fmt.Errorf("slurm: SLURM_JOB_EXIT_CODE2=%q is not STATUS:SIGNAL", v)
+			return fmt.Errorf("slurm: SLURM_JOB_EXIT_CODE2=%q is not STATUS:SIGNAL", v)
 		}
 		j.ExitCode, j.ExitSignal, j.ExitKnown = a, b, true
 	} else if v, ok := get("SLURM_JOB_EXIT_CODE"); ok {
 		st, err := strconv.Atoi(v)
 		if err != nil || st < 0 {
-			return nil, fmt.Errorf("slurm: SLURM_JOB_EXIT_CODE=%q is not a wait status", v)
+			return fmt.Errorf("slurm: SLURM_JOB_EXIT_CODE=%q is not a wait status", v)
 		}
 		// A wait(2) status: signal in the low 7 bits, exit status above.
 		j.ExitCode, j.ExitSignal, j.ExitKnown = (st>>8)&0xff, st&0x7f, true
 	}
-
-	j.Spank = spankVars(lookup, names)
-	return j, nil
+	return nil
 }
 
 // parseIndexList parses "0,1,3" (ranges "0-3" are accepted too).

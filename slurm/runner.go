@@ -8,8 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // Runner runs one command with a deadline in its own process group.
@@ -111,16 +112,11 @@ func (r *ExecRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &CommandError{Argv: argv, ExitCode: -1, Err: err}
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The group id is the child's pid (Setpgid with Pgid 0).
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	wait := r.WaitDelay
+	if wait == 0 {
+		wait = 2 * time.Second
 	}
-	cmd.WaitDelay = r.WaitDelay
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = 2 * time.Second
-	}
+	cmd := osutil.Command(ctx, wait, argv...)
 	if len(r.Env) > 0 {
 		cmd.Env = append(os.Environ(), r.Env...)
 	}

@@ -241,23 +241,22 @@ func dcmiUnavailable(name string, err error) benchmarks.Result {
 }
 
 // tally collects what a check found per device and turns it into a
-// Result (devcheck.Tally), with the DCMI error classification on top.
-type tally struct{ devcheck.Tally }
+// Result; its LibErr sorts DCMI's errors (classifyDCMI).
+type tally = devcheck.Tally
 
-func newTally(check string) *tally { return &tally{devcheck.Tally{Check: check}} }
+func newTally(check string) *tally { return &tally{Check: check, Classify: classifyDCMI} }
 
-// dcmiErr records a failed DCMI call: a fault when DCMI says the device is
-// gone, unknown otherwise.
-func (t *tally) dcmiErr(device, what string, err error) {
+// classifyDCMI sorts a failed DCMI call: a fault when DCMI says the device
+// is gone, unknown otherwise.
+func classifyDCMI(device, what string, err error) (lost bool, reason, message string) {
 	switch {
 	case errors.Is(err, dcmi.ErrNoDevice):
-		t.Value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
-		t.Fail(device, ReasonNPULost, "%s %s: device gone: %v", device, what, err)
+		return true, ReasonNPULost, fmt.Sprintf("%s %s: device gone: %v", device, what, err)
 	case errors.Is(err, dcmi.ErrNotSupported):
-		t.Unknown(device, ReasonNotSupported, "%s %s not supported: %v", device, what, err)
+		return false, ReasonNotSupported, fmt.Sprintf("%s %s not supported: %v", device, what, err)
 	case errors.Is(err, dl.ErrSymbol):
-		t.Unknown(device, ReasonLibraryMissing, "%s %s: %v", device, what, err)
+		return false, ReasonLibraryMissing, fmt.Sprintf("%s %s: %v", device, what, err)
 	default:
-		t.Unknown(device, ReasonDCMIError, "%s %s: %v", device, what, err)
+		return false, ReasonDCMIError, fmt.Sprintf("%s %s: %v", device, what, err)
 	}
 }

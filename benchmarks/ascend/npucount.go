@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // Reasons of the npu-count check.
@@ -22,13 +23,6 @@ const (
 	ReasonAllocatedNPUMissing = "AllocatedNPUMissing"
 	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
 	ReasonSysfsUnreadable = "SysfsUnreadable"
-)
-
-// huaweiVendor is Huawei's PCI vendor id; Ascend NPUs are "processing
-// accelerators" (PCI class 0x1200).
-const (
-	huaweiVendor     = "0x19e5"
-	accelClassPrefix = "0x1200"
 )
 
 // NPUCountSettings are the settings of [checks.npu-count].
@@ -74,63 +68,44 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		return devcheck.BadSettings(c.Name(), err)
 	}
 	t := newTally(c.Name())
-	pci, pciErr := devcheck.PCIDevices(s.Sysfs, huaweiVendor, accelClassPrefix)
-	if pciErr != nil {
-		t.Unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+	onBus, busErr := pci.AscendNPUs(s.Sysfs)
+	if busErr != nil {
+		t.Unknown("", ReasonSysfsUnreadable, "%v", busErr)
 	} else {
-		t.Value("", "pci_npus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
+		t.Value("", "pci_npus", float64(len(onBus)), "count", nil, "", benchmarks.StatusPass)
 	}
 	expected := s.Expected
 	lib, err := c.lib.get(s.options())
-	if expected == 0 && env != nil && env.GresGPUs > 0 && (len(pci) > 0 || err == nil) {
+	if expected == 0 && env != nil && env.GresGPUs > 0 && (len(onBus) > 0 || err == nil) {
 		// The Gres count is about NPUs only on a node that has them.
 		expected = env.GresGPUs
 	}
 	if err != nil {
-		return c.noDCMI(t, err, s.Expected, pci)
+		return c.noDCMI(t, err, s.Expected, onBus)
 	}
 	devs, err := lib.Devices()
 	if err != nil {
-		t.dcmiErr("", "device list", err)
+		t.LibErr("", "device list", err)
 		return t.Result("")
 	}
 	n := len(devs)
-	compareCount(t, n, expected)
-	allocatedMissing(t, devs, devcheck.EnvDevices(env))
-	if pciErr == nil && len(pci) > n {
-		have := map[string]bool{}
-		known := true
-		for _, d := range devs {
-			if d.PCI == "" {
-				known = false
-			}
-			have[devcheck.NormalisePCI(d.PCI)] = true
-		}
-		var missing []string
-		for _, a := range pci {
-			if known && !have[a] {
-				missing = append(missing, a)
-			}
-		}
-		if len(missing) == 0 {
-			t.Fail("", ReasonNPUFellOffBus, "%d Ascend NPUs on the PCI bus, DCMI sees %d", len(pci), n)
-		}
-		for _, a := range missing {
-			t.Fail(a, ReasonNPUFellOffBus, "%s Ascend NPU on the PCI bus but not in DCMI (%d on the bus, %d in DCMI)", a, len(pci), n)
-		}
+	countNPUs(t, n, expected)
+	allocatedNPUs(t, devs, devcheck.EnvDevices(env))
+	if busErr == nil && len(onBus) > n {
+		offTheBus(t, devs, onBus)
 	}
-	if n == 0 {
+	switch {
+	case n == 0:
 		return t.Result("no Ascend NPUs found")
-	}
-	if expected > 0 {
+	case expected > 0:
 		return t.Result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
 	}
 	return t.Result(fmt.Sprintf("%d NPUs", n))
 }
 
-// compareCount records the number of NPUs DCMI sees, n, against expected
-// (0: no expectation).
-func compareCount(t *tally, n, expected int) {
+// countNPUs compares the n NPUs DCMI sees with the expected count (0: no
+// expectation): fewer is a fault, more a note.
+func countNPUs(t *tally, n, expected int) {
 	st := benchmarks.StatusPass
 	if n < expected {
 		st = benchmarks.StatusFail
@@ -146,9 +121,9 @@ func compareCount(t *tally, n, expected int) {
 	}
 }
 
-// allocatedMissing fails each NPU of the job (logical ids) that DCMI does
-// not list among devs.
-func allocatedMissing(t *tally, devs []dcmi.Device, job []int) {
+// allocatedNPUs fails each device allocated to the job (logical ids) that
+// DCMI does not list.
+func allocatedNPUs(t *tally, devs []dcmi.Device, allocated []int) {
 	logic := map[int]bool{}
 	for i, d := range devs {
 		if d.Logic >= 0 {
@@ -157,27 +132,54 @@ func allocatedMissing(t *tally, devs []dcmi.Device, job []int) {
 			logic[i] = true
 		}
 	}
-	for _, i := range job {
+	for _, i := range allocated {
 		if !logic[i] {
 			t.Fail(fmt.Sprintf("npu%d", i), ReasonAllocatedNPUMissing, "npu%d allocated to the job but DCMI does not list it (%d NPUs)", i, len(devs))
 		}
 	}
 }
 
+// offTheBus fails the Ascend NPUs on the PCI bus (onBus, more than DCMI
+// sees) that DCMI does not list: each one by address when DCMI gave every
+// device's, the node otherwise.
+func offTheBus(t *tally, devs []dcmi.Device, onBus []string) {
+	n := len(devs)
+	have := map[string]bool{}
+	known := true
+	for _, d := range devs {
+		if d.PCI == "" {
+			known = false
+		}
+		have[pci.Normalise(d.PCI)] = true
+	}
+	var missing []string
+	for _, a := range onBus {
+		if known && !have[a] {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) == 0 {
+		t.Fail("", ReasonNPUFellOffBus, "%d Ascend NPUs on the PCI bus, DCMI sees %d", len(onBus), n)
+	}
+	for _, a := range missing {
+		t.Fail(a, ReasonNPUFellOffBus, "%s Ascend NPU on the PCI bus but not in DCMI (%d on the bus, %d in DCMI)", a, len(onBus), n)
+	}
+}
+
 // noDCMI decides when DCMI cannot be used: a fault when NPUs are expected
 // by configuration and the library is missing, unknown otherwise.
-func (c *npuCount) noDCMI(t *tally, err error, expected int, pci []string) benchmarks.Result {
-	onBus := ""
-	if len(pci) > 0 {
-		onBus = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(pci), devcheck.Plural(len(pci), "NPU"))
+func (c *npuCount) noDCMI(t *tally, err error, expected int, onBus []string) benchmarks.Result {
+	busNote := ""
+	if len(onBus) > 0 {
+		busNote = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(onBus), devcheck.Plural(len(onBus), "NPU"))
 	}
 	if expected > 0 && errors.Is(err, dl.ErrNotFound) {
 		t.Value("", "npus", 0, "count", devcheck.Ptr(float64(expected)), ">=", benchmarks.StatusFail)
-		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "NPU"), err, onBus)
+		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "NPU"), err, busNote)
 		return t.Result("")
 	}
 	r := dcmiUnavailable(c.Name(), err)
-	r.Message += onBus
+	r.Message += busNote
 	r.Values = t.Values
 	return r
 }

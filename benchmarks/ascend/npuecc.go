@@ -69,7 +69,7 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 				t.Note("%s: HBM ECC not reported", n.id())
 				return
 			}
-			t.dcmiErr(n.id(), "HBM ECC", err)
+			t.LibErr(n.id(), "HBM ECC", err)
 			return
 		}
 		if !e.Enabled {

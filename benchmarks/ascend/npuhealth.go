@@ -57,7 +57,7 @@ func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.Health(n.dev)
 		if err != nil {
-			t.dcmiErr(n.id(), "health", err)
+			t.LibErr(n.id(), "health", err)
 			return
 		}
 		bad := h != dcmi.HealthOK && (h != dcmi.HealthMinor || s.FailOnMinor)

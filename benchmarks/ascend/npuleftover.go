@@ -69,7 +69,7 @@ func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
 		ps, err := lib.Processes(n.dev)
 		if err != nil {
-			t.dcmiErr(n.id(), "processes", err)
+			t.LibErr(n.id(), "processes", err)
 		} else {
 			st := benchmarks.StatusPass
 			if len(ps) > 0 {
@@ -84,7 +84,7 @@ func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 		}
 		h, err := lib.HBM(n.dev)
 		if err != nil {
-			t.dcmiErr(n.id(), "HBM", err)
+			t.LibErr(n.id(), "HBM", err)
 			return
 		}
 		st := benchmarks.StatusPass

@@ -58,7 +58,7 @@ func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resul
 				t.Unknown(n.id(), ReasonNotSupported, "%s: no RoCE network health (%v)", n.id(), err)
 				return
 			}
-			t.dcmiErr(n.id(), "RoCE network health", err)
+			t.LibErr(n.id(), "RoCE network health", err)
 			return
 		}
 		st := benchmarks.StatusPass

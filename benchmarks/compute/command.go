@@ -11,11 +11,11 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // Reasons of the command check.
@@ -174,13 +174,13 @@ func (commandCheck) Defaults() any { s := DefaultCommandSettings(); return &s }
 func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCommandSettings()
 	if err := devcheck.Decode(env, &s); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return unknown(c.Name(), ReasonCommandNotConfigured, "no command set in [checks.command]")
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	stdout, stderr, err := runCommand(ctx, s)
 	var exitErr *exec.ExitError
@@ -267,12 +267,9 @@ func evaluateCommand(check string, s CommandSettings, co commandOutput) benchmar
 func runCommand(ctx context.Context, s CommandSettings) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Command[0], s.Command[1:]...)
+	cmd := osutil.Command(ctx, 2*time.Second, s.Command...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

@@ -32,8 +32,9 @@ const (
 	ReasonLibraryMissing = device.ReasonLibraryMissing
 	// ReasonNoDevices: the driver reports no device, or none of the job's (unknown).
 	ReasonNoDevices = device.ReasonNoDevices
-	// ReasonBadSettings: the check's [checks.NAME] section is invalid (unknown).
-	ReasonBadSettings = "BadSettings"
+	// ReasonInvalidSettings: the check's [checks.NAME] section is invalid
+	// (unknown); the framework's token, which every check uses.
+	ReasonInvalidSettings = benchmarks.ReasonInvalidSettings
 	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
 	ReasonCheckerError = device.ReasonCheckerError
 	// ReasonDeviceFault: a device reported a fault while running work (fail).
@@ -57,7 +58,7 @@ var nvidia = &device.Vendor{
 		return r.Status, r.Reason
 	},
 	BadSettings: func(check string, err error) benchmarks.Result {
-		return unknown(check, ReasonBadSettings, "%v", err)
+		return unknown(check, ReasonInvalidSettings, "%v", err)
 	},
 	NodeDevice: "node",
 	StopIsHang: true,

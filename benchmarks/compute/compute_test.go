@@ -277,8 +277,8 @@ func TestBadSettingsAreUnknown(t *testing.T) {
 		t.Run(tt.check+"/"+tt.toml, func(t *testing.T) {
 			c, _ := benchmarks.Lookup(tt.check)
 			r := c.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\n"+tt.toml+"\n"))
-			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings {
-				t.Errorf("result %+v, want unknown %s", r, ReasonBadSettings)
+			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidSettings {
+				t.Errorf("result %+v, want unknown %s", r, ReasonInvalidSettings)
 			}
 		})
 	}
@@ -326,7 +326,7 @@ func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
 	})
 	env := &benchmarks.Env{Settings: func(v any) error { v.(*GEMMSettings).Sizes = []int{17}; return nil }}
 	r := c.Run(context.Background(), env)
-	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonBadSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
+	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
 		t.Fatalf("result %+v, device opened %v", r, opened)
 	}
 	s := DefaultGEMMSettings()

@@ -70,10 +70,10 @@ func (*launchCheck) Defaults() any { s := DefaultLaunchSettings(); return &s }
 func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultLaunchSettings()
 	if err := devcheck.DecodeThresholds(env, &s, &s.Thresholds, launchThresholds); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
 	if err != nil {

@@ -54,10 +54,10 @@ func (*overlapCheck) Defaults() any { s := DefaultOverlapSettings(); return &s }
 func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultOverlapSettings()
 	if err := devcheck.Decode(env, &s); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Name(), ReasonBadSettings, "%v", err)
+		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
 	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
 	if err != nil {

@@ -124,26 +124,8 @@ func (c *disk) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 // measure writes, reads back and times a test file under s.Path, which it
 // always removes.
 func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
-	dev := s.Path
-	info, err := os.Stat(s.Path)
-	if err != nil {
-		c.ioFail(t, dev, "stat", err)
-		return
-	}
-	if !info.IsDir() {
-		t.Fail(dev, ReasonDiskPathMissing, "%s is not a directory", s.Path)
-		return
-	}
-	var suffix [6]byte
-	_, _ = rand.Read(suffix[:])
-	name := filepath.Join(s.Path, ".vigil-disk-"+hex.EncodeToString(suffix[:]))
-	f, err := directio.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, syscall.EINVAL) {
-			t.Unknown(dev, ReasonDirectIOUnsupported, "%s does not support O_DIRECT: %v", s.Path, err)
-			return
-		}
-		c.ioFail(t, dev, "create test file in", err)
+	f, name, ok := c.createTestFile(t, s)
+	if !ok {
 		return
 	}
 	defer os.Remove(name)
@@ -153,62 +135,129 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 	total := int64(s.SizeMiB) << 20
 	blocks := int(total / int64(len(block)))
 	total = int64(blocks * len(block))
-	pattern := func(i int, b []byte) {
-		for j := 0; j < len(b); j += 8 {
-			b[j] = byte(i)
-			b[j+1] = byte(i >> 8)
-			b[j+2] = byte(j >> 3)
-			b[j+3] = byte(j >> 11)
-			b[j+4], b[j+5], b[j+6], b[j+7] = 0x76, 0x69, 0x67, 0x6c
-		}
+	m := diskRun{c: c, t: t, s: s, f: f, dev: s.Path, block: block, blocks: blocks}
+	if !m.write(ctx) {
+		return
 	}
+	if !m.read(ctx) {
+		return
+	}
+	if s.LatencySamples > 0 {
+		m.latency(total)
+	}
+}
 
-	start := c.now()
-	for i := 0; i < blocks; i++ {
+// createTestFile makes the test file, opened for direct I/O, in s.Path;
+// when it cannot, it records why and returns ok false.
+func (c *disk) createTestFile(t *tally, s diskSettings) (f *os.File, name string, ok bool) {
+	dev := s.Path
+	info, err := os.Stat(s.Path)
+	if err != nil {
+		c.ioFail(t, dev, "stat", err)
+		return nil, "", false
+	}
+	if !info.IsDir() {
+		t.Fail(dev, ReasonDiskPathMissing, "%s is not a directory", s.Path)
+		return nil, "", false
+	}
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	name = filepath.Join(s.Path, ".vigil-disk-"+hex.EncodeToString(suffix[:]))
+	f, err = directio.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			t.Unknown(dev, ReasonDirectIOUnsupported, "%s does not support O_DIRECT: %v", s.Path, err)
+			return nil, "", false
+		}
+		c.ioFail(t, dev, "create test file in", err)
+		return nil, "", false
+	}
+	return f, name, true
+}
+
+// diskRun is one measurement of the disk check over its test file: blocks
+// blocks of len(block) bytes, each filled with its own pattern.
+type diskRun struct {
+	c      *disk
+	t      *tally
+	s      diskSettings
+	f      *os.File
+	dev    string
+	block  []byte
+	blocks int
+}
+
+// diskPattern fills b with block i's pattern.
+func diskPattern(i int, b []byte) {
+	for j := 0; j < len(b); j += 8 {
+		b[j] = byte(i)
+		b[j+1] = byte(i >> 8)
+		b[j+2] = byte(j >> 3)
+		b[j+3] = byte(j >> 11)
+		b[j+4], b[j+5], b[j+6], b[j+7] = 0x76, 0x69, 0x67, 0x6c
+	}
+}
+
+// write writes every block, syncs, and records the write rate; false when
+// it stopped.
+func (m *diskRun) write(ctx context.Context) bool {
+	start := m.c.now()
+	for i := 0; i < m.blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			t.Unknown(dev, ReasonCanceled, "%s: stopped while writing: %v", s.Path, err)
-			return
+			m.t.Unknown(m.dev, ReasonCanceled, "%s: stopped while writing: %v", m.s.Path, err)
+			return false
 		}
-		pattern(i, block)
-		if _, err := f.Write(block); err != nil {
-			c.ioFail(t, dev, "write to", err)
-			return
+		diskPattern(i, m.block)
+		if _, err := m.f.Write(m.block); err != nil {
+			m.c.ioFail(m.t, m.dev, "write to", err)
+			return false
 		}
 	}
-	if err := f.Sync(); err != nil {
-		c.ioFail(t, dev, "sync", err)
-		return
+	if err := m.f.Sync(); err != nil {
+		m.c.ioFail(m.t, m.dev, "sync", err)
+		return false
 	}
-	writeRate := rate(total, c.now().Sub(start))
-	c.threshold(t, dev, "write_mib_s", writeRate, s.MinWriteMiBs, ReasonDiskWriteSlow, "write")
+	total := int64(m.blocks * len(m.block))
+	writeRate := rate(total, m.c.now().Sub(start))
+	m.c.threshold(m.t, m.dev, "write_mib_s", writeRate, m.s.MinWriteMiBs, ReasonDiskWriteSlow, "write")
+	return true
+}
 
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		c.ioFail(t, dev, "seek in", err)
-		return
+// read reads every block back from the start, compares it with its
+// pattern, and records the read rate; false when it stopped or found a
+// block that differs.
+func (m *diskRun) read(ctx context.Context) bool {
+	if _, err := m.f.Seek(0, io.SeekStart); err != nil {
+		m.c.ioFail(m.t, m.dev, "seek in", err)
+		return false
 	}
-	want := directio.AlignedBlock(len(block))
-	start = c.now()
-	for i := 0; i < blocks; i++ {
+	want := directio.AlignedBlock(len(m.block))
+	start := m.c.now()
+	for i := 0; i < m.blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			t.Unknown(dev, ReasonCanceled, "%s: stopped while reading: %v", s.Path, err)
-			return
+			m.t.Unknown(m.dev, ReasonCanceled, "%s: stopped while reading: %v", m.s.Path, err)
+			return false
 		}
-		if _, err := io.ReadFull(f, block); err != nil {
-			c.ioFail(t, dev, "read from", err)
-			return
+		if _, err := io.ReadFull(m.f, m.block); err != nil {
+			m.c.ioFail(m.t, m.dev, "read from", err)
+			return false
 		}
-		pattern(i, want)
-		if !bytes.Equal(block, want) {
-			t.Fail(dev, ReasonDiskDataMismatch, "%s block %d read back differs from what was written", s.Path, i)
-			return
+		diskPattern(i, want)
+		if !bytes.Equal(m.block, want) {
+			m.t.Fail(m.dev, ReasonDiskDataMismatch, "%s block %d read back differs from what was written", m.s.Path, i)
+			return false
 		}
 	}
-	readRate := rate(total, c.now().Sub(start))
-	c.threshold(t, dev, "read_mib_s", readRate, s.MinReadMiBs, ReasonDiskReadSlow, "read")
+	total := int64(m.blocks * len(m.block))
+	readRate := rate(total, m.c.now().Sub(start))
+	m.c.threshold(m.t, m.dev, "read_mib_s", readRate, m.s.MinReadMiBs, ReasonDiskReadSlow, "read")
+	return true
+}
 
-	if s.LatencySamples == 0 {
-		return
-	}
+// latency reads LatencySamples 4 KiB pages spread over the file's total
+// bytes and records their mean latency.
+func (m *diskRun) latency(total int64) {
+	s := m.s
 	small := directio.AlignedBlock(directio.BlockSize)
 	pages := total / int64(len(small))
 	var sum time.Duration
@@ -216,24 +265,24 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 		// Spread the reads over the file: an odd step visits distinct
 		// pages of a power-of-two page count.
 		off := (int64(i) * 40503 % pages) * int64(len(small))
-		t0 := c.now()
-		if _, err := f.ReadAt(small, off); err != nil {
-			c.ioFail(t, dev, "read from", err)
+		t0 := m.c.now()
+		if _, err := m.f.ReadAt(small, off); err != nil {
+			m.c.ioFail(m.t, m.dev, "read from", err)
 			return
 		}
-		sum += c.now().Sub(t0)
+		sum += m.c.now().Sub(t0)
 	}
 	mean := float64(sum) / float64(s.LatencySamples) / float64(time.Millisecond)
 	st := benchmarks.StatusPass
 	if s.MaxLatencyMs > 0 && mean > s.MaxLatencyMs {
 		st = benchmarks.StatusFail
-		t.Fail(dev, ReasonDiskLatencyHigh, "%s 4 KiB read latency %.2f ms > %g", s.Path, mean, s.MaxLatencyMs)
+		m.t.Fail(m.dev, ReasonDiskLatencyHigh, "%s 4 KiB read latency %.2f ms > %g", s.Path, mean, s.MaxLatencyMs)
 	}
 	var thr *float64
 	if s.MaxLatencyMs > 0 {
 		thr = devcheck.Ptr(s.MaxLatencyMs)
 	}
-	t.Value(dev, "read_latency_ms", mean, "ms", thr, "<=", st)
+	m.t.Value(m.dev, "read_latency_ms", mean, "ms", thr, "<=", st)
 }
 
 // threshold records a throughput and fails it when below min.

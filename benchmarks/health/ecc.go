@@ -54,7 +54,7 @@ func (c *ecc) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		limit := float64(s.MaxUncorrected)
 		n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		if ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "ECC error count", ret)
+			t.LibErr(g.id(), "ECC error count", ret)
 			return
 		}
 		st := benchmarks.StatusPass

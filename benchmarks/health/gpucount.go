@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // Reasons of the gpu-count check.
@@ -90,7 +91,7 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	}
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		t.nvmlErr("", "device count", ret)
+		t.LibErr("", "device count", ret)
 		return t.Result("")
 	}
 
@@ -188,7 +189,7 @@ func nvmlState(err error) string {
 // controllers (vendor 0x10de, class 0x0300xx or 0x0302xx) under
 // sysfs/bus/pci/devices, sorted. A sysfs without a PCI bus has none.
 func nvidiaPCIGPUs(sysfs string) ([]string, error) {
-	return devcheck.PCIDevices(sysfs, "0x10de", "0x0300", "0x0302")
+	return pci.NVIDIAGPUs(sysfs)
 }
 
 // missingFromNVML returns the PCI addresses in pci that none of NVML's n

@@ -73,7 +73,7 @@ func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		var ret nvml.Return
 		switch {
 		case errors.As(err, &ret):
-			t.nvmlErr(g.id(), "running processes", ret)
+			t.LibErr(g.id(), "running processes", ret)
 		case err != nil:
 			t.Unknown(g.id(), ReasonNVMLError, "%s %v", g.id(), err)
 		default:
@@ -92,7 +92,7 @@ func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 
 		mem, ret := g.dev.GetMemoryInfo()
 		if ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "memory info", ret)
+			t.LibErr(g.id(), "memory info", ret)
 			return
 		}
 		limit := s.MaxUsedMiB

@@ -77,7 +77,7 @@ func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 			case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
 				// No such link on this device.
 			default:
-				t.nvmlErr(g.id(), fmt.Sprintf("NVLink %d state", link), ret)
+				t.LibErr(g.id(), fmt.Sprintf("NVLink %d state", link), ret)
 				return
 			}
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // ErrLibraryNotFound means libnvidia-ml.so.1 could not be loaded: no NVIDIA
@@ -260,7 +261,7 @@ func openGPUs(l *library, name string, env *benchmarks.Env) ([]gpu, *benchmarks.
 // eachGPU runs a per-device NVML check: it decodes and validates the
 // settings s (holding the defaults), opens NVML, selects the devices, and
 // calls read for every device whose handle it got, until ctx ends; a device
-// without a handle is recorded through nvmlErr. pass is the message of a
+// without a handle is recorded through LibErr. pass is the message of a
 // pass, with a %d for the number of devices.
 func eachGPU(ctx context.Context, l *library, name string, env *benchmarks.Env, s checkSettings, pass string, read func(t *tally, g gpu)) benchmarks.Result {
 	if err := loadSettings(env, s); err != nil {
@@ -276,7 +277,7 @@ func eachGPU(ctx context.Context, l *library, name string, env *benchmarks.Env, 
 			break
 		}
 		if g.ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "device handle", g.ret)
+			t.LibErr(g.id(), "device handle", g.ret)
 			continue
 		}
 		read(t, g)
@@ -300,22 +301,23 @@ func nvmlUnavailable(name string, err error) benchmarks.Result {
 }
 
 // tally collects what a check found per device and turns it into a
-// Result (devcheck.Tally), with the NVML error classification on top.
-type tally struct{ devcheck.Tally }
+// Result; its LibErr sorts NVML's errors (classifyNVML).
+type tally = devcheck.Tally
 
-func newTally(check string) *tally { return &tally{devcheck.Tally{Check: check}} }
+func newTally(check string) *tally { return &tally{Check: check, Classify: classifyNVML} }
 
-// nvmlErr records a failed NVML call: unknown for the device, except
-// ERROR_GPU_IS_LOST, which is itself the fact that the device is gone.
-func (t *tally) nvmlErr(device, what string, ret nvml.Return) {
+// classifyNVML sorts a failed NVML call (err an nvml.Return): unknown for
+// the device, except ERROR_GPU_IS_LOST, which is itself the fact that the
+// device is gone.
+func classifyNVML(device, what string, err error) (lost bool, reason, message string) {
+	ret, _ := err.(nvml.Return)
 	switch ret {
 	case nvml.ERROR_NOT_SUPPORTED:
-		t.Unknown(device, ReasonNotSupported, "%s %s not supported", device, what)
+		return false, ReasonNotSupported, fmt.Sprintf("%s %s not supported", device, what)
 	case nvml.ERROR_GPU_IS_LOST:
-		t.Value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
-		t.Fail(device, ReasonGPULost, "%s lost: fell off the bus or became inaccessible (%s)", device, what)
+		return true, ReasonGPULost, fmt.Sprintf("%s lost: fell off the bus or became inaccessible (%s)", device, what)
 	default:
-		t.Unknown(device, ReasonNVMLError, "%s %s: %v", device, what, ret)
+		return false, ReasonNVMLError, fmt.Sprintf("%s %s: %v", device, what, err)
 	}
 }
 
@@ -342,5 +344,5 @@ func busID(p nvml.PciInfo) string {
 		}
 		b = append(b, byte(c))
 	}
-	return devcheck.NormalisePCI(string(b))
+	return pci.Normalise(string(b))
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // settings returns an Env.Settings that decodes a TOML table, rejecting
@@ -412,7 +412,7 @@ func TestNormalisePCI(t *testing.T) {
 		"0000:3B:00":       "0000:3b:00",
 		" 0001:01:00.1\n":  "0001:01:00.1",
 	} {
-		t.Run(in, func(t *testing.T) { assert.Equal(t, want, devcheck.NormalisePCI(in)) })
+		t.Run(in, func(t *testing.T) { assert.Equal(t, want, pci.Normalise(in)) })
 	}
 }
 

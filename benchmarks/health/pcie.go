@@ -78,7 +78,7 @@ func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
 	read := func(what string, f func() (int, nvml.Return)) (int, bool) {
 		v, ret := f()
 		if ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), what, ret)
+			t.LibErr(g.id(), what, ret)
 			return 0, false
 		}
 		return v, true

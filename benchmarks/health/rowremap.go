@@ -76,7 +76,7 @@ func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		case nvml.ERROR_NOT_SUPPORTED:
 			c.retiredPages(t, g, s.MaxRetiredPages)
 		default:
-			t.nvmlErr(g.id(), "remapped rows", ret)
+			t.LibErr(g.id(), "remapped rows", ret)
 		}
 	})
 }
@@ -90,7 +90,7 @@ func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
 	} {
 		pages, ret := g.dev.GetRetiredPages(cause)
 		if ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "row remapping and retired pages", ret)
+			t.LibErr(g.id(), "row remapping and retired pages", ret)
 			return
 		}
 		total += len(pages)
@@ -103,7 +103,7 @@ func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
 	pending, ret := g.dev.GetRetiredPagesPendingStatus()
 	switch {
 	case ret != nvml.SUCCESS:
-		t.nvmlErr(g.id(), "retired pages pending status", ret)
+		t.LibErr(g.id(), "retired pages pending status", ret)
 	case pending == nvml.FEATURE_ENABLED:
 		st = benchmarks.StatusFail
 		t.Fail(g.id(), ReasonRetiredPagesPending, "%s page retirement pending: GPU reset needed", g.id())

@@ -93,7 +93,7 @@ func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		watch, _ := s.watched()
 		bits, ret := g.dev.GetCurrentClocksEventReasons()
 		if ret != nvml.SUCCESS {
-			t.nvmlErr(g.id(), "clocks event reasons", ret)
+			t.LibErr(g.id(), "clocks event reasons", ret)
 			return
 		}
 		var names []string

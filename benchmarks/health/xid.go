@@ -19,6 +19,8 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
@@ -97,7 +99,7 @@ func parseXID(l logLine) (xidEvent, bool) {
 	if err != nil {
 		return xidEvent{}, false
 	}
-	return xidEvent{XID: x, PCI: devcheck.NormalisePCI(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
+	return xidEvent{XID: x, PCI: pci.Normalise(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
 }
 
 // xidState is what the xid check remembers between runs.
@@ -199,29 +201,8 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		}
 	}
 	statePath := filepath.Join(s.StateDir, "xid-state.json")
-	prev, err := loadXIDState(statePath)
-	if err != nil {
-		t.Note("state ignored: %v", err)
-	}
-	cur := prev
-	if prev.BootID != bootID || prev.Source != source {
-		cur = xidState{BootID: bootID, Source: source}
-		if prev.Source == source && !isCharDevice(source) {
-			// Same text log after a reboot: go on where we stopped; the
-			// faults of the last boot are gone with it.
-			cur.Offset, cur.Inode = prev.Offset, prev.Inode
-		}
-	}
-	fresh := cur.BootID != prev.BootID || cur.Source != prev.Source || prev.Source == ""
-
-	var lines []logLine
-	if isCharDevice(source) {
-		lines, cur.Seq, err = readKmsg(source, cur.Seq, fresh)
-	} else {
-		var id fileIdentity
-		lines, cur.Offset, id, err = readLogFile(source, cur.Offset, cur.Inode)
-		cur.Inode = id.inode
-	}
+	cur, fresh := resumeXIDState(t, statePath, bootID, source)
+	lines, err := readKernelLog(source, &cur, fresh)
 	if err != nil {
 		t.Unknown("", ReasonKernelLogUnreadable, "kernel log %s: %v", source, err)
 	}
@@ -250,7 +231,57 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 			t.Note("state not saved: %v", err)
 		}
 	}
+	faults := events
+	if s.Sticky {
+		faults = cur.Faults
+	}
+	c.record(t, env, events, faults, faultSet)
+	return t.Result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
+}
 
+// resumeXIDState loads the state at path and returns where this run
+// starts: the same position on the same boot and log; a new one after a
+// reboot or with another source (a text log goes on where it stopped, the
+// faults of the last boot gone with it). fresh is set when the state is
+// not this boot's and source's.
+func resumeXIDState(t *tally, path, bootID, source string) (cur xidState, fresh bool) {
+	prev, err := loadXIDState(path)
+	if err != nil {
+		t.Note("state ignored: %v", err)
+	}
+	cur = prev
+	if prev.BootID != bootID || prev.Source != source {
+		cur = xidState{BootID: bootID, Source: source}
+		if prev.Source == source && !isCharDevice(source) {
+			// Same text log after a reboot: go on where we stopped; the
+			// faults of the last boot are gone with it.
+			cur.Offset, cur.Inode = prev.Offset, prev.Inode
+		}
+	}
+	fresh = cur.BootID != prev.BootID || cur.Source != prev.Source || prev.Source == ""
+	return cur, fresh
+}
+
+// readKernelLog reads the kernel log source (/dev/kmsg or a text file)
+// from cur's position on and moves cur past what it read.
+func readKernelLog(source string, cur *xidState, fresh bool) ([]logLine, error) {
+	var lines []logLine
+	var err error
+	if isCharDevice(source) {
+		lines, cur.Seq, err = readKmsg(source, cur.Seq, fresh)
+	} else {
+		var id fileIdentity
+		lines, cur.Offset, id, err = readLogFile(source, cur.Offset, cur.Inode)
+		cur.Inode = id.inode
+	}
+	return lines, err
+}
+
+// record records the job's XIDs since the last run as readings (notes for
+// those that are not faults), and each fault among faults as a failure.
+// XIDs of devices the job does not own are left out; those of devices NVML
+// does not know (maybe off the bus) always count.
+func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, faultSet map[int]bool) {
 	devices := c.pciToDevice()
 	var allowed map[string]bool // device names the job owns; nil: all
 	if env != nil && env.Devices != nil {
@@ -265,7 +296,6 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		}
 		return ev.PCI, true // unknown to NVML (maybe off the bus): always counts
 	}
-
 	for _, ev := range events {
 		dev, mine := name(ev)
 		if !mine {
@@ -280,10 +310,6 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 			t.Note("%s XID %d (%s)", dev, ev.XID, describeXID(ev.XID, false))
 		}
 	}
-	faults := events
-	if s.Sticky {
-		faults = cur.Faults
-	}
 	for _, ev := range faults {
 		dev, mine := name(ev)
 		if !mine || !faultSet[ev.XID] {
@@ -291,7 +317,6 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		}
 		t.Fail(dev, fmt.Sprintf("XID%d", ev.XID), "%s XID %d (%s): %s", dev, ev.XID, describeXID(ev.XID, true), ev.Text)
 	}
-	return t.Result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
 }
 
 // describeXID names an XID for messages.
@@ -369,27 +394,12 @@ func loadXIDState(path string) (xidState, error) {
 	return s, nil
 }
 
-// saveXIDState writes the state atomically (temp file, fsync, rename).
+// saveXIDState writes the state atomically (temp file, fsync, rename),
+// readable by root only.
 func saveXIDState(path string, s xidState) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".xid-state-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return osutil.WriteFile(path, append(b, '\n'), 0o600)
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // addKmsgSeeds seeds f with each line of the kernel log fixtures (the
@@ -73,7 +73,7 @@ func FuzzParseXID(f *testing.F) {
 			return
 		}
 		if ev.XID < 0 || ev.Seq != l.seq || ev.Text != strings.TrimSpace(ev.Text) ||
-			ev.PCI != devcheck.NormalisePCI(ev.PCI) || ev.PCI != strings.ToLower(ev.PCI) {
+			ev.PCI != pci.Normalise(ev.PCI) || ev.PCI != strings.ToLower(ev.PCI) {
 			t.Fatalf("%q: event %+v", b, ev)
 		}
 		rec := fmt.Sprintf("4,%d,%d,-;NVRM: Xid (PCI:%s): %d, %s\n", ev.Seq, l.usec, ev.PCI, ev.XID, ev.Text)

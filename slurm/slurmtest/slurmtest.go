@@ -25,8 +25,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // Options shape the cluster. The zero value gives three idle nodes.
@@ -193,6 +191,49 @@ var errPortInUse = errors.New("port in use")
 func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error) {
 	t.Helper()
 	begin := time.Now()
+	c, err := newCluster(o)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.stop(t)
+		}
+	}()
+
+	ports, err := reservePorts(1 + o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer releasePorts(ports)
+	c.CtldPort = ports[0].port
+	for _, p := range ports[1:] {
+		c.NodePorts = append(c.NodePorts, p.port)
+	}
+	if err := c.writeFiles(bins); err != nil {
+		return nil, fmt.Errorf("writing configuration: %w", err)
+	}
+	if err := c.startMunge(bins); err != nil {
+		return nil, err
+	}
+	ports[0].release()
+	if err := c.startCtld(bins); err != nil {
+		return nil, err
+	}
+	if err := c.startSlurmds(bins, ports[1:]); err != nil {
+		return nil, err
+	}
+	ok = true
+	t.Cleanup(func() { c.stop(t) })
+	t.Logf("slurmtest: cluster %s (%s) with nodes %s up in %.2fs in %s",
+		c.Name, c.tracking(), strings.Join(c.Nodes, ","), time.Since(begin).Seconds(), c.Dir)
+	return c, nil
+}
+
+// newCluster makes the cluster's directory, owned by this process, and
+// picks its names.
+func newCluster(o Options) (*Cluster, error) {
 	dir, err := os.MkdirTemp("/tmp", "vst-")
 	if err != nil {
 		return nil, err
@@ -220,38 +261,23 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 	if freezerAvailable() {
 		c.CgroupPlugin = "cgroup/v1"
 	}
+	return c, nil
+}
 
-	ok := false
-	defer func() {
-		if !ok {
-			c.stop(t)
-		}
-	}()
-
-	ports, err := reservePorts(1 + o.Nodes)
-	if err != nil {
-		return nil, err
-	}
-	defer releasePorts(ports)
-	c.CtldPort = ports[0].port
-	for _, p := range ports[1:] {
-		c.NodePorts = append(c.NodePorts, p.port)
-	}
-	if err := c.writeFiles(bins); err != nil {
-		return nil, fmt.Errorf("writing configuration: %w", err)
-	}
-
-	// munge
-	key := filepath.Join(dir, "munge", "munge.key")
+// startMunge creates the cluster's munge key and starts munged on it,
+// waiting for its socket.
+func (c *Cluster) startMunge(bins map[string]string) error {
+	key := filepath.Join(c.Dir, "munge", "munge.key")
 	if out, err := exec.Command(bins["mungekey"], "--create", "--keyfile="+key).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("mungekey: %v: %s", err, out)
+		return fmt.Errorf("mungekey: %v: %s", err, out)
 	}
-	c.munge, err = startDaemon("munged", filepath.Join(dir, "log", "munged.log"), bins["munged"],
+	var err error
+	c.munge, err = startDaemon("munged", filepath.Join(c.Dir, "log", "munged.log"), bins["munged"],
 		"-F", "--key-file="+key, "--socket="+c.mungeSocket(),
-		"--pid-file="+filepath.Join(dir, "run", "munged.pid"),
-		"--seed-file="+filepath.Join(dir, "munge", "seed"), "--num-threads=2")
+		"--pid-file="+filepath.Join(c.Dir, "run", "munged.pid"),
+		"--seed-file="+filepath.Join(c.Dir, "munge", "seed"), "--num-threads=2")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.waitFor(30*time.Second, "munged socket", func() (bool, error) {
 		if err := c.munge.exited(); err != nil {
@@ -260,15 +286,19 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 		_, err := os.Stat(c.mungeSocket())
 		return err == nil, nil
 	}); err != nil {
-		return nil, c.startErr(err)
+		return c.startErr(err)
 	}
+	return nil
+}
 
-	// slurmctld
-	ports[0].release()
-	c.ctld, err = startDaemon("slurmctld", filepath.Join(dir, "log", "slurmctld.out"), bins["slurmctld"],
+// startCtld starts slurmctld (its port released) and waits until it
+// answers scontrol ping.
+func (c *Cluster) startCtld(bins map[string]string) error {
+	var err error
+	c.ctld, err = startDaemon("slurmctld", filepath.Join(c.Dir, "log", "slurmctld.out"), bins["slurmctld"],
 		"-D", "-i", "-f", c.Conf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.waitFor(60*time.Second, "slurmctld to answer", func() (bool, error) {
 		if err := c.ctld.exited(); err != nil {
@@ -277,27 +307,27 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 		out, err := c.run(context.Background(), "scontrol", "ping")
 		return err == nil && strings.Contains(out, "is UP"), nil
 	}); err != nil {
-		return nil, c.startErr(err)
+		return c.startErr(err)
 	}
+	return nil
+}
 
-	// slurmd
+// startSlurmds starts one slurmd per node, releasing each node's port
+// (ports, in node order) just before, and waits until every node is idle.
+func (c *Cluster) startSlurmds(bins map[string]string, ports []*port) error {
 	for i, n := range c.Nodes {
-		ports[1+i].release()
-		d, err := startDaemon("slurmd-"+n, filepath.Join(dir, "log", "slurmd-"+n+".out"), bins["slurmd"],
+		ports[i].release()
+		d, err := startDaemon("slurmd-"+n, filepath.Join(c.Dir, "log", "slurmd-"+n+".out"), bins["slurmd"],
 			"-D", "-N", n, "-f", c.Conf)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.slurmds = append(c.slurmds, d)
 	}
 	if err := c.waitIdle(60 * time.Second); err != nil {
-		return nil, c.startErr(err)
+		return c.startErr(err)
 	}
-	ok = true
-	t.Cleanup(func() { c.stop(t) })
-	t.Logf("slurmtest: cluster %s (%s) with nodes %s up in %.2fs in %s",
-		c.Name, c.tracking(), strings.Join(c.Nodes, ","), time.Since(begin).Seconds(), c.Dir)
-	return c, nil
+	return nil
 }
 
 // tracking names how the cluster tracks job processes.
@@ -373,171 +403,6 @@ func (c *Cluster) waitIdle(timeout time.Duration) error {
 		return fmt.Errorf("%w; last sinfo:\n%s", err, last)
 	}
 	return nil
-}
-
-// clientPath is PATH for clients: the test's own PATH plus the usual system directories.
-func clientPath() string {
-	p := os.Getenv("PATH")
-	if p == "" {
-		return searchPath
-	}
-	return p + ":" + searchPath
-}
-
-// Command runs a Slurm client (sinfo, squeue, scontrol, sbatch, srun,
-// scancel ...) with the cluster's environment and a one-minute deadline, and
-// returns its combined output.
-func (c *Cluster) Command(t testing.TB, name string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return c.run(ctx, name, args...)
-}
-
-func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-	}
-	bin, err := lookBin(name)
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.Dir = c.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return string(out), nil
-}
-
-// Client returns an scontrol client pointed at this cluster.
-func (c *Cluster) Client() *slurm.Client {
-	bin, err := lookBin("scontrol")
-	dir := ""
-	if err == nil {
-		dir = filepath.Dir(bin)
-	}
-	return &slurm.Client{BinDir: dir, Env: append([]string(nil), c.Env...)}
-}
-
-// Sbatch writes script (given "#!/bin/sh" when it has no "#!" line) to a
-// file under Dir/jobs, submits it and returns the job id. The job runs in
-// Dir/jobs and writes to Dir/jobs/slurm-<id>.out (see JobOutput); args are
-// extra sbatch options placed after those, so they can override both. Jobs
-// run as the test's user (root) unless args hold --uid. It fails the test
-// when sbatch fails.
-func (c *Cluster) Sbatch(t testing.TB, script string, args ...string) string {
-	t.Helper()
-	jobs := filepath.Join(c.Dir, "jobs")
-	if err := os.MkdirAll(jobs, 0o777); err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	f, err := os.CreateTemp(jobs, "job-*.sh")
-	if err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	if !strings.HasPrefix(script, "#!") {
-		script = "#!/bin/sh\n" + script
-	}
-	if _, err := f.WriteString(script); err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	f.Close()
-	if err := os.Chmod(f.Name(), 0o755); err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	argv := []string{"--parsable", "--chdir=" + jobs, "--output=" + filepath.Join(jobs, "slurm-%j.out")}
-	argv = append(argv, args...)
-	argv = append(argv, f.Name())
-	out, err := c.Command(t, "sbatch", argv...)
-	if err != nil {
-		t.Fatalf("slurmtest: %v\n%s", err, out)
-	}
-	id := strings.TrimSpace(out)
-	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
-		id = strings.TrimSpace(id[i+1:])
-	}
-	if i := strings.IndexByte(id, ';'); i >= 0 { // id;cluster
-		id = id[:i]
-	}
-	if _, err := strconv.Atoi(id); err != nil {
-		t.Fatalf("slurmtest: sbatch printed %q, not a job id", out)
-	}
-	return id
-}
-
-// JobOutput returns the content of a job's default output file
-// (Dir/jobs/slurm-<id>.out, as Sbatch sets it), or "" when there is none yet.
-func (c *Cluster) JobOutput(id string) string {
-	b, _ := os.ReadFile(filepath.Join(c.Dir, "jobs", "slurm-"+id+".out"))
-	return string(b)
-}
-
-// JobInfo reads the job through Client().Job and fails the test when that
-// fails.
-func (c *Cluster) JobInfo(t testing.TB, id string) slurm.JobInfo {
-	t.Helper()
-	j, err := c.jobInfo(id)
-	if err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	return j
-}
-
-func (c *Cluster) jobInfo(id string) (slurm.JobInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return c.Client().Job(ctx, id)
-}
-
-// WaitJob polls the job until its JobState (PENDING, RUNNING, COMPLETED,
-// FAILED, ...) is one of states and returns it. On timeout it fails the test
-// with the job, the queue, the nodes and the daemons' logs.
-func (c *Cluster) WaitJob(t testing.TB, id string, timeout time.Duration, states ...string) string {
-	t.Helper()
-	want := map[string]bool{}
-	for _, s := range states {
-		want[strings.ToUpper(s)] = true
-	}
-	var last slurm.JobInfo
-	var lastErr error
-	err := c.waitFor(timeout, "job "+id+" to reach "+strings.Join(states, "|"), func() (bool, error) {
-		last, lastErr = c.jobInfo(id)
-		return lastErr == nil && want[last.State], nil
-	})
-	if err != nil {
-		t.Fatalf("slurmtest: %v (last state %q, reason %q, error %v)\n%s", err, last.State, last.Reason, lastErr, c.Dump(id))
-	}
-	return last.State
-}
-
-// WaitNode polls the node (through Client().Node) until pred holds and
-// returns it. On timeout it fails the test with the node and the logs.
-func (c *Cluster) WaitNode(t testing.TB, node string, timeout time.Duration, pred func(slurm.Node) bool) slurm.Node {
-	t.Helper()
-	var last slurm.Node
-	var lastErr error
-	err := c.waitFor(timeout, "node "+node, func() (bool, error) {
-		last, lastErr = c.node(node)
-		return lastErr == nil && pred(last), nil
-	})
-	if err != nil {
-		t.Fatalf("slurmtest: %v (last %+v, error %v)\n%s", err, last, lastErr, c.Dump(""))
-	}
-	return last
-}
-
-func (c *Cluster) node(name string) (slurm.Node, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return c.Client().Node(ctx, name)
 }
 
 // Restart stops every slurmd and starts it again (slurmd reads

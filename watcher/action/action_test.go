@@ -602,24 +602,3 @@ func TestExecRunner(t *testing.T) {
 		t.Errorf("killing the process group took %v", d)
 	}
 }
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "r.json")
-	for _, body := range []string{"first\n", "second\n"} {
-		if err := WriteFileAtomic(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := os.ReadFile(p)
-		if string(got) != body {
-			t.Errorf("file = %q, want %q", got, body)
-		}
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Errorf("temporary files left behind: %v", ents)
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "r.json"), []byte("x"), 0o600); err == nil {
-		t.Error("writing into a missing directory returned no error")
-	}
-}

@@ -8,15 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -314,14 +313,11 @@ func (ExecRunner) Run(ctx context.Context, argv []string, stdin []byte) error {
 	if len(argv) == 0 {
 		return errors.New("empty command")
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := osutil.Command(ctx, time.Second, argv...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if o := bytes.TrimSpace(out.Bytes()); len(o) > 0 {
 			return fmt.Errorf("%s: %w: %s", argv[0], err, o)

@@ -3,13 +3,13 @@ package action
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
@@ -132,50 +132,9 @@ func (a *Actor) writeReport(log logrus.FieldLogger, r Report) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hang report: %w", err)
 	}
-	if err := WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+	if err := osutil.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("hang report: %w", err)
 	}
 	log.WithField("report", path).Info("hang report written")
 	return path, nil
-}
-
-// WriteFileAtomic writes data to path so that readers see either the old
-// file or the whole new one: a temporary file in the same directory,
-// fsync, rename, then fsync of the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

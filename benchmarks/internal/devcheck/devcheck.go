@@ -1,10 +1,11 @@
 // Package devcheck holds what vigil's device checks (packages health,
 // device, compute and ascend) share: the tally that turns per-device
-// findings into a benchmarks.Result, settings decoding, PCI device
-// discovery under a sysfs root, GEMM input generation and verification,
-// the FP16/BF16 element encodings, per-model thresholds and the comparison
-// of devices with their peers, and the bandwidth arithmetic and data
-// verification of collectives.
+// findings into a benchmarks.Result, settings decoding, GEMM input
+// generation and verification, the FP16/BF16 element encodings, per-model
+// thresholds and the comparison of devices with their peers, and the
+// bandwidth arithmetic and data verification of collectives. PCI device
+// discovery is package internal/pci, which the prolog's accelerator probe
+// shares.
 //
 // Nothing here talks to a vendor library: the checks keep their own
 // bindings and error classification, and call into this package for the
@@ -26,8 +27,8 @@ const (
 	// read (unknown).
 	ReasonCanceled = "Canceled"
 	// ReasonInvalidSettings: the check's settings do not decode or are out
-	// of range (unknown).
-	ReasonInvalidSettings = "InvalidSettings"
+	// of range (unknown); the framework's token, which every check uses.
+	ReasonInvalidSettings = benchmarks.ReasonInvalidSettings
 )
 
 // Fault is one device's fault (or uncertainty) recorded in a Tally.
@@ -40,6 +41,18 @@ type Fault struct {
 	Message string
 }
 
+// Classifier says what a failed vendor-library call about device (what
+// it asked: "ECC error count") means: lost when the library says the
+// device itself is gone, so the failure is a fault of the device; an
+// uncertainty otherwise. reason and message are the fault's or the
+// uncertainty's. Each vendor package has one (NVML's, DCMI's); the rest of
+// the bookkeeping is the Tally's.
+type Classifier func(device, what string, err error) (lost bool, reason, message string)
+
+// ReasonLibraryError is the reason of a failed library call recorded by a
+// Tally without a Classifier (unknown).
+const ReasonLibraryError = "LibraryError"
+
 // Tally collects what a check found, device by device, and turns it into a
 // Result: any fault makes it fail (the first fault names the reason and
 // device), otherwise any uncertainty makes it unknown (the first names the
@@ -48,6 +61,9 @@ type Fault struct {
 type Tally struct {
 	// Check is the check's registered name.
 	Check string
+	// Classify sorts the errors LibErr records; nil makes each one an
+	// uncertainty (ReasonLibraryError).
+	Classify Classifier
 	// Values are the readings recorded so far, in order.
 	Values []benchmarks.Value
 
@@ -65,6 +81,28 @@ func (t *Tally) Fail(device, reason, format string, args ...any) {
 // Unknown records that the check could not tell whether device is fit.
 func (t *Tally) Unknown(device, reason, format string, args ...any) {
 	t.unknowns = append(t.unknowns, Fault{device, reason, fmt.Sprintf(format, args...)})
+}
+
+// Lost records that device is gone: a failed "reachable" reading (0) and
+// a fault.
+func (t *Tally) Lost(device, reason, format string, args ...any) {
+	t.Value(device, "reachable", 0, "", nil, "", benchmarks.StatusFail)
+	t.Fail(device, reason, format, args...)
+}
+
+// LibErr records a failed vendor-library call about device ("" for the
+// node), as t.Classify sorts it: a lost device (Lost), or an uncertainty.
+func (t *Tally) LibErr(device, what string, err error) {
+	if t.Classify == nil {
+		t.Unknown(device, ReasonLibraryError, "%s %s: %v", device, what, err)
+		return
+	}
+	lost, reason, msg := t.Classify(device, what, err)
+	if lost {
+		t.Lost(device, reason, "%s", msg)
+		return
+	}
+	t.Unknown(device, reason, "%s", msg)
 }
 
 // Faults returns the faults recorded so far, in order.

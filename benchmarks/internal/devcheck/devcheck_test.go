@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,55 +100,6 @@ func TestRun(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	assert.ErrorIs(t, Run(ctx, func() error { <-block; return nil }), ErrHung)
-}
-
-// writeDevice adds a PCI device with the given vendor and class below root.
-func writeDevice(t *testing.T, root, addr, vendor, class string) {
-	t.Helper()
-	dir := filepath.Join(root, "bus", "pci", "devices", addr)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vendor"), []byte(vendor+"\n"), 0o444))
-	if class != "" {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "class"), []byte(class+"\n"), 0o444))
-	}
-}
-
-func TestPCIDevices(t *testing.T) {
-	root := t.TempDir()
-	writeDevice(t, root, "0000:3B:00.0", "0x10de", "0x030200") // 3D controller
-	writeDevice(t, root, "0000:18:00.0", "0x10de", "0x030000") // VGA
-	writeDevice(t, root, "0000:18:00.1", "0x10de", "0x040300") // its audio function
-	writeDevice(t, root, "0000:5d:00.0", "0x8086", "0x030200") // another vendor
-	writeDevice(t, root, "0000:c1:00.0", "0x19e5", "0x120000") // an Ascend NPU
-	writeDevice(t, root, "0000:99:00.0", "0x10de", "")         // vanished while listed
-
-	got, err := PCIDevices(root, "0x10de", "0x0300", "0x0302")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"0000:18:00.0", "0000:3b:00.0"}, got)
-	got, err = PCIDevices(root, "0x19e5", "0x1200")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"0000:c1:00.0"}, got)
-
-	got, err = PCIDevices(t.TempDir(), "0x10de", "0x0302")
-	require.NoError(t, err, "a sysfs without a PCI bus has no devices")
-	assert.Empty(t, got)
-
-	file := filepath.Join(t.TempDir(), "f")
-	require.NoError(t, os.MkdirAll(filepath.Join(file, "bus", "pci"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(file, "bus", "pci", "devices"), nil, 0o644))
-	_, err = PCIDevices(file, "0x10de", "0x0302")
-	assert.ErrorContains(t, err, "PCI devices")
-}
-
-func TestNormalisePCI(t *testing.T) {
-	for in, want := range map[string]string{
-		"00000000:3B:00.0": "0000:3b:00.0",
-		"0000:3b:00.0":     "0000:3b:00.0",
-		" 0001:01:00.1\n":  "0001:01:00.1",
-		"3b:00.0":          "3b:00.0",
-	} {
-		t.Run(strings.TrimSpace(in), func(t *testing.T) { assert.Equal(t, want, NormalisePCI(in)) })
-	}
 }
 
 func TestEncodings(t *testing.T) {
@@ -408,4 +357,28 @@ func TestDecodeThresholds(t *testing.T) {
 
 	bad := errors.New("unknown key")
 	assert.ErrorIs(t, DecodeThresholds(&benchmarks.Env{Settings: func(any) error { return bad }}, &s, &s.Thresholds, base), bad)
+}
+
+func TestTallyLibErr(t *testing.T) {
+	gone := errors.New("gone")
+	ty := Tally{Check: "c", Classify: func(device, what string, err error) (bool, string, string) {
+		if errors.Is(err, gone) {
+			return true, "Lost", device + " " + what + " lost"
+		}
+		return false, "Odd", device + " " + what + ": " + err.Error()
+	}}
+	ty.LibErr("gpu0", "health", errors.New("busy"))
+	ty.LibErr("gpu1", "health", gone)
+	r := ty.Result("ok")
+	assert.Equal(t, benchmarks.StatusFail, r.Status)
+	assert.Equal(t, "Lost", r.Reason)
+	assert.Equal(t, "gpu1", r.Device)
+	assert.Equal(t, "gpu1 health lost", r.Message)
+	assert.Equal(t, []benchmarks.Value{{Device: "gpu1", Name: "reachable", Status: benchmarks.StatusFail}}, r.Values)
+
+	plain := Tally{Check: "c"}
+	plain.LibErr("", "device count", errors.New("busy"))
+	r = plain.Result("ok")
+	assert.Equal(t, benchmarks.Result{Check: "c", Status: benchmarks.StatusUnknown, Reason: ReasonLibraryError,
+		Message: " device count: busy"}, r)
 }
