@@ -112,7 +112,7 @@ func SettingsFrom(f *config.File, name string) func(v any) error {
 // past its deadline the child's whole process group is killed, the check
 // fails with CheckTimedOut and a new child takes the checks that are left.
 // A child that dies mid-check makes that check unknown (CheckCrashed).
-func (r *Runner) runBatch(parent, bctx context.Context, batch []Check) []Result {
+func (r *CheckRunner) runBatch(parent, bctx context.Context, batch []Check) []Result {
 	results := make([]Result, len(batch))
 	next := 0 // first check without a result
 	for next < len(batch) {
@@ -155,7 +155,7 @@ func notRun(parent context.Context, name string) Result {
 // runChild starts one child for checks and reports each result through
 // emit. It returns how many checks got a result (in order), 0 when the
 // child could not start or died before its first check.
-func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit func(Result)) int {
+func (r *CheckRunner) runChild(parent, bctx context.Context, checks []Check, emit func(Result)) int {
 	names := make([]string, len(checks))
 	for i, c := range checks {
 		names[i] = c.Name()
@@ -180,7 +180,7 @@ func (r *Runner) runChild(parent, bctx context.Context, checks []Check, emit fun
 
 // childSpec is the spec of a child that runs the checks names: the run's
 // environment, each check's deadline and the config document.
-func (r *Runner) childSpec(names []string) (childSpec, error) {
+func (r *CheckRunner) childSpec(names []string) (childSpec, error) {
 	env := r.env()
 	spec := childSpec{Checks: names, Timeouts: map[string]int64{},
 		Node: env.Node, JobID: env.JobID, Devices: env.Devices, GresGPUs: env.GresGPUs, DryRun: env.DryRun}
@@ -210,7 +210,7 @@ type child struct {
 
 // startChild starts a child for names in its own process group, with spec
 // on stdin and the result pipe as fd 3, and starts reading its messages.
-func (r *Runner) startChild(names []string, spec childSpec) (*child, error) {
+func (r *CheckRunner) startChild(names []string, spec childSpec) (*child, error) {
 	exe, err := r.exe()
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (ch *child) crashMessage(waitErr error) string {
 // deadline, each result is emitted; a check past its deadline, the end of
 // the run's budget, a crash or a result out of order kills the child. It
 // returns how many checks got a result.
-func (r *Runner) followChild(parent, bctx context.Context, ch *child, emit func(Result)) int {
+func (r *CheckRunner) followChild(parent, bctx context.Context, ch *child, emit func(Result)) int {
 	done := 0
 	current := ""
 	var t0 time.Time

@@ -19,11 +19,11 @@ const (
 	DefaultRetries = 2
 )
 
-// Runner runs a list of checks one after the other, each with its own
+// CheckRunner runs a list of checks one after the other, each with its own
 // deadline, inside a total budget. Isolated checks run in a child process
 // (a re-exec of Exe with ChildArg) in their own process group, killed with
 // everything they started at the deadline.
-type Runner struct {
+type CheckRunner struct {
 	// Exe is the program re-executed for isolated checks; "" means
 	// os.Executable(). It must dispatch ChildArg to ChildMain.
 	Exe string
@@ -76,7 +76,7 @@ type Outcome struct {
 	ChildMaxRSSKiB int64
 }
 
-func (r *Runner) now() time.Time {
+func (r *CheckRunner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -85,7 +85,7 @@ func (r *Runner) now() time.Time {
 
 // Run runs checks in order and always returns by the budget (plus the
 // moment it takes to kill a child). It never panics on a check's behalf.
-func (r *Runner) Run(ctx context.Context, checks []Check) Outcome {
+func (r *CheckRunner) Run(ctx context.Context, checks []Check) Outcome {
 	start := time.Now()
 	budget := r.Budget
 	if budget <= 0 {
@@ -142,13 +142,13 @@ func retryable(c Check, res Result) bool {
 	return c.Kind() == KindPerf && res.Status == StatusFail && res.Reason != ReasonTimedOut && res.Reason != ReasonBudgetExpired
 }
 
-func (r *Runner) done(res Result) {
+func (r *CheckRunner) done(res Result) {
 	if r.OnDone != nil {
 		r.OnDone(res)
 	}
 }
 
-func (r *Runner) timeout(name string) time.Duration {
+func (r *CheckRunner) timeout(name string) time.Duration {
 	if r.Timeout != nil {
 		if d := r.Timeout(name); d > 0 {
 			return d
@@ -159,7 +159,7 @@ func (r *Runner) timeout(name string) time.Duration {
 
 // runWithRetries runs c until it passes or its tries are spent; first is
 // the result of a first attempt made elsewhere (nil when none).
-func (r *Runner) runWithRetries(parent, bctx context.Context, c Check, first *Result) Result {
+func (r *CheckRunner) runWithRetries(parent, bctx context.Context, c Check, first *Result) Result {
 	tries := 1
 	if c.Kind() == KindPerf {
 		tries += r.Retries
@@ -184,7 +184,7 @@ func (r *Runner) runWithRetries(parent, bctx context.Context, c Check, first *Re
 }
 
 // runOnce runs one attempt under the check's deadline, capped by the budget.
-func (r *Runner) runOnce(parent, bctx context.Context, c Check, attempt int) Result {
+func (r *CheckRunner) runOnce(parent, bctx context.Context, c Check, attempt int) Result {
 	if c.Isolated() && !r.InProcess {
 		if attempt > 1 && r.OnStart != nil {
 			// The child reports attempt 1 for every start; say it is a retry.
@@ -230,7 +230,7 @@ func timedOut(name string, d time.Duration) Result {
 
 // runInProcess runs c in a goroutine; a check that ignores its context is
 // abandoned at the deadline (its goroutine leaks until it returns).
-func (r *Runner) runInProcess(ctx context.Context, c Check) Result {
+func (r *CheckRunner) runInProcess(ctx context.Context, c Check) Result {
 	ch := make(chan Result, 1)
 	t0 := time.Now()
 	go func() {
@@ -249,7 +249,7 @@ func (r *Runner) runInProcess(ctx context.Context, c Check) Result {
 	}
 }
 
-func (r *Runner) env() *Env {
+func (r *CheckRunner) env() *Env {
 	if r.Env != nil {
 		return r.Env
 	}
@@ -257,7 +257,7 @@ func (r *Runner) env() *Env {
 }
 
 // loadConfig loads ConfigPath once when there is no Config.
-func (r *Runner) loadConfig() {
+func (r *CheckRunner) loadConfig() {
 	if r.Config != nil || r.ConfigPath == "" || r.loaded != nil || r.loadErr != nil {
 		return
 	}
@@ -266,7 +266,7 @@ func (r *Runner) loadConfig() {
 
 // config is the config file checks decode their settings from: Config, or
 // ConfigPath as loaded, or nil (defaults). The error is ConfigPath's.
-func (r *Runner) config() (*config.File, error) {
+func (r *CheckRunner) config() (*config.File, error) {
 	if r.Config != nil {
 		return r.Config, nil
 	}
@@ -274,7 +274,7 @@ func (r *Runner) config() (*config.File, error) {
 }
 
 // checkEnv is the Env of one check: Settings decodes [checks.NAME].
-func (r *Runner) checkEnv(name string) *Env {
+func (r *CheckRunner) checkEnv(name string) *Env {
 	e := *r.env()
 	f, err := r.config()
 	if err != nil {
@@ -305,7 +305,7 @@ func normalize(name string, res Result) Result {
 	return res
 }
 
-func (r *Runner) exe() (string, error) {
+func (r *CheckRunner) exe() (string, error) {
 	if r.Exe != "" {
 		return r.Exe, nil
 	}

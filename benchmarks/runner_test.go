@@ -81,7 +81,7 @@ func mustLookup(t *testing.T, names ...string) []Check {
 }
 
 func TestChildGetsEnvAndDeadline(t *testing.T) {
-	r := &Runner{Env: &Env{Node: "n1", JobID: "42", GresGPUs: 8, DryRun: true}, Timeout: func(string) time.Duration { return 20 * time.Second }}
+	r := &CheckRunner{Env: &Env{Node: "n1", JobID: "42", GresGPUs: 8, DryRun: true}, Timeout: func(string) time.Duration { return 20 * time.Second }}
 	out := r.Run(context.Background(), mustLookup(t, "test-child-env"))
 	res := out.Results[0]
 	if res.Status != StatusPass || res.Message != "n1/42/true/true/true" || res.Values[0].Value != 8 || res.Attempts != 1 {
@@ -94,7 +94,7 @@ func TestChildGetsEnvAndDeadline(t *testing.T) {
 
 func TestChildHangIsKilledAtDeadline(t *testing.T) {
 	pidfile := t.TempDir() + "/pid"
-	r := &Runner{ChildEnv: []string{FaultEnv + "=hang", FaultPIDFileEnv + "=" + pidfile},
+	r := &CheckRunner{ChildEnv: []string{FaultEnv + "=hang", FaultPIDFileEnv + "=" + pidfile},
 		Timeout: func(string) time.Duration { return 1500 * time.Millisecond }}
 	t0 := time.Now()
 	out := r.Run(context.Background(), mustLookup(t, FaultCheckName))
@@ -137,7 +137,7 @@ func alive(pid int) bool {
 }
 
 func TestChildCrashIsUnknown(t *testing.T) {
-	r := &Runner{ChildEnv: []string{FaultEnv + "=crash"}}
+	r := &CheckRunner{ChildEnv: []string{FaultEnv + "=crash"}}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != ReasonCrashed || !strings.Contains(res.Message, "injected crash") {
 		t.Fatalf("got %+v", res)
@@ -145,7 +145,7 @@ func TestChildCrashIsUnknown(t *testing.T) {
 }
 
 func TestChildNotStarted(t *testing.T) {
-	r := &Runner{Exe: "/nonexistent/vigil"}
+	r := &CheckRunner{Exe: "/nonexistent/vigil"}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != ReasonNotStarted {
 		t.Fatalf("got %+v", res)
@@ -153,7 +153,7 @@ func TestChildNotStarted(t *testing.T) {
 }
 
 func TestChildUnknownMode(t *testing.T) {
-	r := &Runner{ChildEnv: []string{FaultEnv + "=fail"}}
+	r := &CheckRunner{ChildEnv: []string{FaultEnv + "=fail"}}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusFail || res.Reason != "FaultInjected" || res.Device != "gpu0" {
 		t.Fatalf("got %+v", res)
@@ -165,7 +165,7 @@ func TestChildReadsConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[checks.fault-inject]\nmode = \"unknown\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{ConfigPath: path}
+	r := &CheckRunner{ConfigPath: path}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != "FaultInjected" {
 		t.Fatalf("got %+v", res)
@@ -184,7 +184,7 @@ func TestChildGetsParsedConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[checks.fault-inject]\nmode = \"fail\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Config: f, ConfigPath: path}
+	r := &CheckRunner{Config: f, ConfigPath: path}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != "FaultInjected" {
 		t.Fatalf("got %+v", res)
@@ -196,18 +196,18 @@ func TestChildSpecCarriesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := (&Runner{Config: f}).childSpec([]string{FaultCheckName})
+	spec, err := (&CheckRunner{Config: f}).childSpec([]string{FaultCheckName})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec.ConfigName != "/etc/vigil/vigil.toml" || spec.Config != string(f.Source()) {
 		t.Errorf("spec %+v", spec)
 	}
-	spec, _ = (&Runner{}).childSpec([]string{FaultCheckName})
+	spec, _ = (&CheckRunner{}).childSpec([]string{FaultCheckName})
 	if spec.ConfigName != "" || spec.Config != "" {
 		t.Errorf("defaults: spec %+v", spec)
 	}
-	r := &Runner{ConfigPath: t.TempDir() + "/missing.toml"}
+	r := &CheckRunner{ConfigPath: t.TempDir() + "/missing.toml"}
 	r.loadConfig()
 	if _, err := r.childSpec([]string{FaultCheckName}); err == nil {
 		t.Error("a config file that does not load gave a spec")
@@ -226,7 +226,7 @@ func TestChildMainBadConfig(t *testing.T) {
 }
 
 func TestChildConfigDoesNotLoad(t *testing.T) {
-	r := &Runner{ConfigPath: t.TempDir() + "/missing.toml"}
+	r := &CheckRunner{ConfigPath: t.TempDir() + "/missing.toml"}
 	res := r.Run(context.Background(), mustLookup(t, FaultCheckName)).Results[0]
 	if res.Status != StatusUnknown || res.Reason != ReasonNotStarted || !strings.Contains(res.Message, "missing.toml") {
 		t.Fatalf("got %+v", res)
@@ -249,7 +249,7 @@ func TestRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			flakyCalls = 0
-			r := &Runner{Retries: tt.retries}
+			r := &CheckRunner{Retries: tt.retries}
 			res := r.Run(context.Background(), mustLookup(t, tt.check)).Results[0]
 			if res.Status != tt.status || res.Attempts != tt.attempts || flakyCalls != tt.callsMade {
 				t.Fatalf("got %+v after %d calls", res, flakyCalls)
@@ -270,7 +270,7 @@ func TestInProcessFaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.check, func(t *testing.T) {
-			r := &Runner{Timeout: func(string) time.Duration { return 100 * time.Millisecond }}
+			r := &CheckRunner{Timeout: func(string) time.Duration { return 100 * time.Millisecond }}
 			res := r.Run(context.Background(), mustLookup(t, tt.check)).Results[0]
 			if res.Status != tt.status || res.Reason != tt.reason {
 				t.Fatalf("got %+v", res)
@@ -280,7 +280,7 @@ func TestInProcessFaults(t *testing.T) {
 }
 
 func TestBudgetExpires(t *testing.T) {
-	r := &Runner{Budget: 300 * time.Millisecond, Timeout: func(string) time.Duration { return time.Minute }}
+	r := &CheckRunner{Budget: 300 * time.Millisecond, Timeout: func(string) time.Duration { return time.Minute }}
 	t0 := time.Now()
 	out := r.Run(context.Background(), mustLookup(t, "test-inproc-hang", "test-fail-health"))
 	if el := time.Since(t0); el > 2*time.Second {
@@ -300,7 +300,7 @@ func TestBudgetExpires(t *testing.T) {
 func TestCanceledRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out := (&Runner{}).Run(ctx, mustLookup(t, "test-fail-health"))
+	out := (&CheckRunner{}).Run(ctx, mustLookup(t, "test-fail-health"))
 	if out.BudgetExpired || out.Results[0].Reason != ReasonCanceled {
 		t.Fatalf("got %+v", out)
 	}
@@ -308,7 +308,7 @@ func TestCanceledRun(t *testing.T) {
 
 func TestProgressCallbacks(t *testing.T) {
 	var started, done []string
-	r := &Runner{Retries: 1,
+	r := &CheckRunner{Retries: 1,
 		OnStart: func(n string, a int) { started = append(started, n+"#"+strconv.Itoa(a)) },
 		OnDone:  func(res Result) { done = append(done, res.Check) }}
 	flakyCalls = 0
@@ -330,7 +330,7 @@ func TestBatchSurvivesHangAndCrash(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			var started []string
-			r := &Runner{ChildEnv: []string{FaultEnv + "=" + tt.mode},
+			r := &CheckRunner{ChildEnv: []string{FaultEnv + "=" + tt.mode},
 				Timeout: func(string) time.Duration { return time.Second },
 				OnStart: func(n string, _ int) { started = append(started, n) }}
 			out := r.Run(context.Background(), mustLookup(t, "test-iso-ok", FaultCheckName, "test-child-env", "test-iso-ok"))
@@ -355,7 +355,7 @@ func TestBatchSurvivesHangAndCrash(t *testing.T) {
 }
 
 func TestBatchSharesOneChild(t *testing.T) {
-	out := (&Runner{}).Run(context.Background(), mustLookup(t, "test-iso-ok", "test-child-env", "test-iso-ok"))
+	out := (&CheckRunner{}).Run(context.Background(), mustLookup(t, "test-iso-ok", "test-child-env", "test-iso-ok"))
 	_ = out
 	// test-iso-ok runs twice in the same child: same pid... it is listed
 	// twice, so compare its two results.

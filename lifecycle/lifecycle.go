@@ -345,7 +345,7 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 	if s.Found {
 		configPath = s.Path
 	}
-	runner := &benchmarks.Runner{
+	runner := &benchmarks.CheckRunner{
 		Exe:        r.o.Exe,
 		ConfigPath: configPath,
 		Config:     s.File,

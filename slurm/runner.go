@@ -13,20 +13,20 @@ import (
 	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
-// Runner runs one command with a deadline in its own process group.
-type Runner interface {
+// CommandRunner runs one command with a deadline in its own process group.
+type CommandRunner interface {
 	// Run runs argv[0] with arguments argv[1:] and returns its standard
 	// output. A failed command returns a *CommandError (its stdout is
 	// returned too, as far as it was read).
 	Run(ctx context.Context, argv []string) (stdout []byte, err error)
 }
 
-// EnvRunner is a Runner that also takes the extra environment of the
+// EnvRunner is a CommandRunner that also takes the extra environment of the
 // command (Client.Env: "SLURM_CONF=/etc/slurm/slurm.conf"). A Client hands
-// its Env to a Runner that implements it, so tests see the exact argv and
-// environment; a plain Runner never sees Client.Env.
+// its Env to a CommandRunner that implements it, so tests see the exact argv and
+// environment; a plain CommandRunner never sees Client.Env.
 type EnvRunner interface {
-	Runner
+	CommandRunner
 	// RunEnv runs argv like Run with env added to the environment (later
 	// entries win).
 	RunEnv(ctx context.Context, argv, env []string) (stdout []byte, err error)

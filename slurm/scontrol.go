@@ -105,7 +105,7 @@ var (
 
 // Client talks to Slurm through scontrol (and scancel).
 type Client struct {
-	Runner  Runner        // nil: an ExecRunner
+	Runner  CommandRunner // nil: an ExecRunner
 	BinDir  string        // where scontrol/scancel live; "" means /usr/bin (then PATH)
 	Timeout time.Duration // per command; 0 means 30s
 	Env     []string      // extra environment for the commands (SLURM_CONF=...); used when Runner is nil, an *ExecRunner or an EnvRunner
@@ -114,7 +114,7 @@ type Client struct {
 // DefaultTimeout is the per-command timeout when Client.Timeout is 0.
 const DefaultTimeout = 30 * time.Second
 
-func (c *Client) runner() Runner {
+func (c *Client) runner() CommandRunner {
 	switch r := c.Runner.(type) {
 	case nil:
 		return &ExecRunner{Env: c.Env}

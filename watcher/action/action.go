@@ -62,8 +62,8 @@ type Slurm interface {
 	Cancel(ctx context.Context, id string) error
 }
 
-// Runner runs one command with stdin; the mail action uses it for MailProg.
-type Runner interface {
+// MailRunner runs one command with stdin: the mail action runs MailProg with it.
+type MailRunner interface {
 	Run(ctx context.Context, argv []string, stdin []byte) error
 }
 
@@ -125,7 +125,7 @@ type Config struct {
 type Actor struct {
 	Config
 	Slurm  Slurm              // nil: no comment, no cancel or requeue
-	Mailer Runner             // nil: the exec runner
+	Mailer MailRunner         // nil: the exec runner
 	HTTP   *http.Client       // nil: a client without timeout (each POST has its own)
 	Log    logrus.FieldLogger // nil: the standard logger
 	// Sleep waits between webhook attempts; nil waits in real time.
