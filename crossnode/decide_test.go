@@ -64,6 +64,22 @@ func TestDecideConnect(t *testing.T) {
 			wantStates:   map[LinkState]int{LinkBlamed: 2},
 		},
 		{
+			name: "two bad links at one node, most of its links good: re-tested first", n: 16, partners: 2,
+			fails:       anyOf(badLink("n5", "n6"), badLink("n5", "n4")),
+			wantRetests: true,
+			wantStates:  map[LinkState]int{LinkRetest: 2},
+			wantUnknown: []string{"n4", "n5", "n6"},
+		},
+		{
+			// Its own re-test works, but both its bad peers work with
+			// known-good peers: the node in several bad links is the culprit.
+			name: "two bad links at one node, the re-test clears its peers: the node is the culprit", n: 16, partners: 2,
+			fails:  anyOf(badLink("n5", "n6"), badLink("n5", "n4")),
+			second: true, wantRetests: true,
+			wantCulprits: map[string]string{"n5": "net-connect unreachable from n4,n6 (re-test)"},
+			wantStates:   map[LinkState]int{LinkBlamed: 2},
+		},
+		{
 			name: "two dead nodes apart among 16", n: 16, partners: 2, fails: dead("n3", "n11"),
 			wantCulprits: map[string]string{"n3": "", "n11": ""},
 		},
@@ -222,10 +238,11 @@ func TestDecideMessages(t *testing.T) {
 
 func TestDecideRetestPlan(t *testing.T) {
 	// One bad link among 64: one known-good peer, both ends re-tested with
-	// it, and it is no peer of either end yet.
+	// it, and it is no peer of either end yet (n1, the first known-good
+	// node, is n2's ring neighbour: it is passed over).
 	nodes := hosts(64)
 	links, _ := Plan(nodes, 2, 3)
-	v, err := Decide(Input{Nodes: nodes, Measurements: world{fails: badLink("n10", "n11")}.measure(links, RoundPlan)})
+	v, err := Decide(Input{Nodes: nodes, Measurements: world{fails: badLink("n2", "n3")}.measure(links, RoundPlan)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +250,11 @@ func TestDecideRetestPlan(t *testing.T) {
 		t.Fatalf("re-tests %v, want 2", v.Retests)
 	}
 	a, b := v.Retests[0], v.Retests[1]
-	if a.A != "n10" || b.A != "n11" || a.B != b.B {
-		t.Errorf("re-tests %v, want n10 and n11 each with the same peer", v.Retests)
+	if a.A != "n2" || b.A != "n3" || a.B != b.B {
+		t.Errorf("re-tests %v, want n2 and n3 each with the same peer", v.Retests)
 	}
 	for _, l := range links {
-		if (l.A == a.B || l.B == a.B) && (slices.Contains([]string{l.A, l.B}, "n10") || slices.Contains([]string{l.A, l.B}, "n11")) {
+		if (l.A == a.B || l.B == a.B) && (slices.Contains([]string{l.A, l.B}, "n2") || slices.Contains([]string{l.A, l.B}, "n3")) {
 			t.Errorf("re-test peer %s was already a peer of an end (%v)", a.B, l)
 		}
 	}
@@ -370,6 +387,124 @@ func TestDecideRefuses(t *testing.T) {
 			_, err := Decide(tt.in)
 			if !errors.Is(err, ErrInvalidNodes) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want ErrInvalidNodes naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// retestWorld runs round one of fails among nodes, then round two where
+// the re-test peer of the link a-b also fails every re-test (it broke
+// between the rounds), plus extra round-two measurements.
+func retestWorld(t *testing.T, nodes []string, fails func(string, string, int) bool, a, b string, extra []Measurement) Verdict {
+	t.Helper()
+	links, _ := Plan(nodes, 2, 7)
+	ms := world{fails: fails}.measure(links, RoundPlan)
+	first, err := Decide(Input{Nodes: nodes, Measurements: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peer string
+	for _, l := range first.Retests {
+		if l.A == a || l.A == b {
+			peer = l.B
+		}
+	}
+	if peer == "" {
+		t.Fatalf("no re-test for %s-%s in %v", a, b, first.Retests)
+	}
+	broken := func(from, to string, r int) bool {
+		return fails(from, to, r) || (r == RoundRetest && (from == peer || to == peer))
+	}
+	ms = append(ms, world{fails: broken}.measure(first.Retests, RoundRetest)...)
+	v, err := Decide(Input{Nodes: nodes, Measurements: append(ms, extra...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestDecideRetestWitnesses(t *testing.T) {
+	nodes := hosts(16)
+	t.Run("a re-test peer that fails everyone is no witness", func(t *testing.T) {
+		// n5 is in two bad links; the re-test peer of n5-n6 breaks, the one
+		// of n5-n4 works with both. n4 is cleared (one witness against n5),
+		// the broken peer proves nothing: n5 is not drained.
+		v := retestWorld(t, nodes, anyOf(badLink("n5", "n6"), badLink("n5", "n4")), "n5", "n6", nil)
+		if len(v.Culprits) != 0 {
+			t.Errorf("culprits %v, want none", culpritTexts(v))
+		}
+		if v.Outcome("n5") != OutcomeUnknown {
+			t.Errorf("n5 %s, want unknown", v.Outcome("n5"))
+		}
+	})
+	t.Run("both ends fail with a proven peer: one witness each, undecided", func(t *testing.T) {
+		// The peer works with a third node in round two, so it is proven,
+		// but each end has only that one witness.
+		links, _ := Plan(nodes, 2, 7)
+		ms := world{fails: badLink("n1", "n2")}.measure(links, RoundPlan)
+		first, _ := Decide(Input{Nodes: nodes, Measurements: ms})
+		if len(first.Retests) != 2 {
+			t.Fatalf("re-tests %v, want 2", first.Retests)
+		}
+		peer := first.Retests[0].B
+		third := "n16"
+		if peer == third {
+			third = "n15"
+		}
+		ms = append(ms, world{fails: func(string, string, int) bool { return true }}.measure(first.Retests, RoundRetest)...)
+		ms = append(ms, world{}.measure([]Link{{peer, third}}, RoundRetest)...)
+		v, err := Decide(Input{Nodes: nodes, Measurements: ms})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Culprits) != 0 || states(v)[LinkUndecided] != 3 {
+			t.Errorf("culprits %v, states %v; want none, 3 undecided", culpritTexts(v), states(v))
+		}
+	})
+}
+
+func TestDecideLinkSets(t *testing.T) {
+	// Link sets Plan never makes, as a lossy rendezvous might deliver them.
+	tests := []struct {
+		name        string
+		nodes       int
+		links       []Link
+		fails       func(string, string, int) bool
+		want        []string // culprits
+		wantUnknown []string
+	}{
+		{
+			// Each leaf's only link is with the hub: no leaf shows that it
+			// works, so none vouches against the hub.
+			name: "star with a dead hub: the leaves prove nothing", nodes: 5,
+			links: []Link{{"n1", "n2"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n5"}},
+			fails: dead("n1"), wantUnknown: []string{"n1", "n2", "n3", "n4", "n5"},
+		},
+		{
+			name: "star with a dead hub and working leaves", nodes: 5,
+			links: []Link{{"n1", "n2"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n5"}, {"n2", "n3"}, {"n4", "n5"}},
+			fails: dead("n1"), want: []string{"n1"},
+		},
+		{
+			// The link goes to a re-test: both ends unknown until then.
+			name: "a node with one link only, dead: one witness is not enough", nodes: 4,
+			links: []Link{{"n1", "n2"}, {"n2", "n3"}, {"n3", "n1"}, {"n4", "n1"}},
+			fails: dead("n4"), wantUnknown: []string{"n1", "n4"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := hosts(tt.nodes)
+			v, err := Decide(Input{Nodes: nodes, Measurements: world{fails: tt.fails}.measure(tt.links, RoundPlan)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range v.Culprits {
+				got = append(got, c.Node)
+			}
+			if !slices.Equal(got, tt.want) || !slices.Equal(v.Unknown, tt.wantUnknown) {
+				t.Errorf("culprits %v, unknown %v; want %v, %v", got, v.Unknown, tt.want, tt.wantUnknown)
 			}
 		})
 	}
