@@ -305,10 +305,9 @@ func Decide(in Input) (Verdict, error) {
 		}
 		absent[i] = true
 	}
-	r1, ign1 := newRound(idx, absent, in.Measurements, RoundPlan)
-	r2, ign2 := newRound(idx, absent, in.Measurements, RoundRetest)
+	r1, r2, ignored := newRounds(idx, absent, in.Measurements)
 	j := judge{names: in.Nodes, idx: idx, opt: opt, absent: absent, r1: r1, r2: r2, second: len(r2.order) > 0}
-	v := Verdict{Ignored: ign1 + ign2}
+	v := Verdict{Ignored: ignored}
 	j.connectivity(&v)
 	j.performance(&v)
 	j.listNodes(&v)

@@ -89,12 +89,12 @@ func TestDecideConnect(t *testing.T) {
 		},
 		{
 			name: "asymmetric: nothing reaches n4, n4 reaches all", n: 8, partners: 2,
-			fails: func(from, to string, _ int) bool { return to == "n4" },
+			fails:        func(from, to string, _ int) bool { return to == "n4" },
 			wantCulprits: map[string]string{"n4": ""},
 		},
 		{
 			name: "asymmetric: n4 reaches nobody, all reach n4", n: 8, partners: 2,
-			fails: func(from, to string, _ int) bool { return from == "n4" },
+			fails:        func(from, to string, _ int) bool { return from == "n4" },
 			wantCulprits: map[string]string{"n4": ""},
 		},
 		{

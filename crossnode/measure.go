@@ -92,6 +92,7 @@ func (d *direction) add(m Measurement) {
 // pair is one measured link of one round: node indices a < b, the two
 // directions, and the measurements as given, for the report.
 type pair struct {
+	id   int // place in its round's order
 	a, b int
 	ab   direction // a to b
 	ba   direction // b to a
@@ -123,42 +124,50 @@ func (p *pair) into(n int) direction {
 // round is the links of one round, by pair and by node.
 type round struct {
 	pairs map[uint64]*pair
-	order []*pair   // in the order first measured, for stable output
+	order []*pair   // in the order first measured, for stable output; pair.id is the place here
 	adj   [][]*pair // per node, its links in this round
 }
 
-// newRound folds the measurements of round r among the indexed nodes.
-// Measurements naming a node outside idx, a node in skip (absent), or the
-// same node at both ends are left out and counted in ignored.
-func newRound(idx map[string]int, skip []bool, ms []Measurement, r int) (rd round, ignored int) {
-	rd = round{pairs: map[uint64]*pair{}, adj: make([][]*pair, len(skip))}
+// newRounds folds the measurements among the indexed nodes into round one
+// and round two. Measurements naming a node outside idx, a node in skip
+// (absent), or the same node at both ends are left out and counted in
+// ignored.
+func newRounds(idx map[string]int, skip []bool, ms []Measurement) (r1, r2 round, ignored int) {
+	r1 = round{pairs: make(map[uint64]*pair, len(ms)/2), adj: make([][]*pair, len(skip))}
+	r2 = round{pairs: map[uint64]*pair{}, adj: make([][]*pair, len(skip))}
 	for _, m := range ms {
-		if m.round() != r {
-			continue
-		}
 		f, okf := idx[m.From]
 		t, okt := idx[m.To]
 		if !okf || !okt || f == t || skip[f] || skip[t] {
 			ignored++
 			continue
 		}
-		k := pairKey(f, t)
-		p := rd.pairs[k]
-		if p == nil {
-			p = &pair{a: min(f, t), b: max(f, t)}
-			rd.pairs[k] = p
-			rd.order = append(rd.order, p)
-			rd.adj[f] = append(rd.adj[f], p)
-			rd.adj[t] = append(rd.adj[t], p)
+		rd := &r1
+		if m.round() == RoundRetest {
+			rd = &r2
 		}
-		if f == p.a {
-			p.ab.add(m)
-		} else {
-			p.ba.add(m)
-		}
-		p.ms = append(p.ms, m)
+		rd.add(f, t, m)
 	}
-	return rd, ignored
+	return r1, r2, ignored
+}
+
+// add folds m, measured from node f to node t, into the round.
+func (rd *round) add(f, t int, m Measurement) {
+	k := pairKey(f, t)
+	p := rd.pairs[k]
+	if p == nil {
+		p = &pair{id: len(rd.order), a: min(f, t), b: max(f, t)}
+		rd.pairs[k] = p
+		rd.order = append(rd.order, p)
+		rd.adj[f] = append(rd.adj[f], p)
+		rd.adj[t] = append(rd.adj[t], p)
+	}
+	if f == p.a {
+		p.ab.add(m)
+	} else {
+		p.ba.add(m)
+	}
+	p.ms = append(p.ms, m)
 }
 
 // link returns the link between i and j in this round, or nil.

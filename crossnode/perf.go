@@ -71,12 +71,12 @@ func worst(p *pair, get func(direction) float64, pick func(a, b float64) float64
 // slowNodes appends to cs the nodes slow by m, and returns the job's median
 // of the nodes' medians (0 when no link has a value).
 func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
-	n := len(j.names)
-	values := make(map[*pair]float64, len(j.r1.order))
-	var all []float64
+	values := make([]float64, len(j.r1.order)) // by pair id; NaN: no value
+	all := make([]float64, 0, len(j.r1.order))
 	for _, p := range j.r1.order {
+		values[p.id] = math.NaN()
 		if x, ok := m.value(p); ok {
-			values[p] = x
+			values[p.id] = x
 			all = append(all, x)
 		}
 	}
@@ -84,13 +84,13 @@ func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
 		return cs, 0
 	}
 	linkMedian := median(all)
-	scores := make([]float64, n)
-	var byNode []float64
+	scores := make([]float64, len(j.names))
+	byNode := make([]float64, 0, len(j.names))
 	var buf []float64
-	for i := range n {
+	for i, links := range j.r1.adj {
 		buf = buf[:0]
-		for _, p := range j.r1.adj[i] {
-			if x, ok := values[p]; ok {
+		for _, p := range links {
+			if x := values[p.id]; !math.IsNaN(x) {
 				buf = append(buf, x)
 			}
 		}
@@ -100,23 +100,27 @@ func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
 		}
 	}
 	jobMedian := median(byNode)
-	for i := range n {
-		c := Culprit{Node: j.names[i], Round: RoundPlan, Value: scores[i], JobMedian: jobMedian}
-		for _, p := range j.r1.adj[i] {
-			x, ok := values[p]
-			if !ok {
-				continue
+	for i, links := range j.r1.adj {
+		peers, slow := 0, 0
+		for _, p := range links {
+			if x := values[p.id]; !math.IsNaN(x) {
+				peers++
+				if m.worse(x, linkMedian) {
+					slow++
+				}
 			}
-			c.Peers++
-			if m.worse(x, linkMedian) {
-				c.BadPeers++
+		}
+		if peers < 2 || 2*slow <= peers || !m.worse(scores[i], jobMedian) {
+			continue
+		}
+		c := Culprit{Node: j.names[i], Round: RoundPlan, Value: scores[i], JobMedian: jobMedian, Peers: peers, BadPeers: slow}
+		for _, p := range links {
+			if x := values[p.id]; !math.IsNaN(x) && m.worse(x, linkMedian) {
 				c.Against = append(c.Against, p.ms...)
 			}
 		}
-		if c.Peers >= 2 && 2*c.BadPeers > c.Peers && m.worse(c.Value, jobMedian) {
-			m.culprit(&c)
-			cs = append(cs, c)
-		}
+		m.culprit(&c)
+		cs = append(cs, c)
 	}
 	return cs, jobMedian
 }
