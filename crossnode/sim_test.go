@@ -62,7 +62,7 @@ func badLink(a, b string) func(from, to string, round int) bool {
 	}
 }
 
-// any fails a connect when any of fs does.
+// anyOf fails a connect when any of fs does.
 func anyOf(fs ...func(from, to string, round int) bool) func(from, to string, round int) bool {
 	return func(from, to string, r int) bool {
 		for _, f := range fs {
@@ -101,7 +101,7 @@ func run(t testing.TB, nodes []string, partners int, seed uint64, absent []strin
 	return first, final
 }
 
-// culpritMessages maps each culprit to its Text.
+// culpritTexts maps each culprit to its Text.
 func culpritTexts(v Verdict) map[string]string {
 	m := map[string]string{}
 	for _, c := range v.Culprits {
