@@ -69,15 +69,15 @@ func (s *Session) lead(ctx context.Context, deadline time.Time) error {
 		r.Members[i] = m
 	}
 	s.roster = r
+	if len(hellos) == 0 {
+		s.stats.Joined = time.Since(s.start)
+	}
 	s.mu.Unlock()
 	if absent := r.Absent(); len(absent) > 0 {
 		s.log.WithFields(logrus.Fields{"absent": absent, "present": len(s.nodes) - len(absent)}).
 			Warn("rendezvous: nodes did not join by the deadline")
 	}
-	payload, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
+	payload := encodeRoster(r)
 	s.scatter(KindRoster, "", payload, nil)
 	return nil
 }
@@ -145,7 +145,7 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 		return
 	}
 	if s.joinOver {
-		payload, _ := json.Marshal(s.roster)
+		payload := encodeRoster(s.roster)
 		s.mu.Unlock()
 		s.log.WithFields(logrus.Fields{"peer": peer, "member": e.From}).Warn("rendezvous: late hello answered with the roster")
 		env := s.envelope(KindRoster, e.From, "", payload)
@@ -161,6 +161,7 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 	}
 	s.peers[e.From] = c
 	hellos[e.From] = h
+	s.stats.Joined = time.Since(s.start)
 	keep = true
 	if len(s.peers) == len(s.nodes)-1 {
 		select {

@@ -122,7 +122,7 @@ func (s *Session) hello(c net.Conn, rosterUntil time.Time) (Roster, error) {
 	if err != nil {
 		return Roster{}, fmt.Errorf("roster: %w", err)
 	}
-	return decodeRoster(r.Payload, s.nodes, s.coord)
+	return decodeRoster(r.Payload, s.nodes)
 }
 
 func minTime(a, b time.Time) time.Time {

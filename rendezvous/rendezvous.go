@@ -23,7 +23,7 @@ package rendezvous
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -82,22 +82,22 @@ func (e *CoordinatorError) Unwrap() error { return e.Err }
 // Member is one node in the roster.
 type Member struct {
 	// Name is the node's name.
-	Name string `json:"name"`
+	Name string
 	// Present is true when the node joined in time.
-	Present bool `json:"present"`
+	Present bool
 	// Addr is the address the node announced (empty when absent).
-	Addr string `json:"addr,omitempty"`
+	Addr string
 	// Offer is what the node brought (Config.Offer).
-	Offer []byte `json:"offer,omitempty"`
+	Offer []byte
 }
 
 // Roster is who showed up, as the coordinator saw it at the join deadline.
 // Every node gets the same roster.
 type Roster struct {
 	// Coordinator is the coordinator's node name.
-	Coordinator string `json:"coordinator"`
+	Coordinator string
 	// Members are all the job's nodes in sorted order.
-	Members []Member `json:"members"`
+	Members []Member
 }
 
 // Present lists the nodes that joined, in sorted order.
@@ -142,6 +142,10 @@ type Stats struct {
 	Rejected int
 	// Lookups is the number of name resolutions made (at most 1).
 	Lookups int
+	// Joined is how long the join took from Meet: on the coordinator until
+	// the last member that came joined (or the deadline, when none
+	// did); on a member until the roster came.
+	Joined time.Duration
 }
 
 // hello is a member's KindHello payload.
@@ -161,6 +165,7 @@ type Session struct {
 	log    logrus.FieldLogger
 	roster Roster
 	round  uint32
+	start  time.Time
 
 	conn net.Conn // member: the link to the coordinator
 
@@ -198,10 +203,12 @@ func Meet(ctx context.Context, cfg Config) (*Session, error) {
 	for _, n := range nodes {
 		s.member[n] = true
 	}
+	s.start = start
 	if s.Coordinator() {
 		err = s.lead(ctx, start.Add(cfg.Join))
 	} else {
 		err = s.join(ctx, start)
+		s.stats.Joined = time.Since(start)
 	}
 	if err != nil {
 		s.Close()
@@ -388,19 +395,71 @@ func (s *Session) deadline(ctx context.Context) time.Time {
 	return time.Now().Add(s.cfg.Round)
 }
 
-func decodeRoster(b []byte, nodes []string, coord string) (Roster, error) {
-	var r Roster
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Roster{}, fmt.Errorf("%w: roster: %v", ErrUnexpected, err)
+// The roster travels in a compact binary form, since every member gets
+// one of O(N) bytes: a 4-byte count (the job's node count), then for each
+// node in sorted order a presence byte (0 or 1), a 2-byte address length
+// and the address, a 4-byte offer length and the offer. Names are not
+// sent: every node knows the sorted node list, and the coordinator is its
+// first name.
+func encodeRoster(r Roster) []byte {
+	n := 4
+	for _, m := range r.Members {
+		n += 1 + 2 + len(m.Addr) + 4 + len(m.Offer)
 	}
-	if r.Coordinator != coord || len(r.Members) != len(nodes) {
-		return Roster{}, fmt.Errorf("%w: roster of %d nodes by %q, want %d by %q", ErrUnexpected,
-			len(r.Members), r.Coordinator, len(nodes), coord)
-	}
-	for i, m := range r.Members {
-		if m.Name != nodes[i] {
-			return Roster{}, fmt.Errorf("%w: roster lists %q where the job has %q", ErrUnexpected, m.Name, nodes[i])
+	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Members)))
+	for _, m := range r.Members {
+		p := byte(0)
+		if m.Present {
+			p = 1
 		}
+		b = append(b, p)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Addr)))
+		b = append(b, m.Addr...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Offer)))
+		b = append(b, m.Offer...)
+	}
+	return b
+}
+
+// decodeRoster reads encodeRoster's form for the given sorted nodes.
+func decodeRoster(b []byte, nodes []string) (Roster, error) {
+	bad := func(format string, args ...any) (Roster, error) {
+		return Roster{}, fmt.Errorf("%w: roster: %s", ErrUnexpected, fmt.Sprintf(format, args...))
+	}
+	if len(b) < 4 {
+		return bad("%d bytes", len(b))
+	}
+	if n := binary.BigEndian.Uint32(b); uint64(n) != uint64(len(nodes)) {
+		return bad("%d nodes, the job has %d", n, len(nodes))
+	}
+	r := Roster{Coordinator: nodes[0], Members: make([]Member, len(nodes))}
+	p := b[4:]
+	for i, name := range nodes {
+		if len(p) < 1 || p[0] > 1 {
+			return bad("bad presence of %s", name)
+		}
+		m := Member{Name: name, Present: p[0] == 1}
+		addr, rest, err := take(p[1:], 2)
+		if err != nil {
+			return bad("address of %s: %v", name, err)
+		}
+		offer, rest, err := take(rest, 4)
+		if err != nil {
+			return bad("offer of %s: %v", name, err)
+		}
+		m.Addr = string(addr)
+		if len(offer) > 0 {
+			m.Offer = offer
+		}
+		r.Members[i] = m
+		p = rest
+	}
+	if len(p) != 0 {
+		return bad("%d bytes after the last node", len(p))
+	}
+	if !r.Members[0].Present {
+		return bad("coordinator %s absent from its own roster", nodes[0])
 	}
 	return r, nil
 }

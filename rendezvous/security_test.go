@@ -346,7 +346,7 @@ func TestSquatterCannotHandARoster(t *testing.T) {
 			body, err := ReadFrame(c, DefaultMaxMessage)
 			if err == nil {
 				in, _ := Decode(body)
-				r, _ := json.Marshal(Roster{Coordinator: s.names[0], Members: []Member{
+				r := encodeRoster(Roster{Coordinator: s.names[0], Members: []Member{
 					{Name: s.names[0], Present: true}, {Name: s.names[1], Present: true}}})
 				e := &Envelope{Kind: KindRoster, Job: in.Job, Restart: in.Restart, From: s.names[0], To: in.From, Payload: r}
 				e.Token, _ = user.Seal(e.Binding())

@@ -24,7 +24,8 @@ func FuzzDecode(f *testing.F) {
 	for _, e := range []*Envelope{
 		{Kind: KindHello, Job: "4242", Restart: 1, From: "n2", To: "n1", Payload: []byte(`{"addr":"127.0.1.2"}`)},
 		{Kind: KindGather, Round: 3, Job: "4242", Restart: 1, From: "n2", To: "n1", Label: "measure", Payload: []byte(`{"gbps":190}`)},
-		{Kind: KindRoster, Job: "4242", Restart: 1, From: "n1", To: "n2", Payload: []byte(`{"coordinator":"n1","members":[{"name":"n1","present":true},{"name":"n2","present":true}]}`)},
+		{Kind: KindRoster, Job: "4242", Restart: 1, From: "n1", To: "n2", Payload: encodeRoster(Roster{Coordinator: "n1", Members: []Member{
+			{Name: "n1", Present: true, Addr: "127.0.1.1"}, {Name: "n2", Present: true, Addr: "127.0.1.2", Offer: []byte("x")}, {Name: "n3"}}})},
 		{Kind: KindBroadcast, Round: 4, Job: "4242", Restart: 1, From: "n1", To: "n2", Label: "verdicts"},
 	} {
 		e.Token, _ = fuzzer.Seal(e.Binding())
@@ -67,6 +68,10 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("message without a valid seal accepted: %+v", e)
 		}
 		// The payload parsers must not panic either.
-		decodeRoster(e.Payload, s.nodes, s.coord)
+		if r, err := decodeRoster(e.Payload, s.nodes); err == nil {
+			if again := encodeRoster(r); !bytes.Equal(again, e.Payload) {
+				t.Fatalf("roster does not re-encode to itself")
+			}
+		}
 	})
 }
