@@ -316,15 +316,15 @@ func (s *Session) send(c net.Conn, e *Envelope, binding []byte) error {
 		return fmt.Errorf("sealing %s to %s: %w", e.Kind, e.To, err)
 	}
 	e.Token = tok
-	body, err := e.Encode()
+	frame, err := e.Frame()
 	if err != nil {
 		return err
 	}
-	if len(body) > s.cfg.MaxMessage {
-		return fmt.Errorf("%s to %s: %w: %d bytes, at most %d", e.Kind, e.To, ErrTooLarge, len(body), s.cfg.MaxMessage)
+	if len(frame)-4 > s.cfg.MaxMessage {
+		return fmt.Errorf("%s to %s: %w: %d bytes, at most %d", e.Kind, e.To, ErrTooLarge, len(frame)-4, s.cfg.MaxMessage)
 	}
 	c.SetWriteDeadline(time.Now().Add(s.cfg.IOTimeout))
-	if err := WriteFrame(c, body); err != nil {
+	if _, err := c.Write(frame); err != nil {
 		return fmt.Errorf("sending %s to %s: %w", e.Kind, e.To, err)
 	}
 	return nil

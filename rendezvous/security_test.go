@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"reflect"
 	"strings"
@@ -369,5 +370,50 @@ func TestSquatterCannotHandARoster(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(s.logged(), "\n"), "uid 1000") {
 		t.Errorf("no log line for the squatter's roster: %q", s.logged())
+	}
+}
+
+func TestFrameIsLengthAndBody(t *testing.T) {
+	e := sealed(t, rdvtest.New(testKey, 0), nil)
+	body, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Frame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFrame(bytes.NewReader(f), DefaultMaxMessage)
+	if err != nil || !bytes.Equal(got, body) || len(f) != 4+len(body) {
+		t.Fatalf("frame does not read back as the body: %v", err)
+	}
+	back, err := Decode(body)
+	if err != nil || !reflect.DeepEqual(back, e) {
+		t.Fatalf("Decode(Encode(e)) = %+v, %v; want %+v", back, err, e)
+	}
+	if _, err := ReadFrame(bytes.NewReader(f[:len(f)-1]), DefaultMaxMessage); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short frame: err = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if _, err := ReadFrame(bytes.NewReader(f), len(body)-1); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("frame over the limit: err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestRosterEncoding(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	r := Roster{Coordinator: "n1", Members: []Member{
+		{Name: "n1", Present: true, Addr: "10.0.0.1", Offer: []byte("o1")},
+		{Name: "n2"},
+		{Name: "n3", Present: true, Addr: "10.0.0.3"}}}
+	got, err := decodeRoster(encodeRoster(r), nodes)
+	if err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := decodeRoster(encodeRoster(r), nodes[:2]); !errors.Is(err, ErrUnexpected) {
+		t.Errorf("roster of another node list: err = %v", err)
+	}
+	r.Members[0].Present = false
+	if _, err := decodeRoster(encodeRoster(r), nodes); !errors.Is(err, ErrUnexpected) {
+		t.Errorf("roster without its coordinator: err = %v", err)
 	}
 }

@@ -87,8 +87,13 @@ func simulate(t testing.TB, n int, join time.Duration) simFigures {
 		}
 	}
 	f.connsNode = float64(conns) / float64(n)
-	if f.roster > join+time.Second {
-		t.Errorf("%d nodes: the roster reached everyone after %s, past the %s join deadline", n, f.roster, join)
+	// A member waits for the roster until Join+Skew; the coordinator sends
+	// it at Join. Both bounds are checked, not just implied by no error.
+	if budget := join + s.config(0).Skew; f.roster > budget {
+		t.Errorf("%d nodes: the roster reached everyone after %s, past the %s budget", n, f.roster, budget)
+	}
+	if f.roster < join-100*time.Millisecond {
+		t.Errorf("%d nodes: roster after %s, before the %s deadline: the absent node was not waited for", n, f.roster, join)
 	}
 	if f.coordConns != n-2 {
 		t.Errorf("coordinator accepted %d connections, want %d (O(N), not all pairs)", f.coordConns, n-2)

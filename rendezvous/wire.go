@@ -156,10 +156,25 @@ func (e *Envelope) check() error {
 
 // Encode writes e as a message body (without the frame's length prefix).
 func (e *Envelope) Encode() ([]byte, error) {
+	return e.encode(0)
+}
+
+// Frame writes e as a frame: the body's length, then the body.
+func (e *Envelope) Frame() ([]byte, error) {
+	b, err := e.encode(4)
+	if err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b, nil
+}
+
+// encode writes the body after room bytes left for a prefix.
+func (e *Envelope) encode(room int) ([]byte, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, minBody+len(e.Job)+len(e.From)+len(e.To)+len(e.Label)+len(e.Payload)+len(e.Token))
+	b := make([]byte, room, room+minBody+len(e.Job)+len(e.From)+len(e.To)+len(e.Label)+len(e.Payload)+len(e.Token))
 	b = e.header(b)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Payload)))
 	b = append(b, e.Payload...)
