@@ -23,7 +23,7 @@ var layers = []struct {
 	{"programs", []string{"prolog", "epilog", "watcher"}},
 	{"node lifecycle and watch loop", []string{"lifecycle", "watcher/loop", "benchmarks/all"}},
 	{"checks, their report, and the watch parts", []string{"benchmarks", "report", "watcher/"}},
-	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "internal"}},
+	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "crossnode", "rendezvous", "internal"}},
 }
 
 // apart are pairs of packages (prefixes) of one layer that must not import
@@ -36,7 +36,7 @@ var apart = [][2]string{
 
 // testOnly are packages that exist for tests (the throwaway Slurm cluster)
 // and may use anything.
-var testOnly = []string{"slurm/slurmtest", "slurm/spank/spanktest", "internal/archtest"}
+var testOnly = []string{"slurm/slurmtest", "slurm/spank/spanktest", "internal/archtest", "rendezvous/rdvtest", "cgo/munge/mungetest"}
 
 func rel(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
