@@ -193,7 +193,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	var unlock func()
 	if !dryRun {
 		var err error
-		unlock, err = lockState(s.StateDir)
+		unlock, err = lockState(s.StateDir, "xid.lock")
 		if err != nil {
 			t.Note("no state kept: %v", err)
 		} else {
@@ -362,13 +362,14 @@ func isCharDevice(path string) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// lockState takes an exclusive lock on the state directory, so prologs and
-// epilogs of jobs sharing the node do not interleave their updates.
-func lockState(dir string) (func(), error) {
+// lockState takes an exclusive lock (the file name in the state directory),
+// so prologs and epilogs of jobs sharing the node do not interleave their
+// updates.
+func lockState(dir, name string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "xid.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
