@@ -7,6 +7,20 @@
  * "Vigil Fake GPU"), FAKEGPU_CC (compute capability x10, default 90),
  * FAKEGPU_CORRUPT=1 (GEMMs on device 1 write one wrong element),
  * FAKEGPU_BAD_COLLECTIVE=1 (all-reduce results are off by one on the last rank).
+ *
+ * Communicators of ncclCommInitRank span "nodes": the threads of one test
+ * process that call it with the same unique id meet in a process-local
+ * table keyed by the id's 128 bytes, as NCCL's ranks meet at the bootstrap
+ * root the id names. ncclCommInitRank outside a group waits for every rank,
+ * inside one ncclGroupEnd does; an all-reduce waits for every rank's
+ * contribution. FAKEGPU_NCCL_LOG=FILE appends one line per rank joined
+ * (clique, rank, nranks, device current, join order, whether in a group);
+ * FAKEGPU_NCCL_INIT_FAIL_RANK=R fails rank R's ncclCommInitRank
+ * (ncclSystemError, the others then wait); FAKEGPU_NCCL_HANG_RANK=R never
+ * delivers rank R's all-reduce. A wait ends with ncclRemoteError when a
+ * communicator of a rank the waiting thread drives is aborted (aborting one
+ * node's communicators does not wake the others'), and with ncclSystemError after
+ * FAKEGPU_WAIT_S seconds (default 60) so that no test thread waits forever.
  */
 #include <math.h>
 #include <pthread.h>
@@ -15,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -200,30 +216,139 @@ int cublasLtMatmul(void *h, void *desc, const void *alpha, const void *A, void *
 }
 
 /* ---- libnccl ---- */
-typedef struct { int clique, rank, nranks; } comm_t;
+typedef struct mclique mclique_t;
+typedef struct { char internal[128]; } ncclUniqueIdFake;
+typedef struct { int clique, rank, nranks; mclique_t *mc; } comm_t;
 typedef struct { int kind; const void *send; void *recv; size_t count; int dt, peer; comm_t *comm; } op_t;
 enum { AR, AG, SEND, RECV };
-static op_t ops[4096];
-static int nops, depth, cliques;
+static __thread op_t *ops; /* group state is per thread, as in NCCL */
+static __thread int nops, depth;
+static int cliques;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mcond = PTHREAD_COND_INITIALIZER;
+
+/* A communicator made by ncclCommInitRank: its ranks and their rounds. */
+#define MAXCL 64
+#define MAXR 256
+struct mclique {
+	char id[128];
+	int nranks, joined, taken[MAXR], aborted[MAXR]; /* aborted: by rank */
+	int arrived, left; /* the two barriers of one all-reduce round */
+	unsigned gen1, gen2;
+	const float *send[MAXR];
+	size_t count[MAXR];
+};
+static mclique_t mcl[MAXCL];
+static int nmcl, idseq;
+static __thread mclique_t *pend[MAXCL]; /* joined inside this thread's group */
+static __thread int npend, mine[MAXR], nmine; /* and the ranks it joined there */
+static __thread int grouperr; /* the first failed call of the group */
+
+/* mwait waits (mu held) until *gen differs from g: 0, or 6 (ncclRemoteError)
+ * once a communicator of one of the ranks the caller drives is aborted (an
+ * abort on one node does not reach the others), or 2 (ncclSystemError)
+ * after FAKEGPU_WAIT_S. */
+static int mwait(mclique_t *c, const volatile unsigned *gen, unsigned g, const int *ranks, int nr) {
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += envint("FAKEGPU_WAIT_S", 60);
+	while (*gen == g) {
+		for (int i = 0; i < nr; i++)
+			if (c->aborted[ranks[i]]) return 6;
+		if (pthread_cond_timedwait(&mcond, &mu, &dl) == ETIMEDOUT && *gen == g) return 2;
+	}
+	return 0;
+}
+static int waitjoined(mclique_t *c, const int *ranks, int nr) {
+	while (c->joined < c->nranks) {
+		unsigned j = (unsigned)c->joined;
+		int r = mwait(c, (const volatile unsigned *)&c->joined, j, ranks, nr);
+		if (r) return r;
+	}
+	return 0;
+}
 
 int ncclGetVersion(int *v) { *v = 21903; return 0; }
 const char *ncclGetErrorString(int r) { return "fake NCCL error"; }
-int ncclGetUniqueId(void *id) { memset(id, 7, 128); return 0; }
+int ncclGetUniqueId(char *id) {
+	memset(id, 0, 128);
+	pthread_mutex_lock(&mu);
+	int n = ++idseq;
+	pthread_mutex_unlock(&mu);
+	snprintf(id, 128, "fakegpu-nccl-id pid=%d seq=%d", (int)getpid(), n);
+	return 0;
+}
 int ncclCommInitAll(void **comms, int n, const int *devs) {
 	pthread_mutex_lock(&mu);
 	int c = ++cliques;
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < n; i++) {
 		comm_t *x = malloc(sizeof *x);
-		x->clique = c; x->rank = i; x->nranks = n;
+		x->clique = c; x->rank = i; x->nranks = n; x->mc = NULL;
 		comms[i] = x;
 	}
 	return 0;
 }
-int ncclCommInitRank(void **comm, int n, char id[128], int rank) { return 5; }
+static void logjoin(int clique, int rank, int n, int order) {
+	const char *path = getenv("FAKEGPU_NCCL_LOG");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+	if (!f) return;
+	fprintf(f, "clique=%d rank=%d nranks=%d dev=%d order=%d group=%d\n", clique, rank, n, current, order, depth > 0);
+	fclose(f);
+}
+/* The id is passed by value; ranks of one id make one clique. */
+static int initrank(void **comm, int n, ncclUniqueIdFake id, int rank);
+int ncclCommInitRank(void **comm, int n, ncclUniqueIdFake id, int rank) {
+	int r = initrank(comm, n, id, rank);
+	if (r && depth > 0 && !grouperr) grouperr = r; /* ncclGroupEnd returns it */
+	return r;
+}
+static int initrank(void **comm, int n, ncclUniqueIdFake id, int rank) {
+	if (n < 1 || n > MAXR || rank < 0 || rank >= n) return 4;
+	if (rank == envint("FAKEGPU_NCCL_INIT_FAIL_RANK", -1)) return 2;
+	pthread_mutex_lock(&mu);
+	mclique_t *c = NULL;
+	for (int i = 0; i < nmcl && !c; i++)
+		if (!memcmp(mcl[i].id, id.internal, 128)) c = &mcl[i];
+	if (!c) {
+		if (nmcl == MAXCL) { pthread_mutex_unlock(&mu); return 2; }
+		c = &mcl[nmcl++];
+		memcpy(c->id, id.internal, 128);
+		c->nranks = n;
+	}
+	if (c->nranks != n) { pthread_mutex_unlock(&mu); return 4; }
+	if (c->taken[rank]) { pthread_mutex_unlock(&mu); return 5; }
+	c->taken[rank] = 1;
+	logjoin((int)(c - mcl), rank, n, c->joined);
+	c->joined++;
+	pthread_cond_broadcast(&mcond);
+	comm_t *x = malloc(sizeof *x);
+	x->clique = -1; x->rank = rank; x->nranks = n; x->mc = c;
+	*comm = x;
+	int r = 0;
+	if (depth > 0) { /* ncclGroupEnd waits for the others */
+		int seen = 0;
+		for (int i = 0; i < npend; i++) seen |= pend[i] == c;
+		if (!seen && npend < MAXCL) pend[npend++] = c;
+		if (nmine < MAXR) mine[nmine++] = rank;
+	} else {
+		r = waitjoined(c, &rank, 1);
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
 int ncclCommDestroy(void *c) { free(c); return 0; }
-int ncclCommAbort(void *c) { free(c); return 0; }
+/* Aborting wakes every wait of the clique. The record of a clique's
+ * communicator is kept: another thread may still be waiting with it. */
+int ncclCommAbort(void *p) {
+	comm_t *c = p;
+	if (!c->mc) { free(c); return 0; }
+	pthread_mutex_lock(&mu);
+	c->mc->aborted[c->rank] = 1;
+	pthread_cond_broadcast(&mcond);
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
 int ncclGroupStart(void) { depth++; return 0; }
 static op_t *find(int kind, int clique, int rank, int peer) {
 	for (int i = 0; i < nops; i++)
@@ -231,8 +356,67 @@ static op_t *find(int kind, int clique, int rank, int peer) {
 			return &ops[i];
 	return NULL;
 }
+/* mround runs this thread's part of one all-reduce round of a clique: post
+ * the send buffers, wait for every rank's, sum, wait for every rank to
+ * have read them (mu held on entry and exit). */
+static int mround(mclique_t *c) {
+	int hang = envint("FAKEGPU_NCCL_HANG_RANK", -1), r, ranks[MAXR];
+	if (nops > MAXR) return 5;
+	for (int i = 0; i < nops; i++) {
+		if (ops[i].kind != AR || ops[i].comm->mc != c) return 5;
+		ranks[i] = ops[i].comm->rank;
+	}
+	for (int i = 0; i < nops; i++)
+		if (ranks[i] == hang) {
+			unsigned never = 0;
+			return mwait(c, &never, 0, ranks, nops);
+		}
+	unsigned g1 = c->gen1, g2 = c->gen2;
+	for (int i = 0; i < nops; i++) {
+		c->send[ops[i].comm->rank] = ops[i].send;
+		c->count[ops[i].comm->rank] = ops[i].count;
+	}
+	c->arrived += nops;
+	if (c->arrived == c->nranks) { c->gen1++; pthread_cond_broadcast(&mcond); }
+	else if ((r = mwait(c, &c->gen1, g1, ranks, nops))) return r;
+	int bad = envint("FAKEGPU_BAD_COLLECTIVE", 0);
+	for (int i = 0; i < nops; i++) {
+		op_t *o = &ops[i];
+		float *tmp = calloc(o->count, sizeof(float));
+		for (int k = 0; k < c->nranks; k++) {
+			if (c->count[k] != o->count) { free(tmp); return 5; }
+			for (size_t e = 0; e < o->count; e++) tmp[e] += c->send[k][e];
+		}
+		if (bad && o->comm->rank == c->nranks - 1) tmp[0] += 1;
+		memcpy(o->recv, tmp, o->count * sizeof(float));
+		free(tmp);
+	}
+	c->left += nops;
+	if (c->left == c->nranks) { c->arrived = c->left = 0; c->gen2++; pthread_cond_broadcast(&mcond); return 0; }
+	return mwait(c, &c->gen2, g2, ranks, nops);
+}
+static int endmulti(void) {
+	pthread_mutex_lock(&mu);
+	int r = 0;
+	for (int i = 0; i < npend && !r; i++) r = waitjoined(pend[i], mine, nmine);
+	npend = nmine = 0;
+	if (!r && nops > 0 && ops[0].comm->mc) r = mround(ops[0].comm->mc);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
 int ncclGroupEnd(void) {
+	if (depth == 0) return 5;
 	if (--depth > 0) return 0;
+	if (grouperr) { /* a failed call ends the group without waiting */
+		int r = grouperr;
+		grouperr = npend = nmine = nops = 0;
+		return r;
+	}
+	if (npend > 0 || (nops > 0 && ops[0].comm->mc)) {
+		int r = endmulti();
+		nops = 0;
+		return r;
+	}
 	int bad = envint("FAKEGPU_BAD_COLLECTIVE", 0);
 	/* Results first into scratch, since send and recv buffers of different
 	 * ranks are distinct but a rank may read what another rank writes. */
@@ -266,6 +450,7 @@ int ncclGroupEnd(void) {
 	return 0;
 }
 static int add(int kind, const void *s, void *r, size_t count, int dt, int peer, void *comm) {
+	if (!ops) ops = calloc(4096, sizeof *ops);
 	if (depth == 0 || nops == 4096 || dt != 7) return 5;
 	ops[nops++] = (op_t){kind, s, r, count, dt, peer, comm};
 	return 0;

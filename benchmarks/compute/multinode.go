@@ -1,0 +1,269 @@
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/cgo/nccl"
+)
+
+// Reasons of nccl-allreduce-multinode.
+const (
+	// ReasonNeedsJobNodes: the check was run alone; it runs in the
+	// prolog's cross-node phase (unknown).
+	ReasonNeedsJobNodes = "NeedsJobNodes"
+	// ReasonMultinodeHung: the communicator did not form, or an all-reduce
+	// did not finish, before the deadline (unknown: a node that never
+	// joined is as likely as this one; the cross-node phase compares).
+	ReasonMultinodeHung = "MultinodeHung"
+	// ReasonNCCLError: an NCCL call failed (unknown: a remote rank's fault
+	// reads the same here).
+	ReasonNCCLError = "NCCLError"
+	// ReasonInvalidRole: the rank assignment handed to RunMultinode does
+	// not fit this node's GPUs (unknown).
+	ReasonInvalidRole = "InvalidRole"
+)
+
+// MultinodeName is the registered name of the multi-node all-reduce.
+const MultinodeName = "nccl-allreduce-multinode"
+
+// MultinodeSettings are the settings of [checks.nccl-allreduce-multinode]:
+// the library keys and those of every collective check (bytes,
+// verify_bytes, warmup, iters, thresholds: model → "busbw_gbps").
+type MultinodeSettings struct {
+	Libraries
+	device.CollectiveSettings
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *MultinodeSettings) Validate() error { return device.ValidateCollective(&s.CollectiveSettings) }
+
+// multinodeThresholds are the shipped floors: none. Inter-node bus
+// bandwidth depends on the fabric (NICs per GPU, rate, SHARP) as much as
+// on the GPU; set [checks.nccl-allreduce-multinode.thresholds.MODEL].
+var multinodeThresholds = Thresholds{}
+
+// MultinodeRole is this node's part in the job's communicator, as the
+// cross-node phase hands it out.
+type MultinodeRole struct {
+	// ID is the communicator's id (NewUniqueID on one node).
+	ID UniqueID `json:"id"`
+	// NRanks is the number of GPUs over all the job's nodes.
+	NRanks int `json:"nranks"`
+	// FirstRank is the rank of this node's first GPU; its GPUs (the job's,
+	// Env.Devices, in order) are FirstRank, FirstRank+1, ...
+	FirstRank int `json:"first_rank"`
+}
+
+// multinode is nccl-allreduce-multinode: registered so that it has
+// settings, a description and a place in reports; it runs only through
+// RunMultinode.
+type multinode struct{ open Opener }
+
+var shippedMultinode = &multinode{open: OpenCUDA}
+
+func init() { benchmarks.Register(shippedMultinode) }
+
+func (*multinode) Name() string              { return MultinodeName }
+func (*multinode) Kind() benchmarks.Kind     { return benchmarks.KindPerf }
+func (*multinode) Isolated() bool            { return true }
+func (*multinode) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
+// OffByDefault: alone on one node it can only say that it needs the others.
+func (*multinode) OffByDefault() bool { return true }
+
+// Description says what the check does, for --list-checks.
+func (*multinode) Description() string {
+	return "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified"
+}
+
+// Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
+// 5 untimed, verified on 1 MiB.
+func (*multinode) Defaults() any {
+	s := MultinodeSettings{Libraries: DefaultLibraries(), CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
+	s.VerifyBytes = 1 << 20
+	return &s
+}
+
+// Run says that the check needs the job's other nodes.
+func (c *multinode) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	return unknown(c.Name(), ReasonNeedsJobNodes, "needs the job's other nodes: runs in the prolog's cross-node phase")
+}
+
+func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
+	s := c.Defaults().(*MultinodeSettings)
+	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
+		return nil, err
+	}
+	return s, s.Validate()
+}
+
+// NewUniqueID makes the id of a communicator spanning the job's nodes
+// (ncclGetUniqueId), with NCCL found as [checks.nccl-allreduce-multinode]
+// in env says. The coordinator's node calls it once and hands it out.
+//
+// NCCL starts its bootstrap root in the calling process and the ranks
+// connect to it there: the process that calls NewUniqueID must stay alive
+// until every rank has joined; best, it is the one that then runs the
+// RunMultinode of rank 0. NCCL stays loaded.
+func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
+	s, err := shippedMultinode.settings(env)
+	if err != nil {
+		return UniqueID{}, err
+	}
+	lib, err := nccl.Open(s.options(s.NCCL, "nccl"))
+	if err != nil {
+		return UniqueID{}, err
+	}
+	return lib.GetUniqueID()
+}
+
+// RunMultinode runs this node's part of nccl-allreduce-multinode: its GPUs
+// (env.Devices, nil for all) join the communicator role names as ranks
+// FirstRank, FirstRank+1, ... (ncclGroupStart, ncclCommInitRank per GPU,
+// ncclGroupEnd), verify one all-reduce exactly, then time warmup + iters
+// all-reduces of bytes per rank. busbw = algbw × 2(n−1)/n over all n ranks
+// (nccl-tests), compared with the model's floor.
+//
+// Every node of the communicator measures about the same figure, so a
+// result about the whole communicator is not evidence against this node:
+// a hang (the communicator never formed, or an all-reduce never finished:
+// the message says which) and an NCCL error are unknown; a floor missed or
+// wrong data fail as the node's view, and the cross-node phase decides whom
+// to act on. Only a CUDA fault of this node's GPUs is the node's own.
+// ctx's deadline bounds it all; the communicators are aborted when it passes.
+func RunMultinode(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
+	return shippedMultinode.run(ctx, env, role)
+}
+
+func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
+	s, err := c.settings(env)
+	if err != nil {
+		return unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
+	}
+	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
+	if err != nil {
+		r := classify(c.Name(), err)
+		return r
+	}
+	defer node.Close()
+	mn, ok := node.(multinodeNode)
+	if !ok {
+		return unknown(c.Name(), ReasonCheckerError, "this node cannot join a communicator across nodes")
+	}
+	devs := node.Devices()
+	idx := make([]int, len(devs))
+	for i, d := range devs {
+		idx[i] = d.Index
+	}
+	if msg := role.check(len(idx)); msg != "" {
+		return unknown(c.Name(), ReasonInvalidRole, "%s", msg)
+	}
+	vcount := max(1, min(s.VerifyBytes, s.Bytes)/4)
+	var phase atomic.Value
+	phase.Store("open")
+	in := MultinodeInput{ID: role.ID, NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
+		Count: max(1, s.Bytes/4), Warmup: s.Warmup, Iters: s.Iters, Phase: &phase,
+		Inputs: multinodeInputs(role.FirstRank, len(idx), vcount)}
+	var out MultinodeOutput
+	err = devcheck.Run(ctx, func() (err error) { out, err = mn.AllReduceMultinode(ctx, in); return err })
+	if err == nil && out.Seconds <= 0 {
+		err = errors.New("all-reduce reported no time")
+	}
+	if err != nil {
+		return c.failed(err, phase.Load().(string), role)
+	}
+	t := &devcheck.Tally{Check: c.Name()}
+	if msg := verifyMultinode(out.Outputs, role, idx); msg != "" {
+		t.Fail("", ReasonCollectiveWrongResult, "%s", msg)
+		return t.Result("")
+	}
+	bus := evaluateMultinode(t, s, in, out, devs[0].Name)
+	t.Note("NCCL %s", out.Library)
+	return t.Result(fmt.Sprintf("all-reduce over %d GPUs of the job (ranks %d-%d here): %.4g GB/s bus bandwidth, results verified",
+		role.NRanks, role.FirstRank, role.FirstRank+len(idx)-1, bus))
+}
+
+// check says what is wrong with the role for a node of k GPUs ("" when fine).
+func (r MultinodeRole) check(k int) string {
+	switch {
+	case r.NRanks < 2:
+		return fmt.Sprintf("%d ranks in all: an all-reduce needs at least 2", r.NRanks)
+	case r.FirstRank < 0 || r.FirstRank+k > r.NRanks:
+		return fmt.Sprintf("ranks %d-%d for this node's %d GPUs do not fit in %d", r.FirstRank, r.FirstRank+k-1, k, r.NRanks)
+	case r.ID == UniqueID{}:
+		return "no communicator id"
+	}
+	return ""
+}
+
+// failed turns the error of the measurement into the result.
+func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmarks.Result {
+	var ne *nccl.Error
+	switch {
+	case errors.Is(err, ErrHung):
+		return unknown(c.Name(), ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
+			phase, role.NRanks, role.FirstRank, err)
+	case errors.As(err, &ne):
+		return unknown(c.Name(), ReasonNCCLError, "%s: %v", phase, err)
+	}
+	return classify(c.Name(), err)
+}
+
+// multinodeInputs are the verification inputs of the global ranks
+// first..first+k-1: small integers, so that sums over up to 256 ranks are
+// exact in float32 (devcheck.CollInputs' values, for global ranks).
+func multinodeInputs(first, k, count int) [][]float32 {
+	in := make([][]float32, k)
+	for i := range in {
+		in[i] = make([]float32, count)
+		for e := range in[i] {
+			in[i][e] = multinodeValue(first+i, e)
+		}
+	}
+	return in
+}
+
+func multinodeValue(rank, e int) float32 { return float32((e*7 + rank*13 + 1) % 61) }
+
+// verifyMultinode compares every output with the exact sum over all ranks;
+// it says what is wrong ("" when all is right).
+func verifyMultinode(outs [][]float32, role MultinodeRole, idx []int) string {
+	if len(outs) != len(idx) {
+		return fmt.Sprintf("%d verification outputs for %d GPUs", len(outs), len(idx))
+	}
+	for e := range outs[0] {
+		var want float32
+		for r := 0; r < role.NRanks; r++ {
+			want += multinodeValue(r, e)
+		}
+		for i, o := range outs {
+			if o[e] != want {
+				return fmt.Sprintf("all-reduce across nodes delivered wrong data: %s (rank %d) element %d = %g, want %g",
+					devName(idx[i]), role.FirstRank+i, e, o[e], want)
+			}
+		}
+	}
+	return ""
+}
+
+// evaluateMultinode records algbw and busbw (nccl-tests) and compares busbw
+// with the model's floor; it returns busbw.
+func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInput, out MultinodeOutput, model string) float64 {
+	alg := devcheck.AlgBW(devcheck.SizeBytes(AllReduce, in.Count, in.NRanks), out.Seconds)
+	bus := alg * devcheck.BusFactor(AllReduce, in.NRanks)
+	t.Value("", "algbw_gbps", devcheck.Round(alg), "GB/s", nil, "", benchmarks.StatusPass)
+	m := devcheck.Metric{Name: "busbw_gbps", Key: "busbw_gbps", Unit: "GB/s",
+		Label: fmt.Sprintf("all-reduce bus bandwidth over %d GPUs of the job", in.NRanks)}
+	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, s.Thresholds, Peers{})
+	t.Values = append(t.Values, vals...)
+	for _, f := range fs {
+		t.Fail(f.Device, f.Reason(m, "AllReduce"), "%s", f.Message)
+	}
+	return bus
+}
