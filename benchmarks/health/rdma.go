@@ -96,7 +96,7 @@ func init() { benchmarks.Register(&rdma{}) }
 
 func (*rdma) Name() string          { return "rdma" }
 func (*rdma) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*rdma) Isolated() bool        { return false }
+func (*rdma) Isolated() bool        { return true }
 
 // Vendor says which devices the check is about: none, every node.
 func (*rdma) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
