@@ -45,7 +45,7 @@ func TestCommandLine(t *testing.T) {
 		{"help", []string{"--help"}, 0, "EXIT STATUS"},
 		{"bad flag", []string{"--nope"}, 2, "flag provided but not defined"},
 		{"stray argument", []string{"now"}, 2, "unexpected argument"},
-		{"list checks", []string{"--list-checks"}, 0, "fault-inject     health  none    no       test aid"},
+		{"list checks", []string{"--list-checks"}, 0, "fault-inject              health  none    no       test aid"},
 		{"list check names", []string{"--list-checks=names"}, 0, "\nfault-inject\n"},
 		{"list checks table by name", []string{"--list-checks=table"}, 0, "CHECK  "},
 		{"list checks bad form", []string{"--list-checks=json"}, 2, `"json": want names or table`},
