@@ -45,6 +45,7 @@ type hostTrack struct {
 	reason string
 	latest trace.Sample
 	read   bool          // latest holds a reading
+	moved  time.Time     // the latest reading whose I/O grew since the one before
 	logs   []LogEvidence // matched lines of the last few windows, oldest first
 	util   []utilPoint   // mean device utilisation of the last window
 	ranks  map[int]*rankProgress
@@ -95,6 +96,9 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if s.IsLog() {
 		e.observeLog(j, h, s)
 		return
+	}
+	if h.read && !s.HasMissing("io") && s.IO.Total() > h.latest.IO.Total() {
+		h.moved = s.Time
 	}
 	h.latest, h.read = s, true
 	if u, ok := meanUtil(s); ok && !s.HasMissing("accel") {
@@ -227,13 +231,14 @@ func (e *Episodes) digestInput(id string, j *jobTrack) DigestInput {
 	return in
 }
 
-// stragglers runs the straggler rule over j while no host is suspect or
-// hung, and returns the events of hosts newly named.
+// stragglers runs the straggler rule over j while the job progresses (no
+// host suspect or hung, and every host's I/O grew within the last two
+// periods), and returns the events of hosts newly named.
 func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 	loads := make([]HostLoad, 0, len(j.hosts))
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
-		if h.state != StateOK {
+		if h.state != StateOK || (h.read && j.last.Sub(h.moved) > 2*e.c.Period) {
 			return nil
 		}
 		if !h.read {
