@@ -62,8 +62,9 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 		return Event{Time: t, Host: l.Host, Job: job, Event: EventStraggler, Reason: reason, Message: msg, Evidence: ev}
 	}
 	var out []Event
-	busy := minority(covered, func(l HostLoad, others []HostLoad) (Event, bool) {
-		m := medianOf(others, func(o HostLoad) float64 { return o.Util })
+	utils := sortedOf(covered, func(o HostLoad) float64 { return o.Util })
+	busy := minority(covered, func(l HostLoad) (Event, bool) {
+		m := medianExcept(utils, l.Util)
 		if l.Util < c.HighUtil || l.Util-m < StragglerGap || m > 100-StragglerGap-10 {
 			return Event{}, false
 		}
@@ -78,18 +79,23 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 			withProgress = append(withProgress, l)
 		}
 	}
-	out = append(out, minority(withProgress, func(l HostLoad, others []HostLoad) (Event, bool) {
-		return progressBehind(l, others, mk)
+	p := progressPeers{
+		epochs:    sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Epoch) }),
+		steps:     sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Step) }),
+		intervals: sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Interval) }),
+	}
+	out = append(out, minority(withProgress, func(l HostLoad) (Event, bool) {
+		return progressBehind(l, p, mk)
 	})...)
 	return out
 }
 
 // progressBehind: an earlier epoch than the others' median, or the same
 // epoch and more than two logging intervals of steps behind their median.
-func progressBehind(l HostLoad, others []HostLoad, mk func(HostLoad, string, string, map[string]any) Event) (Event, bool) {
-	me := medianOf(others, func(o HostLoad) float64 { return float64(o.Epoch) })
-	ms := medianOf(others, func(o HostLoad) float64 { return float64(o.Step) })
-	mi := medianOf(others, func(o HostLoad) float64 { return float64(o.Interval) })
+func progressBehind(l HostLoad, p progressPeers, mk func(HostLoad, string, string, map[string]any) Event) (Event, bool) {
+	me := medianExcept(p.epochs, float64(l.Epoch))
+	ms := medianExcept(p.steps, float64(l.Step))
+	mi := medianExcept(p.intervals, float64(l.Interval))
 	ev := map[string]any{"epoch": l.Epoch, "step": l.Step, "peers_epoch_median": me, "peers_step_median": ms}
 	switch {
 	case l.Epoch >= 0 && float64(l.Epoch) < me:
@@ -101,17 +107,18 @@ func progressBehind(l HostLoad, others []HostLoad, mk func(HostLoad, string, str
 	return Event{}, false
 }
 
-// minority applies match to each host against the others and keeps the
-// matches when they are a minority of hosts (or one of two).
-func minority(ls []HostLoad, match func(l HostLoad, others []HostLoad) (Event, bool)) []Event {
+// progressPeers holds the sorted progress values of the hosts compared.
+type progressPeers struct{ epochs, steps, intervals []float64 }
+
+// minority applies match to each host and keeps the matches when they are
+// a minority of hosts (or one of two).
+func minority(ls []HostLoad, match func(l HostLoad) (Event, bool)) []Event {
 	if len(ls) < 2 {
 		return nil
 	}
 	var out []Event
-	others := make([]HostLoad, 0, len(ls)-1)
-	for i, l := range ls {
-		others = append(append(others[:0], ls[:i]...), ls[i+1:]...)
-		if e, ok := match(l, others); ok {
+	for _, l := range ls {
+		if e, ok := match(l); ok {
 			out = append(out, e)
 		}
 	}
@@ -121,14 +128,33 @@ func minority(ls []HostLoad, match func(l HostLoad, others []HostLoad) (Event, b
 	return out
 }
 
-// medianOf is the median of f over ls (0 for none).
-func medianOf(ls []HostLoad, f func(HostLoad) float64) float64 {
-	if len(ls) == 0 {
-		return 0
-	}
+// sortedOf is f over ls, sorted.
+func sortedOf(ls []HostLoad, f func(HostLoad) float64) []float64 {
 	v := make([]float64, len(ls))
 	for i, l := range ls {
 		v[i] = f(l)
 	}
-	return medianInPlace(v)
+	sort.Float64s(v)
+	return v
+}
+
+// medianExcept is the median of sorted without one element equal to x
+// (which sorted holds): O(log n), where a copy per host would make a check
+// of n hosts O(n²).
+func medianExcept(sorted []float64, x float64) float64 {
+	n := len(sorted) - 1
+	if n <= 0 {
+		return 0
+	}
+	idx := sort.SearchFloat64s(sorted, x)
+	at := func(k int) float64 {
+		if k >= idx {
+			k++
+		}
+		return sorted[k]
+	}
+	if n%2 == 1 {
+		return at(n / 2)
+	}
+	return (at(n/2-1) + at(n/2)) / 2
 }
