@@ -161,8 +161,12 @@ func (d *Detector) expected() float64 { return float64(d.c.Window/d.c.Period) + 
 // Observe takes one sample and returns the events it causes (usually none).
 // Samples of a host must come in time order; a sample not after the host's
 // previous one is ignored. A sample with another job than the host's
-// previous one starts the host afresh.
+// previous one starts the host afresh. Log records (s.Log set) are not
+// readings: Observe ignores them (the digest reads them, see Episodes).
 func (d *Detector) Observe(s trace.Sample) []Event {
+	if s.IsLog() {
+		return nil
+	}
 	h := d.hosts[s.Host]
 	if h != nil && h.job != s.Job {
 		h = nil

@@ -57,7 +57,10 @@ func Replay(r io.Reader, c Config, w io.Writer) error {
 //
 // When the samples hold more than one host, hung events carry the evidence
 // key "culprits": the result of Culprits over the latest sample of every host
-// at that moment. A bad trace line stops the replay with an error naming the
+// at that moment. Log records feed Episodes: after the per-host events, one
+// digest per hang episode per job and the straggler events come in time
+// order (jobs in id order at the same moment), as the live coordinator
+// gives them. A bad trace line stops the replay with an error naming the
 // input and the line (events before it are written). Decoding runs on every
 // CPU (trace.ReadParallel); the detector on one.
 func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
@@ -66,11 +69,30 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 		return sum, err
 	}
 	d := New(c)
+	ep := NewEpisodes(c)
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
+	var newest time.Time
+	due := func(now time.Time) error {
+		for _, x := range ep.Due(now) {
+			if err := enc.Encode(x); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		return nil
+	}
 	observe := func(s trace.Sample) error {
-		sum.Samples++
-		for _, e := range d.Observe(s) {
+		if s.Time.After(newest) {
+			newest = s.Time
+			if err := due(s.Time); err != nil {
+				return err
+			}
+		}
+		if !s.IsLog() {
+			sum.Samples++
+		}
+		events := d.Observe(s)
+		for _, e := range events {
 			if e.Event == EventHung && len(d.Latest()) > 1 {
 				cs := Culprits(d.Latest(), c)
 				if cs == nil {
@@ -82,6 +104,7 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 				return fmt.Errorf("write: %w", err)
 			}
 		}
+		ep.Observe(s, events)
 		return nil
 	}
 	var err error
@@ -101,6 +124,9 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 		err = merge(ins, observe)
 	}
 	sum.Hosts, sum.Span = len(d.Latest()), d.Span()
+	if err == nil {
+		err = due(time.Time{})
+	}
 	if err != nil {
 		return sum, fmt.Errorf("hang: replay: %w", err)
 	}

@@ -84,9 +84,11 @@ func TestReplayFilesAndStdin(t *testing.T) {
 	}
 	want, stderr := run([]string{mergedTwo}, nil)
 	// Both hosts hang; with two hosts neither is a minority, so the
-	// culprits (present because the replay sees several hosts) are none.
-	if strings.Count(want, `"event":"hung"`) != 2 || strings.Count(want, `"culprits":[]`) != 2 {
-		t.Fatalf("merged trace: want two hung events with culprits:\n%s", want)
+	// culprits (present because the replay sees several hosts) are none,
+	// and the job's digest names none either.
+	if strings.Count(want, `"event":"hung"`) != 2 || strings.Count(want, `"culprits":[]`) != 3 ||
+		strings.Count(want, `"event":"digest","cause":"unknown"`) != 1 {
+		t.Fatalf("merged trace: want two hung events with culprits and one digest:\n%s", want)
 	}
 	if stderr != "" {
 		t.Errorf("stderr %q, want nothing for a trace long enough", stderr)

@@ -59,6 +59,9 @@ func NewTraceAccelerators(r io.Reader, host string) (*TraceAccelerators, error) 
 		if err != nil {
 			return nil, fmt.Errorf("sample: accelerator trace: %w", err)
 		}
+		if s.IsLog() {
+			continue // a matched log line, not a reading
+		}
 		hosts[s.Host] = true
 		if host != "" && s.Host == host {
 			mine = append(mine, s)

@@ -112,3 +112,18 @@ func TestTraceAcceleratorsOutOfOrder(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestTraceAcceleratorsSkipLogRecords: a log record, of this host or of
+// another, is no reading and does not make the trace one of two hosts.
+func TestTraceAcceleratorsSkipLogRecords(t *testing.T) {
+	logRec := `{"v":1,"time":"2026-11-29T10:00:30Z","host":"gpu09","job":"1","log":{"stream":"kmsg","line":"NVRM: Xid (PCI:0000:3b:00): 79, x"}}` + "\n"
+	in := accelTrace(t, []string{"gpu01"}, 3, -1)
+	i := strings.Index(in, "\n") + 1
+	ta, err := NewTraceAccelerators(strings.NewReader(in[:i]+logRec+in[i:]), "gpu05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta.Len() != 3 {
+		t.Fatalf("%d readings, want 3", ta.Len())
+	}
+}

@@ -7,7 +7,7 @@ import (
 
 // The decoding of one sample line, field by field: the top-level object
 // (sample, sampleField), then one method per nested object or array (io,
-// accel, missing, cgroup_io, io_pressure).
+// accel, missing, cgroup_io, io_pressure, log).
 
 // seenFields records which of a sample's required fields a line has.
 type seenFields struct {
@@ -68,6 +68,8 @@ func (d *decoder) sampleField(s *Sample, key []byte, seen *seenFields) error {
 		err = d.cgroupIO(s)
 	case "io_pressure":
 		err = d.ioPressure(s)
+	case "log":
+		err = d.logLine(s)
 	default:
 		err = d.skip()
 	}
@@ -227,6 +229,29 @@ func (d *decoder) ioPressure(s *Sample) error {
 			err = d.skip()
 		}
 		return err
+	})
+}
+
+// logLine decodes the "log" object into a new s.Log (null leaves it as it
+// is): a log record.
+func (d *decoder) logLine(s *Sample) error {
+	if d.null() {
+		return nil
+	}
+	l := new(Log)
+	s.Log = l
+	return d.object(func(k []byte) error {
+		switch string(k) {
+		case "stream":
+			b, err := d.str()
+			l.Stream = d.r.intern(b)
+			return err
+		case "line":
+			b, err := d.str()
+			l.Line = string(b)
+			return err
+		}
+		return d.skip()
 	})
 }
 

@@ -8,6 +8,15 @@
 // Counters (io, cpu_usec) are cumulative over the job's current processes on
 // the host, so they can drop when a process exits. Optional fields: "missing"
 // (what could not be read for this sample), "cgroup_io" and "io_pressure".
+// A second kind of record carries a matched line of the job's output or of
+// the kernel log, so that a replay sees the evidence the live watcher saw:
+//
+//	{"v":1,"time":"2026-11-29T10:31:07Z","host":"gpu03","job":"1234","log":{"stream":"kmsg","line":"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."}}
+//
+// A record with "log" is a log record (Sample.Log is set; its telemetry
+// fields are zero and mean nothing); traces without log records read as
+// before.
+//
 // Readers ignore fields they do not know, so later writers may add fields
 // without a new version; a change of meaning needs a new version, which
 // readers of version 1 reject with ErrVersion.
@@ -86,7 +95,26 @@ type Sample struct {
 	CgroupIO *CgroupIO `json:"cgroup_io,omitempty"`
 	// IOPressure is the cgroup's io.pressure where it exists.
 	IOPressure *Pressure `json:"io_pressure,omitempty"`
+	// Log, when set, makes this a log record: a matched line, not a
+	// reading. Only V, Time, Host and Job are meaningful beside it.
+	Log *Log `json:"log,omitempty"`
 }
+
+// Streams a log record's line comes from.
+const (
+	StreamStdout = "stdout" // the job's standard output file
+	StreamStderr = "stderr" // the job's standard error file
+	StreamKmsg   = "kmsg"   // the kernel log (XID events, ECC errors)
+)
+
+// Log is one matched line of the job's output or of the kernel log.
+type Log struct {
+	Stream string `json:"stream"` // StreamStdout, StreamStderr or StreamKmsg
+	Line   string `json:"line"`   // the line, without its newline
+}
+
+// IsLog reports whether s is a log record rather than a reading.
+func (s *Sample) IsLog() bool { return s.Log != nil }
 
 // HasMissing reports whether Missing holds exactly the entry m.
 func (s *Sample) HasMissing(m string) bool {

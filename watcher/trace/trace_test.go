@@ -59,6 +59,13 @@ func randSample(r *rand.Rand, i int) Sample {
 	if r.Intn(4) == 0 {
 		s.Host = "odd \"host\" é"
 	}
+	if r.Intn(7) == 0 {
+		lines := []string{"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+			"gpu01:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.3<57223> with status=12 opcode=0 len=0 vendor err 129",
+			"we\"ird\\ \t\x01 ü"}
+		streams := []string{StreamStdout, StreamStderr, StreamKmsg}
+		return Sample{V: 1, Time: s.Time, Host: s.Host, Job: s.Job, Log: &Log{Stream: streams[r.Intn(3)], Line: lines[r.Intn(3)]}}
+	}
 	return s
 }
 

@@ -34,8 +34,12 @@ func (w *Writer) Write(s Sample) error {
 	return nil
 }
 
-// AppendSample appends the JSON encoding of s (without newline) to b.
+// AppendSample appends the JSON encoding of s (without newline) to b. A log
+// record (s.Log set) is written with its header fields and "log" only.
 func AppendSample(b []byte, s *Sample) []byte {
+	if s.Log != nil {
+		return appendLog(b, s)
+	}
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, Version, 10)
 	b = append(b, `,"time":"`...)
@@ -99,6 +103,23 @@ func AppendSample(b []byte, s *Sample) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// appendLog appends the JSON encoding of the log record s to b.
+func appendLog(b []byte, s *Sample) []byte {
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, Version, 10)
+	b = append(b, `,"time":"`...)
+	b = s.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","host":`...)
+	b = appendString(b, s.Host)
+	b = append(b, `,"job":`...)
+	b = appendString(b, s.Job)
+	b = append(b, `,"log":{"stream":`...)
+	b = appendString(b, s.Log.Stream)
+	b = append(b, `,"line":`...)
+	b = appendString(b, s.Log.Line)
+	return append(b, `}}`...)
 }
 
 // appendFloat writes f the way encoding/json does for ordinary values; NaN

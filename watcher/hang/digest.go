@@ -1,0 +1,228 @@
+package hang
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Event kinds of a job rather than of one host.
+const (
+	EventDigest    = "digest"    // one per hang episode per job: cause, culprits, hint
+	EventStraggler = "straggler" // a host holds its progressing peers back
+)
+
+// Causes of a digest, in the order the rules are tried.
+const (
+	// CauseBadDevice: a fault XID or an uncorrectable ECC error on the
+	// culprit host around the hang.
+	CauseBadDevice = "bad-device"
+	// CauseRankFailed: a rank exited or crashed (processes gone, a
+	// traceback, a CUDA error, its watcher silent) while its peers wait.
+	CauseRankFailed = "rank-failed"
+	// CauseNetwork: NCCL transport errors on the culprit host's links (a
+	// host in several bad links is the culprit).
+	CauseNetwork = "network"
+	// CauseDataStall: the culprit host is stuck on input (devices idle,
+	// processes in D) while its peers wait in a collective.
+	CauseDataStall = "data-stall"
+	// CauseDifferentProgress: ranks are at different places (another
+	// collective at the same sequence number, behind in completed work, in
+	// another epoch or step); the odd ones out are the culprits.
+	CauseDifferentProgress = "different-progress"
+	// CauseUnknown: hung, and no evidence points at a host: no culprit.
+	CauseUnknown = "unknown"
+)
+
+// Host states, as HostView.State gives them.
+const (
+	StateOK      = "ok"
+	StateSuspect = "suspect"
+	StateHung    = "hung"
+)
+
+// DigestCulprit is a host with evidence against it.
+type DigestCulprit struct {
+	Host     string         `json:"host"`
+	Reason   string         `json:"reason"`   // a stable token, e.g. "DeviceFault", "BadLinks"
+	Evidence map[string]any `json:"evidence"` // what was seen: numbers and at most a few matched lines
+}
+
+// DigestEvent is the digest of one hang episode of a job. Its JSON form is
+// one line of the event stream:
+//
+//	{"time":T,"job":J,"event":"digest","cause":C,"culprits":[{"host":H,"reason":R,"evidence":{...}}],"hint":"...","hosts":[...]}
+type DigestEvent struct {
+	Time     time.Time       `json:"time"`
+	Job      string          `json:"job"`
+	Event    string          `json:"event"` // EventDigest
+	Cause    string          `json:"cause"` // one of the Cause constants
+	Culprits []DigestCulprit `json:"culprits"`
+	Hint     string          `json:"hint"`  // what the job's user can do, one or two sentences
+	Hosts    []string        `json:"hosts"` // every host of the job, sorted
+}
+
+// HostView is what the digest knows of one host of the job from its
+// telemetry.
+type HostView struct {
+	Host   string
+	State  string       // StateOK, StateSuspect or StateHung
+	Reason string       // reason of the host's latest event ("" without one)
+	Latest trace.Sample // the host's latest reading
+}
+
+// LogEvidence is one matched line of a host.
+type LogEvidence struct {
+	Time   time.Time
+	Host   string
+	Stream string // trace.StreamStdout, StreamStderr or StreamKmsg
+	Line   string
+	Match  joblog.Match
+}
+
+// DigestInput is what a digest is computed from: the job's hosts and the
+// matched lines of all of them around the hang (live: the summaries the
+// watchers send to their coordinator; in a replay: the trace).
+type DigestInput struct {
+	Time  time.Time
+	Job   string
+	Hosts []HostView
+	// Logs are the matched lines of the job's hosts from DigestLookback
+	// before the first hung verdict up to Time, in time order.
+	Logs []LogEvidence
+	// Addrs maps a host's network address (from NCCL's start-up line) to
+	// the host, so that a peer named in a transport error is a host.
+	Addrs map[string]string
+}
+
+// DigestLookback is how far before the first hung verdict of an episode
+// the digest looks for evidence in the logs, in windows: the stall began
+// one window before the verdict, and what led to it a little earlier.
+const DigestLookback = 2
+
+// evidenceLines is how many matched lines a culprit's evidence holds at most.
+const evidenceLines = 3
+
+// Digest computes the digest of a hang of in.Job: the first rule that
+// names a culprit with evidence gives the cause (bad device, rank failed,
+// network, data stall, different progress); when none does, the cause is
+// "unknown" and no host is named. A host is never named for its place in a
+// list: every culprit carries the evidence against it. The result depends
+// only on in and c.
+func Digest(in DigestInput, c Config) DigestEvent {
+	d := DigestEvent{Time: in.Time, Job: in.Job, Event: EventDigest, Cause: CauseUnknown,
+		Culprits: []DigestCulprit{}, Hosts: digestHosts(in)}
+	ev := newEvidence(in)
+	for _, r := range digestRules {
+		if cs := r.find(in, ev, c); len(cs) > 0 {
+			sort.Slice(cs, func(i, j int) bool { return cs[i].Host < cs[j].Host })
+			d.Cause, d.Culprits = r.cause, cs
+			break
+		}
+	}
+	d.Hint = hint(d, ev)
+	return d
+}
+
+// digestHosts lists the hosts of the job: those with readings and those
+// with matched lines, sorted.
+func digestHosts(in DigestInput) []string {
+	seen := map[string]bool{}
+	for _, h := range in.Hosts {
+		seen[h.Host] = true
+	}
+	for _, l := range in.Logs {
+		seen[l.Host] = true
+	}
+	out := make([]string, 0, len(seen))
+	for h := range seen {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// evidence is the matched lines of a digest's input by host and kind.
+type evidence struct {
+	byHost map[string][]LogEvidence
+	hosts  []string // hosts with lines, sorted
+}
+
+func newEvidence(in DigestInput) evidence {
+	e := evidence{byHost: map[string][]LogEvidence{}}
+	for _, l := range in.Logs {
+		if _, ok := e.byHost[l.Host]; !ok {
+			e.hosts = append(e.hosts, l.Host)
+		}
+		e.byHost[l.Host] = append(e.byHost[l.Host], l)
+	}
+	sort.Strings(e.hosts)
+	return e
+}
+
+// of returns host's lines for which keep holds.
+func (e evidence) of(host string, keep func(joblog.Match) bool) []LogEvidence {
+	var out []LogEvidence
+	for _, l := range e.byHost[host] {
+		if keep(l.Match) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// any reports whether some host has a line for which keep holds.
+func (e evidence) any(keep func(joblog.Match) bool) bool {
+	for _, h := range e.hosts {
+		if len(e.of(h, keep)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lines is the text of the first evidenceLines of ls.
+func lines(ls []LogEvidence) []string {
+	out := make([]string, 0, min(len(ls), evidenceLines))
+	for _, l := range ls[:min(len(ls), evidenceLines)] {
+		out = append(out, l.Line)
+	}
+	return out
+}
+
+// hint is the remediation sentence for d's cause, for the job's user.
+func hint(d DigestEvent, ev evidence) string {
+	names := make([]string, 0, len(d.Culprits))
+	for _, c := range d.Culprits {
+		names = append(names, c.Host)
+	}
+	who := strings.Join(names, ",")
+	switch d.Cause {
+	case CauseBadDevice:
+		return fmt.Sprintf("A device fault on %s stopped the job: the host is being re-checked and drained if it fails; "+
+			"requeue or resubmit the job (e.g. with --exclude=%s).", who, who)
+	case CauseNetwork:
+		if ev.any(func(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet && m.GDR }) {
+			return fmt.Sprintf("GPUDirect RDMA is not usable on every host (%s): set NCCL_NET_GDR_LEVEL=0 to run without it, "+
+				"or ask the admins to check nvidia-peermem there.", who)
+		}
+		return fmt.Sprintf("NCCL reported transport errors on the links of %s: ask the admins to check that host's InfiniBand/RoCE "+
+			"port and cable; on a flaky fabric raise NCCL_IB_TIMEOUT (e.g. 22), and on RoCE set NCCL_IB_GID_INDEX (e.g. 3) and "+
+			"NCCL_IB_TC (e.g. 128) as your site documents.", who)
+	case CauseRankFailed:
+		return fmt.Sprintf("A rank on %s exited or crashed while its peers waited for it: read the first error in the job's output "+
+			"from that host; set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and a collective timeout so that the job fails instead of hanging.", who)
+	case CauseDataStall:
+		return fmt.Sprintf("%s is stuck on input while its peers wait in a collective: check the input file system from that host, "+
+			"and lower the DataLoader's num_workers (or give it a timeout) if its workers deadlock.", who)
+	case CauseDifferentProgress:
+		return fmt.Sprintf("Ranks are at different places (odd ones out: %s): check that every rank runs the same collectives in "+
+			"the same order, and that the data is split evenly (DistributedSampler, drop_last=True) so that all ranks run as many steps.", who)
+	}
+	return "The job stopped making progress but no host stands out: look at the job's output around the time of the hang; " +
+		"`py-spy dump` of a rank shows where it waits."
+}

@@ -1,0 +1,255 @@
+package hang
+
+import (
+	"sort"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Culprit reasons of a digest.
+const (
+	DigestDeviceFault      = "DeviceFault"      // a fault XID in the kernel log
+	DigestUncorrectableECC = "UncorrectableECC" // an uncorrectable ECC error
+	DigestCrashed          = "Crashed"          // a traceback or CUDA error on a minority of hosts
+	DigestBadLinks         = "BadLinks"         // the host is an end of several links that reported errors
+	DigestTransportErrors  = "TransportErrors"  // the host reported NCCL transport errors
+	DigestGDRUnavailable   = "GDRUnavailable"   // NCCL warned that GPUDirect RDMA is not usable
+	DigestOtherCollective  = "OtherCollective"  // another collective at the same sequence number
+	DigestBehindInWork     = "BehindInWork"     // fewer completed NCCL works than its peers
+	DigestOtherEpoch       = "OtherEpoch"       // another epoch than its peers
+	DigestBehindInSteps    = "BehindInSteps"    // fewer steps than its peers
+)
+
+// digestRule names culprits for cause.
+type digestRule struct {
+	cause string
+	find  func(in DigestInput, ev evidence, c Config) []DigestCulprit
+}
+
+// digestRules are tried in this order; the first that names a culprit
+// gives the cause.
+var digestRules = []digestRule{
+	{CauseBadDevice, badDevice},
+	{CauseRankFailed, rankFailed},
+	{CauseNetwork, network},
+	{CauseDataStall, dataStall},
+	{CauseDifferentProgress, differentProgress},
+}
+
+// badDevice names every host with a fault XID or an uncorrectable ECC
+// error: an application XID (13, 31, ...) is not a fault.
+func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
+	var out []DigestCulprit
+	for _, h := range ev.hosts {
+		ls := ev.of(h, func(m joblog.Match) bool { return m.Fault })
+		if len(ls) == 0 {
+			continue
+		}
+		reason, xids := DigestUncorrectableECC, []int{}
+		for _, l := range ls {
+			if l.Match.Kind == joblog.KindXID {
+				reason = DigestDeviceFault
+				xids = append(xids, l.Match.XID)
+			}
+		}
+		e := map[string]any{"lines": lines(ls), "count": len(ls)}
+		if len(xids) > 0 {
+			e["xid"] = xids[:min(len(xids), evidenceLines)]
+		}
+		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
+	}
+	return out
+}
+
+// isNet is an NCCL transport error.
+func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
+
+// isCrash is a traceback or a CUDA error.
+func isCrash(m joblog.Match) bool {
+	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError
+}
+
+// rankFailed names the hosts whose processes are gone or few, or whose
+// watcher fell silent (the telemetry culprit rules), and the hosts with a
+// traceback or CUDA error when those are not every host (a watchdog that
+// aborts every rank prints tracebacks everywhere). A host that reported
+// transport errors itself is left to the network rule.
+func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
+	named := map[string]bool{}
+	var out []DigestCulprit
+	for _, cu := range telemetryCulprits(in, c) {
+		switch cu.Reason {
+		case CulpritProcessesGone, CulpritFewerProcesses, CulpritStaleSamples:
+		default:
+			continue
+		}
+		if len(ev.of(cu.Host, isNet)) > 0 {
+			continue
+		}
+		named[cu.Host] = true
+		e := map[string]any{"message": cu.Message, "procs": cu.sample.Procs}
+		if ls := ev.of(cu.Host, isCrash); len(ls) > 0 {
+			e["lines"] = lines(ls)
+		}
+		out = append(out, DigestCulprit{Host: cu.Host, Reason: cu.Reason, Evidence: e})
+	}
+	var crashed []string
+	for _, h := range ev.hosts {
+		if len(ev.of(h, isCrash)) > 0 && len(ev.of(h, isNet)) == 0 {
+			crashed = append(crashed, h)
+		}
+	}
+	all := len(digestHosts(in))
+	if len(crashed) == 0 || (all > 1 && len(crashed) >= all) {
+		return out
+	}
+	for _, h := range crashed {
+		if !named[h] {
+			ls := ev.of(h, isCrash)
+			out = append(out, DigestCulprit{Host: h, Reason: DigestCrashed, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
+		}
+	}
+	return out
+}
+
+// hostCulprit is a telemetry culprit with the sample that named it.
+type hostCulprit struct {
+	Culprit
+	sample trace.Sample
+}
+
+// telemetryCulprits runs Culprits over the latest readings of the job's
+// hosts.
+func telemetryCulprits(in DigestInput, c Config) []hostCulprit {
+	latest := make(map[string]trace.Sample, len(in.Hosts))
+	for _, h := range in.Hosts {
+		latest[h.Host] = h.Latest
+	}
+	var out []hostCulprit
+	for _, cu := range Culprits(latest, c) {
+		out = append(out, hostCulprit{cu, latest[cu.Host]})
+	}
+	return out
+}
+
+// network names, from the NCCL transport errors, the host that is an end
+// of several bad links (peers resolved through in.Addrs); when no end is
+// in more than one link, the hosts that reported the errors; GPUDirect
+// RDMA warnings name the hosts that printed them.
+func network(in DigestInput, ev evidence, c Config) []DigestCulprit {
+	links := map[[2]string]bool{}
+	reporters := map[string][]string{} // end -> hosts whose lines name the link
+	var gdr []DigestCulprit
+	for _, h := range ev.hosts {
+		ls := ev.of(h, isNet)
+		if g := ev.of(h, func(m joblog.Match) bool { return isNet(m) && m.GDR }); len(g) > 0 {
+			gdr = append(gdr, DigestCulprit{Host: h, Reason: DigestGDRUnavailable, Evidence: map[string]any{"lines": lines(g)}})
+		}
+		for _, l := range ls {
+			if l.Match.Peer == "" {
+				continue
+			}
+			peer := l.Match.Peer
+			if host, ok := in.Addrs[peer]; ok {
+				peer = host
+			}
+			k := [2]string{min(h, peer), max(h, peer)}
+			if !links[k] {
+				links[k] = true
+				reporters[h] = append(reporters[h], h)
+				reporters[peer] = append(reporters[peer], h)
+			}
+		}
+	}
+	if len(gdr) > 0 {
+		return gdr
+	}
+	if out := inSeveralLinks(reporters, ev); len(out) > 0 {
+		return out
+	}
+	var out []DigestCulprit
+	for _, h := range ev.hosts {
+		if ls := ev.of(h, isNet); len(ls) > 0 {
+			out = append(out, DigestCulprit{Host: h, Reason: DigestTransportErrors,
+				Evidence: map[string]any{"lines": lines(ls), "count": len(ls), "peers": peersOf(ls, in.Addrs)}})
+		}
+	}
+	return out
+}
+
+// inSeveralLinks names the ends of the most bad links when that is at
+// least two links and not every end has as many.
+func inSeveralLinks(reporters map[string][]string, ev evidence) []DigestCulprit {
+	most := 0
+	for _, rs := range reporters {
+		most = max(most, len(rs))
+	}
+	if most < 2 {
+		return nil
+	}
+	var ends []string
+	for end, rs := range reporters {
+		if len(rs) == most {
+			ends = append(ends, end)
+		}
+	}
+	if len(ends) == len(reporters) {
+		return nil
+	}
+	var out []DigestCulprit
+	for _, end := range ends {
+		by := uniqueSorted(reporters[end])
+		var ls []LogEvidence
+		for _, r := range by {
+			ls = append(ls, ev.of(r, isNet)...)
+		}
+		out = append(out, DigestCulprit{Host: end, Reason: DigestBadLinks,
+			Evidence: map[string]any{"links": most, "reported_by": by, "lines": lines(ls)}})
+	}
+	return out
+}
+
+// peersOf lists the peers named in ls, as hosts where the address is known.
+func peersOf(ls []LogEvidence, addrs map[string]string) []string {
+	var out []string
+	for _, l := range ls {
+		if p := l.Match.Peer; p != "" {
+			if h, ok := addrs[p]; ok {
+				p = h
+			}
+			out = append(out, p)
+		}
+	}
+	return uniqueSorted(out)
+}
+
+func uniqueSorted(xs []string) []string {
+	out := append([]string{}, xs...)
+	sort.Strings(out)
+	k := 0
+	for i, x := range out {
+		if i == 0 || x != out[k-1] {
+			out[k] = x
+			k++
+		}
+	}
+	return out[:k]
+}
+
+// dataStall names the hosts the telemetry culprit rules find idle while
+// their peers spin in a collective, or in uninterruptible sleep alone.
+func dataStall(in DigestInput, ev evidence, c Config) []DigestCulprit {
+	var out []DigestCulprit
+	for _, cu := range telemetryCulprits(in, c) {
+		if cu.Reason != CulpritIdleWhilePeersBusy && cu.Reason != CulpritProcessesInD {
+			continue
+		}
+		e := map[string]any{"message": cu.Message, "procs": cu.sample.Procs, "procs_d": cu.sample.ProcsD}
+		if u, ok := meanUtil(cu.sample); ok {
+			e["util"] = round(u)
+		}
+		out = append(out, DigestCulprit{Host: cu.Host, Reason: cu.Reason, Evidence: e})
+	}
+	return out
+}

@@ -1,0 +1,300 @@
+package hang
+
+import (
+	"sort"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Episodes follows the jobs of a replay, and says when a digest or a
+// straggler event is due: it is what the live coordinator does with the
+// watchers' summaries, over a trace.
+//
+// A hang episode of a job opens at the first hung event of one of its
+// hosts; its digest is due one Config.Period later (so that the verdicts
+// of the other hosts, sampled at other moments of the period, are in), and
+// is computed from every host's state and the matched lines of all hosts
+// from DigestLookback windows before the first verdict. The episode closes
+// when no host of the job is hung any more after one of them recovered;
+// the next hung event opens a new one. While no host of a job is suspect
+// or hung, the straggler rule runs once per period; a host it names is
+// reported once, until the rule no longer names it.
+type Episodes struct {
+	c    Config
+	jobs map[string]*jobTrack
+}
+
+// jobTrack is what Episodes keeps of one job.
+type jobTrack struct {
+	hosts      map[string]*hostTrack
+	addrs      map[string]string // address -> host
+	last       time.Time         // the job's latest record
+	open       bool              // a hang episode is open
+	opened     time.Time         // its first hung event
+	digested   bool              // its digest was given
+	recovered  bool              // a host recovered since it opened
+	nextCheck  time.Time         // of the straggler rule
+	stragglers map[string]bool   // hosts named in their current episode
+}
+
+// hostTrack is what Episodes keeps of one host of a job.
+type hostTrack struct {
+	state  string
+	reason string
+	latest trace.Sample
+	read   bool          // latest holds a reading
+	moved  time.Time     // the latest reading whose I/O grew since the one before
+	logs   []LogEvidence // matched lines of the last few windows, oldest first
+	util   []utilPoint   // mean device utilisation of the last window
+	ranks  map[int]*rankProgress
+}
+
+type utilPoint struct {
+	t    time.Time
+	util float64
+}
+
+type rankProgress struct{ epoch, step, interval int64 }
+
+// maxHostLogs bounds the matched lines kept per host.
+const maxHostLogs = 256
+
+// maxRanks bounds the ranks whose progress is kept per host.
+const maxRanks = 64
+
+// NewEpisodes returns an empty tracker for configuration c.
+func NewEpisodes(c Config) *Episodes { return &Episodes{c: c, jobs: map[string]*jobTrack{}} }
+
+func (e *Episodes) job(id string) *jobTrack {
+	j := e.jobs[id]
+	if j == nil {
+		j = &jobTrack{hosts: map[string]*hostTrack{}, addrs: map[string]string{}, stragglers: map[string]bool{}}
+		e.jobs[id] = j
+	}
+	return j
+}
+
+func (j *jobTrack) host(name string) *hostTrack {
+	h := j.hosts[name]
+	if h == nil {
+		h = &hostTrack{state: StateOK, ranks: map[int]*rankProgress{}}
+		j.hosts[name] = h
+	}
+	return h
+}
+
+// Observe takes one record and the detector's events for it (none for a
+// log record).
+func (e *Episodes) Observe(s trace.Sample, events []Event) {
+	j := e.job(s.Job)
+	if s.Time.After(j.last) {
+		j.last = s.Time
+	}
+	h := j.host(s.Host)
+	if s.IsLog() {
+		e.observeLog(j, h, s)
+		return
+	}
+	if h.read && !s.HasMissing("io") && s.IO.Total() > h.latest.IO.Total() {
+		h.moved = s.Time
+	}
+	h.latest, h.read = s, true
+	if u, ok := meanUtil(s); ok && !s.HasMissing("accel") {
+		h.util = append(h.util, utilPoint{s.Time, u})
+	}
+	cut := s.Time.Add(-e.c.Window)
+	for len(h.util) > 0 && h.util[0].t.Before(cut) {
+		h.util = h.util[1:]
+	}
+	for _, ev := range events {
+		e.observeEvent(j, h, ev)
+	}
+}
+
+func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
+	h.reason = ev.Reason
+	switch ev.Event {
+	case EventSuspect:
+		h.state = StateSuspect
+	case EventHung:
+		h.state = StateHung
+		if !j.open {
+			j.open, j.opened, j.digested, j.recovered = true, ev.Time, false, false
+		}
+	case EventRecovered:
+		h.state = StateOK
+		j.recovered = j.open
+		j.closeEpisode()
+	}
+}
+
+// closeEpisode closes the open episode once its digest is given, a host
+// recovered and no host is hung.
+func (j *jobTrack) closeEpisode() {
+	if j.open && j.digested && j.recovered && !j.anyHung() {
+		j.open = false
+	}
+}
+
+func (j *jobTrack) anyHung() bool {
+	for _, h := range j.hosts {
+		if h.state == StateHung {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
+	m, ok := joblog.Line(s.Log.Line)
+	if !ok {
+		return
+	}
+	if m.Kind == joblog.KindNCCLAddr {
+		j.addrs[m.Addr] = s.Host
+		return
+	}
+	if m.Kind == joblog.KindProgress && (len(h.ranks) < maxRanks || h.ranks[m.Rank] != nil) {
+		p := h.ranks[m.Rank]
+		if p == nil {
+			p = &rankProgress{epoch: -1, step: -1}
+			h.ranks[m.Rank] = p
+		}
+		if m.Step > p.step && p.step >= 0 && m.Epoch == p.epoch {
+			p.interval = m.Step - p.step
+		}
+		p.epoch, p.step = m.Epoch, m.Step
+	}
+	line := s.Log.Line
+	if len(line) > joblog.MaxLine {
+		line = line[:joblog.MaxLine]
+	}
+	h.logs = append(h.logs, LogEvidence{Time: s.Time, Host: s.Host, Stream: s.Log.Stream, Line: line, Match: m})
+	cut := s.Time.Add(-time.Duration(DigestLookback+1) * e.c.Window)
+	i := 0
+	for i < len(h.logs) && (h.logs[i].Time.Before(cut) || len(h.logs)-i > maxHostLogs) {
+		i++
+	}
+	h.logs = h.logs[i:]
+}
+
+// Due returns, in job order, the digests and straggler events due once
+// every record before now has been observed: call it before observing a
+// record at now, and with the zero time at the end of the input (then
+// every open episode without a digest gets one).
+func (e *Episodes) Due(now time.Time) []any {
+	ids := make([]string, 0, len(e.jobs))
+	for id := range e.jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []any
+	end := now.IsZero()
+	for _, id := range ids {
+		j := e.jobs[id]
+		if !end && !j.last.Before(now) {
+			continue // records at j.last may still come
+		}
+		if j.open && !j.digested && (end || !j.last.Before(j.opened.Add(e.c.Period))) {
+			j.digested = true
+			out = append(out, Digest(e.digestInput(id, j), e.c))
+			j.closeEpisode()
+		}
+		if !end && !j.open && !j.last.Before(j.nextCheck) {
+			j.nextCheck = j.last.Add(e.c.Period)
+			for _, ev := range e.stragglers(id, j) {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
+}
+
+// digestInput gathers what the digest of j's open episode is computed from.
+func (e *Episodes) digestInput(id string, j *jobTrack) DigestInput {
+	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs}
+	from := j.opened.Add(-DigestLookback * e.c.Window)
+	for _, name := range sortedKeys(j.hosts) {
+		h := j.hosts[name]
+		if h.read {
+			in.Hosts = append(in.Hosts, HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
+		}
+		for _, l := range h.logs {
+			if !l.Time.Before(from) {
+				in.Logs = append(in.Logs, l)
+			}
+		}
+	}
+	sort.SliceStable(in.Logs, func(a, b int) bool { return in.Logs[a].Time.Before(in.Logs[b].Time) })
+	return in
+}
+
+// stragglers runs the straggler rule over j while the job progresses (no
+// host suspect or hung, and every host's I/O grew within the last two
+// periods), and returns the events of hosts newly named.
+func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
+	loads := make([]HostLoad, 0, len(j.hosts))
+	for _, name := range sortedKeys(j.hosts) {
+		h := j.hosts[name]
+		if h.state != StateOK || (h.read && j.last.Sub(h.moved) > 2*e.c.Period) {
+			return nil
+		}
+		if !h.read {
+			continue
+		}
+		l := HostLoad{Host: name, Samples: len(h.util), Epoch: -1, Step: -1}
+		for _, p := range h.util {
+			l.Util += p.util
+		}
+		if len(h.util) > 0 {
+			l.Util /= float64(len(h.util))
+		}
+		h.slowest(&l)
+		loads = append(loads, l)
+	}
+	named := map[string]bool{}
+	var out []Event
+	for _, ev := range Stragglers(j.last, id, loads, e.c) {
+		named[ev.Host] = true
+		if !j.stragglers[ev.Host] && !hasHost(out, ev.Host) {
+			out = append(out, ev)
+		}
+	}
+	j.stragglers = named
+	return out
+}
+
+// slowest fills l's progress with the host's slowest rank.
+func (h *hostTrack) slowest(l *HostLoad) {
+	ranks := make([]int, 0, len(h.ranks))
+	for r := range h.ranks {
+		ranks = append(ranks, r)
+	}
+	sort.Ints(ranks)
+	for _, r := range ranks {
+		p := h.ranks[r]
+		if l.Step < 0 && l.Epoch < 0 || p.epoch < l.Epoch || (p.epoch == l.Epoch && p.step < l.Step) {
+			l.Epoch, l.Step, l.Interval = p.epoch, p.step, p.interval
+		}
+	}
+}
+
+func hasHost(evs []Event, host string) bool {
+	for _, e := range evs {
+		if e.Host == host {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,213 @@
+// Package joblog finds the evidence of a hang beyond telemetry: the lines of
+// the job's own output (NCCL warnings, PyTorch's ProcessGroupNCCL watchdog,
+// Python tracebacks, CUDA errors, per-rank progress) and of the kernel log
+// (XID events, ECC errors) that tell why a job stopped.
+//
+// Match is a pure function over one line; Follower reads the lines appended
+// to a file since a saved offset. Only matched lines are kept (in the trace,
+// as log records): never the job's whole output.
+package joblog
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Kind says what a matched line is.
+type Kind string
+
+// Kinds of matched lines.
+const (
+	// KindNCCLNet: an NCCL transport error (an InfiniBand/RoCE completion
+	// with an error status, retries exceeded, a GPUDirect RDMA problem).
+	KindNCCLNet Kind = "nccl-net"
+	// KindNCCLRetry: an NCCL warning that NCCL itself retries: not evidence.
+	KindNCCLRetry Kind = "nccl-retry"
+	// KindNCCLWarn: another NCCL WARN line: kept, not evidence by itself.
+	KindNCCLWarn Kind = "nccl-warn"
+	// KindNCCLAddr: NCCL's start-up line naming the host's own out-of-band
+	// address (Addr), which maps a peer address in a transport error to a
+	// host.
+	KindNCCLAddr Kind = "nccl-addr"
+	// KindWatchdog: PyTorch's ProcessGroupNCCL watchdog: a collective timed
+	// out (Seq, Op) or the last completed work (Completed).
+	KindWatchdog Kind = "watchdog"
+	// KindTraceback: a Python traceback begins.
+	KindTraceback Kind = "traceback"
+	// KindCUDAError: a CUDA error reported by the application.
+	KindCUDAError Kind = "cuda-error"
+	// KindProgress: a progress line with an epoch and/or a step number.
+	KindProgress Kind = "progress"
+	// KindXID: an NVIDIA XID event in the kernel log (XID; Fault when it
+	// implicates the device rather than the application).
+	KindXID Kind = "xid"
+	// KindECC: an uncorrectable ECC error in the kernel log.
+	KindECC Kind = "ecc"
+)
+
+// Match is what one line says. Numbers a line does not carry are -1.
+type Match struct {
+	Kind      Kind   `json:"kind"`
+	Rank      int    `json:"rank"`      // the process's rank, -1 if the line names none
+	Seq       int64  `json:"seq"`       // collective sequence number (watchdog)
+	Op        string `json:"op"`        // collective op type (watchdog), e.g. ALLREDUCE
+	Completed int64  `json:"completed"` // last completed NCCL work (watchdog)
+	Peer      string `json:"peer"`      // the peer's address (NCCL transport error)
+	Addr      string `json:"addr"`      // the host's own address (KindNCCLAddr)
+	Status    int    `json:"status"`    // InfiniBand completion status (NCCL transport error)
+	GDR       bool   `json:"gdr"`       // the line is about GPUDirect RDMA
+	XID       int    `json:"xid"`       // XID number
+	Fault     bool   `json:"fault"`     // a device fault (fault XID, uncorrectable ECC)
+	Epoch     int64  `json:"epoch"`
+	Step      int64  `json:"step"`
+}
+
+// MaxLine is the longest line kept, in bytes; a longer one is cut.
+const MaxLine = 2048
+
+// FaultXIDs are the XIDs that implicate the device, its memory, its links
+// or its firmware rather than the application (NVIDIA's XID catalogue).
+// Application XIDs (13, 31, 43, 45, ...) are matched but not faults.
+var FaultXIDs = map[int]bool{
+	48: true, 61: true, 62: true, 63: true, 64: true, 68: true, 69: true, 74: true, 79: true,
+	92: true, 94: true, 95: true, 119: true, 120: true, 121: true, 140: true,
+}
+
+var (
+	reXID       = regexp.MustCompile(`NVRM: Xid \([^)]*\): (\d+)`)
+	reRank      = regexp.MustCompile(`(?i)\brank\s*[=:]?\s*(\d+)`)
+	reSeq       = regexp.MustCompile(`SeqNum=(\d+)`)
+	reOp        = regexp.MustCompile(`OpType=([A-Za-z_]+)`)
+	reTimeoutAt = regexp.MustCompile(`Timeout at NCCL work: (\d+)`)
+	reCompleted = regexp.MustCompile(`last completed NCCL work: (-?\d+)`)
+	rePeer      = regexp.MustCompile(`from peer ([^\s<,]+)`)
+	reStatus    = regexp.MustCompile(`(?:status=|completion with error )(\d+)`)
+	reOOB       = regexp.MustCompile(`OOB [^:\s]+:([^\s<]+)<`)
+	reEpoch     = regexp.MustCompile(`(?i)\bepoch\b[\s:=\[#]*(\d+)`)
+	reStep      = regexp.MustCompile(`(?i)\b(?:global_step|step|iteration|iter)\b[\s:=\[#]*(\d+)`)
+	reBracket   = regexp.MustCompile(`\]\[\s*(\d+)/\d+\]`) // "Epoch: [2][ 300/5004]"
+)
+
+// Line returns what line says, and false for a line that matches nothing
+// known (most lines). It is a pure function: safe for concurrent use.
+func Line(line string) (Match, bool) {
+	if len(line) > MaxLine {
+		line = line[:MaxLine]
+	}
+	m := Match{Rank: -1, Seq: -1, Completed: -1, Status: -1, XID: -1, Epoch: -1, Step: -1}
+	var ok bool
+	switch {
+	case strings.Contains(line, "NVRM: Xid"):
+		ok = kernel(line, &m)
+	case containsFold(line, "uncorrectable") && containsFold(line, "ECC"):
+		m.Kind, m.Fault, ok = KindECC, true, true
+	case strings.Contains(line, "NCCL WARN") || strings.Contains(line, "NCCL INFO"):
+		ok = nccl(line, &m)
+	case strings.Contains(line, "WorkNCCL(") || strings.Contains(line, "NCCL work:"):
+		ok = watchdog(line, &m)
+	case strings.Contains(line, "Traceback (most recent call last)"):
+		m.Kind, ok = KindTraceback, true
+	case strings.Contains(line, "CUDA error") || strings.Contains(line, "CUDA_ERROR_") ||
+		strings.Contains(line, "illegal memory access") || strings.Contains(line, "CUDA out of memory"):
+		m.Kind, ok = KindCUDAError, true
+	default:
+		ok = progress(line, &m)
+	}
+	if !ok {
+		return Match{}, false
+	}
+	if m.Kind != KindXID && m.Kind != KindECC {
+		m.Rank = int(num(reRank, line, 1<<20))
+	}
+	return m, true
+}
+
+// kernel matches an XID line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=...".
+func kernel(line string, m *Match) bool {
+	x := num(reXID, line, 1<<16)
+	if x < 0 {
+		return false
+	}
+	m.Kind, m.XID, m.Fault = KindXID, int(x), FaultXIDs[int(x)]
+	return true
+}
+
+// nccl matches NCCL's WARN lines and its start-up address line.
+func nccl(line string, m *Match) bool {
+	if strings.Contains(line, "NCCL INFO") {
+		if a := reOOB.FindStringSubmatch(line); a != nil && strings.Contains(line, "NET/") {
+			m.Kind, m.Addr = KindNCCLAddr, a[1]
+			return true
+		}
+		return false // INFO lines are not evidence
+	}
+	m.GDR = strings.Contains(line, "GDR") || containsFold(line, "GPU Direct RDMA") || containsFold(line, "GPUDirect")
+	switch {
+	case containsFold(line, "retrying") || containsFold(line, "will retry"):
+		m.Kind = KindNCCLRetry
+	case strings.Contains(line, "NET/IB") && (strings.Contains(line, "Got completion") || strings.Contains(line, "status=")),
+		strings.Contains(line, "IBV_WC_"), containsFold(line, "retry counter exceeded"), m.GDR:
+		m.Kind = KindNCCLNet
+		if p := rePeer.FindStringSubmatch(line); p != nil {
+			m.Peer = p[1]
+		}
+		m.Status = int(num(reStatus, line, 1<<16))
+	default:
+		m.Kind = KindNCCLWarn
+	}
+	return true
+}
+
+// watchdog matches ProcessGroupNCCL's timeout lines:
+// "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1234,
+// OpType=ALLREDUCE, ...)" and "Timeout at NCCL work: 1234, last enqueued
+// NCCL work: 1234, last completed NCCL work: 1233."
+func watchdog(line string, m *Match) bool {
+	m.Seq = num(reSeq, line, 1<<62)
+	if m.Seq < 0 {
+		m.Seq = num(reTimeoutAt, line, 1<<62)
+	}
+	if op := reOp.FindStringSubmatch(line); op != nil {
+		m.Op = op[1]
+	}
+	m.Completed = num(reCompleted, line, 1<<62)
+	if m.Seq < 0 && m.Completed < 0 {
+		return false
+	}
+	m.Kind = KindWatchdog
+	return true
+}
+
+// progress matches a line with an epoch or a step number.
+func progress(line string, m *Match) bool {
+	m.Epoch = num(reEpoch, line, 1<<40)
+	m.Step = num(reStep, line, 1<<62)
+	if m.Step < 0 && m.Epoch >= 0 {
+		m.Step = num(reBracket, line, 1<<62)
+	}
+	if m.Epoch < 0 && m.Step < 0 {
+		return false
+	}
+	m.Kind = KindProgress
+	return true
+}
+
+// num is the first group of re's first match in line as a number, or -1
+// when there is none or it is above limit.
+func num(re *regexp.Regexp, line string, limit int64) int64 {
+	g := re.FindStringSubmatch(line)
+	if g == nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(g[1], 10, 64)
+	if err != nil || n < 0 || n > limit {
+		return -1
+	}
+	return n
+}
+
+// containsFold reports whether sub is in s, ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
