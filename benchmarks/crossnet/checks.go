@@ -137,10 +137,10 @@ type check struct {
 
 func init() {
 	benchmarks.Register(&check{name: Connect, kind: benchmarks.KindHealth,
-		desc:     "every node of the job reaches its peers on their node addresses (TCP connect, round-trip time); prolog only, PrologFlags=Alloc",
+		desc:     "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
 		defaults: func() any { return DefaultConnect() }})
 	benchmarks.Register(&check{name: Bandwidth, kind: benchmarks.KindPerf,
-		desc:     "point-to-point TCP throughput between the job's nodes, a node far below the job's median is slow; prolog only, PrologFlags=Alloc",
+		desc:     "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
 		defaults: func() any { return DefaultBandwidth() }})
 }
 
