@@ -115,6 +115,15 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 			t.Errorf("healthy node %s drained: %+v", other, nodeState(t, c, other))
 		}
 	}
+	// slurmd revokes the job's credential at the requeue and compares
+	// times in seconds: a new launch within the same second finds its
+	// credential revoked and the job fails. Let the nodes settle first.
+	for _, other := range c.Nodes {
+		if other != faulty {
+			c.WaitNode(t, other, 20*time.Second, func(n slurm.Node) bool { return n.State == "IDLE" && !n.Is("COMPLETING") })
+		}
+	}
+	time.Sleep(2 * time.Second)
 	for _, args := range [][]string{{"release", job}, {"update", "JobId=" + job, "StartTime=now"}} {
 		if out, err := c.Command(t, "scontrol", args...); err != nil {
 			t.Fatalf("scontrol %v: %v\n%s", args, err, out)

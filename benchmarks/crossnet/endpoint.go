@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -112,13 +111,41 @@ func handle(c net.Conn) {
 			}
 		}
 	case opBulk:
-		n, err := io.Copy(io.Discard, c)
-		if err != nil {
-			return
+		bulk(c)
+	}
+}
+
+// bulk serves one transfer: after the header (the window, 8 bytes of
+// nanoseconds) it counts what arrives from the first byte on, for the
+// window at most or until the sender closes its side, answers with the
+// count and the time it took (8 bytes each), and reads on until the sender
+// is done, so that the answer is never lost to a reset.
+func bulk(c net.Conn) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return
+	}
+	window := min(max(time.Duration(binary.BigEndian.Uint64(hdr[:])), time.Millisecond), connLimit/4)
+	buf := make([]byte, chunk)
+	n, err := c.Read(buf)
+	t0 := time.Now()
+	count := int64(n)
+	if err == nil {
+		_ = c.SetReadDeadline(t0.Add(window))
+		for err == nil {
+			n, err = c.Read(buf)
+			count += int64(n)
 		}
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(n))
-		_, _ = c.Write(b[:])
+	}
+	if err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(count))
+	binary.BigEndian.PutUint64(b[8:], uint64(time.Since(t0)))
+	_ = c.SetDeadline(time.Now().Add(window + 5*time.Second))
+	if _, err := c.Write(b[:]); err == nil {
+		_, _ = io.Copy(io.Discard, c)
 	}
 }
 
@@ -209,7 +236,9 @@ func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measur
 }
 
 // bulk measures the throughput to peer at remote: it sends up to SizeMiB
-// for at most Duration, then counts what the peer read.
+// for at most Duration; the peer counts what arrives within the window
+// and says how long that took, so that data still queued on a slow path
+// when the sender stops is not counted as sent.
 func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measurement {
 	m := crossnode.Measurement{From: p.self, To: peer}
 	c, st, err := p.connect(ctx, remote, opBulk)
@@ -219,21 +248,24 @@ func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measur
 	}
 	defer c.Close()
 	buf := make([]byte, chunk)
+	binary.BigEndian.PutUint64(buf[:8], uint64(p.bw.Duration))
+	if _, err := c.Write(buf[:8]); err != nil {
+		m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
+		return m
+	}
 	limit := int64(p.bw.SizeMiB) << 20
-	t0 := time.Now()
-	stop := t0.Add(p.bw.Duration)
+	stop := time.Now().Add(p.bw.Duration)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(stop) {
 		stop = dl
 	}
 	_ = c.SetWriteDeadline(stop)
-	var sent int64
-	for sent < limit && time.Now().Before(stop) {
+	for sent := int64(0); sent < limit && time.Now().Before(stop); {
 		n, err := c.Write(buf[:min(int64(len(buf)), limit-sent)])
 		sent += int64(n)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			}
 			m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
 			return m
 		}
@@ -241,14 +273,16 @@ func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measur
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	// The peer answers once it read everything still in flight.
-	_ = c.SetDeadline(time.Now().Add(p.bw.Duration + p.conn.ConnectTimeout))
-	var b [8]byte
+	_ = c.SetDeadline(time.Now().Add(p.bw.Duration + p.conn.ConnectTimeout + time.Second))
+	var b [16]byte
 	if _, err := io.ReadFull(c, b[:]); err != nil {
-		m.Status, m.Detail = crossnode.Failed, fmt.Sprintf("transfer: no count after %d bytes: %v", sent, err)
+		m.Status, m.Detail = crossnode.Failed, "transfer: no count from the peer: "+err.Error()
 		return m
 	}
-	got := binary.BigEndian.Uint64(b[:])
-	m.BytesPerSec = float64(got) / time.Since(t0).Seconds()
+	got, took := binary.BigEndian.Uint64(b[:8]), time.Duration(binary.BigEndian.Uint64(b[8:]))
+	if took <= 0 {
+		took = time.Microsecond
+	}
+	m.BytesPerSec = float64(got) / took.Seconds()
 	return m
 }
