@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,23 @@ func crossSetup(t *testing.T, n int, checks string) (*slurmtest.Cluster, e2eSetu
 	s := newSetup(t, fmt.Sprintf("checks = [%s]\nbudget = \"60s\"\ncheck_timeout = \"20s\"", checks),
 		fmt.Sprintf("[checks.net-connect]\nport = %d\njoin = \"5s\"\nconnect_timeout = \"1s\"\n"+
 			"[checks.net-bandwidth]\nsize_mib = 32\nduration = \"1s\"\n", port))
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: n, NodeAddrs: true, Prolog: s.wrapper(t, bin), PrologFlags: "Alloc"})
+	// All nodes share this machine, and the prologs of one job finish
+	// together: one report directory per node keeps their reports (named
+	// by time, mode and job) apart.
+	wrapper := s.wrapper(t, bin, "VIGIL_REPORT_DIR="+s.reports+"/$SLURMD_NODENAME")
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: n, NodeAddrs: true, Prolog: wrapper, PrologFlags: "Alloc"})
 	return c, s, port
+}
+
+// nodeReports reads the reports of every node's directory.
+func nodeReports(t *testing.T, s e2eSetup) []report.Report {
+	t.Helper()
+	var out []report.Report
+	dirs, _ := filepath.Glob(filepath.Join(s.reports, "*"))
+	for _, d := range dirs {
+		out = append(out, e2eSetup{reports: d}.readReports(t)...)
+	}
+	return out
 }
 
 func freeTCPPort(t *testing.T) int {
@@ -135,7 +151,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 	if len(ran) != nodes || slices.Contains(ran, faulty) {
 		t.Errorf("the requeued job ran on %v (output %q), want %d nodes without %s", ran, got, nodes, faulty)
 	}
-	for _, r := range s.readReports(t) {
+	for _, r := range nodeReports(t, s) {
 		if r.Job == job && r.Node == faulty && (r.Verdict != "fail" || r.Action.Kind != report.ActionDrain) {
 			t.Errorf("report of %s: verdict %s, action %+v", faulty, r.Verdict, r.Action)
 		}
@@ -151,7 +167,7 @@ func TestE2ENetConnect(t *testing.T) {
 	job := c.Sbatch(t, "echo ok\n", "-N", "3")
 	c.WaitJob(t, job, 40*time.Second, "COMPLETED")
 	passed := 0
-	for _, r := range s.readReports(t) {
+	for _, r := range nodeReports(t, s) {
 		if r.Job != job || r.Mode != "prolog" {
 			continue
 		}
