@@ -245,7 +245,9 @@ func (r *run) do(ctx context.Context) int {
 		}
 	}
 
-	out := r.runChecks(ctx, r.selectChecks())
+	local, cross := r.splitCrossNode(r.selectChecks())
+	out := r.runChecks(ctx, local)
+	out.Results = append(out.Results, r.crossNode(ctx, cross)...)
 	r.rep.Results = out.Results
 	r.rep.BudgetExpired = out.BudgetExpired
 	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +91,17 @@ func TestDefaultSuiteByVendor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.checks == "" {
+				// The cross-node checks are in every default suite; outside
+				// a job they are not applicable.
+				tt.na = maps.Clone(tt.na)
+				if tt.na == nil {
+					tt.na = map[string]string{}
+				}
+				for _, c := range []string{"net-connect", "net-bandwidth"} {
+					tt.na[c] = "runs only in a job's prolog, with the job's other nodes"
+				}
+			}
 			_, conf := setup(t, tt.checks)
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 			root := pciRoot(t, tt.pci...)

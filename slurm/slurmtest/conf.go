@@ -42,8 +42,8 @@ func (c *Cluster) writeFiles(bins map[string]string) error {
 		}
 	}
 	for i, n := range c.Nodes {
-		conf = append(conf, fmt.Sprintf("NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d CPUs=%d Sockets=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=%d%s State=UNKNOWN",
-			n, c.NodePorts[i], nodeCPUs, nodeCPUs, nodeMemMiB, gres))
+		conf = append(conf, fmt.Sprintf("NodeName=%s NodeHostname=localhost NodeAddr=%s Port=%d CPUs=%d Sockets=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=%d%s State=UNKNOWN",
+			n, c.NodeAddrs[i], c.NodePorts[i], nodeCPUs, nodeCPUs, nodeMemMiB, gres))
 	}
 	conf = append(conf, "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
 	conf = append(conf, o.ExtraConf...)

@@ -54,6 +54,13 @@ type Options struct {
 	// MailProg is slurm.conf's MailProg; empty gives a script that appends
 	// its arguments to Cluster.MailLog.
 	MailProg string
+	// NodeAddrs gives each node its own loopback address, NodeAddr=
+	// 127.0.K.N for node N (K drawn per cluster, 1 to 250, so that
+	// clusters started in parallel do not share addresses), listed in
+	// Cluster.NodeAddrs. Slurm reaches each slurmd there (on its own
+	// port), and a fault injected on one address (iptables, tc) hits one
+	// node only. False keeps every node on 127.0.0.1.
+	NodeAddrs bool
 }
 
 // Cluster is a running cluster.
@@ -83,6 +90,9 @@ type Cluster struct {
 	// listen on.
 	CtldPort  int
 	NodePorts []int
+	// NodeAddrs are the nodes' addresses (Options.NodeAddrs), in the order
+	// of Nodes; every one is 127.0.0.1 without that option.
+	NodeAddrs []string
 
 	opts    Options
 	mu      sync.Mutex
@@ -254,8 +264,14 @@ func newCluster(o Options) (*Cluster, error) {
 		PlugStackConf: filepath.Join(dir, "etc", "plugstack.conf"),
 		opts:          o,
 	}
+	k := 1 + rand.IntN(250)
 	for i := 1; i <= o.Nodes; i++ {
 		c.Nodes = append(c.Nodes, fmt.Sprintf("%s%d", prefix, i))
+		addr := "127.0.0.1"
+		if o.NodeAddrs {
+			addr = fmt.Sprintf("127.0.%d.%d", k, i)
+		}
+		c.NodeAddrs = append(c.NodeAddrs, addr)
 	}
 	c.Env = []string{"SLURM_CONF=" + c.Conf, "PATH=" + clientPath()}
 	if freezerAvailable() {

@@ -1,0 +1,179 @@
+// Package crossnet holds the checks that span a job's nodes over the
+// frontend network, net-connect and net-bandwidth, and the one cross-node
+// phase that measures them. The checks are registered like every other
+// (so that selection, --vigil-checks, skip, timing and --list-checks treat
+// them alike), but their Run cannot do the work alone: the prolog runs the
+// local checks first, then, when a cross-node check is selected and the
+// job has two nodes or more, one Phase for all of them. The job's nodes
+// meet (package rendezvous, MUNGE-sealed), each serves a small measurement
+// endpoint on its node address, measures its links of the plan (package
+// crossnode), the coordinator judges them (crossnode.Decide) and tells each
+// node its own outcome, and each node acts on itself only.
+// docs/prolog.md ("Across nodes") describes it.
+package crossnet
+
+import (
+	"context"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/crossnode"
+)
+
+// Check names (the same as crossnode's).
+const (
+	// Connect is net-connect: every node reaches its peers (TCP connect
+	// and round-trip time).
+	Connect = crossnode.CheckConnect
+	// Bandwidth is net-bandwidth: point-to-point TCP throughput.
+	Bandwidth = crossnode.CheckBandwidth
+)
+
+// Reasons of unknown outcomes; the fail reasons are crossnode's
+// (NetUnreachable, NetLatencyHigh, NetBandwidthLow).
+const (
+	// ReasonNotTogether: PrologFlags=Alloc is not set, so the job's
+	// prologs do not run at the same time and cannot meet.
+	ReasonNotTogether = "PrologNotAlloc"
+	// ReasonNoMeeting: the rendezvous failed (coordinator absent or lost,
+	// this node late, MUNGE unavailable).
+	ReasonNoMeeting = "NetRendezvousFailed"
+	// ReasonUndecided: the measurements could not tell (an ambiguous bad
+	// link, no working link, the node's outcome did not arrive).
+	ReasonUndecided = "NetUndecided"
+	// ReasonSetup: the phase could not start (no node address, no
+	// endpoint, invalid settings).
+	ReasonSetup = "NetSetupFailed"
+	// ReasonOutsideProlog: the check was run on its own, outside the
+	// prolog's cross-node phase.
+	ReasonOutsideProlog = "NetNotInPhase"
+)
+
+// Defaults of [checks.net-connect] and [checks.net-bandwidth].
+const (
+	// DefaultPort is the rendezvous port.
+	DefaultPort = 7421
+	// DefaultMungeSocket is Slurm's (and MUNGE's) default socket.
+	DefaultMungeSocket = "/var/run/munge/munge.socket.2"
+)
+
+// ConnectSettings are [checks.net-connect]; they also shape the phase as a
+// whole (ports, MUNGE, join deadline, plan), whichever checks it runs.
+type ConnectSettings struct {
+	// Port is the rendezvous' TCP port, the same on every node.
+	Port int `toml:"port"`
+	// DataPort is the measurement endpoint's TCP port; 0 means any free
+	// port, announced to the others in the (sealed) roster.
+	DataPort int `toml:"data_port"`
+	// MungeSocket is munged's socket; "" means the socket= of slurm.conf's
+	// AuthInfo, else DefaultMungeSocket.
+	MungeSocket string `toml:"munge_socket"`
+	// Join is how long the coordinator waits for the others' prologs.
+	Join time.Duration `toml:"join"`
+	// ConnectTimeout bounds one TCP connect.
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	// Tries is how many connects a direction of a link gets before it
+	// counts as failed.
+	Tries int `toml:"tries"`
+	// Pings is how many round trips are timed per link (the best counts).
+	Pings int `toml:"pings"`
+	// Partners is how many random peers each node is paired with beyond
+	// its ring neighbours.
+	Partners int `toml:"partners"`
+}
+
+// Validate reports out-of-range settings.
+func (s *ConnectSettings) Validate() error {
+	switch {
+	case s.Port < 1 || s.Port > 65535:
+		return benchmarks.BadSetting("port", "%d: want 1 to 65535", s.Port)
+	case s.DataPort < 0 || s.DataPort > 65535 || s.DataPort == s.Port:
+		return benchmarks.BadSetting("data_port", "%d: want 0 (any free port) or 1 to 65535, not port", s.DataPort)
+	case s.Join < time.Second || s.Join > 10*time.Minute:
+		return benchmarks.BadSetting("join", "%v: want 1s to 10m", s.Join)
+	case s.ConnectTimeout < 10*time.Millisecond || s.ConnectTimeout > time.Minute:
+		return benchmarks.BadSetting("connect_timeout", "%v: want 10ms to 1m", s.ConnectTimeout)
+	case s.Tries < 1 || s.Tries > 10:
+		return benchmarks.BadSetting("tries", "%d: want 1 to 10", s.Tries)
+	case s.Pings < 1 || s.Pings > 1000:
+		return benchmarks.BadSetting("pings", "%d: want 1 to 1000", s.Pings)
+	case s.Partners < 0 || s.Partners > 16:
+		return benchmarks.BadSetting("partners", "%d: want 0 to 16", s.Partners)
+	}
+	return nil
+}
+
+// BandwidthSettings are [checks.net-bandwidth].
+type BandwidthSettings struct {
+	// SizeMiB is the most each direction of a link sends, in MiB.
+	SizeMiB int `toml:"size_mib"`
+	// Duration bounds one direction's transfer: it stops after this long
+	// and counts what arrived.
+	Duration time.Duration `toml:"duration"`
+	// SlowFraction: a node is slow when its median throughput is below
+	// this fraction of the job's (and most of its links are below it).
+	SlowFraction float64 `toml:"slow_fraction"`
+}
+
+// Validate reports out-of-range settings.
+func (s *BandwidthSettings) Validate() error {
+	switch {
+	case s.SizeMiB < 1 || s.SizeMiB > 4096:
+		return benchmarks.BadSetting("size_mib", "%d: want 1 to 4096", s.SizeMiB)
+	case s.Duration < 100*time.Millisecond || s.Duration > time.Minute:
+		return benchmarks.BadSetting("duration", "%v: want 100ms to 1m", s.Duration)
+	case !(s.SlowFraction > 0 && s.SlowFraction < 1):
+		return benchmarks.BadSetting("slow_fraction", "%v: want more than 0 and less than 1", s.SlowFraction)
+	}
+	return nil
+}
+
+// check is one cross-node check's registration.
+type check struct {
+	name, desc string
+	kind       benchmarks.Kind
+	defaults   func() any
+}
+
+func init() {
+	benchmarks.Register(&check{name: Connect, kind: benchmarks.KindHealth,
+		desc:     "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
+		defaults: func() any { return DefaultConnect() }})
+	benchmarks.Register(&check{name: Bandwidth, kind: benchmarks.KindPerf,
+		desc:     "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
+		defaults: func() any { return DefaultBandwidth() }})
+}
+
+// DefaultConnect returns the shipped [checks.net-connect].
+func DefaultConnect() *ConnectSettings {
+	return &ConnectSettings{Port: DefaultPort, Join: 10 * time.Second, ConnectTimeout: 2 * time.Second,
+		Tries: 2, Pings: 5, Partners: crossnode.DefaultPartners}
+}
+
+// DefaultBandwidth returns the shipped [checks.net-bandwidth].
+func DefaultBandwidth() *BandwidthSettings {
+	return &BandwidthSettings{SizeMiB: 64, Duration: 2 * time.Second, SlowFraction: 0.5}
+}
+
+func (c *check) Name() string            { return c.name }
+func (c *check) Kind() benchmarks.Kind   { return c.kind }
+func (*check) Isolated() bool            { return false }
+func (*check) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
+func (c *check) Description() string     { return c.desc }
+func (c *check) Defaults() any           { return c.defaults() }
+func (*check) CrossNode() bool           { return true }
+
+// Run is what the check does when run on its own (vigil-prolog --checks
+// net-connect outside a job's prolog): nothing, unknown. The prolog runs
+// the cross-node checks in its Phase instead.
+func (c *check) Run(context.Context, *benchmarks.Env) benchmarks.Result {
+	return benchmarks.Result{Check: c.name, Status: benchmarks.StatusUnknown, Reason: ReasonOutsideProlog,
+		Message: c.name + " runs only in the prolog's cross-node phase, with the job's other nodes", Attempts: 1}
+}
+
+// IsCrossNode reports whether c is a cross-node check (run by a Phase,
+// not by the runner).
+func IsCrossNode(c benchmarks.Check) bool {
+	x, ok := c.(interface{ CrossNode() bool })
+	return ok && x.CrossNode()
+}

@@ -1,0 +1,288 @@
+package crossnet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vigil-hpc/vigil/crossnode"
+)
+
+// The measurement endpoint: each node serves it on its node address while
+// the phase runs. A peer connects and sends one byte: opPing, then
+// pingSize-byte messages that are echoed back; or opBulk, then bytes until
+// it closes its side, after which the endpoint answers with the count of
+// bytes it read (8 bytes, big-endian). The endpoint trusts nothing it
+// reads: it echoes and counts, each connection under a deadline, at most
+// maxConns at once. What the measurements mean travels in the sealed
+// rendezvous, never over this port.
+const (
+	opPing   = 'p'
+	opBulk   = 'b'
+	pingSize = 8
+	maxConns = 64
+	// connLimit bounds one connection to the endpoint.
+	connLimit = 2 * time.Minute
+	chunk     = 256 << 10
+)
+
+// endpoint is a running measurement endpoint.
+type endpoint struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	sem  chan struct{}
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+}
+
+// serve starts an endpoint on ln.
+func serve(ln net.Listener) *endpoint {
+	e := &endpoint{ln: ln, sem: make(chan struct{}, maxConns), open: map[net.Conn]struct{}{}}
+	e.wg.Add(1)
+	go e.accept()
+	return e
+}
+
+// Port is the port the endpoint listens on.
+func (e *endpoint) Port() int { return e.ln.Addr().(*net.TCPAddr).Port }
+
+func (e *endpoint) accept() {
+	defer e.wg.Done()
+	for {
+		c, err := e.ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case e.sem <- struct{}{}:
+		default:
+			c.Close() // too many at once
+			continue
+		}
+		e.mu.Lock()
+		e.open[c] = struct{}{}
+		e.mu.Unlock()
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			handle(c)
+			e.mu.Lock()
+			delete(e.open, c)
+			e.mu.Unlock()
+			c.Close()
+			<-e.sem
+		}()
+	}
+}
+
+// Close stops the endpoint and its connections.
+func (e *endpoint) Close() {
+	e.ln.Close()
+	e.mu.Lock()
+	for c := range e.open {
+		c.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// handle serves one connection.
+func handle(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(connLimit))
+	var op [1]byte
+	if _, err := io.ReadFull(c, op[:]); err != nil {
+		return
+	}
+	switch op[0] {
+	case opPing:
+		var b [pingSize]byte
+		for {
+			if _, err := io.ReadFull(c, b[:]); err != nil {
+				return
+			}
+			if _, err := c.Write(b[:]); err != nil {
+				return
+			}
+		}
+	case opBulk:
+		bulk(c)
+	}
+}
+
+// bulk serves one transfer: after the header (the window, 8 bytes of
+// nanoseconds) it counts what arrives from the first byte on, for the
+// window at most or until the sender closes its side, answers with the
+// count and the time it took (8 bytes each), and reads on until the sender
+// is done, so that the answer is never lost to a reset.
+func bulk(c net.Conn) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return
+	}
+	window := min(max(time.Duration(binary.BigEndian.Uint64(hdr[:])), time.Millisecond), connLimit/4)
+	buf := make([]byte, chunk)
+	n, err := c.Read(buf)
+	t0 := time.Now()
+	count := int64(n)
+	if err == nil {
+		_ = c.SetReadDeadline(t0.Add(window))
+		for err == nil {
+			n, err = c.Read(buf)
+			count += int64(n)
+		}
+	}
+	if err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(count))
+	binary.BigEndian.PutUint64(b[8:], uint64(time.Since(t0)))
+	_ = c.SetDeadline(time.Now().Add(window + 5*time.Second))
+	if _, err := c.Write(b[:]); err == nil {
+		_, _ = io.Copy(io.Discard, c)
+	}
+}
+
+// Dialer connects from this node's address to a peer's endpoint.
+type Dialer func(ctx context.Context, local, remote string) (net.Conn, error)
+
+// dialTCP is the Dialer of production: a TCP connect from local.
+func dialTCP(ctx context.Context, local, remote string) (net.Conn, error) {
+	d := net.Dialer{}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	return d.DialContext(ctx, "tcp", remote)
+}
+
+// prober measures this node's directions of its links.
+type prober struct {
+	self, local string
+	dial        Dialer
+	conn        ConnectSettings
+	bw          *BandwidthSettings // nil: no throughput
+}
+
+// connect opens a connection to remote with up to Tries tries and sends
+// op; it returns the status of the last try and its error.
+func (p *prober) connect(ctx context.Context, remote string, op byte) (net.Conn, crossnode.Status, error) {
+	var err error
+	st := crossnode.Failed
+	for try := 0; try < p.conn.Tries && ctx.Err() == nil; try++ {
+		cctx, cancel := context.WithTimeout(ctx, p.conn.ConnectTimeout)
+		var c net.Conn
+		c, err = p.dial(cctx, p.local, remote)
+		cancel()
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(p.conn.ConnectTimeout))
+			if _, err = c.Write([]byte{op}); err == nil {
+				return c, crossnode.OK, nil
+			}
+			c.Close()
+		}
+		st = statusOf(err)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return nil, st, err
+}
+
+// statusOf classifies a connect error.
+func statusOf(err error) crossnode.Status {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		return crossnode.Refused
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return crossnode.TimedOut
+	}
+	return crossnode.Failed
+}
+
+// ping measures the connect and round-trip time to peer at remote.
+func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measurement {
+	m := crossnode.Measurement{From: p.self, To: peer}
+	c, st, err := p.connect(ctx, remote, opPing)
+	if err != nil {
+		m.Status, m.Detail = st, err.Error()
+		return m
+	}
+	defer c.Close()
+	var b [pingSize]byte
+	for i := 0; i < p.conn.Pings; i++ {
+		binary.BigEndian.PutUint64(b[:], uint64(i))
+		t0 := time.Now()
+		if _, err := c.Write(b[:]); err != nil {
+			m.Status, m.Detail = crossnode.Failed, "ping: "+err.Error()
+			return m
+		}
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			m.Status, m.Detail = statusOf(err), "ping: "+err.Error()
+			return m
+		}
+		if rtt := time.Since(t0); m.RTT == 0 || rtt < m.RTT {
+			m.RTT = rtt
+		}
+	}
+	return m
+}
+
+// bulk measures the throughput to peer at remote: it sends up to SizeMiB
+// for at most Duration; the peer counts what arrives within the window
+// and says how long that took, so that data still queued on a slow path
+// when the sender stops is not counted as sent.
+func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measurement {
+	m := crossnode.Measurement{From: p.self, To: peer}
+	c, st, err := p.connect(ctx, remote, opBulk)
+	if err != nil {
+		m.Status, m.Detail = st, err.Error()
+		return m
+	}
+	defer c.Close()
+	buf := make([]byte, chunk)
+	binary.BigEndian.PutUint64(buf[:8], uint64(p.bw.Duration))
+	if _, err := c.Write(buf[:8]); err != nil {
+		m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
+		return m
+	}
+	limit := int64(p.bw.SizeMiB) << 20
+	stop := time.Now().Add(p.bw.Duration)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(stop) {
+		stop = dl
+	}
+	_ = c.SetWriteDeadline(stop)
+	for sent := int64(0); sent < limit && time.Now().Before(stop); {
+		n, err := c.Write(buf[:min(int64(len(buf)), limit-sent)])
+		sent += int64(n)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
+			return m
+		}
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetDeadline(time.Now().Add(p.bw.Duration + p.conn.ConnectTimeout + time.Second))
+	var b [16]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		m.Status, m.Detail = crossnode.Failed, "transfer: no count from the peer: "+err.Error()
+		return m
+	}
+	got, took := binary.BigEndian.Uint64(b[:8]), time.Duration(binary.BigEndian.Uint64(b[8:]))
+	if took <= 0 {
+		took = time.Microsecond
+	}
+	m.BytesPerSec = float64(got) / took.Seconds()
+	return m
+}

@@ -1,0 +1,164 @@
+package crossnet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/rendezvous"
+)
+
+// nodeOutcome is what the coordinator tells one node: its result per
+// check (without values: each node adds its own measurements).
+type nodeOutcome struct {
+	Results []verdict `json:"results"`
+}
+
+// verdict is one check's outcome for one node.
+type verdict struct {
+	Check   string            `json:"check"`
+	Status  benchmarks.Status `json:"status"`
+	Reason  string            `json:"reason,omitempty"`
+	Message string            `json:"message"`
+	Device  string            `json:"device,omitempty"`
+}
+
+// maxPeerNames is how many peers the device field of a drain names.
+const maxPeerNames = 4
+
+// outcomes computes each present node's outcome from the verdict.
+func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string) map[string][]byte {
+	per := map[string][]byte{}
+	for _, n := range roster.Present() {
+		o := nodeOutcome{}
+		for _, c := range checks {
+			o.Results = append(o.Results, outcomeOf(v, n, c))
+		}
+		per[n] = mustJSON(o)
+	}
+	return per
+}
+
+// outcomeOf is one node's outcome under one check: fail for a culprit of
+// that check, unknown for a node the measurements could not tell, else
+// pass. The message says what the job saw, absent nodes included.
+func outcomeOf(v crossnode.Verdict, node, check string) verdict {
+	out := verdict{Check: check}
+	var texts []string
+	for _, c := range v.CulpritsOf(node) {
+		if c.Check != check {
+			continue
+		}
+		if out.Status == "" {
+			out.Status, out.Reason, out.Device = benchmarks.StatusFail, c.Reason, peerToken(c)
+		}
+		texts = append(texts, c.Text())
+	}
+	var notes []string
+	for _, l := range v.BadLinks {
+		if (l.A == node || l.B == node) && l.State != crossnode.LinkBlamed {
+			notes = append(notes, fmt.Sprintf("bad link %s-%s (%s)", l.A, l.B, l.State))
+		}
+	}
+	if len(v.Absent) > 0 {
+		notes = append(notes, "absent (their prologs never met): "+strings.Join(v.Absent, ","))
+	}
+	switch {
+	case out.Status == benchmarks.StatusFail:
+		out.Message = strings.Join(append(texts, notes...), "; ")
+		return out
+	case slices.Contains(v.Unknown, node):
+		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonUndecided
+		notes = append([]string{"the links could not tell"}, notes...)
+	case check == Bandwidth && v.JobBytesPerSec == 0:
+		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonUndecided
+		notes = append([]string{"no throughput was measured"}, notes...)
+	default:
+		out.Status = benchmarks.StatusPass
+		notes = append([]string{summary(v, check)}, notes...)
+	}
+	out.Message = strings.Join(notes, "; ")
+	return out
+}
+
+// summary is a passing node's message: the job's medians.
+func summary(v crossnode.Verdict, check string) string {
+	if check == Bandwidth {
+		return fmt.Sprintf("throughput in line with the job (job median %.2f Gb/s)", v.JobBytesPerSec*8/1e9)
+	}
+	return fmt.Sprintf("reached its peers (job median RTT %v)", v.JobRTT.Round(time.Microsecond))
+}
+
+// peerToken is the device field of a culprit's drain reason: the peers
+// against it, "from:n3,n7" (they could not connect to it), "to:n2" (it
+// could not connect to them) or "with:n1,n4" (both, or slow links), at
+// most maxPeerNames then "+N". It holds no space, '+' at its start or '@',
+// so benchmarks.ParseDrain reads it back.
+func peerToken(c crossnode.Culprit) string {
+	var peers []string
+	for _, m := range c.Against {
+		p := m.From
+		if p == c.Node {
+			p = m.To
+		}
+		if !slices.Contains(peers, p) {
+			peers = append(peers, p)
+		}
+	}
+	if len(peers) == 0 {
+		return ""
+	}
+	prefix := "with:"
+	switch {
+	case strings.HasPrefix(c.Message, "unreachable from"):
+		prefix = "from:"
+	case strings.HasPrefix(c.Message, "cannot reach"):
+		prefix = "to:"
+	}
+	more := ""
+	if len(peers) > maxPeerNames {
+		more = fmt.Sprintf("+%d", len(peers)-maxPeerNames)
+		peers = peers[:maxPeerNames]
+	}
+	return prefix + strings.Join(peers, ",") + more
+}
+
+// results turns this node's outcome into results, with its own
+// measurements as values (one per peer).
+func (p Phase) results(o nodeOutcome, mine []crossnode.Measurement) []benchmarks.Result {
+	var out []benchmarks.Result
+	for _, c := range p.Checks {
+		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
+			Message: "no outcome for " + c + " from the coordinator"}
+		for _, v := range o.Results {
+			if v.Check == c {
+				r.Status, r.Reason, r.Message, r.Device = v.Status, v.Reason, v.Message, v.Device
+			}
+		}
+		r.Values = values(c, mine)
+		out = append(out, r)
+	}
+	return out
+}
+
+// values are this node's own measurements for check: round-trip times
+// for net-connect, throughput for net-bandwidth, one per peer.
+func values(check string, mine []crossnode.Measurement) []benchmarks.Value {
+	var out []benchmarks.Value
+	for _, m := range mine {
+		st := benchmarks.StatusPass
+		if m.Status != crossnode.OK {
+			st = benchmarks.StatusFail
+		}
+		switch {
+		case check == Connect && m.BytesPerSec == 0:
+			out = append(out, benchmarks.Value{Device: m.To, Name: "rtt_us", Value: float64(m.RTT) / 1e3, Unit: "us", Status: st})
+		case check == Bandwidth && (m.BytesPerSec > 0 || m.Status != crossnode.OK && m.RTT == 0):
+			out = append(out, benchmarks.Value{Device: m.To, Name: "gbit_s", Value: m.BytesPerSec * 8 / 1e9, Unit: "Gb/s", Status: st})
+		}
+	}
+	return out
+}

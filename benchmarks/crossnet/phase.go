@@ -1,0 +1,288 @@
+package crossnet
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/rendezvous"
+)
+
+// Phase is one node's part in the cross-node phase of a job's prologs.
+// Every node of the job runs it with the same Job, Restart, Nodes and
+// settings.
+type Phase struct {
+	// Job and Restart are the job id and its restart count.
+	Job     string
+	Restart uint32
+	// Self is this node's name; Nodes are the job's nodes (2 or more).
+	Self  string
+	Nodes []string
+	// Addrs are the nodes' addresses (Slurm's NodeAddr): this node listens
+	// and dials from its own, and meets the coordinator at its.
+	Addrs map[string]string
+	// Checks are the cross-node checks selected, Connect and/or Bandwidth.
+	Checks []string
+	// Connect shapes the phase; Bandwidth is used when Checks has it.
+	Connect   ConnectSettings
+	Bandwidth BandwidthSettings
+	// Auth seals the rendezvous' messages (MUNGE in production).
+	Auth rendezvous.Authenticator
+	// Dial connects to a peer's endpoint; nil means TCP from Addrs[Self].
+	Dial Dialer
+	// Log gets the phase's log lines; nil means logrus' standard logger.
+	Log logrus.FieldLogger
+}
+
+// ends are the peers' measurement endpoints, "addr:port" by node.
+type ends map[string]string
+
+// Run runs the phase within ctx's deadline and returns one result per
+// check of p.Checks, for this node only. Nothing in the meeting itself
+// fails a check: a node that cannot meet, measure or hear its outcome
+// gets unknown.
+func (p Phase) Run(ctx context.Context) []benchmarks.Result {
+	start := time.Now()
+	if p.Log == nil {
+		p.Log = logrus.StandardLogger()
+	}
+	if p.Dial == nil {
+		p.Dial = dialTCP
+	}
+	out, err := p.run(ctx)
+	if err != nil {
+		out = p.all(benchmarks.StatusUnknown, reasonOf(err), err.Error())
+	}
+	for i := range out {
+		out[i].Duration = time.Since(start)
+		out[i].Attempts = 1
+	}
+	return out
+}
+
+// setupError marks errors before the meeting.
+type setupError struct{ error }
+
+func reasonOf(err error) string {
+	if _, ok := err.(setupError); ok {
+		return ReasonSetup
+	}
+	return ReasonNoMeeting
+}
+
+// all gives every check the same outcome.
+func (p Phase) all(st benchmarks.Status, reason, msg string) []benchmarks.Result {
+	out := make([]benchmarks.Result, 0, len(p.Checks))
+	for _, c := range p.Checks {
+		out = append(out, benchmarks.Result{Check: c, Status: st, Reason: reason, Message: msg})
+	}
+	return out
+}
+
+func (p Phase) has(check string) bool {
+	for _, c := range p.Checks {
+		if c == check {
+			return true
+		}
+	}
+	return false
+}
+
+func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
+	local := p.Addrs[p.Self]
+	if local == "" {
+		return nil, setupError{fmt.Errorf("no address for this node %s", p.Self)}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
+	if err != nil {
+		return nil, setupError{fmt.Errorf("measurement endpoint: %w", err)}
+	}
+	ep := serve(ln)
+	defer ep.Close()
+	offer := binary.BigEndian.AppendUint16(nil, uint16(ep.Port()))
+	s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: p.Job, Restart: p.Restart, Self: p.Self, Nodes: p.Nodes,
+		Port: p.Connect.Port, Addrs: p.Addrs, LocalAddr: local, Advertise: local, Auth: p.Auth, UID: 0,
+		Join: p.Connect.Join, Offer: offer, Log: p.Log})
+	if err != nil {
+		return nil, fmt.Errorf("rendezvous: %w", err)
+	}
+	defer s.Close()
+	roster := s.Roster()
+	e := ends{}
+	for _, m := range roster.Members {
+		if m.Present && len(m.Offer) == 2 {
+			e[m.Name] = net.JoinHostPort(m.Addr, strconv.Itoa(int(binary.BigEndian.Uint16(m.Offer))))
+		}
+	}
+	present := roster.Present()
+	links, err := crossnode.Plan(present, p.Connect.Partners, seedOf(p.Job))
+	if err != nil {
+		return nil, err
+	}
+	pr := &prober{self: p.Self, local: local, dial: p.Dial, conn: p.Connect}
+	if p.has(Bandwidth) {
+		pr.bw = &p.Bandwidth
+	}
+	mine := p.measure(ctx, pr, links, crossnode.RoundPlan, e)
+	payload, err := p.judge(ctx, s, mine, pr, e, roster)
+	if err != nil {
+		return nil, err
+	}
+	var o nodeOutcome
+	if err := json.Unmarshal(payload, &o); err != nil || len(o.Results) == 0 {
+		return nil, fmt.Errorf("no outcome from coordinator %s (%d bytes: %v)", s.CoordinatorName(), len(payload), err)
+	}
+	return p.results(o, mine), nil
+}
+
+// judge runs the rounds: gather round one, re-test if the coordinator
+// asks, and scatter each node its outcome, which it returns.
+func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine []crossnode.Measurement, pr *prober, e ends, roster rendezvous.Roster) ([]byte, error) {
+	gctx, cancel := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
+	defer cancel()
+	got, err := s.Gather(gctx, "links", mustJSON(mine))
+	if err != nil {
+		return nil, err
+	}
+	in := crossnode.Input{Nodes: roster.Present(), Options: crossnode.Options{SlowFraction: p.Bandwidth.SlowFraction}}
+	var v crossnode.Verdict
+	if s.Coordinator() {
+		in.Measurements = collect(got, p.Log)
+		if v, err = crossnode.Decide(in); err != nil {
+			return nil, err
+		}
+	}
+	b, err := s.Broadcast(ctx, "retests", mustJSON(v.Retests))
+	if err != nil {
+		return nil, err
+	}
+	var retests []crossnode.Link
+	if err := json.Unmarshal(b, &retests); err != nil {
+		return nil, fmt.Errorf("re-tests from the coordinator: %w", err)
+	}
+	if len(retests) > 0 {
+		ping := *pr
+		ping.bw = nil
+		again := p.measure(ctx, &ping, retests, crossnode.RoundRetest, e)
+		gctx2, cancel2 := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
+		defer cancel2()
+		if got, err = s.Gather(gctx2, "retests", mustJSON(again)); err != nil {
+			return nil, err
+		}
+		if s.Coordinator() {
+			in.Measurements = append(in.Measurements, collect(got, p.Log)...)
+			if v, err = crossnode.Decide(in); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var per map[string][]byte
+	if s.Coordinator() {
+		per = outcomes(v, roster, p.Checks)
+		p.Log.WithFields(logrus.Fields{"culprits": len(v.Culprits), "bad_links": len(v.BadLinks),
+			"absent": v.Absent, "unknown": v.Unknown}).Info("cross-node verdict")
+	}
+	return s.Scatter(ctx, "outcome", per)
+}
+
+// gatherCtx leaves the coordinator time to answer before the members'
+// deadline (the same as its own): it stops waiting for measurements a
+// little earlier.
+func gatherCtx(ctx context.Context, coordinator bool, margin time.Duration) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !coordinator || !ok {
+		return context.WithCancel(ctx)
+	}
+	margin = min(margin+time.Second, time.Until(dl)/4)
+	return context.WithDeadline(ctx, dl.Add(-margin))
+}
+
+// collect decodes the gathered measurements; a node's payload that does
+// not decode is logged and left out.
+func collect(got map[string][]byte, log logrus.FieldLogger) []crossnode.Measurement {
+	var all []crossnode.Measurement
+	for node, b := range got {
+		var ms []crossnode.Measurement
+		if err := json.Unmarshal(b, &ms); err != nil {
+			log.WithField("peer", node).WithError(err).Warn("cross-node: unreadable measurements")
+			continue
+		}
+		for _, m := range ms {
+			if m.From == node { // a node speaks for its own directions only
+				all = append(all, m)
+			}
+		}
+	}
+	return all
+}
+
+// measure measures this node's direction of each of its links: the
+// connect and round-trip times to every peer at once, then, with a
+// bandwidth check, the transfers one after another.
+func (p Phase) measure(ctx context.Context, pr *prober, links []crossnode.Link, round int, e ends) []crossnode.Measurement {
+	var peers []string
+	for _, l := range links {
+		switch p.Self {
+		case l.A:
+			peers = append(peers, l.B)
+		case l.B:
+			peers = append(peers, l.A)
+		}
+	}
+	out := make([]crossnode.Measurement, len(peers))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, peer := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = pr.probe(ctx, peer, e[peer], pr.ping)
+		}()
+	}
+	wg.Wait()
+	if pr.bw != nil {
+		for _, peer := range peers {
+			out = append(out, pr.probe(ctx, peer, e[peer], pr.bulk))
+		}
+	}
+	for i := range out {
+		out[i].Round = round
+	}
+	return out
+}
+
+// probe runs one measurement, or records a peer without an endpoint.
+func (pr *prober) probe(ctx context.Context, peer, remote string, f func(context.Context, string, string) crossnode.Measurement) crossnode.Measurement {
+	if remote == "" {
+		return crossnode.Measurement{From: pr.self, To: peer, Status: crossnode.Failed, Detail: "no endpoint in the roster"}
+	}
+	return f(ctx, peer, remote)
+}
+
+// seedOf draws the plan's partners from the job id.
+func seedOf(job string) uint64 {
+	if n, err := strconv.ParseUint(job, 10, 64); err == nil {
+		return n
+	}
+	h := fnv.New64a()
+	h.Write([]byte(job))
+	return h.Sum64()
+}
+
+// mustJSON marshals the phase's plain records, which cannot fail.
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

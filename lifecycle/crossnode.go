@@ -1,0 +1,221 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
+	"github.com/vigil-hpc/vigil/cgo/munge"
+	"github.com/vigil-hpc/vigil/rendezvous"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// The cross-node checks (net-connect, net-bandwidth) are selected like
+// every other check, but the runner does not run them: after the local
+// checks, one cross-node phase (crossnet.Phase) runs all of them with the
+// job's other prologs. docs/prolog.md ("Across nodes") has the rules.
+
+// nodeAddresser is the part of slurm.Client that reads the job's node
+// addresses in one call.
+type nodeAddresser interface {
+	NodeAddrs(ctx context.Context, nodes []string) (map[string]string, error)
+}
+
+// configReader reads `scontrol show config`.
+type configReader interface {
+	Config(ctx context.Context) (map[string]string, error)
+}
+
+// splitCrossNode separates the cross-node checks from the rest. Where they
+// cannot run (outside a prolog, outside a job, a dry run, a job on one
+// node) they are not applicable, with the reason.
+func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmarks.Check) {
+	why := ""
+	switch {
+	case r.o.Mode != ModeProlog:
+		why = "runs only in the prolog, with the job's other nodes"
+	case r.job == nil:
+		why = "runs only in a job's prolog, with the job's other nodes"
+	case r.o.DryRun:
+		why = "a dry run does not meet the job's other nodes"
+	case len(r.jobNodes()) < 2:
+		why = "the job has one node: no peer to check"
+	}
+	for _, c := range checks {
+		switch {
+		case !crossnet.IsCrossNode(c):
+			local = append(local, c)
+		case why != "":
+			r.rep.NotApplicable = append(r.rep.NotApplicable, benchmarks.NotApplicable{Check: c.Name(),
+				Vendor: benchmarks.VendorOf(c), Message: why})
+		default:
+			cross = append(cross, c)
+		}
+	}
+	return local, cross
+}
+
+// jobNodes are the job's nodes, expanded in process.
+func (r *run) jobNodes() []string {
+	if r.job == nil {
+		return nil
+	}
+	if len(r.job.Nodes) == 0 && r.job.NodeList != "" {
+		r.job.Nodes, _ = slurm.ExpandHostlist(r.job.NodeList)
+	}
+	return r.job.Nodes
+}
+
+// crossNode runs the cross-node phase for checks and returns their
+// results. Everything that keeps the phase from running makes them
+// unknown, never a fail.
+func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check) []benchmarks.Result {
+	if len(checks) == 0 {
+		return nil
+	}
+	var names []string
+	var timeout time.Duration
+	for _, c := range checks {
+		names = append(names, c.Name())
+		timeout += r.checkTimeout(c.Name())
+	}
+	// The phase gets the checks' deadlines, inside what is left of the
+	// budget (less the reserve for draining and writing the report).
+	if left := runBudget(time.Until(r.deadline)); left < timeout {
+		timeout = left
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, reason, err := r.phase(pctx, names)
+	if timeout <= 0 {
+		reason, err = benchmarks.ReasonBudgetExpired, fmt.Errorf("the budget ran out before the cross-node checks")
+	}
+	var out []benchmarks.Result
+	if err != nil {
+		for _, n := range names {
+			out = append(out, benchmarks.Result{Check: n, Status: benchmarks.StatusUnknown, Reason: reason,
+				Message: err.Error(), Attempts: 1})
+		}
+	} else {
+		out = p.Run(pctx)
+		if m, ok := p.Auth.(rendezvous.Munge); ok {
+			m.Client.Close()
+		}
+	}
+	for _, res := range out {
+		e := r.log.WithFields(logrus.Fields{"check": res.Check, "status": string(res.Status),
+			"reason": res.Reason, "device": res.Device, "duration": res.Duration.String()})
+		if res.Status == benchmarks.StatusFail {
+			e.Warn(res.Message)
+		} else {
+			e.Info(res.Message)
+		}
+	}
+	return out
+}
+
+func (r *run) checkTimeout(name string) time.Duration {
+	if d, ok := r.s.Prolog.Timeouts[name]; ok {
+		return d
+	}
+	return r.s.Prolog.CheckTimeout
+}
+
+// phase prepares this node's part: the settings, PrologFlags=Alloc, the
+// job's node addresses (one scontrol call) and MUNGE.
+func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string, error) {
+	conn, bw := crossnet.DefaultConnect(), crossnet.DefaultBandwidth()
+	for _, s := range []struct {
+		name string
+		v    benchmarks.Validator
+	}{{crossnet.Connect, conn}, {crossnet.Bandwidth, bw}} {
+		if err := benchmarks.SettingsFrom(r.s.File, s.name)(s.v); err != nil {
+			return crossnet.Phase{}, benchmarks.ReasonInvalidSettings, err
+		}
+		if err := s.v.Validate(); err != nil {
+			return crossnet.Phase{}, benchmarks.ReasonInvalidSettings, fmt.Errorf("[checks.%s] %w", s.name, err)
+		}
+	}
+	conf := r.slurmSettings(ctx)
+	flags, _ := slurm.ConfValue(conf, "PrologFlags")
+	if !slurm.PrologFlagsAlloc(flags) {
+		return crossnet.Phase{}, crossnet.ReasonNotTogether,
+			fmt.Errorf("PrologFlags=Alloc is not set (PrologFlags=%q): the job's prologs do not run together", flags)
+	}
+	cfg, err := rendezvous.ForJob(r.job)
+	if err != nil {
+		return crossnet.Phase{}, crossnet.ReasonSetup, err
+	}
+	addrs, err := r.nodeAddrs(ctx, cfg.Nodes)
+	if err != nil {
+		return crossnet.Phase{}, crossnet.ReasonSetup, fmt.Errorf("node addresses: %w", err)
+	}
+	socket := conn.MungeSocket
+	if socket == "" {
+		info, _ := slurm.ConfValue(conf, "AuthInfo")
+		if socket = slurm.AuthSocket(info); socket == "" {
+			socket = crossnet.DefaultMungeSocket
+		}
+	}
+	m, err := munge.Open(munge.Config{Socket: socket})
+	if err != nil {
+		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
+	}
+	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
+		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log}, "", nil
+}
+
+// slurmSettings reads slurm.conf as scontrol would find it (no slurmctld
+// query); only when that file cannot be read does it ask slurmctld
+// (`scontrol show config`), e.g. on a configless site.
+func (r *run) slurmSettings(ctx context.Context) map[string]string {
+	path, _ := SlurmConf(r.s.Prolog, r.o.Lookup)
+	if path == "" {
+		path = "/etc/slurm/slurm.conf"
+	}
+	conf, err := slurm.ReadConfFile(path)
+	if err == nil {
+		return conf
+	}
+	r.note("cross-node: reading %s: %v; asking slurmctld", path, err)
+	if cr, ok := r.rawSlurm().(configReader); ok {
+		cctx, cancel := r.actionCtx(ctx)
+		defer cancel()
+		if conf, err := cr.Config(cctx); err == nil {
+			return conf
+		}
+	}
+	return map[string]string{}
+}
+
+// nodeAddrs reads the job's node addresses with one scontrol call.
+func (r *run) nodeAddrs(ctx context.Context, nodes []string) (map[string]string, error) {
+	na, ok := r.rawSlurm().(nodeAddresser)
+	if !ok {
+		return nil, fmt.Errorf("the Slurm client cannot read node addresses")
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	addrs, err := na.NodeAddrs(cctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if addrs[n] == "" {
+			return nil, fmt.Errorf("no address for %s in scontrol's answer", n)
+		}
+	}
+	return addrs, nil
+}
+
+// rawSlurm is the run's Slurm client without the logging wrapper.
+func (r *run) rawSlurm() Slurm {
+	if r.o.Slurm != nil {
+		return r.o.Slurm
+	}
+	return NewSlurmClient(r.s.Prolog, r.o.Lookup)
+}

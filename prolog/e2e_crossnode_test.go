@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+)
+
+// crossSetup starts a cluster of n nodes, each on its own loopback
+// address, with PrologFlags=Alloc and vigil-prolog running checks.
+func crossSetup(t *testing.T, n int, checks string) (*slurmtest.Cluster, e2eSetup, int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e: starts a Slurm cluster")
+	}
+	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
+	port := freeTCPPort(t)
+	s := newSetup(t, fmt.Sprintf("checks = [%s]\nbudget = \"60s\"\ncheck_timeout = \"20s\"", checks),
+		fmt.Sprintf("[checks.net-connect]\nport = %d\njoin = \"5s\"\nconnect_timeout = \"1s\"\n"+
+			"[checks.net-bandwidth]\nsize_mib = 32\nduration = \"1s\"\n", port))
+	// All nodes share this machine, and the prologs of one job finish
+	// together: one report directory per node keeps their reports (named
+	// by time, mode and job) apart.
+	wrapper := s.wrapper(t, bin, "VIGIL_REPORT_DIR="+s.reports+"/$SLURMD_NODENAME")
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: n, NodeAddrs: true, Prolog: wrapper, PrologFlags: "Alloc"})
+	return c, s, port
+}
+
+// nodeReports reads the reports of every node's directory.
+func nodeReports(t *testing.T, s e2eSetup) []report.Report {
+	t.Helper()
+	var out []report.Report
+	dirs, _ := filepath.Glob(filepath.Join(s.reports, "*"))
+	for _, d := range dirs {
+		out = append(out, e2eSetup{reports: d}.readReports(t)...)
+	}
+	return out
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// tool runs a fault-injection command as root and fails the test loudly
+// when it is missing or fails.
+func tool(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s not found: install the Debian package %s (.ci/deps)", name, map[string]string{"iptables": "iptables", "tc": "iproute2"}[name])
+	}
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// undo runs a clean-up command and reports (without stopping) a failure.
+func undo(t *testing.T, name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Errorf("clean-up %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// dropDataPath cuts every TCP path to addr except its slurmd port (so
+// Slurm keeps talking to the node) and the rendezvous port (so its
+// prolog still meets the others and hears its outcome): a dead data path.
+// The rules live in their own chain, removed when the test ends.
+func dropDataPath(t *testing.T, addr string, slurmdPort, rdvPort int) {
+	t.Helper()
+	chain := fmt.Sprintf("VIGILT%d", rand.IntN(1e6))
+	tool(t, "iptables", "-N", chain)
+	t.Cleanup(func() { undo(t, "iptables", "-X", chain) })
+	t.Cleanup(func() { undo(t, "iptables", "-F", chain) })
+	for _, rule := range [][]string{
+		{"-p", "tcp", "--dport", strconv.Itoa(slurmdPort), "-j", "RETURN"},
+		{"-p", "tcp", "--dport", strconv.Itoa(rdvPort), "-j", "RETURN"},
+		{"-p", "tcp", "--sport", strconv.Itoa(rdvPort), "-j", "RETURN"},
+		{"-p", "tcp", "-j", "DROP"},
+	} {
+		tool(t, "iptables", append([]string{"-A", chain, "-d", addr + "/32"}, rule...)...)
+	}
+	tool(t, "iptables", "-I", "OUTPUT", "-d", addr+"/32", "-j", chain)
+	t.Cleanup(func() { undo(t, "iptables", "-D", "OUTPUT", "-d", addr+"/32", "-j", chain) })
+}
+
+// slowPath shapes every packet to addr on the loopback device to rate
+// with an HTB class (other traffic stays unshaped: HTB's direct queue).
+func slowPath(t *testing.T, addr, rate string) {
+	t.Helper()
+	tool(t, "tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb")
+	t.Cleanup(func() { undo(t, "tc", "qdisc", "del", "dev", "lo", "root") })
+	tool(t, "tc", "class", "add", "dev", "lo", "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
+		"burst", "128k", "cburst", "128k")
+	tool(t, "tc", "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "dst", addr+"/32", "flowid", "1:1")
+}
+
+// faultRun submits a job on n nodes, waits for the faulty node's drain,
+// checks that no other node drained and that the job was requeued, then
+// releases it and waits for it to complete on healthy nodes.
+func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty, wantReason string) {
+	t.Helper()
+	job := c.Sbatch(t, "echo ran on $SLURM_JOB_NODELIST\n", "-N", strconv.Itoa(nodes))
+	n := c.WaitNode(t, faulty, 40*time.Second, func(n slurm.Node) bool { return n.Drained() })
+	if !strings.HasPrefix(n.Reason, wantReason) {
+		t.Fatalf("%s drained with %q, want %q...", faulty, n.Reason, wantReason)
+	}
+	t.Logf("%s: %s", faulty, n.Reason)
+	c.WaitJob(t, job, 30*time.Second, "PENDING")
+	if info := c.JobInfo(t, job); info.Restarts < 1 {
+		t.Errorf("job %s not requeued: %+v", job, info)
+	}
+	for _, other := range c.Nodes {
+		if other != faulty && nodeState(t, c, other).Drained() {
+			t.Errorf("healthy node %s drained: %+v", other, nodeState(t, c, other))
+		}
+	}
+	// slurmd revokes the job's credential at the requeue and compares
+	// times in seconds: a new launch within the same second finds its
+	// credential revoked and the job fails. Let the nodes settle first.
+	for _, other := range c.Nodes {
+		if other != faulty {
+			c.WaitNode(t, other, 20*time.Second, func(n slurm.Node) bool { return n.State == "IDLE" && !n.Is("COMPLETING") })
+		}
+	}
+	time.Sleep(2 * time.Second)
+	for _, args := range [][]string{{"release", job}, {"update", "JobId=" + job, "StartTime=now"}} {
+		if out, err := c.Command(t, "scontrol", args...); err != nil {
+			t.Fatalf("scontrol %v: %v\n%s", args, err, out)
+		}
+	}
+	c.WaitJob(t, job, 40*time.Second, "COMPLETED")
+	got := c.JobOutput(job)
+	ran, _ := slurm.ExpandHostlist(strings.TrimSpace(strings.TrimPrefix(got, "ran on ")))
+	if len(ran) != nodes || slices.Contains(ran, faulty) {
+		t.Errorf("the requeued job ran on %v (output %q), want %d nodes without %s", ran, got, nodes, faulty)
+	}
+	for _, r := range nodeReports(t, s) {
+		if r.Job == job && r.Node == faulty && (r.Verdict != "fail" || r.Action.Kind != report.ActionDrain) {
+			t.Errorf("report of %s: verdict %s, action %+v", faulty, r.Verdict, r.Action)
+		}
+	}
+}
+
+// TestE2ENetConnect: with no fault a 3-node job passes net-connect and
+// net-bandwidth on every node; with the data path of one node dropped, a
+// 3-node job drains exactly that node ("vigil: net-connect NetUnreachable
+// from:..."), is requeued and completes on the three healthy nodes.
+func TestE2ENetConnect(t *testing.T) {
+	c, s, port := crossSetup(t, 4, `"net-connect", "net-bandwidth"`)
+	job := c.Sbatch(t, "echo ok\n", "-N", "3")
+	c.WaitJob(t, job, 40*time.Second, "COMPLETED")
+	passed := 0
+	for _, r := range nodeReports(t, s) {
+		if r.Job != job || r.Mode != "prolog" {
+			continue
+		}
+		for _, res := range r.Results {
+			if res.Status != "pass" {
+				t.Errorf("no fault: %s %s: %+v", r.Node, res.Check, res)
+			}
+			passed++
+		}
+	}
+	if passed != 6 {
+		t.Errorf("no fault: %d passing cross-node results, want 6 (2 checks on 3 nodes)", passed)
+	}
+	faulty := c.Nodes[1]
+	dropDataPath(t, c.NodeAddrs[1], c.NodePorts[1], port)
+	faultRun(t, c, s, 3, faulty, "vigil: net-connect NetUnreachable from:")
+}
+
+// TestE2ENetBandwidth: one node's address is shaped to 20 Mbit/s; a
+// 4-node job drains exactly that node ("vigil: net-bandwidth
+// NetBandwidthLow"), is requeued and completes on the four healthy nodes.
+func TestE2ENetBandwidth(t *testing.T) {
+	c, s, _ := crossSetup(t, 5, `"net-bandwidth"`)
+	faulty := c.Nodes[1]
+	slowPath(t, c.NodeAddrs[1], "20mbit")
+	faultRun(t, c, s, 4, faulty, "vigil: net-bandwidth NetBandwidthLow with:")
+}
