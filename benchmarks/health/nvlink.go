@@ -86,7 +86,7 @@ func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 		var thr *float64
 		switch {
 		case alone && active == 0:
-			t.Note("%s is the node's only GPU: no NVLink peers, its %d links are unused", g.id(), len(down))
+			t.Note("%s is the node's only GPU: NVLink has no peer to link to (%d active)", g.id(), active)
 		case want > 0:
 			thr = devcheck.Ptr(float64(want))
 			if active < want {

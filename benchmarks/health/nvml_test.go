@@ -149,7 +149,7 @@ func TestFaults(t *testing.T) {
 			for l := range n.gpus[0].links {
 				n.gpus[0].links[l] = nvml.FEATURE_DISABLED
 			}
-		}, status: pass, msg: "gpu0 is the node's only GPU: no NVLink peers, its 18 links are unused"},
+		}, status: pass, msg: "gpu0 is the node's only GPU: NVLink has no peer to link to (0 active)"},
 		{name: "nvlink all links of one GPU down among peers", check: "nvlink", inject: gpu(3, func(g *fakeGPU) {
 			for l := range g.links {
 				g.links[l] = nvml.FEATURE_DISABLED
