@@ -45,8 +45,9 @@ func (n *aclNode) Collective(ctx context.Context, in device.CollectiveInput) (de
 		go func(r, dev int) {
 			defer wg.Done()
 			rk := collRank{n: n, hc: hc, comm: comms[r], in: in, r: r}
-			errs[r] = n.onDevice(dev, func(s acl.Stream) error {
-				var err error
+			errs[r] = n.onDevice(dev, func(s acl.Stream) (err error) {
+				// Each rank's communicator is destroyed on its own device's thread.
+				defer func() { err = errors.Join(err, hc.CommDestroy(rk.comm)) }()
 				secs[r], outputs[r], err = rk.run(s)
 				return err
 			})
@@ -84,11 +85,10 @@ type collRank struct {
 
 // run fills the send buffer (the rank's input, or zeros), times the
 // collective on s and reads the receive buffer back when there are inputs.
-// It returns the seconds of one operation and the received values.
+// It returns the seconds of one operation and the received values. The
+// communicator stays the caller's.
 func (rk collRank) run(s acl.Stream) (sec float64, output []float32, err error) {
 	n, in := rk.n, rk.in
-	// Each rank's communicator is destroyed on its own device's thread.
-	defer func() { err = errors.Join(err, rk.hc.CommDestroy(rk.comm)) }()
 	recvCount := in.Count
 	if in.Op == devcheck.AllGather {
 		recvCount = in.Count * len(in.Devices)

@@ -83,9 +83,13 @@ const (
 	Min  ReduceOp = 3 // HCCL_REDUCE_MIN
 )
 
-// RootInfo is HcclRootInfo (HCCL_ROOT_INFO_BYTES = 4108), made by rank 0
-// and passed to the other processes out of band.
-type RootInfo [4108]byte
+// RootInfoBytes is HCCL_ROOT_INFO_BYTES (hccl_types.h: 4108).
+const RootInfoBytes = 4108
+
+// RootInfo is HcclRootInfo (char internal[HCCL_ROOT_INFO_BYTES]): the root
+// rank's host address, port and identifier, made by GetRootInfo on one
+// process and passed to every rank's process out of band.
+type RootInfo [RootInfoBytes]byte
 
 // Comm is an HcclComm.
 type Comm struct{ p C.HcclComm }
@@ -141,7 +145,13 @@ func (l *Lib) check(op string, r C.HcclResult) error {
 	})
 }
 
-// GetRootInfo makes the root info rank 0 shares with the other ranks.
+// GetRootInfo makes the root info of a new communicator
+// (HcclGetRootInfo(HcclRootInfo *rootInfo), hccl/hccl.h). It needs a device
+// set on the calling thread (aclrtSetDevice). HCCL starts the
+// communicator's root (its topology server, listening on the host address
+// HCCL_IF_IP or HCCL_SOCKET_IFNAME selects) in the calling process, and
+// every rank's CommInitRootInfo connects to it there: the process must stay
+// alive until all ranks have joined.
 func (l *Lib) GetRootInfo() (RootInfo, error) {
 	var info RootInfo
 	buf := C.calloc(1, C.size_t(len(info)))
@@ -152,7 +162,14 @@ func (l *Lib) GetRootInfo() (RootInfo, error) {
 }
 
 // CommInitRootInfo joins rank of an nranks communicator identified by
-// info, on the device current in the calling thread.
+// info, on the device current in the calling thread
+// (HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
+// uint32_t rank, HcclComm *comm), hccl/hccl.h). Every rank passes the same
+// nranks and info. It returns once all nranks ranks have joined, or fails
+// after HCCL_CONNECT_TIMEOUT: a process driving several devices calls it
+// from one thread per device at once (CANN allows concurrent calls, one
+// thread per device); called one after the other, the first would wait
+// for the second for ever. There is no handle to abort until it returns.
 func (l *Lib) CommInitRootInfo(nranks int, info RootInfo, rank int) (Comm, error) {
 	buf := C.CBytes(info[:])
 	defer C.free(buf)
@@ -185,7 +202,11 @@ func (l *Lib) CommInitAll(devices []int) ([]Comm, error) {
 	return out, nil
 }
 
-// CommDestroy frees a communicator.
+// CommDestroy frees a communicator. hccl.h has no abort: CANN documents
+// HcclCommDestroy from another thread as what ends a communicator whose
+// operators are stuck (they fail at once, "Terminating operation due to
+// external request"; a communicator busy in a host call answers
+// HCCL_E_AGAIN). A communicator must be destroyed once only.
 func (l *Lib) CommDestroy(c Comm) error {
 	return l.check("HcclCommDestroy", C.vigil_hccl_comm(l.f.destroy, c.p))
 }

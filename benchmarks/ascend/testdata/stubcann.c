@@ -7,7 +7,9 @@
  * Arguments are checked the way the real libraries require them; a wrong
  * one returns ACL_ERROR_INVALID_PARAM (100000) or ACLNN_ERR_PARAM_INVALID.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,10 +122,165 @@ int aclnnMatmul(void *ws, uint64_t size, struct exec *ex, void *stream) {
 
 /* hccl/hccl.h */
 struct shared { pthread_barrier_t bar; int n, live; const float *send[NDEV]; };
-struct comm { struct shared *sh; int rank; };
+struct mnroot;
+struct comm { struct shared *sh; int rank; struct mnroot *root; int busy, dead; };
 const char *HcclGetErrorString(int r) { return "stub error"; }
-int HcclGetRootInfo(void *info) { return 5; }
-int HcclCommInitRootInfo(uint32_t n, const void *info, uint32_t rank, void **c) { return 5; }
+
+/*
+ * Communicators of HcclCommInitRootInfo span "nodes": the threads of one
+ * test process stand for the processes of several hosts. HcclGetRootInfo
+ * makes a root (the stand-in for the topology server the real library
+ * starts in the calling process) and writes its identifier into the
+ * HcclRootInfo; HcclCommInitRootInfo finds the root by it and waits until
+ * all nRanks ranks have joined, as the real agents wait on the server, for
+ * at most HCCL_CONNECT_TIMEOUT seconds (the real variable; default 120),
+ * then fails with HCCL_E_TIMEOUT. Both need a device set on the calling
+ * thread, as HCCL's hrtGetDeviceRefresh does; a rank outside [0, nRanks),
+ * a rank taken twice or an nRanks other than the first rank's is
+ * HCCL_E_PARA; a root info that is not one of ours (or lost its last
+ * bytes on the way) is HCCL_E_TCP_CONNECT.
+ *
+ * CANN documents that HcclCommDestroy from another thread ends the
+ * communicator's running operators ("Terminating operation due to external
+ * request"): a destroy while a rank is inside a collective ends every wait
+ * of its communicator with HCCL_E_INTERNAL. The stub's collectives run
+ * inside HcclAllReduce (there is no device queue), so that is where they
+ * wait. A communicator destroyed twice is HCCL_E_PARA. Roots and
+ * communicators are never freed: a destroy races with the waits it ends.
+ *
+ * STUBCANN_HCCL_LOG=FILE       one line per rank joining: root, rank, nranks, device, order, thread
+ * STUBCANN_HCCL_INIT_FAIL_RANK=R  rank R's HcclCommInitRootInfo fails (HCCL_E_INTERNAL); the others wait
+ * STUBCANN_HCCL_HANG_RANK=R    rank R's all-reduces never deliver
+ * STUBCANN_HCCL_BAD_RANK=R     rank R receives element 0 one too high
+ */
+#define MN_RANKS 64
+#define MN_ROOTS 64
+#define ROOT_INFO_BYTES 4108
+struct mnroot {
+	int id, n, joined, order, gen, arrived, aborted;
+	unsigned char taken[MN_RANKS];
+	const float *send[MN_RANKS];
+};
+static pthread_mutex_t mn_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mn_cv = PTHREAD_COND_INITIALIZER;
+static struct mnroot mn_roots[MN_ROOTS];
+static int mn_nroots;
+static const char mn_magic[] = "stubcann-root:";
+
+static int envint(const char *name, int def) {
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
+int HcclGetRootInfo(char *info) {
+	if (current < 0) return 15; /* HCCL_E_RUNTIME: no device set */
+	pthread_mutex_lock(&mn_mu);
+	if (mn_nroots == MN_ROOTS) { pthread_mutex_unlock(&mn_mu); return 3; }
+	int id = ++mn_nroots;
+	mn_roots[id - 1].id = id;
+	pthread_mutex_unlock(&mn_mu);
+	memset(info, 0, ROOT_INFO_BYTES);
+	snprintf(info, 64, "%s%d", mn_magic, id);
+	memset(info + ROOT_INFO_BYTES - 8, 0x5a, 8); /* all 4108 bytes must travel */
+	return 0;
+}
+
+static struct mnroot *mn_find(const char *info) {
+	if (strncmp(info, mn_magic, sizeof mn_magic - 1) != 0) return NULL;
+	for (int i = ROOT_INFO_BYTES - 8; i < ROOT_INFO_BYTES; i++)
+		if ((unsigned char)info[i] != 0x5a) return NULL;
+	int id = atoi(info + sizeof mn_magic - 1);
+	return id >= 1 && id <= mn_nroots ? &mn_roots[id - 1] : NULL;
+}
+
+static void mn_log(struct mnroot *r, int rank, int order) {
+	const char *p = getenv("STUBCANN_HCCL_LOG");
+	FILE *f = p ? fopen(p, "a") : NULL;
+	if (!f) return;
+	fprintf(f, "root=%d rank=%d nranks=%d dev=%d order=%d thread=%lu\n", r->id, rank, r->n, current, order,
+		(unsigned long)pthread_self());
+	fclose(f);
+}
+
+int HcclCommInitRootInfo(uint32_t n, const char *info, uint32_t rank, struct comm **out) {
+	if (current < 0) return 15;
+	if (n == 0 || n > MN_RANKS || rank >= n || !out) return 1;
+	pthread_mutex_lock(&mn_mu);
+	struct mnroot *r = mn_find(info);
+	if (!r) { pthread_mutex_unlock(&mn_mu); return 11; }
+	if (r->n == 0) r->n = (int)n;
+	if (r->n != (int)n || r->taken[rank]) { pthread_mutex_unlock(&mn_mu); return 1; }
+	r->taken[rank] = 1;
+	mn_log(r, (int)rank, r->order++);
+	if ((int)rank == envint("STUBCANN_HCCL_INIT_FAIL_RANK", -1)) { pthread_mutex_unlock(&mn_mu); return 4; }
+	r->joined++;
+	pthread_cond_broadcast(&mn_cv);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += envint("HCCL_CONNECT_TIMEOUT", 120);
+	while (r->joined < r->n)
+		if (pthread_cond_timedwait(&mn_cv, &mn_mu, &dl) == ETIMEDOUT) { pthread_mutex_unlock(&mn_mu); return 9; }
+	pthread_mutex_unlock(&mn_mu);
+	struct comm *c = calloc(1, sizeof *c);
+	c->root = r;
+	c->rank = (int)rank;
+	*out = c;
+	return 0;
+}
+
+/* mn_wait_all is a barrier of the root's ranks that an abort ends; mn_mu is held. */
+static int mn_wait_all(struct mnroot *r) {
+	int g = r->gen;
+	if (++r->arrived == r->n) {
+		r->arrived = 0;
+		r->gen++;
+		pthread_cond_broadcast(&mn_cv);
+		return 0;
+	}
+	while (g == r->gen && !r->aborted) pthread_cond_wait(&mn_cv, &mn_mu);
+	return g == r->gen ? 4 : 0;
+}
+
+static int mn_all_reduce(const float *send, float *recv, uint64_t count, struct comm *c) {
+	struct mnroot *r = c->root;
+	pthread_mutex_lock(&mn_mu);
+	if (c->dead || r->aborted) { pthread_mutex_unlock(&mn_mu); return 4; }
+	c->busy = 1;
+	int rc = 0;
+	if (c->rank == envint("STUBCANN_HCCL_HANG_RANK", -1)) {
+		while (!r->aborted) pthread_cond_wait(&mn_cv, &mn_mu);
+		rc = 4;
+	} else {
+		r->send[c->rank] = send;
+		rc = mn_wait_all(r);
+	}
+	pthread_mutex_unlock(&mn_mu);
+	if (rc == 0) {
+		for (uint64_t i = 0; i < count; i++) {
+			float s = 0;
+			for (int k = 0; k < r->n; k++) s += r->send[k][i];
+			recv[i] = s;
+		}
+		if (c->rank == envint("STUBCANN_HCCL_BAD_RANK", -1)) recv[0] += 1;
+	}
+	pthread_mutex_lock(&mn_mu);
+	if (rc == 0) rc = mn_wait_all(r);
+	c->busy = 0;
+	pthread_mutex_unlock(&mn_mu);
+	return rc;
+}
+
+static int mn_destroy(struct comm *c) {
+	pthread_mutex_lock(&mn_mu);
+	int rc = c->dead ? 1 : 0;
+	c->dead = 1;
+	if (c->busy) {
+		c->root->aborted = 1;
+		pthread_cond_broadcast(&mn_cv);
+	}
+	pthread_mutex_unlock(&mn_mu);
+	return rc;
+}
 int HcclCommInitAll(uint32_t n, int32_t *devs, void **comms) {
 	if (n < 1 || n > NDEV) return 1;
 	struct shared *sh = calloc(1, sizeof *sh);
@@ -131,13 +288,14 @@ int HcclCommInitAll(uint32_t n, int32_t *devs, void **comms) {
 	pthread_barrier_init(&sh->bar, NULL, n);
 	for (uint32_t i = 0; i < n; i++) {
 		if (devs[i] < 0 || devs[i] >= NDEV) return 1;
-		struct comm *c = malloc(sizeof *c);
+		struct comm *c = calloc(1, sizeof *c);
 		c->sh = sh; c->rank = (int)i;
 		comms[i] = c;
 	}
 	return 0;
 }
 int HcclCommDestroy(struct comm *c) {
+	if (c->root) return mn_destroy(c);
 	struct shared *sh = c->sh;
 	free(c);
 	if (--sh->live == 0) { pthread_barrier_destroy(&sh->bar); free(sh); }
@@ -145,6 +303,7 @@ int HcclCommDestroy(struct comm *c) {
 }
 int HcclAllReduce(void *send, void *recv, uint64_t count, int dt, int op, struct comm *c, void *stream) {
 	if (dt != 4 || op != 0 || !stream) return 1;
+	if (c->root) return mn_all_reduce(send, recv, count, c);
 	struct shared *sh = c->sh;
 	sh->send[c->rank] = send;
 	pthread_barrier_wait(&sh->bar);
@@ -159,6 +318,7 @@ int HcclAllReduce(void *send, void *recv, uint64_t count, int dt, int op, struct
 }
 int HcclAllGather(void *send, void *recv, uint64_t count, int dt, struct comm *c, void *stream) {
 	if (dt != 4 || !stream) return 1;
+	if (c->root) return 5; /* HCCL_E_NOT_SUPPORT: not in the stub */
 	struct shared *sh = c->sh;
 	sh->send[c->rank] = send;
 	pthread_barrier_wait(&sh->bar);
