@@ -142,13 +142,16 @@ const char *HcclGetErrorString(int r) { return "stub error"; }
  *
  * CANN documents that HcclCommDestroy from another thread ends the
  * communicator's running operators ("Terminating operation due to external
- * request"): a destroy while a rank is inside a collective ends every wait
- * of its communicator with HCCL_E_INTERNAL. The stub's collectives run
- * inside HcclAllReduce (there is no device queue), so that is where they
- * wait. A communicator destroyed twice is HCCL_E_PARA. Roots and
- * communicators are never freed: a destroy races with the waits it ends.
+ * request"): a destroy while the rank is inside a collective ends its wait
+ * with HCCL_E_INTERNAL. The other ranks wait on until their own
+ * communicators are destroyed (a real remote rank would see its connection
+ * fail, later). The stub's collectives run inside HcclAllReduce (there is
+ * no device queue), so that is where they wait. A communicator destroyed
+ * twice is HCCL_E_PARA. Roots and communicators are never freed: a destroy
+ * races with the wait it ends.
  *
- * STUBCANN_HCCL_LOG=FILE       one line per rank joining: root, rank, nranks, device, order, thread
+ * STUBCANN_HCCL_LOG=FILE       one line per rank joining (root, rank, nranks, device, order,
+ *                              thread) and per all-reduce an abort ended ("root=I rank=R aborted")
  * STUBCANN_HCCL_INIT_FAIL_RANK=R  rank R's HcclCommInitRootInfo fails (HCCL_E_INTERNAL); the others wait
  * STUBCANN_HCCL_HANG_RANK=R    rank R's all-reduces never deliver
  * STUBCANN_HCCL_BAD_RANK=R     rank R receives element 0 one too high
@@ -157,7 +160,7 @@ const char *HcclGetErrorString(int r) { return "stub error"; }
 #define MN_ROOTS 64
 #define ROOT_INFO_BYTES 4108
 struct mnroot {
-	int id, n, joined, order, gen, arrived, aborted;
+	int id, n, joined, order, gen, arrived;
 	unsigned char taken[MN_RANKS];
 	const float *send[MN_RANKS];
 };
@@ -197,8 +200,11 @@ static void mn_log(struct mnroot *r, int rank, int order) {
 	const char *p = getenv("STUBCANN_HCCL_LOG");
 	FILE *f = p ? fopen(p, "a") : NULL;
 	if (!f) return;
-	fprintf(f, "root=%d rank=%d nranks=%d dev=%d order=%d thread=%lu\n", r->id, rank, r->n, current, order,
-		(unsigned long)pthread_self());
+	if (order < 0)
+		fprintf(f, "root=%d rank=%d aborted\n", r->id, rank);
+	else
+		fprintf(f, "root=%d rank=%d nranks=%d dev=%d order=%d thread=%lu\n", r->id, rank, r->n, current, order,
+			(unsigned long)pthread_self());
 	fclose(f);
 }
 
@@ -229,7 +235,7 @@ int HcclCommInitRootInfo(uint32_t n, const char *info, uint32_t rank, struct com
 }
 
 /* mn_wait_all is a barrier of the root's ranks that an abort ends; mn_mu is held. */
-static int mn_wait_all(struct mnroot *r) {
+static int mn_wait_all(struct mnroot *r, struct comm *c) {
 	int g = r->gen;
 	if (++r->arrived == r->n) {
 		r->arrived = 0;
@@ -237,22 +243,22 @@ static int mn_wait_all(struct mnroot *r) {
 		pthread_cond_broadcast(&mn_cv);
 		return 0;
 	}
-	while (g == r->gen && !r->aborted) pthread_cond_wait(&mn_cv, &mn_mu);
+	while (g == r->gen && !c->dead) pthread_cond_wait(&mn_cv, &mn_mu);
 	return g == r->gen ? 4 : 0;
 }
 
 static int mn_all_reduce(const float *send, float *recv, uint64_t count, struct comm *c) {
 	struct mnroot *r = c->root;
 	pthread_mutex_lock(&mn_mu);
-	if (c->dead || r->aborted) { pthread_mutex_unlock(&mn_mu); return 4; }
+	if (c->dead) { pthread_mutex_unlock(&mn_mu); return 4; }
 	c->busy = 1;
 	int rc = 0;
 	if (c->rank == envint("STUBCANN_HCCL_HANG_RANK", -1)) {
-		while (!r->aborted) pthread_cond_wait(&mn_cv, &mn_mu);
+		while (!c->dead) pthread_cond_wait(&mn_cv, &mn_mu);
 		rc = 4;
 	} else {
 		r->send[c->rank] = send;
-		rc = mn_wait_all(r);
+		rc = mn_wait_all(r, c);
 	}
 	pthread_mutex_unlock(&mn_mu);
 	if (rc == 0) {
@@ -264,8 +270,9 @@ static int mn_all_reduce(const float *send, float *recv, uint64_t count, struct 
 		if (c->rank == envint("STUBCANN_HCCL_BAD_RANK", -1)) recv[0] += 1;
 	}
 	pthread_mutex_lock(&mn_mu);
-	if (rc == 0) rc = mn_wait_all(r);
+	if (rc == 0) rc = mn_wait_all(r, c);
 	c->busy = 0;
+	if (rc != 0) mn_log(r, c->rank, -1);
 	pthread_mutex_unlock(&mn_mu);
 	return rc;
 }
@@ -274,10 +281,7 @@ static int mn_destroy(struct comm *c) {
 	pthread_mutex_lock(&mn_mu);
 	int rc = c->dead ? 1 : 0;
 	c->dead = 1;
-	if (c->busy) {
-		c->root->aborted = 1;
-		pthread_cond_broadcast(&mn_cv);
-	}
+	pthread_cond_broadcast(&mn_cv);
 	pthread_mutex_unlock(&mn_mu);
 	return rc;
 }
