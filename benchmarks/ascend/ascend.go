@@ -1,8 +1,10 @@
 // Package ascend holds vigil's checks of Huawei Ascend NPUs: health facts
 // read through DCMI (npu-count, npu-health, npu-ecc, npu-link,
 // npu-leftover) and compute probes through ACL and HCCL (npu-gemm,
-// npu-copy, npu-allreduce, npu-allgather). Each check lives in its own file
-// and registers itself with benchmarks.Register from init().
+// npu-copy, npu-allreduce, npu-allgather, and hccl-allreduce-multinode,
+// which the prolog's cross-node phase runs through NewRootInfo and
+// RunMultinode). Each check lives in its own file and registers itself
+// with benchmarks.Register from init().
 //
 // The vendor libraries are opened at run time (packages cgo/dcmi, cgo/acl,
 // cgo/hccl); on a node without the Ascend driver and CANN every check
