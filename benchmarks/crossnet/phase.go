@@ -40,6 +40,9 @@ type Phase struct {
 	Auth rendezvous.Authenticator
 	// Dial connects to a peer's endpoint; nil means TCP from Addrs[Self].
 	Dial Dialer
+	// Listen opens the measurement endpoint's listener on addr
+	// ("host:port"); nil means TCP.
+	Listen func(addr string) (net.Listener, error)
 	// Log gets the phase's log lines; nil means logrus' standard logger.
 	Log logrus.FieldLogger
 }
@@ -103,7 +106,11 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 	if local == "" {
 		return nil, setupError{fmt.Errorf("no address for this node %s", p.Self)}
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
+	listen := p.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
 	if err != nil {
 		return nil, setupError{fmt.Errorf("measurement endpoint: %w", err)}
 	}
@@ -117,6 +124,9 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
 	defer s.Close()
+	st := s.Stats()
+	p.Log.WithFields(logrus.Fields{"node": p.Self, "coordinator": s.Coordinator(), "rdv_links": st.Links,
+		"rdv_dials": st.Dials, "joined": st.Joined.String()}).Debug("cross-node: met")
 	roster := s.Roster()
 	e := ends{}
 	for _, m := range roster.Members {
