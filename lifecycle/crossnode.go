@@ -14,7 +14,7 @@ import (
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
-// The cross-node checks (net-connect, net-bandwidth) are selected like
+// The cross-node checks (net-connect, net-bandwidth, rdma-peers) are selected like
 // every other check, but the runner does not run them: after the local
 // checks, one cross-node phase (crossnet.Phase) runs all of them with the
 // job's other prologs. docs/prolog.md ("Across nodes") has the rules.
@@ -166,7 +166,8 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
-		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log}, "", nil
+		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log,
+		Settings: func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) }}, "", nil
 }
 
 // slurmSettings reads slurm.conf as scontrol would find it (no slurmctld
