@@ -42,6 +42,9 @@ func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, pe
 	for _, n := range roster.Present() {
 		o := nodeOutcome{}
 		for _, c := range checks {
+			if _, ok := lookupCollective(c); ok {
+				continue // its own rounds follow
+			}
 			if c == Connect || c == Bandwidth {
 				o.Results = append(o.Results, outcomeOf(v, n, c))
 				continue
@@ -148,6 +151,9 @@ func peerToken(c crossnode.Culprit) string {
 func (p Phase) results(o nodeOutcome, mine nodeReport) []benchmarks.Result {
 	var out []benchmarks.Result
 	for _, c := range p.Checks {
+		if _, ok := lookupCollective(c); ok {
+			continue
+		}
 		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
 			Message: "no outcome for " + c + " from the coordinator"}
 		for _, v := range o.Results {

@@ -31,8 +31,9 @@ type Phase struct {
 	// Addrs are the nodes' addresses (Slurm's NodeAddr): this node listens
 	// and dials from its own, and meets the coordinator at its.
 	Addrs map[string]string
-	// Checks are the cross-node checks selected: Connect, Bandwidth and
-	// registered PeerChecks (rdma-peers).
+	// Checks are the cross-node checks selected: Connect, Bandwidth,
+	// registered PeerChecks (rdma-peers) and Collectives
+	// (nccl-allreduce-multinode).
 	Checks []string
 	// Connect shapes the phase; Bandwidth is used when Checks has it.
 	Connect   ConnectSettings
@@ -42,6 +43,12 @@ type Phase struct {
 	// Settings decodes the [checks.NAME] section of a check into v, which
 	// holds its defaults; nil leaves the defaults.
 	Settings func(check string) func(v any) error
+	// Devices are the job's devices on this node (nil: all), for a
+	// Collective.
+	Devices []int
+	// Timeouts bound a Collective's own part by check name (none: the
+	// phase's deadline).
+	Timeouts map[string]time.Duration
 	// Dial connects to a peer's endpoint; nil means TCP from Addrs[Self].
 	Dial Dialer
 	// Listen opens the measurement endpoint's listener on addr
@@ -155,10 +162,16 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 		return nil, err
 	}
 	var o nodeOutcome
-	if err := json.Unmarshal(payload, &o); err != nil || len(o.Results) == 0 {
+	if err := json.Unmarshal(payload, &o); err != nil {
 		return nil, fmt.Errorf("no outcome from coordinator %s (%d bytes: %v)", s.CoordinatorName(), len(payload), err)
 	}
-	return p.results(o, mine), nil
+	out := p.results(o, mine)
+	for _, c := range p.Checks {
+		if cc, ok := lookupCollective(c); ok {
+			out = append(out, p.collective(ctx, s, cc))
+		}
+	}
+	return out, nil
 }
 
 // nodeReport is what a node sends the coordinator in a round: its own
