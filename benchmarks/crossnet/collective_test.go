@@ -80,11 +80,15 @@ func (f *fakeCollective) RunRanks(ctx context.Context, env *benchmarks.Env, setu
 		Values: []benchmarks.Value{{Name: "busbw_gbps", Value: 1}}}
 }
 
+// theFake is registered once, for every run of the tests.
+var theFake = &fakeCollective{check: check{name: "tx-collective"}, setups: make(chan string, 8)}
+
+func init() { benchmarks.Register(theFake) }
+
 func TestPhaseCollective(t *testing.T) {
 	names, _ := rdvtest.Cluster(4)
-	f := &fakeCollective{check: check{name: "tx-collective"}, setups: make(chan string, 8),
-		gpus: map[string]int{names[0]: 2, names[1]: 0, names[2]: 4, names[3]: 1}}
-	benchmarks.Register(f)
+	f := theFake
+	f.gpus = map[string]int{names[0]: 2, names[1]: 0, names[2]: 4, names[3]: 1}
 	for _, broken := range []string{"", names[3]} {
 		f.broken = broken
 		got := jobWith(t, 4, []string{Connect, f.name}, func(p *Phase) { p.Timeouts = map[string]time.Duration{f.name: 2 * time.Second} })
