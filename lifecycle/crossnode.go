@@ -14,7 +14,8 @@ import (
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
-// The cross-node checks (net-connect, net-bandwidth) are selected like
+// The cross-node checks (net-connect, net-bandwidth, rdma-peers,
+// nccl-allreduce-multinode) are selected like
 // every other check, but the runner does not run them: after the local
 // checks, one cross-node phase (crossnet.Phase) runs all of them with the
 // job's other prologs. docs/prolog.md ("Across nodes") has the rules.
@@ -140,6 +141,10 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 			return crossnet.Phase{}, benchmarks.ReasonInvalidSettings, fmt.Errorf("[checks.%s] %w", s.name, err)
 		}
 	}
+	timeouts := map[string]time.Duration{}
+	for _, n := range names {
+		timeouts[n] = r.checkTimeout(n)
+	}
 	conf := r.slurmSettings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")
 	if !slurm.PrologFlagsAlloc(flags) {
@@ -166,7 +171,9 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
-		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log}, "", nil
+		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log,
+		Settings: func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) },
+		Devices:  r.job.GPUs, Timeouts: timeouts}, "", nil
 }
 
 // slurmSettings reads slurm.conf as scontrol would find it (no slurmctld

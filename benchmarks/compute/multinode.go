@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/nccl"
@@ -101,6 +103,59 @@ func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 		return nil, err
 	}
 	return s, s.Validate()
+}
+
+// CrossNode marks the check as one the prolog's cross-node phase runs
+// (crossnet.Collective); elsewhere it is not applicable.
+func (*multinode) CrossNode() bool { return true }
+
+// Ranks is how many ranks this node brings: the job's GPUs here
+// (env.Devices), or every GPU the driver shows when that is nil; 0 when
+// CUDA cannot be opened or there is no GPU.
+func (c *multinode) Ranks(env *benchmarks.Env) int {
+	if len(env.Devices) > 0 {
+		return len(env.Devices)
+	}
+	s, err := c.settings(env)
+	if err != nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := openNode(ctx, c.open, s.Libraries, nil)
+	if err != nil {
+		return 0
+	}
+	defer node.Close()
+	return len(node.Devices())
+}
+
+// Setup makes the communicator's id (NewUniqueID), in the calling process,
+// which must stay alive until every rank has joined.
+func (c *multinode) Setup(env *benchmarks.Env) ([]byte, error) {
+	id, err := NewUniqueID(env)
+	if err != nil {
+		return nil, err
+	}
+	return id[:], nil
+}
+
+// RunRanks runs RunMultinode as ranks first, first+1, ... of total with
+// the id Setup made.
+func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result {
+	var id UniqueID
+	if len(setup) != len(id) {
+		return unknown(c.Name(), ReasonInvalidRole, "communicator id of %d bytes, want %d", len(setup), len(id))
+	}
+	copy(id[:], setup)
+	return c.run(ctx, env, MultinodeRole{ID: id, NRanks: total, FirstRank: first})
+}
+
+// Joined reports whether a node whose result is unknown for reason took
+// part in the communicator (it hung or NCCL failed there) rather than
+// never joining it (no library, no GPU, a bad role or settings).
+func (*multinode) Joined(reason string) bool {
+	return reason == ReasonMultinodeHung || reason == ReasonNCCLError
 }
 
 // NewUniqueID makes the id of a communicator spanning the job's nodes
@@ -267,3 +322,6 @@ func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInpu
 	}
 	return bus
 }
+
+// The phase drives the check through crossnet.Collective.
+var _ crossnet.Collective = (*multinode)(nil)

@@ -14,28 +14,48 @@ import (
 // nodeOutcome is what the coordinator tells one node: its result per
 // check (without values: each node adds its own measurements).
 type nodeOutcome struct {
-	Results []verdict `json:"results"`
+	Results []Verdict `json:"results"`
 }
 
-// verdict is one check's outcome for one node.
-type verdict struct {
-	Check   string            `json:"check"`
-	Status  benchmarks.Status `json:"status"`
-	Reason  string            `json:"reason,omitempty"`
-	Message string            `json:"message"`
-	Device  string            `json:"device,omitempty"`
+// Verdict is one check's outcome for one node, as the coordinator tells
+// it: its result without values (each node adds its own figures).
+type Verdict struct {
+	// Check is the check's name.
+	Check string `json:"check"`
+	// Status is pass, fail or unknown.
+	Status benchmarks.Status `json:"status"`
+	// Reason is the stable token of a fail or unknown.
+	Reason string `json:"reason,omitempty"`
+	// Message is for people.
+	Message string `json:"message"`
+	// Device is the device field of the drain reason ("" for the node).
+	Device string `json:"device,omitempty"`
 }
 
 // maxPeerNames is how many peers the device field of a drain names.
 const maxPeerNames = 4
 
 // outcomes computes each present node's outcome from the verdict.
-func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string) map[string][]byte {
+// peers holds the verdicts of the PeerChecks (check → node → verdict).
+func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict) map[string][]byte {
 	per := map[string][]byte{}
 	for _, n := range roster.Present() {
 		o := nodeOutcome{}
 		for _, c := range checks {
-			o.Results = append(o.Results, outcomeOf(v, n, c))
+			if _, ok := lookupCollective(c); ok {
+				continue // its own rounds follow
+			}
+			if c == Connect || c == Bandwidth {
+				o.Results = append(o.Results, outcomeOf(v, n, c))
+				continue
+			}
+			r, ok := peers[c][n]
+			if !ok {
+				r = Verdict{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
+					Message: "no report of " + c + " from this node reached the coordinator"}
+			}
+			r.Check = c
+			o.Results = append(o.Results, r)
 		}
 		per[n] = mustJSON(o)
 	}
@@ -45,8 +65,8 @@ func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string) ma
 // outcomeOf is one node's outcome under one check: fail for a culprit of
 // that check, unknown for a node the measurements could not tell, else
 // pass. The message says what the job saw, absent nodes included.
-func outcomeOf(v crossnode.Verdict, node, check string) verdict {
-	out := verdict{Check: check}
+func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
+	out := Verdict{Check: check}
 	var texts []string
 	for _, c := range v.CulpritsOf(node) {
 		if c.Check != check {
@@ -128,9 +148,12 @@ func peerToken(c crossnode.Culprit) string {
 
 // results turns this node's outcome into results, with its own
 // measurements as values (one per peer).
-func (p Phase) results(o nodeOutcome, mine []crossnode.Measurement) []benchmarks.Result {
+func (p Phase) results(o nodeOutcome, mine nodeReport) []benchmarks.Result {
 	var out []benchmarks.Result
 	for _, c := range p.Checks {
+		if _, ok := lookupCollective(c); ok {
+			continue
+		}
 		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
 			Message: "no outcome for " + c + " from the coordinator"}
 		for _, v := range o.Results {
@@ -138,7 +161,11 @@ func (p Phase) results(o nodeOutcome, mine []crossnode.Measurement) []benchmarks
 				r.Status, r.Reason, r.Message, r.Device = v.Status, v.Reason, v.Message, v.Device
 			}
 		}
-		r.Values = values(c, mine)
+		if pc, ok := peerCheck(c); ok {
+			r.Values = pc.Values(mine.Peers[c].Payload)
+		} else {
+			r.Values = values(c, mine.Measurements)
+		}
 		out = append(out, r)
 	}
 	return out

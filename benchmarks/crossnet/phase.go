@@ -31,15 +31,29 @@ type Phase struct {
 	// Addrs are the nodes' addresses (Slurm's NodeAddr): this node listens
 	// and dials from its own, and meets the coordinator at its.
 	Addrs map[string]string
-	// Checks are the cross-node checks selected, Connect and/or Bandwidth.
+	// Checks are the cross-node checks selected: Connect, Bandwidth,
+	// registered PeerChecks (rdma-peers) and Collectives
+	// (nccl-allreduce-multinode).
 	Checks []string
 	// Connect shapes the phase; Bandwidth is used when Checks has it.
 	Connect   ConnectSettings
 	Bandwidth BandwidthSettings
 	// Auth seals the rendezvous' messages (MUNGE in production).
 	Auth rendezvous.Authenticator
+	// Settings decodes the [checks.NAME] section of a check into v, which
+	// holds its defaults; nil leaves the defaults.
+	Settings func(check string) func(v any) error
+	// Devices are the job's devices on this node (nil: all), for a
+	// Collective.
+	Devices []int
+	// Timeouts bound a Collective's own part by check name (none: the
+	// phase's deadline).
+	Timeouts map[string]time.Duration
 	// Dial connects to a peer's endpoint; nil means TCP from Addrs[Self].
 	Dial Dialer
+	// Listen opens the measurement endpoint's listener on addr
+	// ("host:port"); nil means TCP.
+	Listen func(addr string) (net.Listener, error)
 	// Log gets the phase's log lines; nil means logrus' standard logger.
 	Log logrus.FieldLogger
 }
@@ -103,7 +117,11 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 	if local == "" {
 		return nil, setupError{fmt.Errorf("no address for this node %s", p.Self)}
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
+	listen := p.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
 	if err != nil {
 		return nil, setupError{fmt.Errorf("measurement endpoint: %w", err)}
 	}
@@ -117,6 +135,9 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
 	defer s.Close()
+	st := s.Stats()
+	p.Log.WithFields(logrus.Fields{"node": p.Self, "coordinator": s.Coordinator(), "rdv_links": st.Links,
+		"rdv_dials": st.Dials, "joined": st.Joined.String()}).Debug("cross-node: met")
 	roster := s.Roster()
 	e := ends{}
 	for _, m := range roster.Members {
@@ -124,30 +145,46 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 			e[m.Name] = net.JoinHostPort(m.Addr, strconv.Itoa(int(binary.BigEndian.Uint16(m.Offer))))
 		}
 	}
-	present := roster.Present()
-	links, err := crossnode.Plan(present, p.Connect.Partners, seedOf(p.Job))
-	if err != nil {
-		return nil, err
-	}
+	mine := nodeReport{Peers: p.readPeers()}
 	pr := &prober{self: p.Self, local: local, dial: p.Dial, conn: p.Connect}
-	if p.has(Bandwidth) {
-		pr.bw = &p.Bandwidth
+	if p.has(Connect) || p.has(Bandwidth) {
+		links, err := crossnode.Plan(roster.Present(), p.Connect.Partners, seedOf(p.Job))
+		if err != nil {
+			return nil, err
+		}
+		if p.has(Bandwidth) {
+			pr.bw = &p.Bandwidth
+		}
+		mine.Measurements = p.measure(ctx, pr, links, crossnode.RoundPlan, e)
 	}
-	mine := p.measure(ctx, pr, links, crossnode.RoundPlan, e)
 	payload, err := p.judge(ctx, s, mine, pr, e, roster)
 	if err != nil {
 		return nil, err
 	}
 	var o nodeOutcome
-	if err := json.Unmarshal(payload, &o); err != nil || len(o.Results) == 0 {
+	if err := json.Unmarshal(payload, &o); err != nil {
 		return nil, fmt.Errorf("no outcome from coordinator %s (%d bytes: %v)", s.CoordinatorName(), len(payload), err)
 	}
-	return p.results(o, mine), nil
+	out := p.results(o, mine)
+	for _, c := range p.Checks {
+		if cc, ok := lookupCollective(c); ok {
+			out = append(out, p.collective(ctx, s, cc))
+		}
+	}
+	return out, nil
+}
+
+// nodeReport is what a node sends the coordinator in a round: its own
+// directions of its links, and, in round one, its facts for the
+// PeerChecks (check → report).
+type nodeReport struct {
+	Measurements []crossnode.Measurement `json:"measurements,omitempty"`
+	Peers        map[string]Report       `json:"peers,omitempty"`
 }
 
 // judge runs the rounds: gather round one, re-test if the coordinator
 // asks, and scatter each node its outcome, which it returns.
-func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine []crossnode.Measurement, pr *prober, e ends, roster rendezvous.Roster) ([]byte, error) {
+func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport, pr *prober, e ends, roster rendezvous.Roster) ([]byte, error) {
 	gctx, cancel := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
 	defer cancel()
 	got, err := s.Gather(gctx, "links", mustJSON(mine))
@@ -156,8 +193,9 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine []crossnod
 	}
 	in := crossnode.Input{Nodes: roster.Present(), Options: crossnode.Options{SlowFraction: p.Bandwidth.SlowFraction}}
 	var v crossnode.Verdict
+	var reports map[string]map[string]Report
 	if s.Coordinator() {
-		in.Measurements = collect(got, p.Log)
+		in.Measurements, reports = collect(got, p.Log)
 		if v, err = crossnode.Decide(in); err != nil {
 			return nil, err
 		}
@@ -173,14 +211,15 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine []crossnod
 	if len(retests) > 0 {
 		ping := *pr
 		ping.bw = nil
-		again := p.measure(ctx, &ping, retests, crossnode.RoundRetest, e)
+		again := nodeReport{Measurements: p.measure(ctx, &ping, retests, crossnode.RoundRetest, e)}
 		gctx2, cancel2 := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
 		defer cancel2()
 		if got, err = s.Gather(gctx2, "retests", mustJSON(again)); err != nil {
 			return nil, err
 		}
 		if s.Coordinator() {
-			in.Measurements = append(in.Measurements, collect(got, p.Log)...)
+			more, _ := collect(got, p.Log)
+			in.Measurements = append(in.Measurements, more...)
 			if v, err = crossnode.Decide(in); err != nil {
 				return nil, err
 			}
@@ -188,7 +227,7 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine []crossnod
 	}
 	var per map[string][]byte
 	if s.Coordinator() {
-		per = outcomes(v, roster, p.Checks)
+		per = outcomes(v, roster, p.Checks, p.judgePeers(reports, v.Absent))
 		p.Log.WithFields(logrus.Fields{"culprits": len(v.Culprits), "bad_links": len(v.BadLinks),
 			"absent": v.Absent, "unknown": v.Unknown}).Info("cross-node verdict")
 	}
@@ -207,23 +246,31 @@ func gatherCtx(ctx context.Context, coordinator bool, margin time.Duration) (con
 	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
-// collect decodes the gathered measurements; a node's payload that does
+// collect decodes the gathered reports: the measurements, and the
+// PeerChecks' reports (check → node → report). A node's payload that does
 // not decode is logged and left out.
-func collect(got map[string][]byte, log logrus.FieldLogger) []crossnode.Measurement {
+func collect(got map[string][]byte, log logrus.FieldLogger) ([]crossnode.Measurement, map[string]map[string]Report) {
 	var all []crossnode.Measurement
+	peers := map[string]map[string]Report{}
 	for node, b := range got {
-		var ms []crossnode.Measurement
-		if err := json.Unmarshal(b, &ms); err != nil {
+		var r nodeReport
+		if err := json.Unmarshal(b, &r); err != nil {
 			log.WithField("peer", node).WithError(err).Warn("cross-node: unreadable measurements")
 			continue
 		}
-		for _, m := range ms {
+		for _, m := range r.Measurements {
 			if m.From == node { // a node speaks for its own directions only
 				all = append(all, m)
 			}
 		}
+		for c, rep := range r.Peers {
+			if peers[c] == nil {
+				peers[c] = map[string]Report{}
+			}
+			peers[c][node] = rep
+		}
 	}
-	return all
+	return all, peers
 }
 
 // measure measures this node's direction of each of its links: the

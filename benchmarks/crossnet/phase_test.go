@@ -22,6 +22,16 @@ var testKey = []byte("crossnet test key")
 // address (rdvtest.Addr), and returns every node's results.
 func job(t *testing.T, n int, checks []string, dial func(self string) Dialer) map[string][]benchmarks.Result {
 	t.Helper()
+	return jobWith(t, n, checks, func(p *Phase) {
+		if dial != nil {
+			p.Dial = dial(p.Self)
+		}
+	})
+}
+
+// jobWith is job with each node's Phase shaped by tweak.
+func jobWith(t *testing.T, n int, checks []string, tweak func(p *Phase)) map[string][]benchmarks.Result {
+	t.Helper()
 	names, addrs := rdvtest.Cluster(n)
 	l, err := net.Listen("tcp", net.JoinHostPort(addrs[names[0]], "0"))
 	if err != nil {
@@ -43,8 +53,8 @@ func job(t *testing.T, n int, checks []string, dial func(self string) Dialer) ma
 	for _, name := range names {
 		p := Phase{Job: "77", Self: name, Nodes: names, Addrs: addrs, Checks: checks, Connect: conn, Bandwidth: bw,
 			Auth: rdvtest.New(testKey, 0), Log: logger}
-		if dial != nil {
-			p.Dial = dial(name)
+		if tweak != nil {
+			tweak(&p)
 		}
 		wg.Add(1)
 		go func() {

@@ -42,6 +42,11 @@ func TestReadRDMASummary(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+	t.Run("root from [checks.rdma]", func(t *testing.T) {
+		got, err := RDMASummaryFrom(settings(t, "root = '"+rdmaFixture("dgx-no-gdr")+"'\n"))
+		require.NoError(t, err)
+		assert.Equal(t, tests[2].want, got)
+	})
 	t.Run("no infiniband class", func(t *testing.T) {
 		got, err := ReadRDMASummary(t.TempDir())
 		require.NoError(t, err)

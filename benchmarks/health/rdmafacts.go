@@ -211,3 +211,17 @@ func ReadRDMASummary(root string) (RDMASummary, error) {
 	}
 	return summarise(ports, peerMemLoaded(root)), nil
 }
+
+// RDMASummaryFrom reads this node's RDMA summary under the root that
+// [checks.rdma] sets: settings decodes that section (nil: the defaults).
+// The cross-node phase's rdma-peers reads it so, so that one key names the
+// root for both checks.
+func RDMASummaryFrom(settings func(v any) error) (RDMASummary, error) {
+	s := (&rdma{}).Defaults().(*rdmaSettings)
+	if settings != nil {
+		if err := settings(s); err != nil {
+			return RDMASummary{}, err
+		}
+	}
+	return ReadRDMASummary(s.Root)
+}
