@@ -54,6 +54,7 @@ type cli struct {
 	root       string
 	logLevel   string
 	dryRun     bool
+	nodeAddrs  string
 }
 
 // invocation is a parsed command line.
@@ -83,9 +84,14 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339})
 	level, _ := logrus.ParseLevel(inv.logLevel) // parseArgs checked it
 	log.SetLevel(level)
-	err := loop.Watch(ctx, loop.Options{
+	addrs, err := loop.ParseNodeAddrs(inv.nodeAddrs)
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
+		return exitUsage
+	}
+	err = loop.Watch(ctx, loop.Options{
 		Settings: inv.settings, Record: inv.record, AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
-		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log,
+		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log, NodeAddrs: addrs,
 	})
 	if err != nil {
 		log.WithError(err).Error("vigil-watch failed")
@@ -312,6 +318,9 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
 	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warning, error")
+	fs.IntVar(&s.Port, "port", s.Port, "base TCP `port` of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone")
+	fs.StringVar(&s.MungeSocket, "munge-socket", s.MungeSocket, "munged's socket `path` (default: libmunge's)")
+	fs.StringVar(&c.nodeAddrs, "node-addrs", "", "`node=addr,...`: the addresses of the job's nodes for the watchers' meeting, where node names do not resolve")
 	return fs
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -249,9 +250,13 @@ func TestWatchOnFixtureTree(t *testing.T) {
 			t.Errorf("ran %q, want only /usr/bin/scontrol", a)
 		}
 	}
+	// Two reports: the node's hang, and one period later the job's digest
+	// (a lone watcher records it; its hang was already announced).
 	reps, _ := filepath.Glob(filepath.Join(dir, "vigil-hang-7-n1-*.json"))
-	if len(reps) != 1 {
-		t.Errorf("reports %v, want one", reps)
+	if len(reps) != 2 {
+		t.Errorf("reports %v, want the hang's and the digest's", reps)
+	} else if dg, err := hangreport.ReadReport(reps[1]); err != nil || dg.Digest == nil || dg.Digest.Cause != "unknown" || dg.Blames("n1") {
+		t.Errorf("second report %+v (%v), want the digest: cause unknown, blaming nobody", dg, err)
 	} else if data, err := os.ReadFile(reps[0]); err != nil {
 		t.Error(err)
 	} else {

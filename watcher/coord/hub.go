@@ -1,0 +1,128 @@
+package coord
+
+import (
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Hub is the coordinator's view of the job: it feeds the watchers'
+// summaries to hang.Episodes, as a replay feeds it the recorded traces, so
+// that the live digest and the replayed one are the same function of the
+// same records. A host whose summaries stop keeps its last reading: once
+// its peers' readings are two periods newer, the culprit rules name it
+// (StaleSamples, a rank-failed digest).
+type Hub struct {
+	job   string
+	ep    *hang.Episodes
+	hosts map[string]*hubHost
+	// inherited is a digest an earlier coordinator announced; the first
+	// digest of a hang already open when this hub started is not announced again.
+	inherited *hang.DigestEvent
+	started   bool
+	suppress  bool
+	log       logrus.FieldLogger
+}
+
+type hubHost struct {
+	state string
+	last  time.Time // of the latest reading taken
+}
+
+// NewHub returns the coordinator's view of job with the detector's
+// configuration. inherited, when not nil, is the digest an earlier
+// coordinator of the job announced.
+func NewHub(job string, c hang.Config, inherited *hang.DigestEvent, log logrus.FieldLogger) *Hub {
+	if log == nil {
+		log = logrus.StandardLogger()
+	}
+	return &Hub{job: job, ep: hang.NewEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
+}
+
+type hubRecord struct {
+	s   trace.Sample
+	evs []hang.Event
+}
+
+// Ingest takes one period's summaries, by host, and returns the job's
+// events due at now: digests to announce (Notify) and stragglers.
+func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
+	recs := h.records(sums)
+	if !h.started {
+		h.started = true
+		h.suppress = h.inherited != nil && h.anyHung()
+	}
+	for _, r := range recs {
+		h.ep.Observe(r.s, r.evs)
+		if r.s.Time.After(now) { // another node's clock runs ahead
+			now = r.s.Time.Add(time.Nanosecond)
+		}
+	}
+	var out []Out
+	for _, e := range h.ep.Due(now) {
+		if d, ok := e.(hang.DigestEvent); ok && h.suppress {
+			h.suppress = false
+			h.log.WithFields(logrus.Fields{"cause": d.Cause, "announced": h.inherited.Time.UTC().Format(time.RFC3339)}).
+				Info("the digest of this hang was announced by the previous coordinator; not again")
+			continue
+		}
+		out = append(out, Out{Event: e, Notify: isDigest(e)})
+	}
+	return out
+}
+
+func isDigest(e any) bool { _, ok := e.(hang.DigestEvent); return ok }
+
+func (h *Hub) anyHung() bool {
+	for _, hh := range h.hosts {
+		if hh.state == hang.StateHung {
+			return true
+		}
+	}
+	return false
+}
+
+// records turns the summaries into trace records and the events of each
+// host's state changes, in time order (hosts in name order at equal times).
+func (h *Hub) records(sums map[string]Summary) []hubRecord {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var recs []hubRecord
+	for _, name := range names {
+		s := sums[name]
+		hh := h.hosts[name]
+		if hh == nil {
+			hh = &hubHost{state: hang.StateOK}
+			h.hosts[name] = hh
+		}
+		for _, l := range s.Logs {
+			recs = append(recs, hubRecord{s: trace.Sample{V: trace.Version, Time: l.Time, Host: name, Job: h.job,
+				Log: &trace.Log{Stream: l.Stream, Line: l.Line}}})
+		}
+		if s.Sample == nil || !s.Sample.Time.After(hh.last) {
+			continue
+		}
+		r := *s.Sample
+		r.Host, r.Job, r.Log = name, h.job, nil // a node speaks for itself only
+		hh.last = r.Time
+		var evs []hang.Event
+		if s.State != hh.state {
+			kind := s.State
+			if s.State == hang.StateOK {
+				kind = hang.EventRecovered
+			}
+			evs = []hang.Event{{Time: r.Time, Host: name, Job: h.job, Event: kind, Reason: s.Reason}}
+			hh.state = s.State
+		}
+		recs = append(recs, hubRecord{s: r, evs: evs})
+	}
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].s.Time.Before(recs[b].s.Time) })
+	return recs
+}

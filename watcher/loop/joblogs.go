@@ -1,0 +1,149 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// MaxLogLinesPerPoll bounds the matched lines a JobLogs poll keeps: a job
+// that prints thousands of NCCL warnings a second costs the digest a few
+// hundred lines a period, the first ones (the earliest errors tell most).
+const MaxLogLinesPerPoll = 256
+
+// JobLogs follows the job's output files (scontrol's StdOut and StdErr)
+// and, where this process may read it, the kernel log, and turns the lines
+// joblog.Line matches into log records. The job's user cannot read
+// /dev/kmsg where dmesg_restrict is 1 (the default of most distributions):
+// then XID and ECC lines are not collected, and JobLogs says so once.
+type JobLogs struct {
+	Host, Job string
+	streams   []logStream
+	kmsg      *os.File
+}
+
+type logStream struct {
+	name string // trace.StreamStdout or StreamStderr
+	f    *joblog.Follower
+}
+
+// JobOutputs is the part of the job's record JobLogs needs (scontrol show
+// job's StdOut and StdErr).
+type JobOutputs func(ctx context.Context) (stdout, stderr string, err error)
+
+// OpenJobLogs finds the job's output files and opens the kernel log under
+// root where readable. Nothing here fails the watcher: an unknown output
+// path or an unreadable kernel log only means fewer lines, and is logged.
+func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, log logrus.FieldLogger) *JobLogs {
+	j := &JobLogs{Host: host, Job: job}
+	if outputs != nil {
+		stdout, stderr, err := outputs(ctx)
+		if err != nil {
+			log.WithError(err).Warn("could not find the job's output files; its lines are not followed")
+		}
+		for _, s := range []struct{ name, path string }{{trace.StreamStdout, stdout}, {trace.StreamStderr, stderr}} {
+			if s.path == "" || s.path == "/dev/null" || (s.name == trace.StreamStderr && s.path == stdout) {
+				continue
+			}
+			j.streams = append(j.streams, logStream{name: s.name, f: &joblog.Follower{Path: s.path}})
+		}
+	}
+	paths := make([]string, 0, len(j.streams))
+	for _, s := range j.streams {
+		paths = append(paths, s.f.Path)
+	}
+	kmsg := filepath.Join(root, "dev", "kmsg")
+	f, err := os.OpenFile(kmsg, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		if _, err = f.Seek(0, io.SeekEnd); err != nil { // only what the kernel says from now on
+			f.Close()
+		}
+	}
+	if err != nil {
+		log.WithError(err).Info("the kernel log is not readable by the job's user (dmesg_restrict=1 restricts /dev/kmsg to root): " +
+			"XID and ECC lines are not collected; the epilog's re-check still sees the node's devices")
+	} else {
+		j.kmsg = f
+	}
+	log.WithFields(logrus.Fields{"outputs": strings.Join(paths, ","), "kmsg": j.kmsg != nil}).Info("following the job's output for evidence")
+	return j
+}
+
+// Close closes the kernel log.
+func (j *JobLogs) Close() {
+	if j != nil && j.kmsg != nil {
+		j.kmsg.Close()
+	}
+}
+
+// Poll returns the matched lines written since the last poll, as log
+// records stamped now, at most MaxLogLinesPerPoll.
+func (j *JobLogs) Poll(now time.Time) []trace.Sample {
+	if j == nil {
+		return nil
+	}
+	var out []trace.Sample
+	keep := func(stream, line string) {
+		if len(out) < MaxLogLinesPerPoll {
+			if _, ok := joblog.Line(line); ok {
+				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
+					Log: &trace.Log{Stream: stream, Line: line}})
+			}
+		}
+	}
+	for _, s := range j.streams {
+		lines, err := s.f.Poll()
+		if err != nil {
+			continue // unreadable for now: fewer lines, never a verdict
+		}
+		for _, l := range lines {
+			keep(s.name, l)
+		}
+	}
+	if j.kmsg != nil {
+		for _, l := range readKmsg(j.kmsg) {
+			keep(trace.StreamKmsg, l)
+		}
+	}
+	return out
+}
+
+// readKmsg reads the kernel log records available now from /dev/kmsg
+// (one record per read, "prio,seq,time,flags;message", continuation lines
+// starting with a space) and returns their messages.
+func readKmsg(f *os.File) []string {
+	var out []string
+	buf := make([]byte, 8192)
+	for range 4096 {
+		n, err := f.Read(buf)
+		if n > 0 {
+			for _, rec := range bytes.Split(buf[:n], []byte{'\n'}) {
+				if len(rec) == 0 || rec[0] == ' ' {
+					continue
+				}
+				if i := bytes.IndexByte(rec, ';'); i >= 0 {
+					rec = rec[i+1:]
+				}
+				out = append(out, string(rec))
+			}
+		}
+		if errors.Is(err, syscall.EPIPE) { // records overwritten before we read them
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	return out
+}
