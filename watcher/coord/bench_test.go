@@ -72,7 +72,7 @@ func BenchmarkCoordinator1024(b *testing.B) {
 	for i := range b.N {
 		k := i % len(periods)
 		if k == 0 {
-			h = NewHub("42", c, nil, log)
+			h = NewHub("42", c, nil, nil, log)
 		}
 		sums := make(map[string]Summary, n)
 		for host, data := range periods[k] {

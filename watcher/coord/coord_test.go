@@ -72,7 +72,7 @@ func digests(outs []Out) (notified, recorded []hang.DigestEvent) {
 // The hub alone: a 3-host hang whose third host's ranks are gone gives
 // one digest, rank-failed, naming that host, announced once.
 func TestHubOneDigestPerEpisode(t *testing.T) {
-	h := NewHub("42", testHang(), nil, logrus.New())
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
 	var all []Out
 	for k := range 10 {
 		sums := map[string]Summary{}
@@ -99,7 +99,7 @@ func TestHubOneDigestPerEpisode(t *testing.T) {
 
 // A host whose summaries stop is evidence: its last reading goes stale.
 func TestHubSilentHostIsEvidence(t *testing.T) {
-	h := NewHub("42", testHang(), nil, logrus.New())
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
 	var all []Out
 	for k := range 10 {
 		sums := map[string]Summary{}
@@ -127,7 +127,7 @@ func TestHubSilentHostIsEvidence(t *testing.T) {
 // A coordinator that takes over a hang already announced does not announce it again.
 func TestHubInheritedDigestNotAgain(t *testing.T) {
 	prev := hang.DigestEvent{Time: t0, Job: "42", Event: hang.EventDigest, Cause: hang.CauseUnknown}
-	h := NewHub("42", testHang(), &prev, logrus.New())
+	h := NewHub("42", testHang(), nil, &prev, logrus.New())
 	var all []Out
 	for k := 10; k < 20; k++ {
 		sums := map[string]Summary{}
@@ -356,4 +356,33 @@ func TestTakeoverAfterTheDigest(t *testing.T) {
 		}
 	}
 	t.Errorf("the new coordinator did not say why it stays silent")
+}
+
+// The batch host's watcher reads the job's output for every rank: a line
+// that names its host counts for that host.
+func TestHubLineAboutAnotherHost(t *testing.T) {
+	h := NewHub("42", testHang(), []string{"n1", "n2", "n3"}, nil, logrus.New())
+	line := "n3:4100:4177 [3] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<45123> with status=12 opcode=0 len=0 vendor err 129"
+	var all []Out
+	for k := range 8 {
+		sums := map[string]Summary{}
+		for _, host := range []string{"n1", "n2", "n3"} {
+			p := newPending()
+			st := hostState{procs: 4}
+			if k >= 4 {
+				st.event = hang.EventHung
+			}
+			observe(pendingView{p}, host, k, st)
+			sum := p.take()
+			if host == "n1" && k == 3 {
+				sum.Logs = append(sum.Logs, LogLine{Time: sum.Sample.Time, Stream: trace.StreamStdout, Line: line, Host: "n3"})
+			}
+			sums[host] = sum
+		}
+		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
+	}
+	n, _ := digests(all)
+	if len(n) != 1 || n[0].Cause != hang.CauseNetwork || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" {
+		t.Fatalf("digests = %+v, want one network digest naming n3 only", n)
+	}
 }

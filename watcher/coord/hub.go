@@ -25,6 +25,7 @@ type Hub struct {
 	inherited *hang.DigestEvent
 	started   bool
 	suppress  bool
+	nodes     map[string]bool // the job's nodes a line may be about; nil: any
 	log       logrus.FieldLogger
 }
 
@@ -34,13 +35,22 @@ type hubHost struct {
 }
 
 // NewHub returns the coordinator's view of job with the detector's
-// configuration. inherited, when not nil, is the digest an earlier
-// coordinator of the job announced.
-func NewHub(job string, c hang.Config, inherited *hang.DigestEvent, log logrus.FieldLogger) *Hub {
+// configuration. nodes are the job's nodes: a line a summary says is about
+// another host counts for that host only when it is one of them (nil: any).
+// inherited, when not nil, is the digest an earlier coordinator of the job
+// announced.
+func NewHub(job string, c hang.Config, nodes []string, inherited *hang.DigestEvent, log logrus.FieldLogger) *Hub {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	return &Hub{job: job, ep: hang.NewEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
+	h := &Hub{job: job, ep: hang.NewEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
+	if nodes != nil {
+		h.nodes = map[string]bool{}
+		for _, n := range nodes {
+			h.nodes[n] = true
+		}
+	}
+	return h
 }
 
 type hubRecord struct {
@@ -103,7 +113,11 @@ func (h *Hub) records(sums map[string]Summary) []hubRecord {
 			h.hosts[name] = hh
 		}
 		for _, l := range s.Logs {
-			recs = append(recs, hubRecord{s: trace.Sample{V: trace.Version, Time: l.Time, Host: name, Job: h.job,
+			about := name
+			if l.Host != "" && (h.nodes == nil || h.nodes[l.Host]) {
+				about = l.Host
+			}
+			recs = append(recs, hubRecord{s: trace.Sample{V: trace.Version, Time: l.Time, Host: about, Job: h.job,
 				Log: &trace.Log{Stream: l.Stream, Line: l.Line}}})
 		}
 		if s.Sample == nil || !s.Sample.Time.After(hh.last) {

@@ -122,7 +122,7 @@ func (n *Node) begin(ctx context.Context, s *rendezvous.Session) bool {
 		"absent": strings.Join(s.Roster().Absent(), ",")}
 	if s.Coordinator() {
 		n.role = roleCoordinator
-		n.hub = NewHub(n.cfg.Job, n.cfg.Hang, n.digest, n.log)
+		n.hub = NewHub(n.cfg.Job, n.cfg.Hang, n.cfg.Nodes, n.digest, n.log)
 		n.log.WithFields(fields).Info("this watcher coordinates the job's watchers: it alone announces the job's hang digests")
 		return false
 	}

@@ -47,6 +47,9 @@ type LogLine struct {
 	Time   time.Time `json:"t"`
 	Stream string    `json:"s"` // trace.StreamStdout, StreamStderr or StreamKmsg
 	Line   string    `json:"l"`
+	// Host is the job's node the line is about when that is not the
+	// sender (a line of the job's output that names its host); "" is the sender.
+	Host string `json:"h,omitempty"`
 }
 
 // Encode is the summary's wire form (JSON).
@@ -83,7 +86,7 @@ func (p *pending) observe(s trace.Sample, evs []hang.Event) {
 			p.sum.Dropped++
 			return
 		}
-		p.sum.Logs = append(p.sum.Logs, LogLine{Time: s.Time, Stream: s.Log.Stream, Line: s.Log.Line})
+		p.sum.Logs = append(p.sum.Logs, LogLine{Time: s.Time, Stream: s.Log.Stream, Line: s.Log.Line, Host: s.Host})
 		return
 	}
 	c := s

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +28,16 @@ const MaxLogLinesPerPoll = 256
 // joblog.Line matches into log records. The job's user cannot read
 // /dev/kmsg where dmesg_restrict is 1 (the default of most distributions):
 // then XID and ECC lines are not collected, and JobLogs says so once.
+//
+// The job's output files hold the lines of every rank of the job, and
+// exist on the batch host (or on a shared file system, where every node
+// sees them): only the watcher on the batch host follows them, and a line
+// counts for the host it names (NCCL's "gpu02:4100:4177 [3] NCCL ..."
+// prefix, when that is one of the job's nodes), else for the batch host.
+// Kernel log lines are always this node's.
 type JobLogs struct {
 	Host, Job string
+	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
 	streams   []logStream
 	kmsg      *os.File
 }
@@ -39,18 +48,22 @@ type logStream struct {
 }
 
 // JobOutputs is the part of the job's record JobLogs needs (scontrol show
-// job's StdOut and StdErr).
-type JobOutputs func(ctx context.Context) (stdout, stderr string, err error)
+// job's StdOut, StdErr and BatchHost).
+type JobOutputs func(ctx context.Context) (stdout, stderr, batchHost string, err error)
 
 // OpenJobLogs finds the job's output files and opens the kernel log under
 // root where readable. Nothing here fails the watcher: an unknown output
 // path or an unreadable kernel log only means fewer lines, and is logged.
-func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, log logrus.FieldLogger) *JobLogs {
-	j := &JobLogs{Host: host, Job: job}
+func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, nodes []string, log logrus.FieldLogger) *JobLogs {
+	j := &JobLogs{Host: host, Job: job, Nodes: nodes}
 	if outputs != nil {
-		stdout, stderr, err := outputs(ctx)
+		stdout, stderr, batch, err := outputs(ctx)
 		if err != nil {
 			log.WithError(err).Warn("could not find the job's output files; its lines are not followed")
+		}
+		if batch != "" && batch != host {
+			log.WithField("batch_host", batch).Info("the job's output files are followed by the watcher on the batch host")
+			stdout, stderr = "", ""
 		}
 		for _, s := range []struct{ name, path string }{{trace.StreamStdout, stdout}, {trace.StreamStderr, stderr}} {
 			if s.path == "" || s.path == "/dev/null" || (s.name == trace.StreamStderr && s.path == stdout) {
@@ -97,7 +110,13 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 	keep := func(stream, line string) {
 		if len(out) < MaxLogLinesPerPoll {
 			if _, ok := joblog.Line(line); ok {
-				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
+				host := j.Host
+				if stream != trace.StreamKmsg {
+					if h := LineHost(line, j.Nodes); h != "" {
+						host = h
+					}
+				}
+				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: host, Job: j.Job,
 					Log: &trace.Log{Stream: stream, Line: line}})
 			}
 		}
@@ -117,6 +136,27 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 		}
 	}
 	return out
+}
+
+// ncclPrefix is NCCL's "host:pid:tid [dev] NCCL" at the start of a line
+// (after srun --label's "N: " or a launcher's "[rank]:" when present).
+var ncclPrefix = regexp.MustCompile(`^(?:\s*\d+: |\[[^\]]*\]:\s*)?([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] NCCL `)
+
+// LineHost is the job's node a line of the job's output names as its
+// source ("gpu02:4100:4177 [3] NCCL WARN ..." names gpu02, also as
+// gpu02.cluster.example), or "" when it names none of nodes.
+func LineHost(line string, nodes []string) string {
+	m := ncclPrefix.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	short, _, _ := strings.Cut(m[1], ".")
+	for _, n := range nodes {
+		if n == m[1] || n == short {
+			return n
+		}
+	}
+	return ""
 }
 
 // readKmsg reads the kernel log records available now from /dev/kmsg

@@ -40,8 +40,8 @@ func TestJobLogsFollowsOutputsAndKeepsMatchedLines(t *testing.T) {
 	out, errf := filepath.Join(dir, "slurm-7.out"), filepath.Join(dir, "slurm-7.err")
 	appendFile(t, out, "epoch 1 step 10 loss 2.3\nplain line\n")
 	log, hook := test.NewNullLogger()
-	j := OpenJobLogs(context.Background(), func(context.Context) (string, string, error) { return out, errf, nil },
-		filepath.Join(dir, "noroot"), "n1", "7", log)
+	j := OpenJobLogs(context.Background(), func(context.Context) (string, string, string, error) { return out, errf, "n1", nil },
+		filepath.Join(dir, "noroot"), "n1", "7", []string{"n1", "gpu02"}, log)
 	defer j.Close()
 	if !strings.Contains(hook.AllEntries()[0].Message, "dmesg_restrict=1") {
 		t.Errorf("an unreadable kernel log should be said once: %v", hook.AllEntries()[0].Message)
@@ -53,8 +53,8 @@ func TestJobLogsFollowsOutputsAndKeepsMatchedLines(t *testing.T) {
 	}
 	appendFile(t, errf, "warning: nothing\n"+ncclNetLine+"\nhalf a li")
 	got = j.Poll(now.Add(time.Minute))
-	if len(got) != 1 || got[0].Log.Line != ncclNetLine || got[0].Log.Stream != trace.StreamStderr {
-		t.Fatalf("second poll = %+v", got)
+	if len(got) != 1 || got[0].Log.Line != ncclNetLine || got[0].Log.Stream != trace.StreamStderr || got[0].Host != "gpu02" {
+		t.Fatalf("second poll = %+v, want the NCCL line, counted for gpu02 which it names", got)
 	}
 	if got := j.Poll(now.Add(2 * time.Minute)); len(got) != 0 {
 		t.Errorf("nothing new: %+v", got)
@@ -66,13 +66,17 @@ func TestJobLogsSameFileOnceAndUnknownOutputs(t *testing.T) {
 	out := filepath.Join(dir, "slurm-7.out")
 	appendFile(t, out, ncclNetLine+"\n")
 	log, _ := test.NewNullLogger()
-	j := OpenJobLogs(context.Background(), func(context.Context) (string, string, error) { return out, out, nil }, dir, "n1", "7", log)
-	if got := j.Poll(time.Now()); len(got) != 1 {
-		t.Errorf("stdout and stderr in one file: %d lines, want 1", len(got))
+	j := OpenJobLogs(context.Background(), func(context.Context) (string, string, string, error) { return out, out, "", nil }, dir, "n1", "7", nil, log)
+	if got := j.Poll(time.Now()); len(got) != 1 || got[0].Host != "n1" {
+		t.Errorf("stdout and stderr in one file: %+v, want 1 line of n1", got)
 	}
-	j = OpenJobLogs(context.Background(), func(context.Context) (string, string, error) { return "", "", os.ErrPermission }, dir, "n1", "7", log)
+	j = OpenJobLogs(context.Background(), func(context.Context) (string, string, string, error) { return "", "", "", os.ErrPermission }, dir, "n1", "7", nil, log)
 	if got := j.Poll(time.Now()); len(got) != 0 {
 		t.Errorf("no outputs: %+v", got)
+	}
+	j = OpenJobLogs(context.Background(), func(context.Context) (string, string, string, error) { return out, out, "n2", nil }, dir, "n1", "7", nil, log)
+	if got := j.Poll(time.Now()); len(got) != 0 {
+		t.Errorf("not the batch host: %+v, want nothing (the batch host's watcher reads the job's output)", got)
 	}
 }
 
@@ -84,12 +88,28 @@ func TestJobLogsKernelLogWhereReadable(t *testing.T) {
 	}
 	appendFile(t, kmsg, "6,1,100,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=old, before the job\n")
 	log, _ := test.NewNullLogger()
-	j := OpenJobLogs(context.Background(), nil, root, "n1", "7", log)
+	j := OpenJobLogs(context.Background(), nil, root, "n1", "7", []string{"n1", "gpu02"}, log)
 	defer j.Close()
 	appendFile(t, kmsg, "4,2,200,-;"+xidLine+"\n SUBSYSTEM=pci\n6,3,300,-;eth0: link up\n")
 	got := j.Poll(time.Now())
 	if len(got) != 1 || got[0].Log.Stream != trace.StreamKmsg || got[0].Log.Line != xidLine {
 		t.Fatalf("kernel log lines = %+v (only what came after the start)", got)
+	}
+}
+
+func TestLineHost(t *testing.T) {
+	nodes := []string{"gpu01", "gpu02"}
+	for _, tc := range []struct{ line, want string }{
+		{ncclNetLine, "gpu02"},
+		{"3: gpu02:4100:4177 [3] NCCL WARN NET/IB : Got completion with error 12", "gpu02"},
+		{"[rank3]: gpu01.cluster.example:4100:4177 [3] NCCL WARN Call to ibv_poll_cq failed", "gpu01"},
+		{"gpu09:4100:4177 [3] NCCL WARN NET/IB : Got completion with error 12", ""},
+		{"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", ""},
+		{"epoch 3 step 1500 on gpu02", ""},
+	} {
+		if got := LineHost(tc.line, nodes); got != tc.want {
+			t.Errorf("LineHost(%q) = %q, want %q", tc.line, got, tc.want)
+		}
 	}
 }
 

@@ -101,7 +101,7 @@ func Watch(ctx context.Context, o Options) error {
 	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
 
 	actor := newActor(ctx, o, s, job, log)
-	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, log)
+	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
 	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
 	defer closeView()
@@ -173,12 +173,12 @@ func slurmClient(o Options, s Settings) *slurm.Client {
 // jobOutputs reads the job's StdOut and StdErr paths from scontrol show
 // job (as the job's user).
 func jobOutputs(c *slurm.Client, id string) JobOutputs {
-	return func(ctx context.Context) (string, string, error) {
+	return func(ctx context.Context) (string, string, string, error) {
 		info, err := c.Job(ctx, id)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
-		return info.Fields["StdOut"], info.Fields["StdErr"], nil
+		return info.Fields["StdOut"], info.Fields["StdErr"], info.BatchHost, nil
 	}
 }
 
