@@ -20,16 +20,20 @@ import (
 // the report, the webhook and the mail.
 const MaxCommentNote = 200
 
-// HandleDigest acts on a digest of the job. Every node writes it to a
-// hang report (so that the epilog on each node re-checks the digest's
-// culprits, without a shared file system); with notify (the coordinator)
-// it also sets the job's comment, posts the webhook, sends mail and takes
-// the job's hang action, once per hang episode of the job.
+// HandleDigest acts on a digest of the job. With notify (the job's
+// coordinator) it writes the digest's hang report, sets the job's comment,
+// posts the webhook, sends mail and takes the job's hang action, once per
+// hang episode of the job. Without, it logs the digest and, when the digest
+// names culprits, writes its report (so that the epilog on every node
+// re-checks the culprits without a shared file system).
 func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error {
 	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause})
 	rep := a.digestReport(d)
 	log.WithFields(logrus.Fields{"culprits": strings.Join(rep.Culprits, ","), "hosts": strings.Join(d.Hosts, ",")}).
 		Error(fmt.Sprintf("vigil: job %s hang digest: %s", rep.Job, digestLine(rep.Digest)))
+	if !notify && len(d.Culprits) == 0 {
+		return nil // it blames nobody: nothing for an epilog to read
+	}
 	var errs []error
 	path, err := a.writeReport(log, rep)
 	if err != nil {

@@ -60,6 +60,15 @@ func TestDigestRecordedOnlyElsewhere(t *testing.T) {
 	if reps := f.reports(t); len(reps) != 1 {
 		t.Errorf("reports %v, want the digest's (for the epilog of this node)", reps)
 	}
+	f = newFixture(t)
+	d := networkDigest()
+	d.Cause, d.Culprits = hang.CauseUnknown, nil
+	if err := f.actor.HandleDigest(context.Background(), d, false); err != nil {
+		t.Fatal(err)
+	}
+	if reps := f.reports(t); len(reps) != 0 {
+		t.Errorf("reports %v, want none: a digest that blames nobody is only logged where it is not announced", reps)
+	}
 }
 
 func TestQuietNodeLeavesTheHangToTheCoordinator(t *testing.T) {

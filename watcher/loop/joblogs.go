@@ -39,7 +39,7 @@ type JobLogs struct {
 	Host, Job string
 	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
 	streams   []logStream
-	kmsg      *os.File
+	kmsg      int // /dev/kmsg's descriptor, read without the runtime's poller; -1 when not open
 }
 
 type logStream struct {
@@ -55,7 +55,7 @@ type JobOutputs func(ctx context.Context) (stdout, stderr, batchHost string, err
 // root where readable. Nothing here fails the watcher: an unknown output
 // path or an unreadable kernel log only means fewer lines, and is logged.
 func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, nodes []string, log logrus.FieldLogger) *JobLogs {
-	j := &JobLogs{Host: host, Job: job, Nodes: nodes}
+	j := &JobLogs{Host: host, Job: job, Nodes: nodes, kmsg: -1}
 	if outputs != nil {
 		stdout, stderr, batch, err := outputs(ctx)
 		if err != nil {
@@ -76,27 +76,30 @@ func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string
 	for _, s := range j.streams {
 		paths = append(paths, s.f.Path)
 	}
+	// A raw descriptor: through os.File, the runtime's poller would park a
+	// read of /dev/kmsg until the kernel logs something.
 	kmsg := filepath.Join(root, "dev", "kmsg")
-	f, err := os.OpenFile(kmsg, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fd, err := syscall.Open(kmsg, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err == nil {
-		if _, err = f.Seek(0, io.SeekEnd); err != nil { // only what the kernel says from now on
-			f.Close()
+		if _, err = syscall.Seek(fd, 0, io.SeekEnd); err != nil { // only what the kernel says from now on
+			syscall.Close(fd)
 		}
 	}
 	if err != nil {
-		log.WithError(err).Info("the kernel log is not readable by the job's user (dmesg_restrict=1 restricts /dev/kmsg to root): " +
-			"XID and ECC lines are not collected; the epilog's re-check still sees the node's devices")
+		log.WithError(&os.PathError{Op: "open", Path: kmsg, Err: err}).Info("the kernel log is not readable by the job's user " +
+			"(dmesg_restrict=1 restricts /dev/kmsg to root): XID and ECC lines are not collected; the epilog's re-check still sees the node's devices")
 	} else {
-		j.kmsg = f
+		j.kmsg = fd
 	}
-	log.WithFields(logrus.Fields{"outputs": strings.Join(paths, ","), "kmsg": j.kmsg != nil}).Info("following the job's output for evidence")
+	log.WithFields(logrus.Fields{"outputs": strings.Join(paths, ","), "kmsg": j.kmsg >= 0}).Info("following the job's output for evidence")
 	return j
 }
 
 // Close closes the kernel log.
 func (j *JobLogs) Close() {
-	if j != nil && j.kmsg != nil {
-		j.kmsg.Close()
+	if j != nil && j.kmsg >= 0 {
+		syscall.Close(j.kmsg)
+		j.kmsg = -1
 	}
 }
 
@@ -130,7 +133,7 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 			keep(s.name, l)
 		}
 	}
-	if j.kmsg != nil {
+	if j.kmsg >= 0 {
 		for _, l := range readKmsg(j.kmsg) {
 			keep(trace.StreamKmsg, l)
 		}
@@ -162,11 +165,11 @@ func LineHost(line string, nodes []string) string {
 // readKmsg reads the kernel log records available now from /dev/kmsg
 // (one record per read, "prio,seq,time,flags;message", continuation lines
 // starting with a space) and returns their messages.
-func readKmsg(f *os.File) []string {
+func readKmsg(fd int) []string {
 	var out []string
 	buf := make([]byte, 8192)
 	for range 4096 {
-		n, err := f.Read(buf)
+		n, err := syscall.Read(fd, buf)
 		if n > 0 {
 			for _, rec := range bytes.Split(buf[:n], []byte{'\n'}) {
 				if len(rec) == 0 || rec[0] == ' ' {
@@ -181,7 +184,7 @@ func readKmsg(f *os.File) []string {
 		if errors.Is(err, syscall.EPIPE) { // records overwritten before we read them
 			continue
 		}
-		if err != nil || n == 0 {
+		if err != nil || n <= 0 { // EAGAIN: nothing more for now
 			break
 		}
 	}

@@ -185,3 +185,24 @@ func TestLoopRecordsLogLinesAndLoneDigestReadsThem(t *testing.T) {
 		t.Errorf("%d digest lines printed, want 1:\n%s", printed, events.String())
 	}
 }
+
+// Polling the real kernel log never waits for the kernel to say something.
+func TestJobLogsRealKernelLogDoesNotBlock(t *testing.T) {
+	log, _ := test.NewNullLogger()
+	j := OpenJobLogs(context.Background(), nil, "/", "n1", "7", nil, log)
+	defer j.Close()
+	if j.kmsg < 0 {
+		t.Skip("/dev/kmsg is not readable here (dmesg_restrict=1 and not root)")
+	}
+	done := make(chan struct{})
+	go func() {
+		j.Poll(time.Now())
+		j.Poll(time.Now())
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a poll of /dev/kmsg blocked")
+	}
+}

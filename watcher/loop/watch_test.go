@@ -18,7 +18,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -250,13 +249,14 @@ func TestWatchOnFixtureTree(t *testing.T) {
 			t.Errorf("ran %q, want only /usr/bin/scontrol", a)
 		}
 	}
-	// Two reports: the node's hang, and one period later the job's digest
-	// (a lone watcher records it; its hang was already announced).
+	// One report: the node's hang. The lone watcher's digest one period
+	// later blames nobody (cause unknown) and is only logged.
+	if !strings.Contains(logs.String(), "vigil: job 7 hang digest: unknown: no host stands out") {
+		t.Errorf("the lone watcher's digest is not in its log:\n%s", logs.String())
+	}
 	reps, _ := filepath.Glob(filepath.Join(dir, "vigil-hang-7-n1-*.json"))
-	if len(reps) != 2 {
-		t.Errorf("reports %v, want the hang's and the digest's", reps)
-	} else if dg, err := hangreport.ReadReport(reps[1]); err != nil || dg.Digest == nil || dg.Digest.Cause != "unknown" || dg.Blames("n1") {
-		t.Errorf("second report %+v (%v), want the digest: cause unknown, blaming nobody", dg, err)
+	if len(reps) != 1 {
+		t.Errorf("reports %v, want one", reps)
 	} else if data, err := os.ReadFile(reps[0]); err != nil {
 		t.Error(err)
 	} else {
