@@ -368,7 +368,13 @@ DESCRIPTION
     line and each event's evidence (first_verdict, grace_s, window_s) say
     when the first verdict can come.
 
-    On a hang it logs one line, writes a JSON report, updates the job's comment,
+    On a job of several nodes the watchers meet (MUNGE-sealed, on --port + job
+    id mod 1000): the watcher on the first node in sorted order coordinates,
+    gets every node's summary each period (state, reading, matched lines of
+    the job's output and kernel log), and alone announces one digest per hang
+    of the job (cause, culprit hosts, hint); if it stops, the next node takes
+    over. A lone watcher (one node, --port 0, no MUNGE) acts for its node:
+    on a hang it logs one line, writes a JSON report, updates the job's comment,
     and notifies (webhook, mail) once per hang episode; it cancels or requeues
     the job only when asked to (--action). It prints every event as one JSON
     line on standard output (log lines go to standard error) and exits 0 on
@@ -407,7 +413,8 @@ FILES
         mem_change_mib, high_util, idle_util, cpu_stddev_cores,
         cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang, action,
         max_requeues, webhook_url, webhook_timeout, webhook_attempts, mail,
-        mail_prog, comment, report_dir, slurm_bin_dir.
+        mail_prog, comment, report_dir, slurm_bin_dir, port, munge_socket,
+        takeover_periods.
     REPORT_DIR/vigil-hang-JOB-NODE-TIME.json
         One report per hang: what was flat, since when, the evidence, culprits.
 
