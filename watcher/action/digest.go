@@ -63,6 +63,32 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	return errors.Join(errs...)
 }
 
+// HandleJobRecovered announces, on the job's coordinator, that no host of
+// the job is hung any more after a hang whose digest was computed at
+// digest: the job's comment says so, and the webhook gets a "recovered"
+// notification about the job (its host is this node).
+func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest time.Time) error {
+	since := digest.Add(-a.Window)
+	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: EventRecovered, Reason: "JobRecovered",
+		Message: "no host of the job is hung any more"}
+	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": EventRecovered})
+	log.Warn(fmt.Sprintf("vigil: job %s recovered at %s (hung since %s)", a.Job, t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
+	var errs []error
+	if a.Comment {
+		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
+			user, _ := SplitComment(old)
+			return joinComment(user, fmt.Sprintf("%s recovered at %s (hung since %s)", slurm.ReasonPrefix,
+				t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))), false
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := a.webhook(ctx, log, webhookBody(a.newReport(ev, since, []string{}))); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 func (a *Actor) jobOf(d hang.DigestEvent) string {
 	if a.Job != "" {
 		return a.Job

@@ -104,3 +104,17 @@ func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
 		t.Errorf("truncate on a rune boundary: %q", got)
 	}
 }
+
+func TestJobRecoveredFromTheCoordinator(t *testing.T) {
+	f := newFixture(t)
+	f.slurm.comment = "my run; vigil: hung since 2026-11-29T10:00:00Z, network: gpu04 (TransportErrors)"
+	if err := f.actor.HandleJobRecovered(context.Background(), t0.Add(time.Hour), t0); err != nil {
+		t.Fatal(err)
+	}
+	if want := "my run; vigil: recovered at 2026-11-29T11:30:00Z (hung since 2026-11-29T10:00:00Z)"; f.slurm.comment != want {
+		t.Errorf("comment %q, want %q", f.slurm.comment, want)
+	}
+	if h := f.hook.received(); len(h) != 1 || h[0].Event != EventRecovered || h[0].Reason != "JobRecovered" {
+		t.Errorf("webhooks %+v, want one recovered", h)
+	}
+}

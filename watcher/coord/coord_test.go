@@ -386,3 +386,40 @@ func TestHubLineAboutAnotherHost(t *testing.T) {
 		t.Fatalf("digests = %+v, want one network digest naming n3 only", n)
 	}
 }
+
+// When no host is hung any more after an announced hang, the hub says the
+// job recovered, once.
+func TestHubJobRecoveredOnce(t *testing.T) {
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
+	var recovered []JobRecovered
+	var digestAt time.Time
+	for k := range 14 {
+		sums := map[string]Summary{}
+		for _, host := range []string{"n1", "n2", "n3"} {
+			p := newPending()
+			st := hostState{procs: 4}
+			switch {
+			case k >= 4 && k < 8:
+				st.event = hang.EventHung
+			case k == 8:
+				st.event = hang.EventRecovered
+			}
+			observe(pendingView{p}, host, k, st)
+			sums[host] = p.take()
+		}
+		for _, o := range h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums) {
+			switch e := o.Event.(type) {
+			case JobRecovered:
+				if !o.Notify {
+					t.Errorf("recovery not announced")
+				}
+				recovered = append(recovered, e)
+			case hang.DigestEvent:
+				digestAt = e.Time
+			}
+		}
+	}
+	if len(recovered) != 1 || digestAt.IsZero() || !recovered[0].Digest.Equal(digestAt) || recovered[0].Event != hang.EventRecovered {
+		t.Fatalf("recovered = %+v (digest at %v), want one, after the digest", recovered, digestAt)
+	}
+}

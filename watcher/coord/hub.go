@@ -26,7 +26,19 @@ type Hub struct {
 	started   bool
 	suppress  bool
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
+	announced time.Time       // the digest of the open hang, zero when none is open
 	log       logrus.FieldLogger
+}
+
+// JobRecovered is the end of an announced hang of the job: no host is hung
+// any more. Its JSON form is one line of the event stream:
+//
+//	{"time":T,"job":J,"event":"recovered","digest":T0}
+type JobRecovered struct {
+	Time   time.Time `json:"time"`
+	Job    string    `json:"job"`
+	Event  string    `json:"event"`  // hang.EventRecovered
+	Digest time.Time `json:"digest"` // when the hang's digest was computed
 }
 
 type hubHost struct {
@@ -65,6 +77,9 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	if !h.started {
 		h.started = true
 		h.suppress = h.inherited != nil && h.anyHung()
+		if h.suppress {
+			h.announced = h.inherited.Time
+		}
 	}
 	for _, r := range recs {
 		h.ep.Observe(r.s, r.evs)
@@ -73,19 +88,26 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		}
 	}
 	var out []Out
+	if !h.announced.IsZero() && !h.anyHung() {
+		out = append(out, Out{Event: JobRecovered{Time: now, Job: h.job, Event: hang.EventRecovered,
+			Digest: h.announced}, Notify: true})
+		h.announced = time.Time{}
+	}
 	for _, e := range h.ep.Due(now) {
-		if d, ok := e.(hang.DigestEvent); ok && h.suppress {
+		d, ok := e.(hang.DigestEvent)
+		if ok && h.suppress {
 			h.suppress = false
 			h.log.WithFields(logrus.Fields{"cause": d.Cause, "announced": h.inherited.Time.UTC().Format(time.RFC3339)}).
 				Info("the digest of this hang was announced by the previous coordinator; not again")
 			continue
 		}
-		out = append(out, Out{Event: e, Notify: isDigest(e)})
+		if ok {
+			h.announced = d.Time
+		}
+		out = append(out, Out{Event: e, Notify: ok})
 	}
 	return out
 }
-
-func isDigest(e any) bool { _, ok := e.(hang.DigestEvent); return ok }
 
 func (h *Hub) anyHung() bool {
 	for _, hh := range h.hosts {

@@ -66,10 +66,11 @@ type JobView interface {
 }
 
 // DigestHandler acts on a digest of the job (*action.Actor): notify says
-// this node announces it (the coordinator, or a lone watcher's first);
-// otherwise it is recorded only.
+// this node announces it (the coordinator); otherwise it is recorded only.
+// HandleJobRecovered announces the end of a hang the digest announced.
 type DigestHandler interface {
 	HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error
+	HandleJobRecovered(ctx context.Context, t, digest time.Time) error
 }
 
 // ErrJobGone is what Alive returns (wrapped) when the job's cgroup has
@@ -211,12 +212,20 @@ func (l *Loop) print(ev any) {
 func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 	for _, o := range outs {
 		l.print(o.Event)
-		d, ok := o.Event.(hang.DigestEvent)
-		if !ok || l.Digests == nil {
+		if l.Digests == nil {
 			continue
 		}
-		if err := l.Digests.HandleDigest(ctx, d, o.Notify); err != nil {
-			l.log().WithError(err).WithField("event", d.Event).Error("some actions failed")
+		var err error
+		switch e := o.Event.(type) {
+		case hang.DigestEvent:
+			err = l.Digests.HandleDigest(ctx, e, o.Notify)
+		case coord.JobRecovered:
+			if o.Notify {
+				err = l.Digests.HandleJobRecovered(ctx, e.Time, e.Digest)
+			}
+		}
+		if err != nil {
+			l.log().WithError(err).Error("some actions failed")
 		}
 	}
 }
