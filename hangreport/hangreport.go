@@ -42,7 +42,28 @@ type Report struct {
 	Culprits []string       `json:"culprits"`           // hosts blamed
 	Evidence map[string]any `json:"evidence,omitempty"` // the detector's evidence, verbatim
 	Actions  []string       `json:"actions"`            // what vigil-watch does about it
-	Path     string         `json:"-"`                  // where the report was written; "" when not
+	// Digest is the job's digest of the hang (its likely cause, and the
+	// hosts with evidence against them), in the reports written for it by
+	// the job's coordinator and its peers; nil in per-node reports and in
+	// reports of vigil versions without one.
+	Digest *Digest `json:"digest,omitempty"`
+	Path   string  `json:"-"` // where the report was written; "" when not
+}
+
+// Digest is a job's digest of one hang episode, as vigil-watch computes it
+// across the job's hosts.
+type Digest struct {
+	Cause    string          `json:"cause"`           // bad-device, rank-failed, network, data-stall, different-progress or unknown
+	Culprits []DigestCulprit `json:"culprits"`        // hosts with evidence against them; none for unknown
+	Hint     string          `json:"hint,omitempty"`  // what the job's user can do
+	Hosts    []string        `json:"hosts,omitempty"` // every host of the job the digest saw
+}
+
+// DigestCulprit is a host a digest blames, with the evidence against it.
+type DigestCulprit struct {
+	Host     string         `json:"host"`
+	Reason   string         `json:"reason"` // a stable token, e.g. "TransportErrors"
+	Evidence map[string]any `json:"evidence,omitempty"`
 }
 
 // Name is the report's file name for a job, host and event time.
@@ -149,12 +170,17 @@ func ParseReport(data []byte) (Report, error) {
 	return r, nil
 }
 
-// Blames reports whether the hang report names node as a culprit: node is
-// in Culprits or, when Culprits is empty, the report is about node itself
+// Blames reports whether the hang report names node as a culprit. A report
+// with a digest blames the digest's culprits only, the hosts with evidence
+// against them (none when its cause is unknown). Without one: node is in
+// Culprits or, when Culprits is empty, the report is about node itself
 // (its own watcher wrote it).
 func (r Report) Blames(node string) bool {
 	if node == "" {
 		return false
+	}
+	if r.Digest != nil {
+		return slices.ContainsFunc(r.Digest.Culprits, func(c DigestCulprit) bool { return c.Host == node })
 	}
 	if len(r.Culprits) == 0 {
 		return r.Host == node

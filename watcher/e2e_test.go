@@ -124,7 +124,8 @@ func TestE2EHangReported(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		watch := fmt.Sprintf("%s --period %s --window %s --grace %s --accel-trace %s --webhook-url %s/hook --mail --report-dir %s --record %s/rec-%%j-%%N.jsonl %s",
+		// --port 0: each watcher acts for its own node (TestE2ECoordinatedDigest has the watchers meet).
+		watch := fmt.Sprintf("%s --period %s --window %s --grace %s --accel-trace %s --webhook-url %s/hook --mail --report-dir %s --record %s/rec-%%j-%%N.jsonl --port 0 %s",
 			bin, e2ePeriod, e2eWindow, e2eGrace, accel, srv.URL, dir, dir, extra)
 		nodes := strings.Count(node, ",") + 1
 		id = c.Sbatch(t, fmt.Sprintf(e2eScript, dir, watch, training), "-w", node, "-N", strconv.Itoa(nodes), "--job-name", name)

@@ -54,6 +54,7 @@ type cli struct {
 	root       string
 	logLevel   string
 	dryRun     bool
+	nodeAddrs  string
 }
 
 // invocation is a parsed command line.
@@ -83,9 +84,14 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339})
 	level, _ := logrus.ParseLevel(inv.logLevel) // parseArgs checked it
 	log.SetLevel(level)
-	err := loop.Watch(ctx, loop.Options{
+	addrs, err := loop.ParseNodeAddrs(inv.nodeAddrs)
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
+		return exitUsage
+	}
+	err = loop.Watch(ctx, loop.Options{
 		Settings: inv.settings, Record: inv.record, AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
-		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log,
+		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log, NodeAddrs: addrs,
 	})
 	if err != nil {
 		log.WithError(err).Error("vigil-watch failed")
@@ -312,6 +318,9 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
 	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warning, error")
+	fs.IntVar(&s.Port, "port", s.Port, "base TCP `port` of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone")
+	fs.StringVar(&s.MungeSocket, "munge-socket", s.MungeSocket, "munged's socket `path` (default: libmunge's)")
+	fs.StringVar(&c.nodeAddrs, "node-addrs", "", "`node=addr,...`: the addresses of the job's nodes for the watchers' meeting, where node names do not resolve")
 	return fs
 }
 
@@ -359,7 +368,13 @@ DESCRIPTION
     line and each event's evidence (first_verdict, grace_s, window_s) say
     when the first verdict can come.
 
-    On a hang it logs one line, writes a JSON report, updates the job's comment,
+    On a job of several nodes the watchers meet (MUNGE-sealed, on --port + job
+    id mod 1000): the watcher on the first node in sorted order coordinates,
+    gets every node's summary each period (state, reading, matched lines of
+    the job's output and kernel log), and alone announces one digest per hang
+    of the job (cause, culprit hosts, hint); if it stops, the next node takes
+    over. A lone watcher (one node, --port 0, no MUNGE) acts for its node:
+    on a hang it logs one line, writes a JSON report, updates the job's comment,
     and notifies (webhook, mail) once per hang episode; it cancels or requeues
     the job only when asked to (--action). It prints every event as one JSON
     line on standard output (log lines go to standard error) and exits 0 on
@@ -398,7 +413,8 @@ FILES
         mem_change_mib, high_util, idle_util, cpu_stddev_cores,
         cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang, action,
         max_requeues, webhook_url, webhook_timeout, webhook_attempts, mail,
-        mail_prog, comment, report_dir, slurm_bin_dir.
+        mail_prog, comment, report_dir, slurm_bin_dir, port, munge_socket,
+        takeover_periods.
     REPORT_DIR/vigil-hang-JOB-NODE-TIME.json
         One report per hang: what was flat, since when, the evidence, culprits.
 

@@ -57,6 +57,36 @@ type Settings struct {
 	ReportDir string `toml:"report_dir"`
 	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
 	SlurmBinDir string `toml:"slurm_bin_dir"`
+	// Port is the base TCP port of the job's watchers' meeting: a job's
+	// coordinator listens on Port + (job id mod PortSpan), so that jobs
+	// sharing a node rarely share a port. 0 turns the meeting off: each
+	// watcher acts for its own node.
+	Port int `toml:"port"`
+	// MungeSocket is munged's socket ("" is libmunge's default,
+	// /run/munge/munge.socket.2).
+	MungeSocket string `toml:"munge_socket"`
+	// TakeoverPeriods is how many periods without a word from the
+	// coordinator make the next node in order take over.
+	TakeoverPeriods int `toml:"takeover_periods"`
+}
+
+// PortSpan is how many ports, from Settings.Port, the jobs' meetings use.
+const PortSpan = 1000
+
+// DefaultPort is the shipped base port of the watchers' meeting.
+const DefaultPort = 29000
+
+// JobPort is the port of job id's meeting: Port + (id mod PortSpan), or
+// Port for an id that is not a number; 0 when Port is 0 (off).
+func (s Settings) JobPort(id string) int {
+	if s.Port == 0 {
+		return 0
+	}
+	var n int
+	if _, err := fmt.Sscanf(id, "%d", &n); err != nil || n < 0 {
+		return s.Port
+	}
+	return s.Port + n%PortSpan
 }
 
 // Default returns the shipped [watch] settings, the one place they live.
@@ -71,6 +101,8 @@ func Default() Settings {
 		Mail:            false,
 		Comment:         true,
 		SlurmBinDir:     "/usr/bin",
+		Port:            DefaultPort,
+		TakeoverPeriods: 3,
 	}
 }
 
@@ -136,6 +168,12 @@ func (s Settings) Validate(f *config.File) error {
 	}
 	if s.WebhookAttempts < 1 || s.WebhookAttempts > 10 {
 		bad("webhook_attempts", "%d: want 1 to 10", s.WebhookAttempts)
+	}
+	if s.Port != 0 && (s.Port < 1024 || s.Port+PortSpan-1 > 65535) {
+		bad("port", "%d: want 0 (off) or 1024 to %d (the job's port is port + job id mod %d)", s.Port, 65535-PortSpan+1, PortSpan)
+	}
+	if s.TakeoverPeriods < 1 || s.TakeoverPeriods > 100 {
+		bad("takeover_periods", "%d: want 1 to 100", s.TakeoverPeriods)
 	}
 	if len(errs) == 0 {
 		if err := s.Hang.Validate(); err != nil {

@@ -118,6 +118,12 @@ type Config struct {
 
 	// DryRun acts on nothing and logs what it would do instead.
 	DryRun bool
+
+	// Quiet, when it returns true, leaves a node's hang and recovery to
+	// the job's coordinator, which announces the job's digest: this node
+	// logs them only (no report, comment, webhook, mail or action). Nil is
+	// never quiet (a lone watcher).
+	Quiet func() bool
 }
 
 // Actor acts on detector events. The zero value is not usable: set Config,
@@ -191,6 +197,10 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 		"evidence": ev.Evidence,
 	}).Error(fmt.Sprintf("vigil: job %s HUNG on %s since %s: %s", a.jobID(ev), ev.Host, since.UTC().Format(time.RFC3339), message(ev)))
 
+	if a.quiet() {
+		log.Info("the job's coordinator announces this hang with the job's digest; this node only logs it")
+		return nil
+	}
 	var errs []error
 	rep := a.newReport(ev, since, culprits)
 	path, err := a.writeReport(log, rep)
@@ -232,6 +242,9 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 func (a *Actor) onRecovered(ctx context.Context, log logrus.FieldLogger, ev hang.Event, ep *episode) error {
 	since := ep.since
 	log.WithField("since", since.UTC().Format(time.RFC3339)).Warn(fmt.Sprintf("vigil: job %s recovered on %s (hung since %s)", a.jobID(ev), ev.Host, since.UTC().Format(time.RFC3339)))
+	if a.quiet() {
+		return nil
+	}
 	var errs []error
 	if a.Comment {
 		if err := a.commentRecovered(ctx, log, ev, since); err != nil {
@@ -291,6 +304,8 @@ func (a *Actor) control(ctx context.Context, log logrus.FieldLogger, ev hang.Eve
 	}
 	return fmt.Errorf("%w: %q", ErrBadControl, c)
 }
+
+func (a *Actor) quiet() bool { return a.Quiet != nil && a.Quiet() }
 
 func (a *Actor) log() logrus.FieldLogger {
 	if a.Log == nil {

@@ -145,6 +145,10 @@ func Summary(r Report) string {
 	if r.User != "" {
 		who += " (" + r.User + ")"
 	}
+	if r.Digest != nil && r.Event == EventHung {
+		return fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
+			r.Since.Format(time.RFC3339), digestLine(r.Digest))
+	}
 	switch r.Event {
 	case EventRecovered:
 		return fmt.Sprintf("vigil: %s recovered on %s at %s (hung since %s)", who, r.Host,
@@ -265,6 +269,12 @@ func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) erro
 		return errors.New("mail: the job's user is unknown")
 	}
 	subject := fmt.Sprintf("vigil: job %s hung on %s", r.Job, r.Host)
+	if r.Digest != nil {
+		subject = fmt.Sprintf("vigil: job %s hung: %s", r.Job, r.Digest.Cause)
+		if len(r.Culprits) > 0 {
+			subject += " on " + strings.Join(r.Culprits, ",")
+		}
+	}
 	argv := MailArgv(a.MailProg, subject, a.User)
 	if a.DryRun {
 		log.WithField("argv", argv).Warn("dry run: would send mail")
@@ -297,7 +307,16 @@ func MailBody(r Report) []byte {
 	if r.Path != "" {
 		fmt.Fprintf(&b, "Report:   %s\n", r.Path)
 	}
-	fmt.Fprintf(&b, "Actions:  %s\n\nEvidence:\n", strings.Join(r.Actions, ", "))
+	fmt.Fprintf(&b, "Actions:  %s\n\n", strings.Join(r.Actions, ", "))
+	if r.Digest != nil {
+		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n\nEvidence:\n",
+			r.Digest.Cause, culpritList(r.Digest), strings.Join(r.Digest.Hosts, ","), r.Digest.Hint)
+		ev, _ := json.MarshalIndent(r.Digest.Culprits, "", "  ")
+		b.Write(ev)
+		b.WriteByte('\n')
+		return b.Bytes()
+	}
+	b.WriteString("Evidence:\n")
 	ev, _ := json.MarshalIndent(r.Evidence, "", "  ")
 	b.Write(ev)
 	b.WriteByte('\n')

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -49,6 +50,29 @@ type Handler interface {
 	Handle(ctx context.Context, ev hang.Event) error
 }
 
+// LogSource gives the matched lines of the job's output written since its
+// last poll, as log records (*JobLogs).
+type LogSource interface {
+	Poll(now time.Time) []trace.Sample
+}
+
+// JobView sees this node's records and the detector's events, and gives the
+// job's own events (digests, stragglers) when they are due: a tracker of
+// this node alone on a lone watcher, the job's coordinator otherwise
+// (watcher/coord).
+type JobView interface {
+	Observe(s trace.Sample, evs []hang.Event)
+	Due(ctx context.Context, now time.Time) []coord.Out
+}
+
+// DigestHandler acts on a digest of the job (*action.Actor): notify says
+// this node announces it (the coordinator); otherwise it is recorded only.
+// HandleJobRecovered announces the end of a hang the digest announced.
+type DigestHandler interface {
+	HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error
+	HandleJobRecovered(ctx context.Context, t, digest time.Time) error
+}
+
 // ErrJobGone is what Alive returns (wrapped) when the job's cgroup has
 // disappeared or the job has ended: the loop then stops without error.
 var ErrJobGone = errors.New("the job is gone from this node")
@@ -69,6 +93,14 @@ type Loop struct {
 	Events io.Writer
 	// Actions acts on the events; nil acts on nothing.
 	Actions Handler
+	// Logs gives the job's matched output lines each period; they are
+	// recorded and go to Job. Nil follows nothing.
+	Logs LogSource
+	// Job turns this node's records into the job's digests and
+	// stragglers; nil gives none.
+	Job JobView
+	// Digests acts on the job's digests; nil acts on nothing.
+	Digests DigestHandler
 	Log     logrus.FieldLogger // nil: the standard logger
 }
 
@@ -121,28 +153,81 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	if len(s.Missing) > 0 {
 		log.WithField("missing", s.Missing).Debug("sample incomplete")
 	}
-	if l.Record != nil {
-		if err := l.Record.Write(s); err != nil {
-			log.WithError(err).Warn("could not record the sample")
-		}
+	var logs []trace.Sample
+	if l.Logs != nil {
+		logs = l.Logs.Poll(s.Time)
 	}
-	for _, ev := range l.Detector.Observe(s) {
-		if l.Events != nil {
-			line, err := json.Marshal(ev)
-			if err == nil {
-				_, err = l.Events.Write(append(line, '\n'))
-			}
-			if err != nil {
-				log.WithError(err).Warn("could not print the event")
-			}
-		}
+	l.record(append(logs, s))
+	evs := l.Detector.Observe(s)
+	for _, ev := range evs {
+		l.print(ev)
 		if l.Actions != nil {
 			if err := l.Actions.Handle(ctx, ev); err != nil {
 				log.WithError(err).WithField("event", ev.Event).Error("some actions failed")
 			}
 		}
 	}
+	if l.Job != nil {
+		for _, r := range logs {
+			l.Job.Observe(r, nil)
+		}
+		l.Job.Observe(s, evs)
+		due := l.clock().Now()
+		if !due.After(s.Time) {
+			due = s.Time.Add(time.Nanosecond) // every record up to the sample is in
+		}
+		l.jobEvents(ctx, l.Job.Due(ctx, due))
+	}
 	return false, nil
+}
+
+// record writes the records to the trace.
+func (l *Loop) record(recs []trace.Sample) {
+	if l.Record == nil {
+		return
+	}
+	for _, r := range recs {
+		if err := l.Record.Write(r); err != nil {
+			l.log().WithError(err).Warn("could not record the sample")
+			return
+		}
+	}
+}
+
+// print writes one event as a JSON line to Events.
+func (l *Loop) print(ev any) {
+	if l.Events == nil {
+		return
+	}
+	line, err := json.Marshal(ev)
+	if err == nil {
+		_, err = l.Events.Write(append(line, '\n'))
+	}
+	if err != nil {
+		l.log().WithError(err).Warn("could not print the event")
+	}
+}
+
+// jobEvents prints the job's own events and acts on its digests.
+func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
+	for _, o := range outs {
+		l.print(o.Event)
+		if l.Digests == nil {
+			continue
+		}
+		var err error
+		switch e := o.Event.(type) {
+		case hang.DigestEvent:
+			err = l.Digests.HandleDigest(ctx, e, o.Notify)
+		case coord.JobRecovered:
+			if o.Notify {
+				err = l.Digests.HandleJobRecovered(ctx, e.Time, e.Digest)
+			}
+		}
+		if err != nil {
+			l.log().WithError(err).Error("some actions failed")
+		}
+	}
 }
 
 func (l *Loop) clock() Clock {

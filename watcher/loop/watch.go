@@ -49,6 +49,10 @@ type Options struct {
 	Clock Clock
 	// Slurm is the scontrol client; nil builds one from Settings.SlurmBinDir.
 	Slurm *slurm.Client
+	// NodeAddrs maps the job's node names to addresses for the watchers'
+	// meeting, overriding name resolution (sites without DNS for node
+	// names, tests); nil resolves the names.
+	NodeAddrs map[string]string
 }
 
 // ErrNotInJob is returned when vigil-watch runs outside a Slurm job.
@@ -97,6 +101,13 @@ func Watch(ctx context.Context, o Options) error {
 	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
 
 	actor := newActor(ctx, o, s, job, log)
+	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
+	defer logs.Close()
+	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
+	defer closeView()
+	if c, ok := view.(interface{ Coordinated() bool }); ok {
+		actor.Quiet = c.Coordinated
+	}
 
 	clock := o.Clock
 	if clock == nil {
@@ -105,6 +116,7 @@ func Watch(ctx context.Context, o Options) error {
 	loop := &Loop{
 		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
+		Logs: logs, Job: view, Digests: actor,
 	}
 	if o.Record != "" {
 		path := RecordPath(o.Record, job.ID, job.NodeName)
@@ -128,10 +140,7 @@ func Watch(ctx context.Context, o Options) error {
 // newActor builds what acts on the detector's events: reports, the job's
 // comment, webhook, mail, and the opt-in cancel or requeue.
 func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log logrus.FieldLogger) *action.Actor {
-	client := o.Slurm
-	if client == nil {
-		client = &slurm.Client{BinDir: s.SlurmBinDir}
-	}
+	client := slurmClient(o, s)
 	control, _ := action.ParseControl(s.Action) // Validate checked it
 	mailProg := s.MailProg
 	if s.Mail && mailProg == "" {
@@ -151,6 +160,26 @@ func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log lo
 		Log:   log,
 	}
 	return actor
+}
+
+// slurmClient is o.Slurm, else a client of s.SlurmBinDir's scontrol.
+func slurmClient(o Options, s Settings) *slurm.Client {
+	if o.Slurm != nil {
+		return o.Slurm
+	}
+	return &slurm.Client{BinDir: s.SlurmBinDir}
+}
+
+// jobOutputs reads the job's StdOut and StdErr paths from scontrol show
+// job (as the job's user).
+func jobOutputs(c *slurm.Client, id string) JobOutputs {
+	return func(ctx context.Context) (string, string, string, error) {
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			return "", "", "", err
+		}
+		return info.Fields["StdOut"], info.Fields["StdErr"], info.BatchHost, nil
+	}
 }
 
 // logStop logs the watcher's own cost and the nodes it found hung.

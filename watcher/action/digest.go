@@ -1,0 +1,167 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/watcher/hang"
+)
+
+// MaxCommentNote is the longest note vigil puts in a job's comment, in
+// bytes: squeue and scontrol show it whole; the digest's full hint is in
+// the report, the webhook and the mail.
+const MaxCommentNote = 200
+
+// HandleDigest acts on a digest of the job. With notify (the job's
+// coordinator) it writes the digest's hang report, sets the job's comment,
+// posts the webhook, sends mail and takes the job's hang action, once per
+// hang episode of the job. Without, it logs the digest and, when the digest
+// names culprits, writes its report (so that the epilog on every node
+// re-checks the culprits without a shared file system).
+func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error {
+	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause})
+	rep := a.digestReport(d)
+	log.WithFields(logrus.Fields{"culprits": strings.Join(rep.Culprits, ","), "hosts": strings.Join(d.Hosts, ",")}).
+		Error(fmt.Sprintf("vigil: job %s hang digest: %s", rep.Job, digestLine(rep.Digest)))
+	if !notify && len(d.Culprits) == 0 {
+		return nil // it blames nobody: nothing for an epilog to read
+	}
+	var errs []error
+	path, err := a.writeReport(log, rep)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rep.Path = path
+	if !notify {
+		return errors.Join(errs...)
+	}
+	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: EventHung, Reason: d.Cause}
+	if a.Comment {
+		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
+			return DigestComment(old, rep.Digest, rep.Since), false
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := a.webhook(ctx, log, webhookBody(rep)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.mail(ctx, log, rep); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.control(ctx, log, ev); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// HandleJobRecovered announces, on the job's coordinator, that no host of
+// the job is hung any more after a hang whose digest was computed at
+// digest: the job's comment says so, and the webhook gets a "recovered"
+// notification about the job (its host is this node).
+func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest time.Time) error {
+	since := digest.Add(-a.Window)
+	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: EventRecovered, Reason: "JobRecovered",
+		Message: "no host of the job is hung any more"}
+	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": EventRecovered})
+	log.Warn(fmt.Sprintf("vigil: job %s recovered at %s (hung since %s)", a.Job, t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
+	var errs []error
+	if a.Comment {
+		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
+			user, _ := SplitComment(old)
+			return joinComment(user, fmt.Sprintf("%s recovered at %s (hung since %s)", slurm.ReasonPrefix,
+				t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))), false
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := a.webhook(ctx, log, webhookBody(a.newReport(ev, since, []string{}))); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Actor) jobOf(d hang.DigestEvent) string {
+	if a.Job != "" {
+		return a.Job
+	}
+	return d.Job
+}
+
+// digestReport is the hang report of a digest: about this node, blaming
+// the digest's culprits. The hang began about one window before the
+// digest's first verdict; Since is one window before the digest.
+func (a *Actor) digestReport(d hang.DigestEvent) Report {
+	dg := &hangreport.Digest{Cause: d.Cause, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
+	culprits := []string{}
+	for _, c := range d.Culprits {
+		dg.Culprits = append(dg.Culprits, hangreport.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
+		culprits = append(culprits, c.Host)
+	}
+	return Report{
+		V: ReportVersion, Event: EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
+		Time: d.Time.UTC(), Since: d.Time.Add(-a.Window).UTC(), Window: a.Window.String(),
+		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
+		Actions: a.plannedActions(), Digest: dg,
+	}
+}
+
+// culpritList is "gpu04 (TransportErrors), gpu07 (BadLinks)", or "no host
+// stands out".
+func culpritList(d *hangreport.Digest) string {
+	if len(d.Culprits) == 0 {
+		return "no host stands out"
+	}
+	parts := make([]string, 0, len(d.Culprits))
+	for _, c := range d.Culprits {
+		parts = append(parts, c.Host+" ("+c.Reason+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// digestLine is "network: gpu04 (TransportErrors). NCCL reported ...".
+func digestLine(d *hangreport.Digest) string {
+	return d.Cause + ": " + culpritList(d) + ". " + d.Hint
+}
+
+// shortHints are the comment's hints, by cause: the first thing to try.
+var shortHints = map[string]string{
+	hang.CauseBadDevice:         "the host is re-checked; requeue with --exclude",
+	hang.CauseRankFailed:        "read that host's first error",
+	hang.CauseNetwork:           "check its port and cable; NCCL_IB_TIMEOUT=22",
+	hang.CauseDataStall:         "check its input file system, DataLoader num_workers",
+	hang.CauseDifferentProgress: "same collectives on every rank, even data split",
+	hang.CauseUnknown:           "see the job's output; py-spy dump a rank",
+}
+
+// DigestComment is the job comment after a digest: the user's part kept,
+// vigil's note replaced by "vigil: hung since T, CAUSE: HOST (REASON) —
+// HINT", cut to MaxCommentNote bytes.
+func DigestComment(old string, d *hangreport.Digest, since time.Time) string {
+	user, _ := SplitComment(old)
+	note := fmt.Sprintf("%s hung since %s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), d.Cause, culpritList(d))
+	if h := shortHints[d.Cause]; h != "" {
+		note += " — " + h
+	}
+	return joinComment(user, truncate(note, MaxCommentNote))
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, ending in "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}

@@ -1,0 +1,164 @@
+package coord
+
+import (
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Hub is the coordinator's view of the job: it feeds the watchers'
+// summaries to hang.Episodes, as a replay feeds it the recorded traces, so
+// that the live digest and the replayed one are the same function of the
+// same records. A host whose summaries stop keeps its last reading: once
+// its peers' readings are two periods newer, the culprit rules name it
+// (StaleSamples, a rank-failed digest).
+type Hub struct {
+	job   string
+	ep    *hang.Episodes
+	hosts map[string]*hubHost
+	// inherited is a digest an earlier coordinator announced; the first
+	// digest of a hang already open when this hub started is not announced again.
+	inherited *hang.DigestEvent
+	started   bool
+	suppress  bool
+	nodes     map[string]bool // the job's nodes a line may be about; nil: any
+	announced time.Time       // the digest of the open hang, zero when none is open
+	log       logrus.FieldLogger
+}
+
+// JobRecovered is the end of an announced hang of the job: no host is hung
+// any more. Its JSON form is one line of the event stream:
+//
+//	{"time":T,"job":J,"event":"recovered","digest":T0}
+type JobRecovered struct {
+	Time   time.Time `json:"time"`
+	Job    string    `json:"job"`
+	Event  string    `json:"event"`  // hang.EventRecovered
+	Digest time.Time `json:"digest"` // when the hang's digest was computed
+}
+
+type hubHost struct {
+	state string
+	last  time.Time // of the latest reading taken
+}
+
+// NewHub returns the coordinator's view of job with the detector's
+// configuration. nodes are the job's nodes: a line a summary says is about
+// another host counts for that host only when it is one of them (nil: any).
+// inherited, when not nil, is the digest an earlier coordinator of the job
+// announced.
+func NewHub(job string, c hang.Config, nodes []string, inherited *hang.DigestEvent, log logrus.FieldLogger) *Hub {
+	if log == nil {
+		log = logrus.StandardLogger()
+	}
+	h := &Hub{job: job, ep: hang.NewEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
+	if nodes != nil {
+		h.nodes = map[string]bool{}
+		for _, n := range nodes {
+			h.nodes[n] = true
+		}
+	}
+	return h
+}
+
+type hubRecord struct {
+	s   trace.Sample
+	evs []hang.Event
+}
+
+// Ingest takes one period's summaries, by host, and returns the job's
+// events due at now: digests to announce (Notify) and stragglers.
+func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
+	recs := h.records(sums)
+	if !h.started {
+		h.started = true
+		h.suppress = h.inherited != nil && h.anyHung()
+		if h.suppress {
+			h.announced = h.inherited.Time
+		}
+	}
+	for _, r := range recs {
+		h.ep.Observe(r.s, r.evs)
+		if r.s.Time.After(now) { // another node's clock runs ahead
+			now = r.s.Time.Add(time.Nanosecond)
+		}
+	}
+	var out []Out
+	if !h.announced.IsZero() && !h.anyHung() {
+		out = append(out, Out{Event: JobRecovered{Time: now, Job: h.job, Event: hang.EventRecovered,
+			Digest: h.announced}, Notify: true})
+		h.announced = time.Time{}
+	}
+	for _, e := range h.ep.Due(now) {
+		d, ok := e.(hang.DigestEvent)
+		if ok && h.suppress {
+			h.suppress = false
+			h.log.WithFields(logrus.Fields{"cause": d.Cause, "announced": h.inherited.Time.UTC().Format(time.RFC3339)}).
+				Info("the digest of this hang was announced by the previous coordinator; not again")
+			continue
+		}
+		if ok {
+			h.announced = d.Time
+		}
+		out = append(out, Out{Event: e, Notify: ok})
+	}
+	return out
+}
+
+func (h *Hub) anyHung() bool {
+	for _, hh := range h.hosts {
+		if hh.state == hang.StateHung {
+			return true
+		}
+	}
+	return false
+}
+
+// records turns the summaries into trace records and the events of each
+// host's state changes, in time order (hosts in name order at equal times).
+func (h *Hub) records(sums map[string]Summary) []hubRecord {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var recs []hubRecord
+	for _, name := range names {
+		s := sums[name]
+		hh := h.hosts[name]
+		if hh == nil {
+			hh = &hubHost{state: hang.StateOK}
+			h.hosts[name] = hh
+		}
+		for _, l := range s.Logs {
+			about := name
+			if l.Host != "" && (h.nodes == nil || h.nodes[l.Host]) {
+				about = l.Host
+			}
+			recs = append(recs, hubRecord{s: trace.Sample{V: trace.Version, Time: l.Time, Host: about, Job: h.job,
+				Log: &trace.Log{Stream: l.Stream, Line: l.Line}}})
+		}
+		if s.Sample == nil || !s.Sample.Time.After(hh.last) {
+			continue
+		}
+		r := *s.Sample
+		r.Host, r.Job, r.Log = name, h.job, nil // a node speaks for itself only
+		hh.last = r.Time
+		var evs []hang.Event
+		if s.State != hh.state {
+			kind := s.State
+			if s.State == hang.StateOK {
+				kind = hang.EventRecovered
+			}
+			evs = []hang.Event{{Time: r.Time, Host: name, Job: h.job, Event: kind, Reason: s.Reason}}
+			hh.state = s.State
+		}
+		recs = append(recs, hubRecord{s: r, evs: evs})
+	}
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].s.Time.Before(recs[b].s.Time) })
+	return recs
+}

@@ -1,0 +1,357 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/rendezvous"
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Labels of the three rounds of a period: the coordinator's tick, the
+// members' summaries, and the digest (empty when none is due).
+const (
+	labelTick   = "tick"
+	labelSum    = "summary"
+	labelDigest = "digest"
+)
+
+// DefaultTakeover is how many periods a member waits for the
+// coordinator's tick before it counts the coordinator as lost.
+const DefaultTakeover = 3
+
+// Config is one watcher's part in its job's coordination.
+type Config struct {
+	Job     string   // the job id
+	Restart uint32   // the job's restart count
+	Self    string   // this node
+	Nodes   []string // the job's nodes, any order
+	UID     uint32   // every message must be sealed by this uid (the job's user)
+	Port    int      // the coordinator's TCP port, the same on every node
+	// Addrs maps node names to addresses, overriding name resolution.
+	Addrs map[string]string
+	Auth  rendezvous.Authenticator
+	// Hang is the detector's configuration: Period paces the rounds.
+	Hang hang.Config
+	// Takeover is how many periods without the coordinator's tick make a
+	// member count it as lost (default DefaultTakeover).
+	Takeover int
+	// Join is how long a meeting waits for the job's watchers (default
+	// two periods, at least 10 s).
+	Join time.Duration
+	Log  logrus.FieldLogger
+}
+
+// Roles of a node.
+const (
+	roleLone = iota
+	roleMember
+	roleCoordinator
+)
+
+// Node is one watcher's side of its job's coordination, and the watch
+// loop's JobView. Start it with Start; Observe and Due are called by the
+// watch loop, one at a time.
+type Node struct {
+	cfg      Config
+	pend     *pending
+	lone     *Lone
+	mu       sync.Mutex
+	role     int
+	sess     *rendezvous.Session
+	hub      *Hub
+	queue    []Out
+	digest   *hang.DigestEvent // the latest the coordinator announced
+	excluded map[string]bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+	log      logrus.FieldLogger
+}
+
+var errAlone = errors.New("no other watcher of the job takes part")
+
+// Start meets the job's other watchers. It always returns a usable Node:
+// when the job has one node, or no meeting is possible, the node is lone
+// (it acts for itself, as a watcher without peers) and the log says why.
+func Start(ctx context.Context, cfg Config) *Node {
+	if cfg.Takeover <= 0 {
+		cfg.Takeover = DefaultTakeover
+	}
+	if cfg.Join <= 0 {
+		cfg.Join = max(2*cfg.Hang.Period, 10*time.Second)
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	n := &Node{cfg: cfg, pend: newPending(), lone: NewLone(cfg.Hang), excluded: map[string]bool{},
+		done: make(chan struct{}), log: cfg.Log}
+	ctx, n.cancel = context.WithCancel(ctx)
+	if len(distinct(cfg.Nodes)) < 2 {
+		n.log.Info("a one-node job: this watcher acts for its node alone")
+		close(n.done)
+		return n
+	}
+	s, err := n.meet(ctx)
+	if err != nil {
+		n.log.WithError(err).Warn("the job's watchers could not meet: each watcher acts for its own node (as without a coordinator)")
+		close(n.done)
+		return n
+	}
+	if !n.begin(ctx, s) {
+		close(n.done)
+	}
+	return n
+}
+
+// begin takes the role that session s gives this node; on a member it
+// starts serve and reports true (serve closes done when it ends).
+func (n *Node) begin(ctx context.Context, s *rendezvous.Session) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sess = s
+	fields := logrus.Fields{"coordinator": s.CoordinatorName(), "present": strings.Join(s.Roster().Present(), ","),
+		"absent": strings.Join(s.Roster().Absent(), ",")}
+	if s.Coordinator() {
+		n.role = roleCoordinator
+		n.hub = NewHub(n.cfg.Job, n.cfg.Hang, n.cfg.Nodes, n.digest, n.log)
+		n.log.WithFields(fields).Info("this watcher coordinates the job's watchers: it alone announces the job's hang digests")
+		return false
+	}
+	n.role = roleMember
+	n.log.WithFields(fields).Info("this watcher reports to the job's coordinator, which announces the job's hangs")
+	go n.serve(ctx, s)
+	return true
+}
+
+// Coordinated reports whether another node's watcher announces this job's
+// hangs or this one does for all: false on a lone watcher, which acts for
+// its own node.
+func (n *Node) Coordinated() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.role != roleLone
+}
+
+// Coordinator reports whether this node is the job's coordinator now.
+func (n *Node) Coordinator() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.role == roleCoordinator
+}
+
+// Observe takes one record of this node and the detector's events for it.
+func (n *Node) Observe(s trace.Sample, evs []hang.Event) {
+	n.pend.observe(s, evs)
+	n.lone.Observe(s, evs)
+}
+
+// Due returns the job's events due at now. On the coordinator it runs the
+// period's rounds: tick, gather the summaries, announce the digest.
+func (n *Node) Due(ctx context.Context, now time.Time) []Out {
+	lone := n.lone.Due(ctx, now) // keeps the lone view current, for a fall back
+	n.mu.Lock()
+	role, out := n.role, n.queue
+	n.queue = nil
+	n.mu.Unlock()
+	switch role {
+	case roleLone:
+		return append(out, lone...)
+	case roleCoordinator:
+		return append(out, n.round(ctx, now)...)
+	}
+	return out
+}
+
+// gatherWait bounds the coordinator's wait for the summaries, which
+// members send as soon as the tick comes.
+func (n *Node) gatherWait() time.Duration {
+	return min(max(n.cfg.Hang.Period/4, 2*time.Second), 10*time.Second)
+}
+
+// round is the coordinator's period: tick, gather, ingest, and the digest
+// broadcast before anyone is notified, so that a coordinator that dies
+// after notifying leaves its successors knowing the digest was announced.
+func (n *Node) round(ctx context.Context, now time.Time) []Out {
+	own, err := n.pend.take().Encode()
+	if err != nil {
+		n.log.WithError(err).Error("could not encode this node's summary")
+		return nil
+	}
+	s := n.sess
+	if _, err := s.Broadcast(ctx, labelTick, nil); err != nil {
+		n.log.WithError(err).Warn("coordinator: tick")
+	}
+	gctx, cancel := context.WithTimeout(ctx, n.gatherWait())
+	got, err := s.Gather(gctx, labelSum, own)
+	cancel()
+	if err != nil {
+		n.log.WithError(err).Warn("coordinator: gather")
+	}
+	sums := make(map[string]Summary, len(got))
+	for host, b := range got {
+		sum, err := DecodeSummary(b)
+		if err != nil {
+			n.log.WithError(err).WithField("member", host).Warn("coordinator: a summary was not understood; left out")
+			continue
+		}
+		sums[host] = sum
+	}
+	outs := n.hub.Ingest(now, sums)
+	var dig []byte
+	for _, o := range outs {
+		if d, ok := o.Event.(hang.DigestEvent); ok && o.Notify {
+			dig, _ = json.Marshal(d)
+			n.mu.Lock()
+			n.digest = &d
+			n.mu.Unlock()
+		}
+	}
+	if _, err := s.Broadcast(ctx, labelDigest, dig); err != nil {
+		n.log.WithError(err).Warn("coordinator: digest broadcast")
+	}
+	return outs
+}
+
+// serve is a member's side of the periods, until the coordinator is lost;
+// then it takes part in the takeover.
+func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
+	defer close(n.done)
+	for {
+		err := n.memberRounds(ctx, s)
+		s.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		lost := s.CoordinatorName()
+		n.log.WithError(err).WithField("coordinator", lost).Warn("the job's coordinator is lost; the next node in order takes over")
+		n.mu.Lock()
+		n.excluded[lost] = true
+		n.mu.Unlock()
+		s, err = n.meet(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.WithError(err).Warn("no coordinator after the takeover: this watcher acts for its own node")
+			}
+			n.mu.Lock()
+			n.role, n.sess = roleLone, nil
+			n.mu.Unlock()
+			return
+		}
+		if s.Coordinator() {
+			n.begin(ctx, s)
+			return
+		}
+		n.mu.Lock()
+		n.sess = s
+		n.mu.Unlock()
+		n.log.WithField("coordinator", s.CoordinatorName()).Info("reporting to the new coordinator")
+	}
+}
+
+// memberRounds answers the coordinator's periods until one fails.
+func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
+	wait := time.Duration(n.cfg.Takeover)*n.cfg.Hang.Period + n.gatherWait()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, wait)
+		_, err := s.Broadcast(tctx, labelTick, nil)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("no tick for %v: %w", wait, err)
+		}
+		b, err := n.pend.take().Encode()
+		if err != nil {
+			return err
+		}
+		if _, err := s.Gather(ctx, labelSum, b); err != nil {
+			return err
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*n.gatherWait()+rendezvous.DefaultIOTimeout)
+		dig, err := s.Broadcast(dctx, labelDigest, nil)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(dig) > 0 {
+			var d hang.DigestEvent
+			if err := json.Unmarshal(dig, &d); err != nil {
+				n.log.WithError(err).Warn("the coordinator's digest was not understood")
+				continue
+			}
+			n.mu.Lock()
+			n.digest = &d
+			n.queue = append(n.queue, Out{Event: d})
+			n.mu.Unlock()
+		}
+	}
+}
+
+// meet meets the watchers of the job's nodes not yet excluded; a
+// coordinator that is absent or lost is excluded and the next one in
+// order is tried. A meeting of one is errAlone.
+func (n *Node) meet(ctx context.Context) (*rendezvous.Session, error) {
+	for {
+		n.mu.Lock()
+		var nodes []string
+		for _, x := range distinct(n.cfg.Nodes) {
+			if !n.excluded[x] {
+				nodes = append(nodes, x)
+			}
+		}
+		n.mu.Unlock()
+		if len(nodes) < 2 {
+			return nil, errAlone
+		}
+		s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: n.cfg.Job, Restart: n.cfg.Restart, Self: n.cfg.Self,
+			Nodes: nodes, Port: n.cfg.Port, Addrs: n.cfg.Addrs, Auth: n.cfg.Auth, UID: n.cfg.UID,
+			Join: n.cfg.Join, Log: n.log})
+		if err == nil {
+			if len(s.Roster().Present()) < 2 {
+				s.Close()
+				return nil, errAlone
+			}
+			return s, nil
+		}
+		if ctx.Err() != nil || !(errors.Is(err, rendezvous.ErrCoordinatorAbsent) || errors.Is(err, rendezvous.ErrCoordinatorLost)) {
+			return nil, err
+		}
+		c := rendezvous.Coordinator(nodes)
+		n.log.WithError(err).WithField("coordinator", c).Warn("the job's coordinator did not answer; trying the next node in order")
+		n.mu.Lock()
+		n.excluded[c] = true
+		n.mu.Unlock()
+	}
+}
+
+// Close leaves the session and waits for the member's side to end.
+func (n *Node) Close() {
+	n.cancel()
+	n.mu.Lock()
+	s := n.sess
+	n.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+	<-n.done
+}
+
+func distinct(nodes []string) []string {
+	out := append([]string(nil), nodes...)
+	sort.Strings(out)
+	j := 0
+	for i, x := range out {
+		if i == 0 || x != out[j-1] {
+			out[j] = x
+			j++
+		}
+	}
+	return out[:j]
+}

@@ -1,0 +1,135 @@
+// Package coord is how the watchers of one job share what they see: every
+// period each watcher sends a compact summary of its node (the detector's
+// state, its latest reading, the job's matched output lines) to one
+// coordinator among them, over a MUNGE-sealed rendezvous session; the
+// coordinator follows the job's hang episodes (hang.Episodes) over the
+// summaries, computes the one digest per episode, and alone announces it.
+// A watcher without peers (a one-node job, no MUNGE, no coordinator left)
+// tracks its own node (Lone) and acts for itself.
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Out is one of the job's own events for the watch loop to print and act on.
+type Out struct {
+	Event any // hang.DigestEvent, or a straggler hang.Event
+	// Notify says this node announces it (comment, webhook, mail, the
+	// job's hang action); otherwise it is recorded only.
+	Notify bool
+}
+
+// MaxSummaryLogs bounds the matched lines one summary carries; the lines
+// past it in one period are dropped and counted (the first errors tell most).
+const MaxSummaryLogs = 256
+
+// Summary is what a watcher tells the coordinator about its node once per
+// period.
+type Summary struct {
+	State  string        `json:"state"`            // hang.StateOK, StateSuspect or StateHung
+	Reason string        `json:"reason,omitempty"` // of the node's latest event
+	Sample *trace.Sample `json:"sample,omitempty"` // the latest reading (processes, I/O, CPU, devices); nil before the first
+	Logs   []LogLine     `json:"logs,omitempty"`   // matched lines since the previous summary
+	// Dropped counts the matched lines left out since the previous summary.
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// LogLine is one matched line of the node's job output or kernel log.
+type LogLine struct {
+	Time   time.Time `json:"t"`
+	Stream string    `json:"s"` // trace.StreamStdout, StreamStderr or StreamKmsg
+	Line   string    `json:"l"`
+	// Host is the job's node the line is about when that is not the
+	// sender (a line of the job's output that names its host); "" is the sender.
+	Host string `json:"h,omitempty"`
+}
+
+// Encode is the summary's wire form (JSON).
+func (s Summary) Encode() ([]byte, error) { return json.Marshal(s) }
+
+// DecodeSummary reads a summary from its wire form.
+func DecodeSummary(b []byte) (Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Summary{}, fmt.Errorf("coord: summary: %w", err)
+	}
+	switch s.State {
+	case hang.StateOK, hang.StateSuspect, hang.StateHung:
+	default:
+		return Summary{}, fmt.Errorf("coord: summary: state %q", s.State)
+	}
+	return s, nil
+}
+
+// pending is the summary a node builds between two sends.
+type pending struct {
+	mu  sync.Mutex
+	sum Summary
+}
+
+func newPending() *pending { return &pending{sum: Summary{State: hang.StateOK}} }
+
+// observe takes one record of this node and the detector's events for it.
+func (p *pending) observe(s trace.Sample, evs []hang.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.IsLog() {
+		if len(p.sum.Logs) >= MaxSummaryLogs {
+			p.sum.Dropped++
+			return
+		}
+		p.sum.Logs = append(p.sum.Logs, LogLine{Time: s.Time, Stream: s.Log.Stream, Line: s.Log.Line, Host: s.Host})
+		return
+	}
+	c := s
+	p.sum.Sample = &c
+	for _, ev := range evs {
+		p.sum.Reason = ev.Reason
+		switch ev.Event {
+		case hang.EventSuspect:
+			p.sum.State = hang.StateSuspect
+		case hang.EventHung:
+			p.sum.State = hang.StateHung
+		case hang.EventRecovered:
+			p.sum.State = hang.StateOK
+		}
+	}
+}
+
+// take returns the summary to send and starts the next one (same state
+// and reading, no lines).
+func (p *pending) take() Summary {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.sum
+	p.sum.Logs, p.sum.Dropped = nil, 0
+	return out
+}
+
+// Lone is the job view of a watcher without peers: the digest and
+// stragglers of its own node, from its own records. Its digests are
+// recorded, not announced: the node's own hung event already was.
+type Lone struct{ ep *hang.Episodes }
+
+// NewLone returns the view of a lone watcher with the detector's configuration.
+func NewLone(c hang.Config) *Lone { return &Lone{ep: hang.NewEpisodes(c)} }
+
+// Observe takes one record of the node and the detector's events for it.
+func (l *Lone) Observe(s trace.Sample, evs []hang.Event) { l.ep.Observe(s, evs) }
+
+// Due returns the digests and stragglers due at now.
+func (l *Lone) Due(_ context.Context, now time.Time) []Out {
+	var out []Out
+	for _, e := range l.ep.Due(now) {
+		out = append(out, Out{Event: e})
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// nodeTraining is a training step on every node of the job that writes for
+// about four seconds, then runs %[1]s on the node named %[2]s, and waits
+// (as ranks stuck in a collective do) until the test is done.
+const nodeTraining = `srun --overlap --ntasks-per-node=1 sh -c '
+dd if=/dev/zero of=$D/data-$SLURM_NODEID bs=512k count=4 2>/dev/null
+for i in 1 2 3; do sleep 1; dd if=/dev/zero of=$D/data-$SLURM_NODEID bs=512k count=4 2>/dev/null; done
+if [ "$SLURMD_NODENAME" = "%[2]s" ]; then %[1]s; fi
+while [ ! -e $D/done ]; do sleep 1; done' &`
+
+// TestE2ECoordinatedDigest runs three 3-node jobs whose watchers meet
+// (the cluster's private munged, one loopback address per node): a rank
+// that exits on one node, an NCCL transport error printed by one node,
+// and a job whose coordinator's watcher is killed. Each job gets one
+// digest, announced by one webhook from its coordinator.
+func TestE2ECoordinatedDigest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster")
+	}
+	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3})
+	if c.CgroupPlugin == "" {
+		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
+	}
+	nodes := slices.Clone(c.Nodes)
+	slices.Sort(nodes)
+	var addrs []string
+	for i, n := range nodes {
+		addrs = append(addrs, fmt.Sprintf("%s=127.0.1.%d", n, i+1))
+	}
+
+	var mu sync.Mutex
+	var hooks []received
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var b map[string]any
+		if err := json.Unmarshal(data, &b); err != nil {
+			t.Errorf("webhook body %q: %v", data, err)
+		}
+		mu.Lock()
+		hooks = append(hooks, received{time.Now(), b})
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	hooksOf := func(job string) []received {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []received
+		for _, h := range hooks {
+			if h.body["job"] == job {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+
+	accel := filepath.Join(t.TempDir(), "accel.jsonl")
+	var tr bytes.Buffer
+	w := trace.NewWriter(&tr)
+	for i := range 5 {
+		if err := w.Write(trace.Sample{Time: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC), Host: "gpu01",
+			Accel: []trace.Accel{{ID: "0", Util: 100, MemUsedMiB: 30000, PowerW: 80}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(accel, tr.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := 30000 + os.Getpid()%20000
+	submit := func(name, training string) (id, dir string) {
+		dir = filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		watch := fmt.Sprintf("%s --period %s --window %s --grace %s --accel-trace %s --webhook-url %s/hook --report-dir %s "+
+			"--port %d --munge-socket %s --node-addrs %s --record %s/rec-%%j-%%N.jsonl",
+			bin, e2ePeriod, e2eWindow, e2eGrace, accel, srv.URL, dir, port, c.MungeSocket(), strings.Join(addrs, ","), dir)
+		id = c.Sbatch(t, fmt.Sprintf(e2eScript, dir, watch, training), "-w", strings.Join(nodes, ","), "-N", "3", "--job-name", name)
+		return id, dir
+	}
+	ncclLine := `echo "$SLURMD_NODENAME:4100:4177 [0] NCCL WARN NET/IB : Got completion from peer 10.9.9.9<45123> with status=12 opcode=0 len=0 vendor err 129"`
+	rankID, rankDir := submit("rank-failed", fmt.Sprintf(nodeTraining, "exit 0", nodes[2]))
+	netID, netDir := submit("network", fmt.Sprintf(nodeTraining, ncclLine, nodes[1]))
+	takeID, takeDir := submit("takeover", fmt.Sprintf(nodeTraining, "true", "none"))
+	dirs := []string{rankDir, netDir, takeDir}
+	start := time.Now()
+	defer func() {
+		for _, d := range dirs {
+			os.WriteFile(filepath.Join(d, "done"), nil, 0o644)
+		}
+		if t.Failed() {
+			for _, d := range dirs {
+				for i := range 3 {
+					b, _ := os.ReadFile(filepath.Join(d, "watch-"+strconv.Itoa(i)+".err"))
+					t.Logf("%s/watch-%d.err:\n%s", d, i, b)
+				}
+			}
+		}
+	}()
+
+	// Kill the takeover job's coordinator's watcher once the watchers met.
+	killed := killWatcher(t, bin, takeID, nodes[0], 20*time.Second)
+	t.Logf("killed the coordinator's watcher of job %s on %s (pid %d) %.1fs after submission", takeID, nodes[0], killed, time.Since(start).Seconds())
+
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && (len(hooksOf(rankID)) == 0 || len(hooksOf(netID)) == 0 || len(hooksOf(takeID)) == 0) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(4 * e2ePeriod) // a second notification, if there were one, would come by now
+	comments := map[string]string{}
+	for _, id := range []string{rankID, netID, takeID} {
+		comments[id] = c.JobInfo(t, id).Comment
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "done"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{rankID, netID, takeID} {
+		c.WaitJob(t, id, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+	}
+	t.Logf("jobs ran %.1fs", time.Since(start).Seconds())
+	for _, id := range []string{rankID, netID, takeID} {
+		for _, h := range hooksOf(id) {
+			t.Logf("job %s webhook %.1fs after submission from %v: %v", id, h.at.Sub(start).Seconds(), h.body["host"], h.body["text"])
+		}
+		t.Logf("job %s comment: %q", id, comments[id])
+	}
+
+	check := func(id, coordinator, cause, culprit, reason string) {
+		t.Helper()
+		hh := hooksOf(id)
+		if len(hh) != 1 {
+			t.Errorf("job %s: %d webhooks, want exactly 1: %v", id, len(hh), hh)
+			return
+		}
+		b := hh[0].body
+		dg, _ := b["digest"].(map[string]any)
+		if b["host"] != coordinator || dg == nil || dg["cause"] != cause {
+			t.Errorf("job %s: webhook from %v with digest %v, want one from %s with cause %s", id, b["host"], dg, coordinator, cause)
+			return
+		}
+		if culprit != "" {
+			cs, _ := dg["culprits"].([]any)
+			if len(cs) != 1 || cs[0].(map[string]any)["host"] != culprit || cs[0].(map[string]any)["reason"] != reason {
+				t.Errorf("job %s: culprits %v, want %s (%s)", id, cs, culprit, reason)
+			}
+			if want := fmt.Sprintf(", %s: %s (%s)", cause, culprit, reason); !strings.Contains(comments[id], want) {
+				t.Errorf("job %s: comment %q lacks %q", id, comments[id], want)
+			}
+		}
+	}
+	check(rankID, nodes[0], "rank-failed", nodes[2], "ProcessesGone")
+	check(netID, nodes[0], "network", nodes[1], "TransportErrors")
+	hh := hooksOf(takeID)
+	if len(hh) != 1 || hh[0].body["host"] != nodes[1] || hh[0].body["digest"] == nil {
+		t.Errorf("job %s (coordinator killed): webhooks %v, want one digest from %s, the new coordinator", takeID, hh, nodes[1])
+	}
+	errs, _ := os.ReadFile(filepath.Join(takeDir, "watch-1.err"))
+	if !bytes.Contains(errs, []byte("the job's coordinator is lost")) || !bytes.Contains(errs, []byte("this watcher coordinates the job's watchers")) {
+		t.Errorf("the takeover is not in the new coordinator's log:\n%s", errs)
+	}
+	// Every node of the rank-failed job recorded the digest in a report
+	// that blames the culprit only, for the epilog of each node.
+	reps, _ := filepath.Glob(filepath.Join(rankDir, "vigil-hang-"+rankID+"-*.json"))
+	if len(reps) != 3 {
+		t.Errorf("reports of the rank-failed job: %v, want one per node (the digest's)", reps)
+	}
+}
+
+// killWatcher finds the watcher of job on node (its environment says so)
+// and kills it with SIGKILL once its job's watchers have met.
+func killWatcher(t *testing.T, bin, job, node string, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+			if exe != bin {
+				continue
+			}
+			env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			vars := strings.Split(string(env), "\x00")
+			if !slices.Contains(vars, "SLURM_JOB_ID="+job) || !slices.Contains(vars, "SLURMD_NODENAME="+node) {
+				continue
+			}
+			time.Sleep(3 * e2ePeriod) // the meeting, and a few periods of summaries
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill %d: %v", pid, err)
+			}
+			return pid
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no watcher of job %s on %s within %v", job, node, within)
+	return 0
+}

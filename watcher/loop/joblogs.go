@@ -1,0 +1,192 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// MaxLogLinesPerPoll bounds the matched lines a JobLogs poll keeps: a job
+// that prints thousands of NCCL warnings a second costs the digest a few
+// hundred lines a period, the first ones (the earliest errors tell most).
+const MaxLogLinesPerPoll = 256
+
+// JobLogs follows the job's output files (scontrol's StdOut and StdErr)
+// and, where this process may read it, the kernel log, and turns the lines
+// joblog.Line matches into log records. The job's user cannot read
+// /dev/kmsg where dmesg_restrict is 1 (the default of most distributions):
+// then XID and ECC lines are not collected, and JobLogs says so once.
+//
+// The job's output files hold the lines of every rank of the job, and
+// exist on the batch host (or on a shared file system, where every node
+// sees them): only the watcher on the batch host follows them, and a line
+// counts for the host it names (NCCL's "gpu02:4100:4177 [3] NCCL ..."
+// prefix, when that is one of the job's nodes), else for the batch host.
+// Kernel log lines are always this node's.
+type JobLogs struct {
+	Host, Job string
+	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
+	streams   []logStream
+	kmsg      int // /dev/kmsg's descriptor, read without the runtime's poller; -1 when not open
+}
+
+type logStream struct {
+	name string // trace.StreamStdout or StreamStderr
+	f    *joblog.Follower
+}
+
+// JobOutputs is the part of the job's record JobLogs needs (scontrol show
+// job's StdOut, StdErr and BatchHost).
+type JobOutputs func(ctx context.Context) (stdout, stderr, batchHost string, err error)
+
+// OpenJobLogs finds the job's output files and opens the kernel log under
+// root where readable. Nothing here fails the watcher: an unknown output
+// path or an unreadable kernel log only means fewer lines, and is logged.
+func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, nodes []string, log logrus.FieldLogger) *JobLogs {
+	j := &JobLogs{Host: host, Job: job, Nodes: nodes, kmsg: -1}
+	if outputs != nil {
+		stdout, stderr, batch, err := outputs(ctx)
+		if err != nil {
+			log.WithError(err).Warn("could not find the job's output files; its lines are not followed")
+		}
+		if batch != "" && batch != host {
+			log.WithField("batch_host", batch).Info("the job's output files are followed by the watcher on the batch host")
+			stdout, stderr = "", ""
+		}
+		for _, s := range []struct{ name, path string }{{trace.StreamStdout, stdout}, {trace.StreamStderr, stderr}} {
+			if s.path == "" || s.path == "/dev/null" || (s.name == trace.StreamStderr && s.path == stdout) {
+				continue
+			}
+			j.streams = append(j.streams, logStream{name: s.name, f: &joblog.Follower{Path: s.path}})
+		}
+	}
+	paths := make([]string, 0, len(j.streams))
+	for _, s := range j.streams {
+		paths = append(paths, s.f.Path)
+	}
+	// A raw descriptor: through os.File, the runtime's poller would park a
+	// read of /dev/kmsg until the kernel logs something.
+	kmsg := filepath.Join(root, "dev", "kmsg")
+	fd, err := syscall.Open(kmsg, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		if _, err = syscall.Seek(fd, 0, io.SeekEnd); err != nil { // only what the kernel says from now on
+			syscall.Close(fd)
+		}
+	}
+	if err != nil {
+		log.WithError(&os.PathError{Op: "open", Path: kmsg, Err: err}).Info("the kernel log is not readable by the job's user " +
+			"(dmesg_restrict=1 restricts /dev/kmsg to root): XID and ECC lines are not collected; the epilog's re-check still sees the node's devices")
+	} else {
+		j.kmsg = fd
+	}
+	log.WithFields(logrus.Fields{"outputs": strings.Join(paths, ","), "kmsg": j.kmsg >= 0}).Info("following the job's output for evidence")
+	return j
+}
+
+// Close closes the kernel log.
+func (j *JobLogs) Close() {
+	if j != nil && j.kmsg >= 0 {
+		syscall.Close(j.kmsg)
+		j.kmsg = -1
+	}
+}
+
+// Poll returns the matched lines written since the last poll, as log
+// records stamped now, at most MaxLogLinesPerPoll.
+func (j *JobLogs) Poll(now time.Time) []trace.Sample {
+	if j == nil {
+		return nil
+	}
+	var out []trace.Sample
+	keep := func(stream, line string) {
+		if len(out) < MaxLogLinesPerPoll {
+			if _, ok := joblog.Line(line); ok {
+				host := j.Host
+				if stream != trace.StreamKmsg {
+					if h := LineHost(line, j.Nodes); h != "" {
+						host = h
+					}
+				}
+				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: host, Job: j.Job,
+					Log: &trace.Log{Stream: stream, Line: line}})
+			}
+		}
+	}
+	for _, s := range j.streams {
+		lines, err := s.f.Poll()
+		if err != nil {
+			continue // unreadable for now: fewer lines, never a verdict
+		}
+		for _, l := range lines {
+			keep(s.name, l)
+		}
+	}
+	if j.kmsg >= 0 {
+		for _, l := range readKmsg(j.kmsg) {
+			keep(trace.StreamKmsg, l)
+		}
+	}
+	return out
+}
+
+// ncclPrefix is NCCL's "host:pid:tid [dev] NCCL" at the start of a line
+// (after srun --label's "N: " or a launcher's "[rank]:" when present).
+var ncclPrefix = regexp.MustCompile(`^(?:\s*\d+: |\[[^\]]*\]:\s*)?([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] NCCL `)
+
+// LineHost is the job's node a line of the job's output names as its
+// source ("gpu02:4100:4177 [3] NCCL WARN ..." names gpu02, also as
+// gpu02.cluster.example), or "" when it names none of nodes.
+func LineHost(line string, nodes []string) string {
+	m := ncclPrefix.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	short, _, _ := strings.Cut(m[1], ".")
+	for _, n := range nodes {
+		if n == m[1] || n == short {
+			return n
+		}
+	}
+	return ""
+}
+
+// readKmsg reads the kernel log records available now from /dev/kmsg
+// (one record per read, "prio,seq,time,flags;message", continuation lines
+// starting with a space) and returns their messages.
+func readKmsg(fd int) []string {
+	var out []string
+	buf := make([]byte, 8192)
+	for range 4096 {
+		n, err := syscall.Read(fd, buf)
+		if n > 0 {
+			for _, rec := range bytes.Split(buf[:n], []byte{'\n'}) {
+				if len(rec) == 0 || rec[0] == ' ' {
+					continue
+				}
+				if i := bytes.IndexByte(rec, ';'); i >= 0 {
+					rec = rec[i+1:]
+				}
+				out = append(out, string(rec))
+			}
+		}
+		if errors.Is(err, syscall.EPIPE) { // records overwritten before we read them
+			continue
+		}
+		if err != nil || n <= 0 { // EAGAIN: nothing more for now
+			break
+		}
+	}
+	return out
+}
