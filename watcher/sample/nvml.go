@@ -20,6 +20,7 @@ type NVML struct {
 	lib     nvml.Interface
 	ids     []string
 	devices []nvml.Device
+	events  *NVMLEvents // the event set of Events, freed by Close
 }
 
 // NewNVML initialises lib (nvml.New() in production, go-nvml's mock in
@@ -63,8 +64,9 @@ func NewNVML(lib nvml.Interface, devices []string) (*NVML, error) {
 	return n, nil
 }
 
-// Close shuts NVML down.
+// Close frees the event set of Events, if any, and shuts NVML down.
 func (n *NVML) Close() error {
+	n.events.Close()
 	if ret := n.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("%w: shutdown: %s", ErrNVML, errorString(n.lib, ret))
 	}

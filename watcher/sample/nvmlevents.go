@@ -1,0 +1,248 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/vigil-hpc/vigil/internal/pci"
+)
+
+// EventTypes are the NVML events NVMLEvents registers for: XID critical
+// errors and double-bit (uncorrectable) ECC errors. Single-bit ECC errors
+// are corrected and are no evidence of a hang.
+const EventTypes = uint64(nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEccError)
+
+// MaxEventsPerPoll bounds the events one Lines call takes from NVML; the
+// rest wait in NVML's queue for the next call.
+const MaxEventsPerPoll = 256
+
+// NVMLEvents turns the faults NVML reports on the job's GPUs into the
+// kernel-log lines the driver prints for them, so that a watcher which may
+// not read /dev/kmsg (dmesg_restrict=1) still sees XID and ECC errors.
+// NVML's event API needs no root: nvmlDeviceRegisterEvents and
+// nvmlEventSetWait carry no permission requirement (in MIG mode an
+// unprivileged caller gets only the events that affect the whole GPU).
+//
+// An XID event becomes "NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>',
+// name=<unknown>, GPU has fallen off the bus (NVML event)"; a double-bit
+// ECC event "NVRM: GPU at PCI:0000:18:00: uncorrectable ECC error
+// (double-bit) (NVML event)". joblog.Line reads both.
+type NVMLEvents struct {
+	lib     nvml.Interface
+	set     nvml.EventSet
+	devices []eventDevice
+}
+
+// eventDevice is a registered GPU.
+type eventDevice struct {
+	dev   nvml.Device
+	id    string // as NVML was asked for it ("0", "GPU-...")
+	pci   string // its PCI address as the driver prints it ("0000:18:00"); "" unknown
+	types uint64 // the event types registered
+}
+
+// Events registers the sampled GPUs for EventTypes in one event set. A GPU
+// that supports only some of them (ECC disabled) is registered for those;
+// one that supports none, or refuses (ERROR_NO_PERMISSION), is left out
+// and named in the error. The events are nil only when no GPU could be
+// registered. The event set is freed by Close (or by NVML's Close).
+func (n *NVML) Events() (*NVMLEvents, error) {
+	set, ret := n.lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("%w: events: create an event set: %s", ErrNVML, errorString(n.lib, ret))
+	}
+	e := &NVMLEvents{lib: n.lib, set: set}
+	var errs []error
+	for i, d := range n.devices {
+		types, ret := register(d, set)
+		if ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("device %s: %s", n.ids[i], errorString(n.lib, ret)))
+			continue
+		}
+		e.devices = append(e.devices, eventDevice{dev: d, id: n.ids[i], pci: busAddr(d), types: types})
+	}
+	var err error
+	if len(errs) > 0 {
+		err = fmt.Errorf("%w: events: %w", ErrNVML, errors.Join(errs...))
+	}
+	if len(e.devices) == 0 {
+		e.set.Free()
+		return nil, err
+	}
+	n.events = e
+	return e, err
+}
+
+// register registers d for the EventTypes it supports.
+func register(d nvml.Device, set nvml.EventSet) (uint64, nvml.Return) {
+	want := EventTypes
+	if supported, ret := d.GetSupportedEventTypes(); ret == nvml.SUCCESS {
+		if want &= supported; want == 0 {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
+	}
+	ret := d.RegisterEvents(want, set)
+	if ret == nvml.ERROR_NOT_SUPPORTED && want != nvml.EventTypeXidCriticalError && want&nvml.EventTypeXidCriticalError != 0 {
+		// NOT_SUPPORTED when any of the types is: XID events alone, then.
+		want = nvml.EventTypeXidCriticalError
+		ret = d.RegisterEvents(want, set)
+	}
+	if ret != nvml.SUCCESS {
+		return 0, ret
+	}
+	return want, nvml.SUCCESS
+}
+
+// Registered describes the registered GPUs for a log line:
+// "0:xid,ecc 1:xid".
+func (e *NVMLEvents) Registered() string {
+	parts := make([]string, 0, len(e.devices))
+	for _, d := range e.devices {
+		kinds := "xid"
+		if d.types&nvml.EventTypeDoubleBitEccError != 0 {
+			kinds += ",ecc"
+		}
+		parts = append(parts, d.id+":"+kinds)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Lines returns the kernel-log lines of the events NVML has delivered since
+// the last call, at most MaxEventsPerPoll. It never waits: NVML is asked
+// with a zero timeout until it has nothing more. Events of other types are
+// skipped. An error (other than NVML's "nothing now") ends the call and is
+// returned with the lines read before it.
+func (e *NVMLEvents) Lines() ([]string, error) {
+	if e == nil {
+		return nil, nil
+	}
+	var out []string
+	for range MaxEventsPerPoll {
+		ev, ret := e.set.Wait(0)
+		switch ret {
+		case nvml.SUCCESS:
+			if l, ok := e.line(ev); ok {
+				out = append(out, l)
+			}
+		case nvml.ERROR_TIMEOUT:
+			return out, nil
+		default:
+			return out, fmt.Errorf("%w: events: wait: %s", ErrNVML, errorString(e.lib, ret))
+		}
+	}
+	return out, nil
+}
+
+// Close frees the event set. It is safe to call more than once.
+func (e *NVMLEvents) Close() {
+	if e != nil && e.set != nil {
+		e.set.Free()
+		e.set = nil
+	}
+}
+
+// line renders one event, and false for an event of another type.
+func (e *NVMLEvents) line(ev nvml.EventData) (string, bool) {
+	addr := e.pciOf(ev.Device)
+	switch {
+	case ev.EventType&nvml.EventTypeXidCriticalError != 0:
+		return XIDLine(addr, int(ev.EventData)), true
+	case ev.EventType&nvml.EventTypeDoubleBitEccError != 0:
+		return ECCLine(addr), true
+	}
+	return "", false
+}
+
+// pciOf is the PCI address of an event's device: the one found when it was
+// registered (a GPU that fell off the bus answers no more questions), else
+// asked now, else "".
+func (e *NVMLEvents) pciOf(d nvml.Device) string {
+	if d == nil {
+		return ""
+	}
+	if reflect.TypeOf(d).Comparable() {
+		for _, r := range e.devices {
+			if reflect.TypeOf(r.dev) == reflect.TypeOf(d) && r.dev == d {
+				return r.pci
+			}
+		}
+	}
+	return busAddr(d)
+}
+
+// busAddr is d's PCI address as the driver prints it in XID lines
+// ("0000:18:00", from NVML's "00000000:18:00.0"), or "".
+func busAddr(d nvml.Device) (addr string) {
+	defer func() {
+		if recover() != nil { // a mock without GetPciInfoFunc
+			addr = ""
+		}
+	}()
+	info, ret := d.GetPciInfo()
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	b := make([]byte, 0, len(info.BusId))
+	for _, c := range info.BusId {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	addr, _, _ = strings.Cut(pci.Normalise(string(b)), ".")
+	return addr
+}
+
+// xidWords names the XIDs seen most often, in a few words, after NVIDIA's
+// XID catalogue. The watcher cannot use the epilog's check (package
+// health), whose table also decides what fails a node; joblog.FaultXIDs
+// decides what is evidence here.
+var xidWords = map[int]string{
+	13:  "graphics engine exception",
+	31:  "GPU memory page fault",
+	43:  "GPU stopped processing",
+	45:  "preemptive cleanup, due to previous errors",
+	48:  "double-bit ECC error",
+	61:  "internal micro-controller breakpoint/warning",
+	62:  "internal micro-controller halt",
+	63:  "ECC page retirement or row remapping event",
+	64:  "ECC page retirement or row remapping failure",
+	74:  "NVLink error",
+	79:  "GPU has fallen off the bus",
+	92:  "high single-bit ECC error rate",
+	94:  "contained ECC error",
+	95:  "uncontained ECC error",
+	119: "GSP RPC timeout",
+	120: "GSP error",
+	140: "unrecovered ECC error",
+	999: "unknown XID",
+}
+
+// XIDLine is the kernel-log line of an XID event NVML reported on the GPU
+// at the PCI address addr ("0000:18:00"; "" when unknown), in the driver's
+// own form, the process unknown: "NVRM: Xid (PCI:0000:18:00): 79,
+// pid='<unknown>', name=<unknown>, GPU has fallen off the bus (NVML event)".
+func XIDLine(addr string, xid int) string {
+	what := xidWords[xid]
+	if what == "" {
+		what = "XID"
+	}
+	if addr == "" {
+		addr = "unknown"
+	}
+	return fmt.Sprintf("NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s (NVML event)", addr, xid, what)
+}
+
+// ECCLine is the kernel-log line of a double-bit ECC event NVML reported on
+// the GPU at the PCI address addr: "NVRM: GPU at PCI:0000:18:00:
+// uncorrectable ECC error (double-bit) (NVML event)".
+func ECCLine(addr string) string {
+	if addr == "" {
+		addr = "unknown"
+	}
+	return fmt.Sprintf("NVRM: GPU at PCI:%s: uncorrectable ECC error (double-bit) (NVML event)", addr)
+}
