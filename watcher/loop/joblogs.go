@@ -27,7 +27,8 @@ const MaxLogLinesPerPoll = 256
 // and, where this process may read it, the kernel log, and turns the lines
 // joblog.Line matches into log records. The job's user cannot read
 // /dev/kmsg where dmesg_restrict is 1 (the default of most distributions):
-// then XID and ECC lines are not collected, and JobLogs says so once.
+// then the kernel's XID and ECC lines are not collected, and JobLogs says
+// so once; the device library's fault events (Device) still give them.
 //
 // The job's output files hold the lines of every rank of the job, and
 // exist on the batch host (or on a shared file system, where every node
@@ -35,11 +36,27 @@ const MaxLogLinesPerPoll = 256
 // counts for the host it names (NCCL's "gpu02:4100:4177 [3] NCCL ..."
 // prefix, when that is one of the job's nodes), else for the batch host.
 // Kernel log lines are always this node's.
+//
+// Device adds the kernel-log lines the device library renders from its own
+// fault events (NVML's XID and ECC events, which need no root): they are
+// kernel log lines of this node too (stream "kmsg"). Where /dev/kmsg is
+// readable as well, an XID seen by both counts once (see xidPairs).
 type JobLogs struct {
 	Host, Job string
 	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
+	// Device gives the device library's fault lines; nil reads none.
+	Device    DeviceLines
 	streams   []logStream
 	kmsg      int // /dev/kmsg's descriptor, read without the runtime's poller; -1 when not open
+	pairs     xidPairs
+	log       logrus.FieldLogger
+	deviceErr bool // a failed Device poll has been logged
+}
+
+// DeviceLines gives the kernel-log lines of the device faults reported
+// since its last call (*sample.NVMLEvents). It never waits.
+type DeviceLines interface {
+	Lines() ([]string, error)
 }
 
 type logStream struct {
@@ -55,7 +72,7 @@ type JobOutputs func(ctx context.Context) (stdout, stderr, batchHost string, err
 // root where readable. Nothing here fails the watcher: an unknown output
 // path or an unreadable kernel log only means fewer lines, and is logged.
 func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string, nodes []string, log logrus.FieldLogger) *JobLogs {
-	j := &JobLogs{Host: host, Job: job, Nodes: nodes, kmsg: -1}
+	j := &JobLogs{Host: host, Job: job, Nodes: nodes, kmsg: -1, log: log}
 	if outputs != nil {
 		stdout, stderr, batch, err := outputs(ctx)
 		if err != nil {
@@ -87,7 +104,8 @@ func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string
 	}
 	if err != nil {
 		log.WithError(&os.PathError{Op: "open", Path: kmsg, Err: err}).Info("the kernel log is not readable by the job's user " +
-			"(dmesg_restrict=1 restricts /dev/kmsg to root): XID and ECC lines are not collected; the epilog's re-check still sees the node's devices")
+			"(dmesg_restrict=1 restricts /dev/kmsg to root): its XID and ECC lines are not collected; " +
+			"NVML's fault events still are where the GPUs register for them, and the epilog's re-check still sees the node's devices")
 	} else {
 		j.kmsg = fd
 	}
@@ -133,12 +151,40 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 			keep(s.name, l)
 		}
 	}
+	both := j.kmsg >= 0 && j.Device != nil
+	if both {
+		j.pairs.next()
+	}
 	if j.kmsg >= 0 {
 		for _, l := range readKmsg(j.kmsg) {
+			if !both || j.pairs.keep(fromKmsg, l) {
+				keep(trace.StreamKmsg, l)
+			}
+		}
+	}
+	for _, l := range j.deviceLines() {
+		if !both || j.pairs.keep(fromDevice, l) {
 			keep(trace.StreamKmsg, l)
 		}
 	}
 	return out
+}
+
+// deviceLines polls Device; its first failure is logged, once.
+func (j *JobLogs) deviceLines() []string {
+	if j.Device == nil {
+		return nil
+	}
+	lines, err := j.Device.Lines()
+	if err != nil && !j.deviceErr {
+		j.deviceErr = true
+		log := j.log
+		if log == nil {
+			log = logrus.StandardLogger()
+		}
+		log.WithError(err).Warn("could not read the devices' fault events; said once, the watcher goes on")
+	}
+	return lines
 }
 
 // ncclPrefix is NCCL's "host:pid:tid [dev] NCCL" at the start of a line

@@ -103,6 +103,9 @@ func Watch(ctx context.Context, o Options) error {
 	actor := newActor(ctx, o, s, job, log)
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
+	if n, ok := accel.(*sample.NVML); ok {
+		logs.Device = nvmlEvents(n, log)
+	}
 	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
 	defer closeView()
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
@@ -254,6 +257,24 @@ func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Acc
 	}
 	log.WithError(nvmlErr).Info("no NVIDIA or Ascend accelerators to sample")
 	return nil, func() {}, nil
+}
+
+// nvmlEvents registers the job's GPUs for NVML's fault events (XIDs,
+// double-bit ECC errors), which need no root, and returns them as kernel-log
+// lines for JobLogs; nil when no GPU could be registered. A GPU that cannot
+// be registered is said once and left out; sampling goes on regardless.
+// NVML's Close frees the event set.
+func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceLines {
+	ev, err := n.Events()
+	if err != nil {
+		log.WithError(err).Info("some GPUs give no NVML fault events (not supported or not permitted); " +
+			"their XIDs come only from the kernel log, where readable")
+	}
+	if ev == nil {
+		return nil
+	}
+	log.WithField("gpus", ev.Registered()).Info("following NVML's XID and ECC events")
+	return ev
 }
 
 // ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or

@@ -1,0 +1,89 @@
+package loop
+
+import (
+	"regexp"
+	"strconv"
+
+	"github.com/vigil-hpc/vigil/internal/pci"
+)
+
+// The two sources of kernel-log lines about the devices.
+const (
+	fromKmsg   = 0 // /dev/kmsg
+	fromDevice = 1 // the device library's events, rendered (JobLogs.Device)
+)
+
+// xidPairs keeps one XID that both /dev/kmsg and the device library
+// report from counting twice. The driver logs an XID and delivers its NVML
+// event at the same moment; the watcher reads both once a period, so the
+// two copies come in the same poll, or in consecutive polls when the XID
+// fell between the two reads. A line of one source whose XID and PCI
+// address match a line of the other from this poll or the previous one is
+// the same event and is dropped; each line pairs with at most one of the
+// other source, so a GPU that logs the same XID again still counts every
+// time. The first copy read is the one kept (the kernel's own line, when
+// both come in one poll). Other lines (uncorrectable ECC, lines without an
+// XID) are never paired.
+type xidPairs struct {
+	poll   int
+	unpair [2]map[xidKey][]int // per source: the polls of the lines not paired yet
+}
+
+// xidKey is what makes two XID lines the same event.
+type xidKey struct {
+	pci string // normalised, no function: "0000:3b:00"
+	xid int
+}
+
+// reXIDAddr is an XID line's PCI address (with or without the function)
+// and its number.
+var reXIDAddr = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+)(?:\.[0-7])?\): (\d+)`)
+
+// lineXID is the XID and the PCI address of an XID line.
+func lineXID(line string) (xidKey, bool) {
+	m := reXIDAddr.FindStringSubmatch(line)
+	if m == nil {
+		return xidKey{}, false
+	}
+	x, err := strconv.Atoi(m[2])
+	if err != nil {
+		return xidKey{}, false
+	}
+	return xidKey{pci: pci.Normalise(m[1]), xid: x}, true
+}
+
+// next starts a poll and forgets the lines older than the previous one.
+func (p *xidPairs) next() {
+	p.poll++
+	for src := range p.unpair {
+		for k, polls := range p.unpair[src] {
+			i := 0
+			for i < len(polls) && polls[i] < p.poll-1 {
+				i++
+			}
+			if i == len(polls) {
+				delete(p.unpair[src], k)
+			} else {
+				p.unpair[src][k] = polls[i:]
+			}
+		}
+	}
+}
+
+// keep says whether a line read from src counts: false when it is the
+// copy of a line the other source gave.
+func (p *xidPairs) keep(src int, line string) bool {
+	k, ok := lineXID(line)
+	if !ok {
+		return true
+	}
+	if polls := p.unpair[1-src][k]; len(polls) > 0 {
+		p.unpair[1-src][k] = polls[1:]
+		return false
+	}
+	if p.unpair[src] == nil {
+		p.unpair[src] = map[xidKey][]int{}
+	}
+	p.unpair[src][k] = append(p.unpair[src][k], p.poll)
+	return true
+}
