@@ -103,8 +103,11 @@ func Watch(ctx context.Context, o Options) error {
 	actor := newActor(ctx, o, s, job, log)
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
-	if n, ok := accel.(*sample.NVML); ok {
-		logs.Device = nvmlEvents(n, log)
+	switch a := accel.(type) {
+	case *sample.NVML:
+		logs.Device = nvmlEvents(a, log)
+	case *sample.DCMI:
+		logs.Device = dcmiFaults(a, log)
 	}
 	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
 	defer closeView()
@@ -275,6 +278,16 @@ func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceLines {
 	}
 	log.WithField("gpus", ev.Registered()).Info("following NVML's XID and ECC events")
 	return ev
+}
+
+// dcmiFaults reads the job's NPUs' DCMI error codes and uncorrectable HBM
+// ECC counts once a period and returns what is new as kernel-log lines for
+// JobLogs. DCMI has no event queue to register for: nothing can fail here,
+// a failing read is said once by JobLogs.
+func dcmiFaults(d *sample.DCMI, log logrus.FieldLogger) DeviceLines {
+	f := d.Faults()
+	log.WithField("npus", f.Watched()).Info("following DCMI's error codes and uncorrectable HBM ECC counts")
+	return f
 }
 
 // ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or
