@@ -103,12 +103,7 @@ func Watch(ctx context.Context, o Options) error {
 	actor := newActor(ctx, o, s, job, log)
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
-	switch a := accel.(type) {
-	case *sample.NVML:
-		logs.Device = nvmlEvents(a, log)
-	case *sample.DCMI:
-		logs.Device = dcmiFaults(a, log)
-	}
+	logs.Device = deviceFaults(accel, log)
 	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
 	defer closeView()
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
@@ -260,6 +255,19 @@ func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Acc
 	}
 	log.WithError(nvmlErr).Info("no NVIDIA or Ascend accelerators to sample")
 	return nil, func() {}, nil
+}
+
+// deviceFaults is the accelerator source's own fault reports as
+// kernel-log lines for JobLogs: NVML's events, DCMI's error codes and ECC
+// counts; nil for a recorded trace or no accelerators.
+func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceLines {
+	switch a := accel.(type) {
+	case *sample.NVML:
+		return nvmlEvents(a, log)
+	case *sample.DCMI:
+		return dcmiFaults(a, log)
+	}
+	return nil
 }
 
 // nvmlEvents registers the job's GPUs for NVML's fault events (XIDs,
