@@ -18,8 +18,9 @@ const (
 
 // Causes of a digest, in the order the rules are tried.
 const (
-	// CauseBadDevice: a fault XID or an uncorrectable ECC error on the
-	// culprit host around the hang.
+	// CauseBadDevice: a fault XID, an NPU error code raised in a major or
+	// critical alarm, or an uncorrectable ECC error on the culprit host
+	// around the hang.
 	CauseBadDevice = "bad-device"
 	// CauseRankFailed: a rank exited or crashed (processes gone, a
 	// traceback, a CUDA error, its watcher silent) while its peers wait.

@@ -9,7 +9,7 @@ import (
 
 // Culprit reasons of a digest.
 const (
-	DigestDeviceFault      = "DeviceFault"      // a fault XID in the kernel log
+	DigestDeviceFault      = "DeviceFault"      // a fault XID in the kernel log, an NPU error code in a major alarm
 	DigestUncorrectableECC = "UncorrectableECC" // an uncorrectable ECC error
 	DigestCrashed          = "Crashed"          // a traceback or CUDA error on a minority of hosts
 	DigestBadLinks         = "BadLinks"         // the host is an end of several links that reported errors
@@ -37,8 +37,10 @@ var digestRules = []digestRule{
 	{CauseDifferentProgress, differentProgress},
 }
 
-// badDevice names every host with a fault XID or an uncorrectable ECC
-// error: an application XID (13, 31, ...) is not a fault.
+// badDevice names every host with a fault XID, an Ascend NPU error code
+// raised in a major or critical alarm, or an uncorrectable ECC error: an
+// application XID (13, 31, ...) or an NPU code in a minor alarm is not a
+// fault.
 func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	var out []DigestCulprit
 	for _, h := range ev.hosts {
@@ -46,16 +48,23 @@ func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
 		if len(ls) == 0 {
 			continue
 		}
-		reason, xids := DigestUncorrectableECC, []int{}
+		reason, xids, codes := DigestUncorrectableECC, []int{}, []string{}
 		for _, l := range ls {
-			if l.Match.Kind == joblog.KindXID {
+			switch l.Match.Kind {
+			case joblog.KindXID:
 				reason = DigestDeviceFault
 				xids = append(xids, l.Match.XID)
+			case joblog.KindNPUError:
+				reason = DigestDeviceFault
+				codes = append(codes, l.Match.Code)
 			}
 		}
 		e := map[string]any{"lines": lines(ls), "count": len(ls)}
 		if len(xids) > 0 {
 			e["xid"] = xids[:min(len(xids), evidenceLines)]
+		}
+		if len(codes) > 0 {
+			e["error_codes"] = codes[:min(len(codes), evidenceLines)]
 		}
 		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
 	}

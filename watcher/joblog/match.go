@@ -1,7 +1,8 @@
 // Package joblog finds the evidence of a hang beyond telemetry: the lines of
 // the job's own output (NCCL warnings, PyTorch's ProcessGroupNCCL watchdog,
 // Python tracebacks, CUDA errors, per-rank progress) and of the kernel log
-// (XID events, ECC errors) that tell why a job stopped.
+// (XID events, ECC errors, and the Ascend NPUs' DCMI error codes the watcher
+// renders as kernel-log lines) that tell why a job stopped.
 //
 // Match is a pure function over one line; Follower reads the lines appended
 // to a file since a saved offset. Only matched lines are kept (in the trace,
@@ -44,6 +45,9 @@ const (
 	KindXID Kind = "xid"
 	// KindECC: an uncorrectable ECC error in the kernel log.
 	KindECC Kind = "ecc"
+	// KindNPUError: an Ascend NPU's DCMI error code, as the watcher renders
+	// it (Code; Fault when the NPU's health was a major or critical alarm).
+	KindNPUError Kind = "npu-error"
 )
 
 // Match is what one line says. Numbers a line does not carry are -1.
@@ -58,7 +62,8 @@ type Match struct {
 	Status    int    `json:"status"`    // InfiniBand completion status (NCCL transport error)
 	GDR       bool   `json:"gdr"`       // the line is about GPUDirect RDMA
 	XID       int    `json:"xid"`       // XID number
-	Fault     bool   `json:"fault"`     // a device fault (fault XID, uncorrectable ECC)
+	Code      string `json:"code"`      // DCMI error code (KindNPUError), "0x80e18005"
+	Fault     bool   `json:"fault"`     // a device fault (fault XID, uncorrectable ECC, NPU error code in a major alarm)
 	Epoch     int64  `json:"epoch"`
 	Step      int64  `json:"step"`
 }
@@ -76,6 +81,7 @@ var FaultXIDs = map[int]bool{
 
 var (
 	reXID       = regexp.MustCompile(`NVRM: Xid \([^)]*\): (\d+)`)
+	reNPUCode   = regexp.MustCompile(`dcmi: npu\d+ \(PCI:[^)]*\) error code (0x[0-9a-f]{8}), `)
 	reRank      = regexp.MustCompile(`(?i)\brank\s*[=:]?\s*(\d+)`)
 	reSeq       = regexp.MustCompile(`SeqNum=(\d+)`)
 	reOp        = regexp.MustCompile(`OpType=([A-Za-z_]+)`)
@@ -100,6 +106,8 @@ func Line(line string) (Match, bool) {
 	switch {
 	case strings.Contains(line, "NVRM: Xid"):
 		ok = kernel(line, &m)
+	case strings.Contains(line, "dcmi: npu") && strings.Contains(line, "error code"):
+		ok = npuError(line, &m)
 	case containsFold(line, "uncorrectable") && containsFold(line, "ECC"):
 		m.Kind, m.Fault, ok = KindECC, true, true
 	case strings.Contains(line, "NCCL WARN") || strings.Contains(line, "NCCL INFO"):
@@ -117,7 +125,7 @@ func Line(line string) (Match, bool) {
 	if !ok {
 		return Match{}, false
 	}
-	if m.Kind != KindXID && m.Kind != KindECC {
+	if m.Kind != KindXID && m.Kind != KindECC && m.Kind != KindNPUError {
 		m.Rank = int(num(reRank, line, 1<<20))
 	}
 	return m, true
@@ -130,6 +138,20 @@ func kernel(line string, m *Match) bool {
 		return false
 	}
 	m.Kind, m.XID, m.Fault = KindXID, int(x), FaultXIDs[int(x)]
+	return true
+}
+
+// npuError matches a DCMI error code line: "dcmi: npu2 (PCI:0000:c3:00.0)
+// error code 0x80e18005, major alarm (fault)". Only the " (fault)" at the
+// end makes it a fault: the watcher writes it for a major or critical
+// alarm (sample.HealthFault).
+func npuError(line string, m *Match) bool {
+	c := reNPUCode.FindStringSubmatch(line)
+	if c == nil {
+		return false
+	}
+	m.Kind, m.Code = KindNPUError, c[1]
+	m.Fault = strings.HasSuffix(strings.TrimRight(line, " \r\n"), " (fault)")
 	return true
 }
 

@@ -25,6 +25,18 @@ func TestLine(t *testing.T) {
 			with(func(m *Match) { m.Kind, m.XID = KindXID, 31 }), true},
 		{"uncorrectable ecc", "NVRM: GPU at PCI:0000:3b:00: GPU-1234: Uncorrectable ECC error detected",
 			with(func(m *Match) { m.Kind, m.Fault = KindECC, true }), true},
+		{"npu fault code", "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm (fault)",
+			with(func(m *Match) { m.Kind, m.Code, m.Fault = KindNPUError, "0x80e18005", true }), true},
+		{"npu code in a minor alarm is no fault", "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80c98000, minor alarm",
+			with(func(m *Match) { m.Kind, m.Code = KindNPUError, "0x80c98000" }), true},
+		{"npu code, health unknown", "dcmi: npu12 (PCI:unknown) error code 0x80e18005, health unknown",
+			with(func(m *Match) { m.Kind, m.Code = KindNPUError, "0x80e18005" }), true},
+		{"npu fault mark not at the end is no fault", "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80c98000, minor alarm (fault) rank 3",
+			with(func(m *Match) { m.Kind, m.Code = KindNPUError, "0x80c98000" }), true},
+		{"npu uncorrectable ecc", "dcmi: npu2 (PCI:0000:c3:00.0) uncorrectable ECC errors 2 (was 0)",
+			with(func(m *Match) { m.Kind, m.Fault = KindECC, true }), true},
+		{"an application's error code is not an npu code", "RuntimeError: ACL stream synchronize failed, error code 0x80e18005 (fault)", Match{}, false},
+		{"an npu code line without a code", "dcmi: npu2 (PCI:0000:c3:00.0) error code unknown (fault)", Match{}, false},
 		{"corrected ecc is not matched", "EDAC MC0: 1 CE memory read error on CPU_SrcID#0", Match{}, false},
 		{"ib completion from peer", "gpu02:81234:81290 [3] NCCL WARN NET/IB : Got completion from peer 10.0.0.3<57223> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.2 remoteGid ::ffff:10.0.0.3",
 			with(func(m *Match) { m.Kind, m.Peer, m.Status = KindNCCLNet, "10.0.0.3", 12 }), true},
@@ -79,6 +91,7 @@ func FuzzLine(f *testing.F) {
 		"h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.2<0>",
 		"[Rank 3] WorkNCCL(SeqNum=1, OpType=BROADCAST) last completed NCCL work: 0",
 		"Epoch: [2][ 300/5004]", "step=-1 rank=99999999999999999999", "Traceback (most recent call last):",
+		"dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm (fault)",
 	} {
 		f.Add(s)
 	}
@@ -100,6 +113,9 @@ func FuzzLine(f *testing.F) {
 		}
 		if m.Kind == KindXID && (m.XID < 0 || m.Fault != FaultXIDs[m.XID]) {
 			t.Fatalf("xid match %+v", m)
+		}
+		if (m.Kind == KindNPUError) != (m.Code != "") {
+			t.Fatalf("npu-error match %+v", m)
 		}
 		if m.Kind == KindProgress && m.Epoch < 0 && m.Step < 0 {
 			t.Fatalf("progress without numbers: %+v", m)

@@ -38,9 +38,11 @@ const MaxLogLinesPerPoll = 256
 // Kernel log lines are always this node's.
 //
 // Device adds the kernel-log lines the device library renders from its own
-// fault events (NVML's XID and ECC events, which need no root): they are
+// fault reports (NVML's XID and ECC events; DCMI's error codes and
+// uncorrectable ECC counts, read once a period; none needs root): they are
 // kernel log lines of this node too (stream "kmsg"). Where /dev/kmsg is
-// readable as well, an XID seen by both counts once (see xidPairs).
+// readable as well, an XID seen by both counts once (see xidPairs); DCMI's
+// lines have no kernel twin that joblog matches.
 type JobLogs struct {
 	Host, Job string
 	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
@@ -54,7 +56,8 @@ type JobLogs struct {
 }
 
 // DeviceLines gives the kernel-log lines of the device faults reported
-// since its last call (*sample.NVMLEvents). It never waits.
+// since its last call (*sample.NVMLEvents, *sample.DCMIFaults). It never
+// waits on events.
 type DeviceLines interface {
 	Lines() ([]string, error)
 }
@@ -105,7 +108,7 @@ func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string
 	if err != nil {
 		log.WithError(&os.PathError{Op: "open", Path: kmsg, Err: err}).Info("the kernel log is not readable by the job's user " +
 			"(dmesg_restrict=1 restricts /dev/kmsg to root): its XID and ECC lines are not collected; " +
-			"NVML's fault events still are where the GPUs register for them, and the epilog's re-check still sees the node's devices")
+			"NVML's fault events (or DCMI's error codes) still are where the devices give them, and the epilog's re-check still sees the node's devices")
 	} else {
 		j.kmsg = fd
 	}

@@ -103,9 +103,7 @@ func Watch(ctx context.Context, o Options) error {
 	actor := newActor(ctx, o, s, job, log)
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
-	if n, ok := accel.(*sample.NVML); ok {
-		logs.Device = nvmlEvents(n, log)
-	}
+	logs.Device = deviceFaults(accel, log)
 	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
 	defer closeView()
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
@@ -259,6 +257,19 @@ func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Acc
 	return nil, func() {}, nil
 }
 
+// deviceFaults is the accelerator source's own fault reports as
+// kernel-log lines for JobLogs: NVML's events, DCMI's error codes and ECC
+// counts; nil for a recorded trace or no accelerators.
+func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceLines {
+	switch a := accel.(type) {
+	case *sample.NVML:
+		return nvmlEvents(a, log)
+	case *sample.DCMI:
+		return dcmiFaults(a, log)
+	}
+	return nil
+}
+
 // nvmlEvents registers the job's GPUs for NVML's fault events (XIDs,
 // double-bit ECC errors), which need no root, and returns them as kernel-log
 // lines for JobLogs; nil when no GPU could be registered. A GPU that cannot
@@ -275,6 +286,16 @@ func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceLines {
 	}
 	log.WithField("gpus", ev.Registered()).Info("following NVML's XID and ECC events")
 	return ev
+}
+
+// dcmiFaults reads the job's NPUs' DCMI error codes and uncorrectable HBM
+// ECC counts once a period and returns what is new as kernel-log lines for
+// JobLogs. DCMI has no event queue to register for: nothing can fail here,
+// a failing read is said once by JobLogs.
+func dcmiFaults(d *sample.DCMI, log logrus.FieldLogger) DeviceLines {
+	f := d.Faults()
+	log.WithField("npus", f.Watched()).Info("following DCMI's error codes and uncorrectable HBM ECC counts")
+	return f
 }
 
 // ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or
