@@ -134,9 +134,23 @@ func (r *run) culpritRecheck() bool {
 		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
 	}
 	for _, rep := range res.found {
-		r.note("recheck: named as culprit by vigil-watch in %s", rep.Path)
+		r.note("recheck: named as culprit by vigil-watch in %s%s", rep.Path, digestOf(rep, r.rep.Node))
 		log.WithFields(logrus.Fields{"report": rep.Path, "host": rep.Host, "reason": rep.Reason}).
 			Warn("recheck: vigil-watch named this node as a culprit; running the full suite")
 	}
 	return len(res.found) > 0
+}
+
+// digestOf says what the hang report's digest holds against node, for the
+// note that links this re-check to it: " (digest: network, TransportErrors)".
+func digestOf(rep hangreport.Report, node string) string {
+	if rep.Digest == nil {
+		return ""
+	}
+	for _, c := range rep.Digest.Culprits {
+		if c.Host == node {
+			return fmt.Sprintf(" (digest: %s, %s)", rep.Digest.Cause, c.Reason)
+		}
+	}
+	return fmt.Sprintf(" (digest: %s)", rep.Digest.Cause)
 }

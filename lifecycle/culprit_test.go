@@ -323,3 +323,17 @@ func TestEpilogCulpritSuiteHealth(t *testing.T) {
 		t.Fatalf("ran %s, notes %q", ran(out.Report), out.Report.Notes)
 	}
 }
+
+func TestDigestOfLinksTheRecheck(t *testing.T) {
+	rep := hangreport.Report{Digest: &hangreport.Digest{Cause: "network",
+		Culprits: []hangreport.DigestCulprit{{Host: "gpu04", Reason: "TransportErrors"}}}}
+	if got := digestOf(rep, "gpu04"); got != " (digest: network, TransportErrors)" {
+		t.Errorf("culprit: %q", got)
+	}
+	if got := digestOf(rep, "gpu01"); got != " (digest: network)" {
+		t.Errorf("other host: %q", got)
+	}
+	if got := digestOf(hangreport.Report{}, "gpu04"); got != "" {
+		t.Errorf("no digest: %q", got)
+	}
+}
