@@ -19,6 +19,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
+	"github.com/vigil-hpc/vigil/benchmarks/compute"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/policy"
@@ -34,6 +35,7 @@ SYNOPSIS
     vigil-prolog --print-example-config
     vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
                  [--hang-time DURATION] [--hang-action ACTION]
+    vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]
 
 DESCRIPTION
     Runs vigil's node sanity suite: accelerator health facts (device count,
@@ -142,6 +144,11 @@ EXAMPLES
         Only two health facts.
     vigil-prolog --node n12 --checks disk
         Re-test the check a vigil drain names; the node is resumed if it passes.
+    vigil-prolog multinode-selftest --nodes 2 --timeout 2m
+        Validation tool for one GPU machine, no Slurm needed: its GPUs as
+        2 simulated nodes of one NCCL communicator, the cross-node path of
+        nccl-allreduce-multinode; prints each node's busbw and a verdict
+        (exit 0 pass, 1 fail, 3 unknown; see multinode-selftest --help).
     scontrol update NodeName=n12 State=RESUME
         Resume a node by hand (vigil resumes its own drains only when every
         check their reason names passes again).
@@ -161,8 +168,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == policy.CommandName {
-		return policy.CheckCommand(args[1:], stdout, stderr, lifecycle.PolicyRegistry())
+	if code, ok := subcommand(args, stdout, stderr); ok {
+		return code
 	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
 	// Parse errors are reported in one line below, not with the manual;
@@ -239,6 +246,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		opts.Progress = stdout
 	}
 	return lifecycle.Run(ctx, opts).ExitCode
+}
+
+// subcommand runs the subcommand args[0] names, if it names one.
+func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case policy.CommandName:
+		return policy.CheckCommand(args[1:], stdout, stderr, lifecycle.PolicyRegistry()), true
+	case compute.SelftestCommandName:
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return compute.SelftestCommand(ctx, args[1:], stdout, stderr), true
+	}
+	return 0, false
 }
 
 // listFlag is --list-checks: given alone it lists the checks as a table,

@@ -116,18 +116,37 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 	if len(env.Devices) > 0 {
 		return len(env.Devices)
 	}
-	s, err := c.settings(env)
-	if err != nil {
-		return 0
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	devs, _ := c.visible(ctx, env)
+	return len(devs)
+}
+
+// visible lists the GPUs the driver shows (CUDA ordinals, as
+// CUDA_VISIBLE_DEVICES numbers them). When there is none to use, the
+// result says why: settings, no library, no GPU (unknown), a driver that
+// hangs (fail).
+func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *benchmarks.Result) {
+	s, err := c.settings(env)
+	if err != nil {
+		r := unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
+		return nil, &r
+	}
 	node, err := openNode(ctx, c.open, s.Libraries, nil)
 	if err != nil {
-		return 0
+		r := classify(c.Name(), err)
+		return nil, &r
 	}
 	defer node.Close()
-	return len(node.Devices())
+	var idx []int
+	for _, d := range node.Devices() {
+		idx = append(idx, d.Index)
+	}
+	if len(idx) == 0 {
+		r := unknown(c.Name(), ReasonNoDevices, "the driver shows no GPU")
+		return nil, &r
+	}
+	return idx, nil
 }
 
 // Setup makes the communicator's id (NewUniqueID), in the calling process,
@@ -245,10 +264,12 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 }
 
 // check says what is wrong with the role for a node of k GPUs ("" when fine).
+// One rank in all is a valid communicator (multinode-selftest on one GPU);
+// the cross-node phase itself starts none under 2.
 func (r MultinodeRole) check(k int) string {
 	switch {
-	case r.NRanks < 2:
-		return fmt.Sprintf("%d ranks in all: an all-reduce needs at least 2", r.NRanks)
+	case r.NRanks < 1:
+		return fmt.Sprintf("%d ranks in all: a communicator needs at least 1", r.NRanks)
 	case r.FirstRank < 0 || r.FirstRank+k > r.NRanks:
 		return fmt.Sprintf("ranks %d-%d for this node's %d GPUs do not fit in %d", r.FirstRank, r.FirstRank+k-1, k, r.NRanks)
 	case r.ID == UniqueID{}:
@@ -313,6 +334,11 @@ func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInpu
 	alg := devcheck.AlgBW(devcheck.SizeBytes(AllReduce, in.Count, in.NRanks), out.Seconds)
 	bus := alg * devcheck.BusFactor(AllReduce, in.NRanks)
 	t.Value("", "algbw_gbps", devcheck.Round(alg), "GB/s", nil, "", benchmarks.StatusPass)
+	if in.NRanks < 2 {
+		t.Value("", "busbw_gbps", 0, "GB/s", nil, "", benchmarks.StatusPass)
+		t.Note("one rank moves nothing over the bus: busbw 0, as nccl-tests reports it; no floor compared")
+		return 0
+	}
 	m := devcheck.Metric{Name: "busbw_gbps", Key: "busbw_gbps", Unit: "GB/s",
 		Label: fmt.Sprintf("all-reduce bus bandwidth over %d GPUs of the job", in.NRanks)}
 	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, s.Thresholds, Peers{})

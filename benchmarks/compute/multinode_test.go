@@ -220,7 +220,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 		role MultinodeRole
 		msg  string
 	}{
-		{MultinodeRole{ID: id, NRanks: 1}, "1 ranks in all: an all-reduce needs at least 2"},
+		{MultinodeRole{ID: id, NRanks: 0}, "0 ranks in all: a communicator needs at least 1"},
 		{MultinodeRole{ID: id, NRanks: 4, FirstRank: 3}, "ranks 3-4 for this node's 2 GPUs do not fit in 4"},
 		{MultinodeRole{NRanks: 4}, "no communicator id"},
 	} {

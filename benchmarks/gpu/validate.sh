@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # validate.sh - run vigil's GPU compute checks on a GPU machine and compare
 # them with PyTorch (torch.matmul) and nccl-tests (all_reduce_perf) where
-# those are installed. The machine needs no Go toolchain: build vigil-prolog
+# those are installed, then run the cross-node NCCL path of
+# nccl-allreduce-multinode on this machine alone (vigil-prolog
+# multinode-selftest: the GPUs as simulated nodes of one communicator). The machine needs no Go toolchain: build vigil-prolog
 # on a development machine with `make` (it links only libc; libcuda,
 # cuBLASLt and NCCL are opened at run time), copy bin/vigil-prolog and this
 # script over, and run:
@@ -14,13 +16,16 @@
 #     VIGIL_LIBRARY_PATH extra directories for libcublasLt / libnccl
 #     VIGIL_CHECK_TIMEOUT per-check deadline (default 90s)
 #     VIGIL_BUDGET       vigil-prolog's total budget (default 4m)
+#     VIGIL_MULTINODE_NODES simulated nodes of multinode-selftest (default 2)
 #     CUDA_VISIBLE_DEVICES is honoured by vigil, torch and nccl-tests alike.
 #
 # Its run time is bounded: vigil-prolog by VIGIL_BUDGET (plus 30 s to write
-# its report), torch.matmul by 120 s and nccl-tests by 120 s, so with the
-# defaults it ends within 8 minutes even when a check hangs the GPU. Without
-# a device it fails within seconds: every check reports unknown. Nothing on
-# the machine is changed (--dry-run).
+# its report), multinode-selftest by VIGIL_CHECK_TIMEOUT (plus 15 s),
+# torch.matmul by 120 s and nccl-tests by 120 s, so with the defaults it
+# ends within 11 minutes even when a check hangs the GPU. Without a device
+# it ends within seconds: every check reports unknown, and
+# multinode-selftest says why (no library, no GPU). Nothing on the machine
+# is changed (--dry-run).
 set -u -o pipefail
 
 BIN=${1:-./vigil-prolog}
@@ -29,6 +34,7 @@ CHECKS=${VIGIL_CHECKS:-gpu-count,ecc,row-remap,xid,nvlink,pcie,throttle,leftover
 SIZE=${VIGIL_GEMM_SIZE:-8192}
 CHECK_TIMEOUT=${VIGIL_CHECK_TIMEOUT:-90s}
 BUDGET=${VIGIL_BUDGET:-4m}
+NODES=${VIGIL_MULTINODE_NODES:-2}
 budget_s() { # 4m -> 240, 90s -> 90
 	case $1 in *m) echo $(( ${1%m} * 60 ));; *s) echo "${1%s}";; *h) echo $(( ${1%h} * 3600 ));; *) echo "$1";; esac
 }
@@ -73,6 +79,18 @@ if [ -z "$report" ]; then
 	tail -50 "$OUT/vigil.log" >&2
 	exit 1
 fi
+
+# The cross-node path of nccl-allreduce-multinode without Slurm: the GPUs
+# split into simulated nodes, one NCCL communicator over all of them in
+# one process (exit 0 pass, 1 fail, 3 unknown; 124 killed by timeout).
+echo "== multinode-selftest: the GPUs as $NODES simulated nodes of one NCCL communicator (timeout $CHECK_TIMEOUT)"
+start=$(date +%s)
+timeout $(( $(budget_s "$CHECK_TIMEOUT") + 15 )) "$BIN" multinode-selftest --config "$OUT/vigil.toml" \
+	--nodes "$NODES" --timeout "$CHECK_TIMEOUT" >"$OUT/multinode.out" 2>&1
+mrc=$?
+[ $mrc -eq 124 ] && echo "verdict: unknown Killed: multinode-selftest did not end within its timeout + 15 s" >>"$OUT/multinode.out"
+cat "$OUT/multinode.out"
+echo "== multinode-selftest exit $mrc after $(( $(date +%s) - start ))s"
 
 # torch.matmul on the same shapes and layout: A (m×k) · Bᵀ with B (n×k),
 # row-major, which is cuBLAS's TN layout that vigil uses.
@@ -138,7 +156,7 @@ if [ -z "$PY" ]; then
 fi
 echo
 echo "== summary"
-"$PY" - "$report" "$OUT/torch.json" "$OUT/nccl-tests.out" <<'PYEOF'
+"$PY" - "$report" "$OUT/torch.json" "$OUT/nccl-tests.out" "$OUT/multinode.out" <<'PYEOF'
 import json, os, re, sys
 report = json.load(open(sys.argv[1]))
 torch = {}
@@ -187,4 +205,24 @@ for check in ("allreduce", "allgather", "alltoall", "multi-allreduce", "overlap"
         if check == "allreduce" and v["name"] == "busbw_gbps" and nccl_busbw:
             extra = "   nccl-tests all_reduce_perf busbw %.1f (vigil/nccl-tests %.0f%%)" % (nccl_busbw, 100 * v["value"] / nccl_busbw)
         print("%-16s %-20s %10s %s%s" % (check, v["name"], v["value"], v.get("unit", ""), extra))
+# multinode-selftest: one line per simulated node with busbw_gbps=, then
+# "verdict: STATUS ...".
+nodes, verdict = [], "verdict: unknown: multinode-selftest printed nothing"
+if os.path.exists(sys.argv[4]):
+    for line in open(sys.argv[4]):
+        m = re.match(r"(node\d+)\s.*\sbusbw_gbps=([0-9.e+-]+)", line)
+        if m:
+            nodes.append((m.group(1), float(m.group(2))))
+        elif line.startswith("verdict: "):
+            verdict = line.strip()
+status = verdict.split()[1]
+if nodes and status == "pass":
+    low = min(b for _, b in nodes)
+    extra = ""
+    if nccl_busbw:
+        extra = "   nccl-tests all_reduce_perf busbw %.1f (vigil/nccl-tests %.0f%%)" % (nccl_busbw, 100 * low / nccl_busbw)
+    print("%-16s %-20s %10s %s%s" % ("multinode", "busbw_gbps", low, "GB/s", extra))
+    print("%-16s %s (lowest of %d simulated nodes: %s)" % ("", verdict, len(nodes), ", ".join("%s %g" % n for n in nodes)))
+else:
+    print("%-16s %s" % ("multinode", verdict[:200]))
 PYEOF
