@@ -190,3 +190,24 @@ func TestCheckConfigWholeFile(t *testing.T) {
 		}
 	}
 }
+
+// TestMultinodeSelftestDispatch: vigil-prolog multinode-selftest reaches its
+// command: --help prints its manual, and on a machine without libcuda it
+// says so at once and exits 3 (nothing could run).
+func TestMultinodeSelftestDispatch(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"multinode-selftest", "--help"}, &out, &errb); code != 0 || !strings.Contains(out.String()+errb.String(), "multinode-selftest") {
+		t.Fatalf("--help: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	t.Setenv("VIGIL_LIBRARY_PATH", t.TempDir())
+	conf := filepath.Join(t.TempDir(), "vigil.toml")
+	if err := os.WriteFile(conf, []byte("[checks.nccl-allreduce-multinode]\ncuda_libraries = [\"libcuda-absent.so.1\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := run([]string{"multinode-selftest", "--config", conf, "--timeout", "20s"}, &out, &errb)
+	if code != 3 || !strings.Contains(out.String(), "verdict: unknown LibraryMissing") {
+		t.Fatalf("without libcuda: exit %d, want 3 and an unknown verdict\n%s%s", code, out.String(), errb.String())
+	}
+}
