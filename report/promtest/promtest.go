@@ -275,3 +275,14 @@ func unquote(s string) (string, int, error) {
 	}
 	return "", 0, fmt.Errorf("unterminated label value")
 }
+
+// RuleTests runs `promtool test rules` (alert rule unit tests).
+func RuleTests(t testing.TB, files ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Promtool(t), append([]string{"test", "rules"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool test rules %s: %v\n%s", strings.Join(files, " "), err, out)
+	}
+}
