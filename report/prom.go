@@ -4,92 +4,146 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 )
 
-// Prometheus writes the report in the Prometheus text exposition format
-// for node_exporter's textfile collector.
-func Prometheus(w io.Writer, r *Report) error {
-	var b bytes.Buffer
-	run := labels("mode", r.Mode)
-	family(&b, "vigil_run_timestamp_seconds", "gauge", "Unix time the last vigil run on this node started.")
-	fmt.Fprintf(&b, "vigil_run_timestamp_seconds%s %s\n", run, num(float64(r.Start.UnixNano())/1e9))
-	family(&b, "vigil_run_duration_seconds", "gauge", "Wall time of the last vigil run.")
-	fmt.Fprintf(&b, "vigil_run_duration_seconds%s %s\n", run, num(r.Duration.Seconds()))
-	family(&b, "vigil_config_valid", "gauge", "1 when the config file parsed and validated, else 0 (vigil then changes nothing).")
-	fmt.Fprintf(&b, "vigil_config_valid%s %s\n", run, boolNum(r.Config.Valid))
-	family(&b, "vigil_budget_expired", "gauge", "1 when the run's total budget ran out.")
-	fmt.Fprintf(&b, "vigil_budget_expired%s %s\n", run, boolNum(r.BudgetExpired))
-	family(&b, "vigil_node_verdict", "gauge", "The node's verdict of the last run: 1 for the status it had, 0 for the others.")
-	for _, s := range statuses {
-		fmt.Fprintf(&b, "vigil_node_verdict%s %s\n", labels("mode", r.Mode, "status", string(s)), boolNum(r.Verdict == s))
-	}
-	family(&b, "vigil_action", "gauge", "What the last run did about the node: 1 for its action.")
-	fmt.Fprintf(&b, "vigil_action%s 1\n", labels("mode", r.Mode, "action", r.Action.Kind, "done", strconv.FormatBool(r.Action.Done)))
-	family(&b, "vigil_accelerators", "gauge", "Accelerators the host shows, by vendor.")
-	fmt.Fprintf(&b, "vigil_accelerators%s %d\n", labels("vendor", "nvidia"), r.Accelerators.NVIDIA)
-	fmt.Fprintf(&b, "vigil_accelerators%s %d\n", labels("vendor", "ascend"), r.Accelerators.Ascend)
+// families are the textfile's metric families, in the order they are
+// written. Every one is a gauge, and every series carries the mode of the
+// run that wrote it (prolog, epilog, health) as its first label, so that
+// the runs of each mode keep their own series side by side in one file
+// (see WriteTextfile).
+var families = []struct{ name, help string }{
+	{"vigil_run_timestamp_seconds", "Unix time the last vigil run of this mode on this node started."},
+	{"vigil_run_duration_seconds", "Wall time of the last vigil run of this mode."},
+	{"vigil_config_valid", "1 when the config file parsed and validated, else 0 (vigil then changes nothing)."},
+	{"vigil_budget_expired", "1 when the run's total budget ran out."},
+	{"vigil_node_verdict", "The node's verdict of the last run: 1 for the status it had, 0 for the others."},
+	{"vigil_action", "What the last run did about the node: 1 for its action."},
+	{"vigil_accelerators", "Accelerators the host shows, by vendor."},
+	{"vigil_check_status", "A check's outcome: 1 for the status it had, 0 for the others."},
+	{"vigil_check_duration_seconds", "Wall time of a check's last attempt."},
+	{"vigil_check_attempts", "How many times a check ran (retries included)."},
+	{"vigil_check_value", "A value a check measured or read, per device."},
+	{"vigil_check_threshold", "The limit a check compared a value with."},
+}
 
-	family(&b, "vigil_check_status", "gauge", "A check's outcome: 1 for the status it had, 0 for the others.")
+// MetricNames are the names of the metric families vigil writes to its
+// textfile, in the order they appear there.
+func MetricNames() []string {
+	names := make([]string, len(families))
+	for i, f := range families {
+		names[i] = f.name
+	}
+	return names
+}
+
+// series are one run's sample lines by family name, each line a whole
+// "name{labels} value".
+type series map[string][]string
+
+// add appends one sample: the mode label first, then kv's pairs.
+func (s series) add(name, mode string, value string, kv ...string) {
+	s[name] = append(s[name], name+labels(append([]string{"mode", mode}, kv...)...)+" "+value)
+}
+
+// seriesOf renders one report's series.
+func seriesOf(r *Report) series {
+	s := series{}
+	m := r.Mode
+	s.add("vigil_run_timestamp_seconds", m, num(float64(r.Start.UnixNano())/1e9))
+	s.add("vigil_run_duration_seconds", m, num(r.Duration.Seconds()))
+	s.add("vigil_config_valid", m, boolNum(r.Config.Valid))
+	s.add("vigil_budget_expired", m, boolNum(r.BudgetExpired))
+	for _, st := range statuses {
+		s.add("vigil_node_verdict", m, boolNum(r.Verdict == st), "status", string(st))
+	}
+	s.add("vigil_action", m, "1", "action", r.Action.Kind, "done", strconv.FormatBool(r.Action.Done))
+	s.add("vigil_accelerators", m, strconv.Itoa(r.Accelerators.NVIDIA), "vendor", "nvidia")
+	s.add("vigil_accelerators", m, strconv.Itoa(r.Accelerators.Ascend), "vendor", "ascend")
 	for _, res := range r.Results {
-		for _, s := range statuses {
-			fmt.Fprintf(&b, "vigil_check_status%s %s\n",
-				labels("check", res.Check, "device", res.Device, "reason", res.Reason, "status", string(s)), boolNum(res.Status == s))
+		for _, st := range statuses {
+			s.add("vigil_check_status", m, boolNum(res.Status == st),
+				"check", res.Check, "device", res.Device, "reason", res.Reason, "status", string(st))
 		}
 	}
-	family(&b, "vigil_check_duration_seconds", "gauge", "Wall time of a check's last attempt.")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "vigil_check_duration_seconds%s %s\n", labels("check", res.Check), num(res.Duration.Seconds()))
+		s.add("vigil_check_duration_seconds", m, num(res.Duration.Seconds()), "check", res.Check)
 	}
-	family(&b, "vigil_check_attempts", "gauge", "How many times a check ran (retries included).")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "vigil_check_attempts%s %d\n", labels("check", res.Check), res.Attempts)
+		s.add("vigil_check_attempts", m, strconv.Itoa(res.Attempts), "check", res.Check)
 	}
-	var vals, ths bytes.Buffer
 	for _, res := range r.Results {
 		for _, v := range res.Values {
-			l := labels("check", res.Check, "device", v.Device, "name", v.Name, "unit", v.Unit)
-			fmt.Fprintf(&vals, "vigil_check_value%s %s\n", l, num(v.Value))
+			s.add("vigil_check_value", m, num(v.Value), "check", res.Check, "device", v.Device, "name", v.Name, "unit", v.Unit)
 			if v.Threshold != nil {
-				fmt.Fprintf(&ths, "vigil_check_threshold%s %s\n", labels("check", res.Check, "device", v.Device, "name", v.Name, "op", v.Op, "unit", v.Unit), num(*v.Threshold))
+				s.add("vigil_check_threshold", m, num(*v.Threshold),
+					"check", res.Check, "device", v.Device, "name", v.Name, "op", v.Op, "unit", v.Unit)
 			}
 		}
 	}
-	if vals.Len() > 0 {
-		family(&b, "vigil_check_value", "gauge", "A value a check measured or read, per device.")
-		b.Write(vals.Bytes())
-	}
-	if ths.Len() > 0 {
-		family(&b, "vigil_check_threshold", "gauge", "The limit a check compared a value with.")
-		b.Write(ths.Bytes())
-	}
-	_, err := w.Write(b.Bytes())
+	return s
+}
+
+// Prometheus writes the report in the Prometheus text exposition format
+// for node_exporter's textfile collector.
+func Prometheus(w io.Writer, r *Report) error {
+	_, err := w.Write(render(map[string]series{r.Mode: seriesOf(r)}))
 	return err
 }
 
-// WriteTextfile writes the report's metrics atomically to path (its
-// directory is created when missing).
-func WriteTextfile(path string, r *Report) error {
+// modeOrder is the order of the modes' series within a family: the known
+// modes first, then any other in byte order.
+func modeOrder(byMode map[string]series) []string {
+	known := []string{"prolog", "epilog", "health"}
+	var modes, other []string
+	for _, m := range known {
+		if _, ok := byMode[m]; ok {
+			modes = append(modes, m)
+		}
+	}
+	for m := range byMode {
+		if !slices.Contains(known, m) {
+			other = append(other, m)
+		}
+	}
+	slices.Sort(other)
+	return append(modes, other...)
+}
+
+// render writes every mode's series, family by family: each family's HELP
+// and TYPE once, then its samples (the exposition format wants a family's
+// samples together). A series written twice keeps its first value, since
+// node_exporter rejects a repeated series.
+func render(byMode map[string]series) []byte {
 	var b bytes.Buffer
-	if err := Prometheus(&b, r); err != nil {
-		return err
+	modes := modeOrder(byMode)
+	seen := map[string]bool{}
+	for _, f := range families {
+		head := false
+		for _, m := range modes {
+			for _, line := range byMode[m][f.name] {
+				id := line[:strings.LastIndexByte(line, ' ')]
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				if !head {
+					fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
+					head = true
+				}
+				b.WriteString(line)
+				b.WriteByte('\n')
+			}
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return WriteAtomic(path, b.Bytes(), 0o644)
+	return b.Bytes()
 }
 
 var statuses = []benchmarks.Status{benchmarks.StatusPass, benchmarks.StatusFail, benchmarks.StatusUnknown}
-
-func family(b *bytes.Buffer, name, typ, help string) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
 
 func boolNum(v bool) string {
 	if v {
