@@ -205,7 +205,7 @@ check_timeout = "20s"`, "[checks.gpu-count]\nexpected = 1\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(prom), `vigil_check_status{check="gpu-count",device="",reason="GPUCountMismatch",status="fail"} 1`) {
+	if !strings.Contains(string(prom), `vigil_check_status{mode="prolog",check="gpu-count",device="",reason="GPUCountMismatch",status="fail"} 1`) {
 		t.Errorf("textfile:\n%s", prom)
 	}
 
