@@ -147,15 +147,20 @@ func (r *Report) Counts() (pass, fail, unknown int) {
 	return
 }
 
-// FileName is the report's file name: start time (UTC), mode and job,
-// e.g. 20261129T151000.123Z-prolog-job42.json.
+// FileName is the report's file name: start time (UTC), mode, node and
+// job, e.g. 20261129T151000.123Z-prolog-gpu07-job42.json. The node keeps
+// the reports of several nodes apart in a shared directory (the prologs of
+// one job start in the same millisecond); names still sort by time.
 func (r *Report) FileName() string {
 	job := "nojob"
 	if r.Job != "" {
 		job = "job" + sanitize(r.Job)
 	}
 	ts := r.Start.UTC().Format("20060102T150405.000Z")
-	return fmt.Sprintf("%s-%s-%s.json", ts, sanitize(r.Mode), job)
+	if r.Node == "" {
+		return fmt.Sprintf("%s-%s-%s.json", ts, sanitize(r.Mode), job)
+	}
+	return fmt.Sprintf("%s-%s-%s-%s.json", ts, sanitize(r.Mode), sanitize(r.Node), job)
 }
 
 func sanitize(s string) string {

@@ -125,7 +125,7 @@ func TestWriteJSONAtomicAndPrune(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	if filepath.Base(paths[0]) != "20261129T151001.000Z-prolog-job4242.json" {
+	if filepath.Base(paths[0]) != "20261129T151001.000Z-prolog-gpu07-job4242.json" {
 		t.Errorf("name %s", paths[0])
 	}
 	if err := Prune(dir, 2); err != nil {
