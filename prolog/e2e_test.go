@@ -221,9 +221,12 @@ checks = ["gpu-count"]`, "")
 		t.Fatal(err)
 	}
 	c.WaitNode(t, good, 30*time.Second, func(n slurm.Node) bool { return !n.Drained() })
+	// The run writes its report after it resumed the node: wait for it.
 	resumed := false
-	for _, r := range s.readReports(t) {
-		resumed = resumed || (r.Mode == "health" && r.Node == good && r.Action.Kind == report.ActionResume && r.Action.Done)
+	for deadline := time.Now().Add(15 * time.Second); !resumed && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, r := range s.readReports(t) {
+			resumed = resumed || (r.Mode == "health" && r.Node == good && r.Action.Kind == report.ActionResume && r.Action.Done)
+		}
 	}
 	if !resumed {
 		t.Errorf("no health report says it resumed %s", good)
