@@ -243,7 +243,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	phase.Store("open")
 	in := MultinodeInput{ID: role.ID, NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
 		Count: max(1, s.Bytes/4), Warmup: s.Warmup, Iters: s.Iters, Phase: &phase,
-		Inputs: multinodeInputs(role.FirstRank, len(idx), vcount)}
+		Inputs: device.MultinodeInputs(role.FirstRank, len(idx), vcount)}
 	var out MultinodeOutput
 	err = devcheck.Run(ctx, func() (err error) { out, err = mn.AllReduceMultinode(ctx, in); return err })
 	if err == nil && out.Seconds <= 0 {
@@ -291,41 +291,15 @@ func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmar
 	return classify(c.Name(), err)
 }
 
-// multinodeInputs are the verification inputs of the global ranks
-// first..first+k-1: small integers, so that sums over up to 256 ranks are
-// exact in float32 (devcheck.CollInputs' values, for global ranks).
-func multinodeInputs(first, k, count int) [][]float32 {
-	in := make([][]float32, k)
-	for i := range in {
-		in[i] = make([]float32, count)
-		for e := range in[i] {
-			in[i][e] = multinodeValue(first+i, e)
-		}
-	}
-	return in
-}
-
-func multinodeValue(rank, e int) float32 { return float32((e*7 + rank*13 + 1) % 61) }
-
-// verifyMultinode compares every output with the exact sum over all ranks;
-// it says what is wrong ("" when all is right).
+// verifyMultinode compares every output with the exact sum over all ranks
+// (device.VerifyMultinode, the check both vendors share); it says what is
+// wrong ("" when all is right).
 func verifyMultinode(outs [][]float32, role MultinodeRole, idx []int) string {
-	if len(outs) != len(idx) {
-		return fmt.Sprintf("%d verification outputs for %d GPUs", len(outs), len(idx))
+	names := make([]string, len(idx))
+	for i, d := range idx {
+		names[i] = devName(d)
 	}
-	for e := range outs[0] {
-		var want float32
-		for r := 0; r < role.NRanks; r++ {
-			want += multinodeValue(r, e)
-		}
-		for i, o := range outs {
-			if o[e] != want {
-				return fmt.Sprintf("all-reduce across nodes delivered wrong data: %s (rank %d) element %d = %g, want %g",
-					devName(idx[i]), role.FirstRank+i, e, o[e], want)
-			}
-		}
-	}
-	return ""
+	return device.VerifyMultinode(outs, device.MultinodeRole{NRanks: role.NRanks, FirstRank: role.FirstRank}, names)
 }
 
 // evaluateMultinode records algbw and busbw (nccl-tests) and compares busbw
