@@ -3,12 +3,14 @@ package compute
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/cgo/nccl"
 )
 
@@ -16,47 +18,19 @@ import (
 // for the job by NewUniqueID, handed to every node's RunMultinode.
 type UniqueID = nccl.UniqueID
 
-// MultinodeInput is this node's part of one all-reduce over a communicator
-// spanning the job's nodes.
-type MultinodeInput struct {
-	// ID names the communicator (ncclGetUniqueId on one node).
-	ID UniqueID
-	// NRanks is the number of GPUs over all the job's nodes.
-	NRanks int
-	// FirstRank is the rank of Devices[0]; Devices[i] is FirstRank+i.
-	FirstRank int
-	// Devices are this node's GPUs (CUDA ordinals).
-	Devices []int
-	// Count is the float32 elements of each rank's buffer.
-	Count int
-	// Warmup and Iters are untimed and timed all-reduces.
-	Warmup, Iters int
-	// Inputs, when set, are this node's per-rank send buffers of one
-	// verification all-reduce run first on the same communicator (an id
-	// makes one communicator only): len(Devices) slices of at most Count
-	// elements; the outputs are returned.
-	Inputs [][]float32
-	// Phase, when set, is kept up to date with what the node is doing
-	// ("init", "all-reduce"), so that a caller whose deadline passes can
-	// say where it hung.
-	Phase *atomic.Value
-}
-
-// MultinodeOutput is what this node measured.
-type MultinodeOutput struct {
-	// Seconds is the mean host time of one all-reduce, issue to all of this
-	// node's streams synchronized (as nccl-tests times it).
-	Seconds float64
-	// Outputs are the per-rank receive buffers of the verification run.
-	Outputs [][]float32
-	// Library is the NCCL file used.
-	Library string
-}
+// MultinodeInput and MultinodeOutput are this node's part of one
+// all-reduce over a communicator spanning the job's nodes, and what it
+// measured: the types every vendor's multi-node check shares. For NCCL the
+// ID is the 128 bytes of an ncclUniqueId, and Seconds the mean host time of
+// one all-reduce, issue to all of this node's streams synchronized (as
+// nccl-tests times it).
+type (
+	MultinodeInput  = device.MultinodeInput
+	MultinodeOutput = device.MultinodeOutput
+)
 
 // multinodeNode is a Node that can join a communicator spanning nodes.
-type multinodeNode interface {
-	AllReduceMultinode(ctx context.Context, in MultinodeInput) (MultinodeOutput, error)
-}
+type multinodeNode = device.MultinodeNode
 
 // commGuard holds the communicators being made and aborts them all when ctx
 // ends first, which ends NCCL's waits for ranks that never come. Those not
@@ -113,6 +87,11 @@ func setPhase(p *atomic.Value, s string) {
 // with its device's context current, as NCCL requires of one thread
 // driving several GPUs.
 func (n *cudaNode) initRanks(lib *nccl.Lib, g *commGuard, in MultinodeInput) ([]collRank, error) {
+	var id UniqueID
+	if len(in.ID) != len(id) {
+		return nil, fmt.Errorf("communicator id of %d bytes, want %d", len(in.ID), len(id))
+	}
+	copy(id[:], in.ID)
 	ranks := make([]collRank, len(in.Devices))
 	if err := lib.GroupStart(); err != nil {
 		return nil, err
@@ -122,7 +101,7 @@ func (n *cudaNode) initRanks(lib *nccl.Lib, g *commGuard, in MultinodeInput) ([]
 			lib.GroupEnd()
 			return nil, err
 		}
-		c, err := lib.CommInitRank(in.NRanks, in.ID, in.FirstRank+i)
+		c, err := lib.CommInitRank(in.NRanks, id, in.FirstRank+i)
 		if err != nil {
 			lib.GroupEnd()
 			return nil, err

@@ -241,7 +241,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	vcount := max(1, min(s.VerifyBytes, s.Bytes)/4)
 	var phase atomic.Value
 	phase.Store("open")
-	in := MultinodeInput{ID: role.ID, NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
+	in := MultinodeInput{ID: role.ID[:], NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
 		Count: max(1, s.Bytes/4), Warmup: s.Warmup, Iters: s.Iters, Phase: &phase,
 		Inputs: device.MultinodeInputs(role.FirstRank, len(idx), vcount)}
 	var out MultinodeOutput
