@@ -93,6 +93,22 @@ func TestReplayFilesAndStdin(t *testing.T) {
 	if stderr != "" {
 		t.Errorf("stderr %q, want nothing for a trace long enough", stderr)
 	}
+	// --html: the same events on stdout, and a page with one chart per host.
+	page := filepath.Join(dir, "hang.html")
+	var out, errOut bytes.Buffer
+	if err := Replay([]string{hosts["gpu01"], hosts["gpu02"]}, page, replaySettings(), nil, &out, &errOut); err != nil {
+		t.Fatalf("Replay --html: %v", err)
+	}
+	if out.String() != want {
+		t.Errorf("--html changed the events:\n%s", out.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatalf("--html wrote no page: %v", err)
+	}
+	if n := strings.Count(string(html), `<svg class="chart"`); n != 2 {
+		t.Errorf("--html page has %d charts, want one per host (2)", n)
+	}
 	if got, _ := run([]string{hosts["gpu01"], hosts["gpu02"]}, nil); got != want {
 		t.Errorf("two host files: events differ from the merged file's:\n got:\n%s\nwant:\n%s", got, want)
 	}
