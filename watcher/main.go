@@ -55,6 +55,7 @@ type cli struct {
 	logLevel   string
 	dryRun     bool
 	nodeAddrs  string
+	html       string // replay: the HTML page to write
 }
 
 // invocation is a parsed command line.
@@ -73,7 +74,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 		return code
 	}
 	if inv.replay {
-		if err := loop.Replay(inv.files, inv.settings, stdin, stdout, stderr); err != nil {
+		if err := loop.Replay(inv.files, inv.html, inv.settings, stdin, stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "vigil-watch: %v\n", err)
 			return exitError
 		}
@@ -305,6 +306,7 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&s.BusyPowerW, "busy-power-w", s.BusyPowerW, "median power, in `watts`, at or above which a device is busy, never flat (0 disables)")
 	fs.Float64Var(&s.MemChangeMiB, "mem-change-mib", s.MemChangeMiB, "largest change of a device's memory use, in `MiB`, that counts as flat")
 	if replay {
+		fs.StringVar(&c.html, "html", "", "also write the replay as one self-contained HTML `file`: the digests and culprits on top, one chart per host of I/O rate, CPU, device utilisation and power")
 		return fs
 	}
 	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: notify (or none: notify only), cancel or requeue")
@@ -471,7 +473,14 @@ DESCRIPTION
     so on standard error, e.g. "trace covers 29m; first verdict needs 30m of
     one host's samples (the longer of grace 10m and window 30m)".
 
+    --html FILE also writes the replay as one HTML page that loads nothing
+    from outside: the digests (cause, hint, culprit hosts) and each host's
+    latest event on top, then one chart per host of its I/O rate, CPU,
+    device utilisation and power over the window before the first hung
+    verdict, with the events marked and the culprit hosts highlighted.
+
 EXAMPLES
     vigil-watch replay --window 20m --period 60s trace-1234-*.jsonl | jq -c 'select(.event=="hung")'
     zcat trace-1234-gpu07.jsonl.gz | vigil-watch replay --window 20m -
+    vigil-watch replay --html hang-1234.html trace-1234-*.jsonl > events-1234.jsonl
 `

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hangview"
 )
 
 // Stdin is the replay path that stands for standard input.
@@ -22,8 +24,10 @@ var ErrReplayArgs = errors.New("replay: bad trace list")
 // hosts each in time order; they are merged by time, so the events are those
 // of the merged file. "-" is stdin. When no host's samples were long enough
 // for any verdict, Replay says so on stderr, with the numbers that would be.
-// It acts on nothing.
-func Replay(paths []string, s Settings, stdin io.Reader, stdout, stderr io.Writer) error {
+// When html is not "", Replay also writes the replay as one self-contained
+// HTML page to that file (hangview.Render; replaced atomically), even when
+// no verdict was possible. It acts on nothing.
+func Replay(paths []string, html string, s Settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	s = s.Final()
 	if err := s.Validate(nil); err != nil {
 		return err
@@ -49,9 +53,27 @@ func Replay(paths []string, s Settings, stdin io.Reader, stdout, stderr io.Write
 		defer f.Close()
 		ins = append(ins, hang.Input{Name: p, R: f})
 	}
+	var col *hangview.Collector
+	var waits []func()
+	if html != "" {
+		col = hangview.NewCollector()
+		for i := range ins {
+			r, wait := col.Tee(ins[i].R)
+			ins[i].R, waits = r, append(waits, wait)
+		}
+		stdout = col.Events(stdout)
+	}
 	sum, err := hang.ReplayInputs(ins, s.Hang, stdout)
+	for _, wait := range waits {
+		wait()
+	}
 	if err != nil {
 		return err // names the input and the line
+	}
+	if col != nil {
+		if err := osutil.WriteFile(html, hangview.Render(col.Data(s.Hang.Window)), 0o644); err != nil {
+			return fmt.Errorf("replay: --html: %w", err)
+		}
 	}
 	if msg := sum.TooShort(s.Hang); msg != "" {
 		fmt.Fprintf(stderr, "vigil-watch: replay: %s\n", msg)

@@ -77,7 +77,7 @@ func TestReplayFilesAndStdin(t *testing.T) {
 	run := func(paths []string, stdin []byte) (string, string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if err := Replay(paths, replaySettings(), bytes.NewReader(stdin), &out, &errOut); err != nil {
+		if err := Replay(paths, "", replaySettings(), bytes.NewReader(stdin), &out, &errOut); err != nil {
 			t.Fatalf("Replay(%v): %v", paths, err)
 		}
 		return out.String(), errOut.String()
@@ -92,6 +92,22 @@ func TestReplayFilesAndStdin(t *testing.T) {
 	}
 	if stderr != "" {
 		t.Errorf("stderr %q, want nothing for a trace long enough", stderr)
+	}
+	// --html: the same events on stdout, and a page with one chart per host.
+	page := filepath.Join(dir, "hang.html")
+	var out, errOut bytes.Buffer
+	if err := Replay([]string{hosts["gpu01"], hosts["gpu02"]}, page, replaySettings(), nil, &out, &errOut); err != nil {
+		t.Fatalf("Replay --html: %v", err)
+	}
+	if out.String() != want {
+		t.Errorf("--html changed the events:\n%s", out.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatalf("--html wrote no page: %v", err)
+	}
+	if n := strings.Count(string(html), `<svg class="chart"`); n != 2 {
+		t.Errorf("--html page has %d charts, want one per host (2)", n)
 	}
 	if got, _ := run([]string{hosts["gpu01"], hosts["gpu02"]}, nil); got != want {
 		t.Errorf("two host files: events differ from the merged file's:\n got:\n%s\nwant:\n%s", got, want)
@@ -136,7 +152,7 @@ func TestReplayTooShort(t *testing.T) {
 			s.Period, s.PeriodIsDefault = time.Minute, false
 			tc.mod(&s)
 			var out, errOut bytes.Buffer
-			if err := Replay([]string{Stdin}, s, bytes.NewReader(buf.Bytes()), &out, &errOut); err != nil {
+			if err := Replay([]string{Stdin}, "", s, bytes.NewReader(buf.Bytes()), &out, &errOut); err != nil {
 				t.Fatal(err)
 			}
 			if errOut.String() != tc.stderr {
@@ -151,20 +167,20 @@ func TestReplayTooShort(t *testing.T) {
 
 func TestReplayArgs(t *testing.T) {
 	var out bytes.Buffer
-	if err := Replay(nil, replaySettings(), nil, &out, &out); !errors.Is(err, ErrReplayArgs) {
+	if err := Replay(nil, "", replaySettings(), nil, &out, &out); !errors.Is(err, ErrReplayArgs) {
 		t.Errorf("no trace: %v", err)
 	}
-	if err := Replay([]string{Stdin, Stdin}, replaySettings(), strings.NewReader(""), &out, &out); !errors.Is(err, ErrReplayArgs) || !strings.Contains(err.Error(), "twice") {
+	if err := Replay([]string{Stdin, Stdin}, "", replaySettings(), strings.NewReader(""), &out, &out); !errors.Is(err, ErrReplayArgs) || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("stdin twice: %v", err)
 	}
-	if err := Replay([]string{filepath.Join(t.TempDir(), "none.jsonl")}, replaySettings(), nil, &out, &out); !errors.Is(err, os.ErrNotExist) {
+	if err := Replay([]string{filepath.Join(t.TempDir(), "none.jsonl")}, "", replaySettings(), nil, &out, &out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	if err := os.WriteFile(bad, []byte("{\"v\":1,\"time\":\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Replay([]string{Stdin, bad}, replaySettings(), strings.NewReader(`{"v":1,"time":"2026-11-29T10:00:00Z","host":"a"}`+"\n"), &out, &out)
+	err := Replay([]string{Stdin, bad}, "", replaySettings(), strings.NewReader(`{"v":1,"time":"2026-11-29T10:00:00Z","host":"a"}`+"\n"), &out, &out)
 	if err == nil || !strings.Contains(err.Error(), bad+": trace: line 1") {
 		t.Errorf("bad line: %v, want it to name %s line 1", err, bad)
 	}
