@@ -60,14 +60,14 @@ var plantedFaults = []planted{
 }
 
 const (
-	fleetNodes   = 240 // per model
+	fleetNodes   = 230 // per model
 	fleetGPUs    = 8
-	fleetOldRuns = 20 // older reports with bad values that newer runs replace
+	fleetReports = 500 // 460 current, 20 older with bad values, 20 newer health runs
 )
 
-// writeFleet writes 2×240 current reports, 20 older ones with bad GEMM
-// values and 20 newer health runs without performance values, and returns
-// the sources. The device models differ by a drift of each metric.
+// writeFleet writes 2×230 current reports, 20 older ones with bad GEMM
+// values and 20 newer health runs without performance values (500 in
+// all), and returns the sources. The device models differ by a drift of each metric.
 func writeFleet(t *testing.T) []Source {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(13, 2026))
@@ -84,7 +84,7 @@ func writeFleet(t *testing.T) []Source {
 				r.Results = append(r.Results, fleetResult(rng, model, n, m))
 			}
 			mustWrite(t, dir, r)
-			if n%24 == 5 {
+			if n%23 == 5 {
 				old := fleetReport(node, "prolog", start.Add(-time.Hour))
 				old.Results = []benchmarks.Result{{Check: "gemm", Status: benchmarks.StatusFail, Values: []benchmarks.Value{
 					{Device: "gpu0", Name: "tflops_bf16_8192", Value: 200, Unit: "TFLOPS", Status: benchmarks.StatusFail}}}}
@@ -95,6 +95,9 @@ func writeFleet(t *testing.T) []Source {
 				mustWrite(t, dir, health)
 			}
 		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(root, "*", "*.json")); len(files) != fleetReports {
+		t.Fatalf("%d reports, want %d", len(files), fleetReports)
 	}
 	return sources
 }
