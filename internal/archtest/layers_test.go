@@ -22,7 +22,7 @@ var layers = []struct {
 }{
 	{"programs", []string{"prolog", "epilog", "watcher"}},
 	{"node lifecycle and watch loop", []string{"lifecycle", "watcher/loop", "benchmarks/all"}},
-	{"checks, their report, and the watch parts", []string{"benchmarks", "report", "watcher/"}},
+	{"checks, their report, and the watch parts", []string{"benchmarks", "report", "baseline", "watcher/"}},
 	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "crossnode", "rendezvous", "internal"}},
 }
 

@@ -1,0 +1,212 @@
+// Package baseline reads the JSON reports of many nodes and proposes
+// thresholds from them: per device model and metric it computes robust
+// statistics (median, MAD, percentiles), names the devices far from the
+// fleet, and writes the floors and limits as TOML for the checks' config.
+// It is what `vigil-prolog baseline` runs.
+package baseline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/vigil-hpc/vigil/report"
+)
+
+// MinCount is the fewest values of a metric for which a threshold is
+// proposed; smaller groups get statistics only.
+const MinCount = 5
+
+// Source is a directory of JSON reports and the device model of the nodes
+// that wrote them. Reports do not name the model of a device, so the model
+// comes from the command line; empty means unknown.
+type Source struct {
+	Model string
+	Dir   string
+}
+
+// ParseSource parses "DIR" or "MODEL=DIR"; a plain DIR gets model def.
+func ParseSource(arg, def string) Source {
+	if i := strings.Index(arg, "="); i > 0 {
+		return Source{Model: arg[:i], Dir: arg[i+1:]}
+	}
+	return Source{Model: def, Dir: arg}
+}
+
+// Sample is one device's reading of a metric.
+type Sample struct {
+	// Node is the Slurm node name of the report.
+	Node string
+	// Device is the value's device ("gpu3", "/scratch"); empty for the node.
+	Device string
+	// Value is the reading, in the metric's unit.
+	Value float64
+	// Threshold is the limit the run compared it with, if any.
+	Threshold *float64
+}
+
+// Label names the sample's device in output: "node:device" ("n12:gpu3",
+// "n12:/scratch") or "node".
+func (s Sample) Label() string {
+	if s.Device == "" {
+		return s.Node
+	}
+	return s.Node + ":" + s.Device
+}
+
+// Key identifies one metric of one check for one device model.
+type Key struct {
+	Model, Check, Name string
+}
+
+// Group is one metric over the fleet, with what is proposed for it.
+type Group struct {
+	Key
+	// Unit of the values.
+	Unit string
+	// Lower is true when lower is better (latency).
+	Lower bool
+	// ConfigKey is the threshold's key in the check's config
+	// ("tflops_bf16", "min_write_mib_s"); empty when the metric has none.
+	ConfigKey string
+	// PerModel is true when the key lives under [checks.NAME.thresholds."MODEL"],
+	// false when directly under [checks.NAME].
+	PerModel bool
+	// Samples are the devices' readings, sorted by node and device.
+	Samples []Sample
+	// Stats are the statistics of Samples.
+	Stats Stats
+	// Current is the limit the reports were compared with (the most common
+	// one), nil when none.
+	Current *float64
+	// Proposed is the proposed limit (Limit), set when HasProposal.
+	Proposed float64
+	// HasProposal is false for metrics without a config key or with fewer
+	// than MinCount values.
+	HasProposal bool
+	// Outliers are the samples beyond Proposed.
+	Outliers []Sample
+}
+
+// units are the units of the performance metrics that get a baseline
+// (GEMM, launch latency, copies, collectives, disk); counts and states of
+// the health facts do not.
+var units = map[string]bool{"TFLOPS": true, "us": true, "ms": true, "GB/s": true, "MiB/s": true}
+
+// diskKeys maps the disk check's value names to its config keys, which
+// hold for every node rather than per device model.
+var diskKeys = map[string]string{
+	"write_mib_s":     "min_write_mib_s",
+	"read_mib_s":      "min_read_mib_s",
+	"read_latency_ms": "max_latency_ms",
+}
+
+// gemmSized is a GEMM value name with its size ("tflops_bf16_8192").
+var gemmSized = regexp.MustCompile(`^(tflops_[a-z0-9]+)_([0-9]+)$`)
+
+// configKey returns the config key of a value name, whether it is per
+// model, and the GEMM size it names (0 when none).
+func configKey(check, name string) (key string, perModel bool, size int) {
+	if check == "disk" {
+		return diskKeys[name], false, 0
+	}
+	if m := gemmSized.FindStringSubmatch(name); m != nil {
+		fmt.Sscan(m[2], &size)
+		return m[1], true, size
+	}
+	if strings.HasSuffix(name, "_p99") {
+		return "", true, 0
+	}
+	return name, true, 0
+}
+
+// Read reads every *.json report in the sources' directories and returns
+// one group per metric with its samples: for each node and check, the
+// values of the newest report (by start time) in which the check recorded
+// any, so that older runs and health-only runs do not count. Files that
+// are not reports are skipped and named in the notes.
+func Read(sources []Source) (groups []*Group, notes []string, err error) {
+	type nodeCheck struct{ model, node, check string }
+	newest := map[nodeCheck]*report.Report{}
+	for _, src := range sources {
+		if _, err := os.Stat(src.Dir); err != nil {
+			return nil, nil, fmt.Errorf("baseline: %w", err)
+		}
+		files, err := filepath.Glob(filepath.Join(src.Dir, "*.json"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline: %w", err)
+		}
+		for _, f := range files {
+			r, err := readReport(f)
+			if err != nil {
+				notes = append(notes, err.Error())
+				continue
+			}
+			for _, res := range r.Results {
+				k := nodeCheck{src.Model, r.Node, res.Check}
+				if old := newest[k]; len(res.Values) > 0 && (old == nil || r.Start.After(old.Start)) {
+					newest[k] = r
+				}
+			}
+		}
+	}
+	byKey := map[Key]*Group{}
+	for k, r := range newest {
+		for _, res := range r.Results {
+			if res.Check != k.check {
+				continue
+			}
+			for _, v := range res.Values {
+				if !units[v.Unit] || math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+					continue
+				}
+				key := Key{Model: k.model, Check: k.check, Name: v.Name}
+				if _, perModel, _ := configKey(k.check, v.Name); !perModel {
+					key.Model = "" // one limit for every node: pool the models
+				}
+				g := byKey[key]
+				if g == nil {
+					g = &Group{Key: key, Unit: v.Unit, Lower: v.Op == "<=" || (v.Op == "" && (v.Unit == "us" || v.Unit == "ms"))}
+					byKey[key] = g
+				}
+				g.Samples = append(g.Samples, Sample{Node: r.Node, Device: v.Device, Value: v.Value, Threshold: v.Threshold})
+			}
+		}
+	}
+	for _, g := range byKey {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Key.less(groups[j].Key) })
+	return groups, notes, nil
+}
+
+func (k Key) less(o Key) bool {
+	if k.Model != o.Model {
+		return k.Model < o.Model
+	}
+	if k.Check != o.Check {
+		return k.Check < o.Check
+	}
+	return k.Name < o.Name
+}
+
+func readReport(path string) (*report.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a report: %w", path, err)
+	}
+	if r.V == 0 || r.Node == "" {
+		return nil, fmt.Errorf("%s: not a report: %w", path, errors.New("no format version or node"))
+	}
+	return &r, nil
+}

@@ -1,0 +1,110 @@
+package baseline
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// CommandName is the vigil-prolog subcommand that runs Command.
+const CommandName = "baseline"
+
+// Exit codes of Command.
+const (
+	ExitOK    = 0 // statistics and proposal printed
+	ExitError = 1 // a directory could not be read, no metric found, or the HTML not written
+	ExitUsage = 2 // bad command line
+)
+
+const commandUsage = `usage: vigil-prolog baseline [--model MODEL] [--html FILE] [MODEL=]REPORT_DIR...
+
+Reads the JSON reports in each REPORT_DIR (the newest report per node and
+check that recorded values) and prints, per device model and metric,
+count, median, MAD, percentiles, the outlier devices, and proposed limits
+as TOML for [checks.NAME.thresholds."MODEL"]. Reports do not name the
+device model: give it per directory (H100=/srv/reports/h100) or for all
+plain directories with --model.
+
+  --model MODEL  device model of the plain REPORT_DIRs (default none)
+  --html FILE    also write a self-contained HTML page with one plot per metric
+`
+
+// Command runs `vigil-prolog baseline` with args (after the subcommand's
+// name) and returns the exit code.
+func Command(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(CommandName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	model := fs.String("model", "", "device model of plain directories")
+	html := fs.String("html", "", "HTML file to write")
+	var dirs []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, commandUsage)
+				return ExitOK
+			}
+			fmt.Fprintf(stderr, "vigil-prolog baseline: %v (see vigil-prolog baseline --help)\n", err)
+			return ExitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(dirs) == 0 {
+		fmt.Fprintln(stderr, "vigil-prolog baseline: no REPORT_DIR given (see vigil-prolog baseline --help)")
+		return ExitUsage
+	}
+	var sources []Source
+	for _, d := range dirs {
+		sources = append(sources, ParseSource(d, *model))
+	}
+	return run(sources, *html, stdout, stderr)
+}
+
+func run(sources []Source, html string, stdout, stderr io.Writer) int {
+	groups, notes, err := Read(sources)
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		return ExitError
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "vigil-prolog baseline: skipped %s\n", n)
+	}
+	if len(groups) == 0 {
+		fmt.Fprintln(stderr, "vigil-prolog baseline: no performance values in the reports")
+		return ExitError
+	}
+	Analyze(groups)
+	if err := WriteTable(stdout, groups); err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		return ExitError
+	}
+	fmt.Fprintln(stdout)
+	if err := WriteTOML(stdout, groups); err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		return ExitError
+	}
+	if html != "" {
+		if err := writeHTMLFile(html, groups); err != nil {
+			fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+			return ExitError
+		}
+	}
+	return ExitOK
+}
+
+// writeHTMLFile writes the HTML page to path.
+func writeHTMLFile(path string, groups []*Group) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("html: %w", err)
+	}
+	if err := WriteHTML(f, groups); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
