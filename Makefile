@@ -13,17 +13,18 @@ PLUGSTACK_LINE = required $(LIBDIR)/vigil_spank.so config=$(VIGIL_TOML) prolog=$
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-BINS := bin/vigil-prolog bin/vigil-epilog bin/vigil-watch
+BINS := bin/vigil-prolog bin/vigil-epilog bin/vigil-watch bin/vigil-baseline
 TEST_TIMEOUT ?= 30m
 
 .PHONY: all build deps run test test-short lint bench fuzz install clean
 
 all: build
 
-build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch, and bin/vigil_spank.so when libslurm-dev is installed
+build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch, bin/vigil-baseline, and bin/vigil_spank.so when libslurm-dev is installed
 	$(GO) build -o bin/vigil-prolog ./prolog
 	$(GO) build -o bin/vigil-epilog ./epilog
 	$(GO) build -o bin/vigil-watch ./watcher
+	$(GO) build -o bin/vigil-baseline ./baseline/cmd/vigil-baseline
 	@if [ -f /usr/include/slurm/spank.h ]; then $(MAKE) --no-print-directory -C slurm/spank OUT=$(CURDIR)/bin/vigil_spank.so; \
 	else echo "skipping the SPANK plugin: /usr/include/slurm/spank.h not found (apt-get install libslurm-dev)"; fi
 

@@ -2,7 +2,7 @@
 // thresholds from them: per device model and metric it computes robust
 // statistics (median, MAD, percentiles), names the devices far from the
 // fleet, and writes the floors and limits as TOML for the checks' config.
-// It is what `vigil-prolog baseline` runs.
+// It is what `vigil-baseline` runs.
 package baseline
 
 import (

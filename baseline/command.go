@@ -8,8 +8,10 @@ import (
 	"os"
 )
 
-// CommandName is the vigil-prolog subcommand that runs Command.
-const CommandName = "baseline"
+// CommandName is the program that runs Command (vigil-baseline: a program
+// of its own, so that the prolog, run before every job, does not load the
+// plotting library).
+const CommandName = "vigil-baseline"
 
 // Exit codes of Command.
 const (
@@ -18,7 +20,7 @@ const (
 	ExitUsage = 2 // bad command line
 )
 
-const commandUsage = `usage: vigil-prolog baseline [--model MODEL] [--html FILE] [MODEL=]REPORT_DIR...
+const commandUsage = `usage: vigil-baseline [--model MODEL] [--html FILE] [MODEL=]REPORT_DIR...
 
 Reads the JSON reports in each REPORT_DIR (the newest report per node and
 check that recorded values) and prints, per device model and metric,
@@ -31,7 +33,7 @@ plain directories with --model.
   --html FILE    also write a self-contained HTML page with one plot per metric
 `
 
-// Command runs `vigil-prolog baseline` with args (after the subcommand's
+// Command runs `vigil-baseline` with args (after the subcommand's
 // name) and returns the exit code.
 func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(CommandName, flag.ContinueOnError)
@@ -45,7 +47,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, commandUsage)
 				return ExitOK
 			}
-			fmt.Fprintf(stderr, "vigil-prolog baseline: %v (see vigil-prolog baseline --help)\n", err)
+			fmt.Fprintf(stderr, "vigil-baseline: %v (see vigil-baseline --help)\n", err)
 			return ExitUsage
 		}
 		if fs.NArg() == 0 {
@@ -54,7 +56,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
 	}
 	if len(dirs) == 0 {
-		fmt.Fprintln(stderr, "vigil-prolog baseline: no REPORT_DIR given (see vigil-prolog baseline --help)")
+		fmt.Fprintln(stderr, "vigil-baseline: no REPORT_DIR given (see vigil-baseline --help)")
 		return ExitUsage
 	}
 	var sources []Source
@@ -67,29 +69,29 @@ func Command(args []string, stdout, stderr io.Writer) int {
 func run(sources []Source, html string, stdout, stderr io.Writer) int {
 	groups, notes, err := Read(sources)
 	if err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		fmt.Fprintf(stderr, "vigil-baseline: %v\n", err)
 		return ExitError
 	}
 	for _, n := range notes {
-		fmt.Fprintf(stderr, "vigil-prolog baseline: skipped %s\n", n)
+		fmt.Fprintf(stderr, "vigil-baseline: skipped %s\n", n)
 	}
 	if len(groups) == 0 {
-		fmt.Fprintln(stderr, "vigil-prolog baseline: no performance values in the reports")
+		fmt.Fprintln(stderr, "vigil-baseline: no performance values in the reports")
 		return ExitError
 	}
 	Analyze(groups)
 	if err := WriteTable(stdout, groups); err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		fmt.Fprintf(stderr, "vigil-baseline: %v\n", err)
 		return ExitError
 	}
 	fmt.Fprintln(stdout)
 	if err := WriteTOML(stdout, groups); err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+		fmt.Fprintf(stderr, "vigil-baseline: %v\n", err)
 		return ExitError
 	}
 	if html != "" {
 		if err := writeHTMLFile(html, groups); err != nil {
-			fmt.Fprintf(stderr, "vigil-prolog baseline: %v\n", err)
+			fmt.Fprintf(stderr, "vigil-baseline: %v\n", err)
 			return ExitError
 		}
 	}

@@ -43,7 +43,7 @@ func WriteTable(w io.Writer, groups []*Group) error {
 // the others. Each key carries its statistics in a comment.
 func WriteTOML(w io.Writer, groups []*Group) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Proposed by vigil-prolog baseline. Rule: %s.\n", Rule)
+	fmt.Fprintf(&b, "# Proposed by vigil-baseline. Rule: %s.\n", Rule)
 	table := ""
 	for _, g := range groups {
 		if !g.HasProposal {

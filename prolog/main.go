@@ -17,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/vigil-hpc/vigil/baseline"
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/benchmarks/compute"
@@ -37,7 +36,6 @@ SYNOPSIS
     vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
                  [--hang-time DURATION] [--hang-action ACTION]
     vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]
-    vigil-prolog baseline [--model MODEL] [--html FILE] [MODEL=]REPORT_DIR...
 
 DESCRIPTION
     Runs vigil's node sanity suite: accelerator health facts (device count,
@@ -151,10 +149,9 @@ EXAMPLES
         2 simulated nodes of one NCCL communicator, the cross-node path of
         nccl-allreduce-multinode; prints each node's busbw and a verdict
         (exit 0 pass, 1 fail, 3 unknown; see multinode-selftest --help).
-    vigil-prolog baseline --html fleet.html H100=/srv/reports/h100 H200=/srv/reports/h200
-        Fleet statistics per device model and metric from the nodes' newest
-        reports, the outlier devices, and proposed limits as TOML for
-        [checks.NAME.thresholds."MODEL"] (see baseline --help, docs/baseline.md).
+    vigil-baseline --html fleet.html H100=/srv/reports/h100 H200=/srv/reports/h200
+        Fleet statistics and proposed limits from many nodes' reports: a
+        program of its own (see vigil-baseline --help, docs/baseline.md).
     scontrol update NodeName=n12 State=RESUME
         Resume a node by hand (vigil resumes its own drains only when every
         check their reason names passes again).
@@ -266,8 +263,6 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
 		return compute.SelftestCommand(ctx, args[1:], stdout, stderr), true
-	case baseline.CommandName:
-		return baseline.Command(args[1:], stdout, stderr), true
 	}
 	return 0, false
 }

@@ -211,16 +211,3 @@ func TestMultinodeSelftestDispatch(t *testing.T) {
 		t.Fatalf("without libcuda: exit %d, want 3 and an unknown verdict\n%s%s", code, out.String(), errb.String())
 	}
 }
-
-// TestBaselineDispatch: vigil-prolog baseline reaches its subcommand and
-// prints the proposal for a directory of reports.
-func TestBaselineDispatch(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"baseline", "--model", "H100", filepath.Join("..", "baseline", "testdata", "reports")}, &out, &errb)
-	if code != 0 || !strings.Contains(out.String(), `[checks.gemm.thresholds."H100"]`) {
-		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
-	}
-	if code := run([]string{"baseline"}, &out, &errb); code != 2 {
-		t.Fatalf("no directory: exit %d, want 2", code)
-	}
-}

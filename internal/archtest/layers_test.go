@@ -20,7 +20,7 @@ var layers = []struct {
 	name     string
 	prefixes []string
 }{
-	{"programs", []string{"prolog", "epilog", "watcher"}},
+	{"programs", []string{"prolog", "epilog", "watcher", "baseline/cmd"}},
 	{"node lifecycle and watch loop", []string{"lifecycle", "watcher/loop", "benchmarks/all"}},
 	{"checks, their report, and the watch parts", []string{"benchmarks", "report", "baseline", "watcher/"}},
 	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "crossnode", "rendezvous", "internal"}},
