@@ -70,7 +70,19 @@ type Prolog struct {
 	SlurmTimeout time.Duration `toml:"slurm_timeout"`
 	// KeepReports is how many JSON reports to keep in ReportDir (0 keeps all).
 	KeepReports int `toml:"keep_reports"`
+	// JobComment keeps the job's comment up to date while the prolog
+	// checks ("vigil: checking 4 nodes", "vigil: passed (38 s)",
+	// "vigil: n3 failed gemm (...); job requeued"); the user's own text
+	// is kept.
+	JobComment bool `toml:"job_comment"`
+	// ResultDir receives one result file per node and job
+	// (vigil-JOBID-NODE.json) owned by the job's user; "workdir" means the
+	// job's working directory (SLURM_JOB_WORK_DIR); empty writes none.
+	ResultDir string `toml:"result_dir"`
 }
+
+// ResultDirWorkdir is the ResultDir value that means the job's working directory.
+const ResultDirWorkdir = "workdir"
 
 // Epilog is the [epilog] section.
 type Epilog struct {
@@ -105,6 +117,7 @@ func DefaultProlog() Prolog {
 		SlurmBinDir:    "/usr/bin",
 		SlurmTimeout:   30 * time.Second,
 		KeepReports:    200,
+		JobComment:     true,
 	}
 }
 
@@ -144,6 +157,9 @@ func (p Prolog) Validate(f *File) error {
 	}
 	if p.SlurmTimeout < time.Second {
 		errs = append(errs, f.Errorf("prolog.slurm_timeout", "%v: want at least 1s", p.SlurmTimeout))
+	}
+	if p.ResultDir != "" && p.ResultDir != ResultDirWorkdir && !filepath.IsAbs(p.ResultDir) {
+		errs = append(errs, f.Errorf("prolog.result_dir", "%q: want an absolute path or %q", p.ResultDir, ResultDirWorkdir))
 	}
 	if p.KeepReports < 0 {
 		errs = append(errs, f.Errorf("prolog.keep_reports", "%d: must be 0 or more", p.KeepReports))

@@ -169,6 +169,8 @@ func Run(ctx context.Context, o Options) Outcome {
 	code := r.do(ctx)
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
+	r.commentResult(ctx, code)
+	r.writeJobResult()
 	path := r.record()
 	if o.Out != nil {
 		report.Table(o.Out, r.rep)
@@ -245,6 +247,7 @@ func (r *run) do(ctx context.Context) int {
 		}
 	}
 
+	r.commentChecking(ctx)
 	local, cross := r.splitCrossNode(r.selectChecks())
 	out := r.runChecks(ctx, local)
 	out.Results = append(out.Results, r.crossNode(ctx, cross)...)

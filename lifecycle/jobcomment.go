@@ -1,0 +1,221 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// The prolog tells the job's user what it is doing in the job's comment,
+// after the user's own text:
+//
+//	<user comment>; vigil: checking 4 nodes
+//	<user comment>; vigil: passed (38 s)
+//	<user comment>; vigil: n3 failed gemm (GEMMBelowThreshold gpu5); job requeued
+//
+// vigil's part starts with slurm.ReasonPrefix and is replaced, never
+// appended twice; the user's part is kept as it is. Only two kinds of node
+// write, so that a 64-node job does not make 64 writers: the first node of
+// the job's sorted node list (checking, passed) and a node that fails (its
+// own failure, added to those already reported). The first node does not
+// replace a failure with "passed".
+//
+// Known race: a node that fails before the first node wrote "checking" has
+// its failure replaced by "checking" (and then kept from "passed"'s
+// overwrite only when it comes later). The per-node report always has it.
+
+// commentSep separates the user's part from vigil's, and failures.
+const commentSep = "; "
+
+// MaxCommentStatus bounds vigil's part of the job comment, in bytes.
+const MaxCommentStatus = 200
+
+const requeuedSuffix = "; job requeued"
+
+// SplitJobComment splits a job comment into the user's part and vigil's
+// part (which starts with slurm.ReasonPrefix).
+func SplitJobComment(c string) (user, vigil string) {
+	i := strings.LastIndex(c, slurm.ReasonPrefix+" ")
+	if i < 0 {
+		return c, ""
+	}
+	return strings.TrimSuffix(strings.TrimRight(c[:i], " "), strings.TrimSpace(commentSep)), c[i:]
+}
+
+// JobComment is the comment old with vigil's part replaced by status
+// (cut to MaxCommentStatus bytes); the user's part is kept.
+func JobComment(old, status string) string {
+	user, _ := SplitJobComment(old)
+	status = cutStatus(status, MaxCommentStatus)
+	if user == "" {
+		return status
+	}
+	return user + commentSep + status
+}
+
+// cutStatus cuts s to at most n bytes on a rune boundary, ending in "...".
+func cutStatus(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+// CheckingStatus is vigil's part while the prolog checks n nodes.
+func CheckingStatus(n int) string {
+	if n == 1 {
+		return slurm.ReasonPrefix + " checking 1 node"
+	}
+	return fmt.Sprintf("%s checking %d nodes", slurm.ReasonPrefix, n)
+}
+
+// PassedStatus is vigil's part after the first node passed in d.
+func PassedStatus(d time.Duration) string {
+	return fmt.Sprintf("%s passed (%d s)", slurm.ReasonPrefix, int(d.Round(time.Second)/time.Second))
+}
+
+// NodeFailure is one node's failure as the comment shows it:
+// "n3 failed gemm (GEMMBelowThreshold gpu5)".
+func NodeFailure(node string, results []benchmarks.Result) string {
+	var parts []string
+	for _, res := range results {
+		if res.Status != benchmarks.StatusFail {
+			continue
+		}
+		why := strings.TrimSpace(res.Reason + " " + res.Device)
+		if why == "" {
+			parts = append(parts, res.Check)
+		} else {
+			parts = append(parts, res.Check+" ("+why+")")
+		}
+	}
+	if len(parts) == 0 {
+		return node + " failed"
+	}
+	return node + " failed " + strings.Join(parts, ", ")
+}
+
+// FailedStatus is vigil's part after node failed with failure (from
+// NodeFailure), merged with the failures of other nodes that old's vigil
+// part already reports.
+func FailedStatus(old, node, failure string) string {
+	_, mine := SplitJobComment(old)
+	var items []string
+	if strings.HasSuffix(mine, requeuedSuffix) {
+		body := strings.TrimSuffix(strings.TrimPrefix(mine, slurm.ReasonPrefix+" "), requeuedSuffix)
+		for _, it := range strings.Split(body, commentSep) {
+			if strings.Contains(it, " failed") && !strings.HasPrefix(it, node+" ") {
+				items = append(items, it)
+			}
+		}
+	}
+	items = append(items, failure)
+	slices.Sort(items)
+	s := slurm.ReasonPrefix + " " + strings.Join(items, commentSep)
+	return cutStatus(s, MaxCommentStatus-len(requeuedSuffix)) + requeuedSuffix
+}
+
+// isFailedStatus reports whether vigil's part reports a failed node.
+func isFailedStatus(mine string) bool { return strings.HasSuffix(mine, requeuedSuffix) }
+
+// FirstNode is the first of the job's nodes in sorted order, the one that
+// writes "checking" and "passed"; self when the job's node list is unknown.
+func FirstNode(nodes []string, self string) string {
+	if len(nodes) == 0 {
+		return self
+	}
+	return slices.Min(nodes)
+}
+
+// jobCommenter is the part of slurm.Client that reads and sets a job's comment.
+type jobCommenter interface {
+	Job(ctx context.Context, id string) (slurm.JobInfo, error)
+	SetJobComment(ctx context.Context, id, comment string) error
+}
+
+// commenter returns the client that writes the job's comment, nil when
+// none should: a dry run, job_comment = false, not a prolog with a job.
+func (r *run) commenter() jobCommenter {
+	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid || !r.s.Prolog.JobComment {
+		return nil
+	}
+	cli := r.client()
+	if l, ok := cli.(loggedSlurm); ok {
+		cli = l.Slurm
+	}
+	c, _ := cli.(jobCommenter)
+	return c
+}
+
+// firstNode reports whether this node writes "checking" and "passed".
+func (r *run) firstNode() bool {
+	return FirstNode(r.job.Nodes, r.rep.Node) == r.rep.Node
+}
+
+// commentChecking says "checking N nodes" from the first node.
+func (r *run) commentChecking(ctx context.Context) {
+	if r.commenter() == nil || !r.firstNode() {
+		return
+	}
+	n := max(len(r.job.Nodes), 1)
+	r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true })
+}
+
+// commentResult says how the run ended: a failing node its failure, the
+// first node "passed" unless a failure is already shown.
+func (r *run) commentResult(ctx context.Context, code int) {
+	if r.commenter() == nil || r.rep.Skipped != "" {
+		return
+	}
+	switch {
+	case code == ExitFail:
+		failure := NodeFailure(r.rep.Node, r.rep.Results)
+		r.setComment(ctx, func(mine string) (string, bool) {
+			return FailedStatus(mine, r.rep.Node, failure), true
+		})
+	case code == ExitOK && r.rep.Verdict == benchmarks.StatusPass && r.firstNode():
+		d := r.o.Now().Sub(r.rep.Start)
+		r.setComment(ctx, func(mine string) (string, bool) {
+			return PassedStatus(d), !isFailedStatus(mine)
+		})
+	}
+}
+
+// setComment reads the job's comment once and, when next says so, sets it
+// with vigil's part replaced. Failures are logged and noted, never fatal.
+func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) {
+	c := r.commenter()
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	info, err := c.Job(cctx, r.job.ID)
+	if err != nil {
+		r.log.WithError(err).Warn("reading the job's comment")
+		r.note("job comment not set: %v", err)
+		return
+	}
+	_, mine := SplitJobComment(info.Comment)
+	status, ok := next(mine)
+	if !ok {
+		return
+	}
+	comment := JobComment(info.Comment, status)
+	if comment == info.Comment {
+		return
+	}
+	if err := c.SetJobComment(cctx, r.job.ID, comment); err != nil {
+		r.log.WithError(err).Warn("setting the job's comment")
+		r.note("job comment not set: %v", err)
+		return
+	}
+	r.log.WithField("comment", status).Info("job comment set")
+}

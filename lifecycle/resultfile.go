@@ -1,0 +1,164 @@
+package lifecycle
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/report"
+)
+
+// JobResult is the small file the prolog of each node leaves for the job's
+// user ([prolog] result_dir): this node's verdict and its failing checks.
+type JobResult struct {
+	// Job is the job id.
+	Job string `json:"job"`
+	// Node is the node this prolog ran on.
+	Node string `json:"node"`
+	// Verdict is pass, fail or unknown.
+	Verdict benchmarks.Status `json:"verdict"`
+	// Requeued is true when the prolog failed, so Slurm requeued the job.
+	Requeued bool `json:"requeued"`
+	// Action is what vigil did to the node (drain, resume, none, ...).
+	Action string `json:"action"`
+	// Start is when the prolog began.
+	Start time.Time `json:"start"`
+	// DurationS is how long it ran, in seconds.
+	DurationS float64 `json:"duration_s"`
+	// Failed are the failing checks.
+	Failed []JobResultCheck `json:"failed,omitempty"`
+	// Checks names every check that ran and its status.
+	Checks map[string]benchmarks.Status `json:"checks"`
+	// Skipped says why no checks ran, when none did.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// JobResultCheck is one failing check in a JobResult.
+type JobResultCheck struct {
+	Check   string `json:"check"`
+	Reason  string `json:"reason,omitempty"`
+	Device  string `json:"device,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// NewJobResult is the result file's content for a run's report.
+func NewJobResult(rep *report.Report) JobResult {
+	jr := JobResult{Job: rep.Job, Node: rep.Node, Verdict: rep.Verdict, Requeued: rep.ExitCode == ExitFail,
+		Action: rep.Action.Kind, Start: rep.Start.UTC(), DurationS: rep.Duration.Round(time.Millisecond).Seconds(),
+		Checks: map[string]benchmarks.Status{}, Skipped: rep.Skipped}
+	for _, res := range rep.Results {
+		jr.Checks[res.Check] = res.Status
+		if res.Status == benchmarks.StatusFail {
+			jr.Failed = append(jr.Failed, JobResultCheck{Check: res.Check, Reason: res.Reason, Device: res.Device, Message: res.Message})
+		}
+	}
+	return jr
+}
+
+// JobResultName is the result file's name: vigil-JOBID-NODE.json.
+func JobResultName(job, node string) string {
+	return "vigil-" + filepath.Base(job) + "-" + filepath.Base(node) + ".json"
+}
+
+// ErrResultDir is wrapped when the result directory may not be written:
+// not a directory, or owned by neither root nor the job's user.
+var ErrResultDir = errors.New("result directory refused")
+
+// WriteJobResult writes data as dir/name owned by uid:gid, mode 0644,
+// atomically: a temporary file created (never opened through a link) in
+// the directory, chowned, synced and renamed over name. Every step is
+// relative to the directory opened once (os.Root), so a link the user puts
+// in place of the file or swaps for the directory afterwards is not
+// followed. The directory must be owned by root or uid.
+func WriteJobResult(dir, name string, data []byte, uid, gid int) (err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fi, err := root.Stat(".")
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || (st.Uid != 0 && int(st.Uid) != uid) {
+		return fmt.Errorf("%s: %w: owned by uid %d, want root or the job's user %d", dir, ErrResultDir, statUID(st), uid)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "." + name + ".tmp" + hex.EncodeToString(rnd[:])
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chown(uid, gid); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
+}
+
+func statUID(st *syscall.Stat_t) int {
+	if st == nil {
+		return -1
+	}
+	return int(st.Uid)
+}
+
+// resultDir is where this run's result file goes, "" for none.
+func (r *run) resultDir() string {
+	d := r.s.Prolog.ResultDir
+	if d == config.ResultDirWorkdir {
+		d, _ = r.o.Lookup("SLURM_JOB_WORK_DIR")
+	}
+	return d
+}
+
+// writeJobResult leaves the job's user this node's result (prolog with a
+// job only, never in a dry run). Failures are logged and noted.
+func (r *run) writeJobResult() {
+	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid {
+		return
+	}
+	dir := r.resultDir()
+	if dir == "" {
+		return
+	}
+	if r.job.UID < 0 || r.job.GID < 0 {
+		r.note("result file not written: the job's uid/gid are unknown")
+		return
+	}
+	b, err := json.MarshalIndent(NewJobResult(r.rep), "", "  ")
+	if err == nil {
+		err = WriteJobResult(dir, JobResultName(r.job.ID, r.rep.Node), append(b, '\n'), r.job.UID, r.job.GID)
+	}
+	if err != nil {
+		r.log.WithError(err).Warn("writing the job's result file")
+		r.note("result file not written: %v", err)
+	}
+}
