@@ -1,0 +1,111 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+const testUID, testGID = 12345, 12346
+
+func resultRun(t *testing.T, prolog string, dry bool, e env) (dir string, o Outcome) {
+	t.Helper()
+	dir, conf := setup(t, prolog)
+	o = runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, func(o *Options) { o.DryRun = dry })
+	return dir, o
+}
+
+func TestJobResultFile(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to chown to the job's user")
+	}
+	spool := t.TempDir()
+	e := jobEnv()
+	e["SLURM_JOB_UID"], e["SLURM_JOB_GID"] = "12345", "12346"
+	_, o := resultRun(t, "checks = [\"t-pass\", \"t-fail\"]\nresult_dir = \""+spool+"\"", false, e)
+	if o.ExitCode != ExitFail {
+		t.Fatalf("exit %d, want %d", o.ExitCode, ExitFail)
+	}
+	path := filepath.Join(spool, "vigil-42-n1.json")
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatalf("no result file: %v (notes %v)", err, o.Report.Notes)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != testUID || st.Gid != testGID || fi.Mode().Perm() != 0o644 || !fi.Mode().IsRegular() {
+		t.Errorf("result file %v uid %d gid %d, want -rw-r--r-- %d:%d", fi.Mode(), st.Uid, st.Gid, testUID, testGID)
+	}
+	b, _ := os.ReadFile(path)
+	var jr JobResult
+	if err := json.Unmarshal(b, &jr); err != nil {
+		t.Fatal(err)
+	}
+	if jr.Job != "42" || jr.Node != "n1" || jr.Verdict != benchmarks.StatusFail || !jr.Requeued ||
+		len(jr.Failed) != 1 || jr.Failed[0] != (JobResultCheck{Check: "t-fail", Reason: "Broken", Device: "gpu0", Message: "gpu0 is broken"}) ||
+		jr.Checks["t-pass"] != benchmarks.StatusPass || jr.Action != "drain" {
+		t.Errorf("result file:\n%s", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(spool, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestJobResultFileWorkdirAndDryRun(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to chown to the job's user")
+	}
+	work := t.TempDir()
+	if err := os.Chown(work, testUID, testGID); err != nil {
+		t.Fatal(err)
+	}
+	e := jobEnv()
+	e["SLURM_JOB_UID"], e["SLURM_JOB_GID"], e["SLURM_JOB_WORK_DIR"] = "12345", "12346", work
+	resultRun(t, "checks = [\"t-pass\"]\nresult_dir = \"workdir\"", true, e)
+	if ents, _ := os.ReadDir(work); len(ents) != 0 {
+		t.Fatalf("a dry run wrote %v", ents)
+	}
+	resultRun(t, "checks = [\"t-pass\"]\nresult_dir = \"workdir\"", false, e)
+	if _, err := os.Stat(filepath.Join(work, "vigil-42-n1.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteJobResultRefuses(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	t.Run("a directory of another user", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Chown(dir, 999, 999); err != nil {
+			t.Fatal(err)
+		}
+		err := WriteJobResult(dir, "vigil-1-n1.json", []byte("{}"), testUID, testGID)
+		if !errors.Is(err, ErrResultDir) {
+			t.Errorf("err = %v, want ErrResultDir", err)
+		}
+	})
+	t.Run("a link in place of the file is replaced, not followed", func(t *testing.T) {
+		dir, victim := t.TempDir(), filepath.Join(t.TempDir(), "victim")
+		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, filepath.Join(dir, "vigil-1-n1.json")); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJobResult(dir, "vigil-1-n1.json", []byte("{}"), testUID, testGID); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep" {
+			t.Errorf("the link's target was written: %q", b)
+		}
+		if fi, _ := os.Lstat(filepath.Join(dir, "vigil-1-n1.json")); fi == nil || !fi.Mode().IsRegular() {
+			t.Errorf("the result is not a regular file: %v", fi)
+		}
+	})
+}
