@@ -132,6 +132,7 @@ func (r *run) who() string {
 // node, or scontrol failed); the epilog always exits ExitOK.
 func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 	rep := r.rep
+	r.commentFailed(ctx, NodeFailure(rep.Node, rep.Results))
 	rep.Action = report.Action{Kind: report.ActionDrain, Reason: plan.Reason}
 	for _, k := range plan.Kept {
 		rep.Action.Kept = append(rep.Action.Kept, k.Why)
@@ -174,6 +175,9 @@ func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 // reason names, rewriting the reason when some of them were cleared.
 func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int) int {
 	rep := r.rep
+	if r.o.Mode == ModeProlog {
+		r.commentFailed(ctx, rep.Node+" stays drained for "+keptChecks(plan.Kept))
+	}
 	rep.Action = report.Action{Kind: report.ActionStay, Reason: plan.Reason, Lifted: plan.Lifted, Done: true}
 	for _, k := range plan.Kept {
 		rep.Action.Kept = append(rep.Action.Kept, k.Why)

@@ -26,12 +26,18 @@ import (
 // own failure, added to those already reported). The first node does not
 // replace a failure with "passed".
 //
-// Known race: a node that fails before the first node wrote "checking" has
-// its failure replaced by "checking" (and then kept from "passed"'s
-// overwrite only when it comes later). The per-node report always has it.
+// The first node reads the comment and then writes it: a failure written
+// in between, or before its "checking", would be lost. A failing node
+// therefore writes its failure before it drains itself, reads the comment
+// again CommentSettle later and writes its failure again when it is gone
+// (the failing prolog exits that much later).
 
 // commentSep separates the user's part from vigil's, and failures.
 const commentSep = "; "
+
+// CommentSettle are the pauses after which a failing node checks that its
+// failure is still in the job's comment.
+var CommentSettle = []time.Duration{time.Second, 2 * time.Second}
 
 // MaxCommentStatus bounds vigil's part of the job comment, in bytes.
 const MaxCommentStatus = 200
@@ -168,54 +174,96 @@ func (r *run) commentChecking(ctx context.Context) {
 		return
 	}
 	n := max(len(r.job.Nodes), 1)
-	r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true })
+	if err := r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
+		r.log.WithError(err).Warn("setting the job's comment")
+		r.note("job comment not set: %v", err)
+	}
 }
 
-// commentResult says how the run ended: a failing node its failure, the
-// first node "passed" unless a failure is already shown.
+// commentFailed writes this node's failure before vigil drains it (a job
+// that Slurm is requeueing refuses updates for a while), and remembers it
+// for commentResult.
+func (r *run) commentFailed(ctx context.Context, failure string) {
+	if r.commenter() == nil {
+		return
+	}
+	r.failure = failure
+	if err := r.setComment(ctx, r.missingFailure); err != nil {
+		r.log.WithError(err).Warn("setting the job's comment")
+		r.note("job comment not set: %v", err)
+	}
+}
+
+func (r *run) missingFailure(mine string) (string, bool) {
+	return FailedStatus(mine, r.rep.Node, r.failure), !strings.Contains(mine, r.failure)
+}
+
+// commentResult says how the run ended: the first node "passed" unless a
+// failure is already shown; a failing node checks that its failure is
+// still there.
 func (r *run) commentResult(ctx context.Context, code int) {
 	if r.commenter() == nil || r.rep.Skipped != "" {
 		return
 	}
 	switch {
-	case code == ExitFail:
-		failure := NodeFailure(r.rep.Node, r.rep.Results)
-		r.setComment(ctx, func(mine string) (string, bool) {
-			return FailedStatus(mine, r.rep.Node, failure), true
-		})
+	case code == ExitFail && r.failure != "":
+		// The first node may have read the comment just before the
+		// failure was written and write "checking" or "passed" just after
+		// it: look again.
+		for _, d := range CommentSettle {
+			if time.Until(r.deadline) < d+time.Second {
+				break
+			}
+			r.sleep(d)
+			// Slurm refuses updates while it requeues the job ("Job has
+			// already finished"): the next look may get through.
+			if err := r.setComment(ctx, r.missingFailure); err != nil {
+				r.log.WithError(err).Info("checking the job's comment again")
+				r.note("job comment not checked again: %v", err)
+			}
+		}
 	case code == ExitOK && r.rep.Verdict == benchmarks.StatusPass && r.firstNode():
 		d := r.o.Now().Sub(r.rep.Start)
-		r.setComment(ctx, func(mine string) (string, bool) {
+		err := r.setComment(ctx, func(mine string) (string, bool) {
 			return PassedStatus(d), !isFailedStatus(mine)
 		})
+		if err != nil {
+			r.log.WithError(err).Warn("setting the job's comment")
+			r.note("job comment not set: %v", err)
+		}
 	}
 }
 
 // setComment reads the job's comment once and, when next says so, sets it
-// with vigil's part replaced. Failures are logged and noted, never fatal.
-func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) {
+// with vigil's part replaced.
+func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) error {
 	c := r.commenter()
 	cctx, cancel := r.actionCtx(ctx)
 	defer cancel()
 	info, err := c.Job(cctx, r.job.ID)
 	if err != nil {
-		r.log.WithError(err).Warn("reading the job's comment")
-		r.note("job comment not set: %v", err)
-		return
+		return err
 	}
 	_, mine := SplitJobComment(info.Comment)
 	status, ok := next(mine)
 	if !ok {
-		return
+		return nil
 	}
 	comment := JobComment(info.Comment, status)
 	if comment == info.Comment {
-		return
+		return nil
 	}
 	if err := c.SetJobComment(cctx, r.job.ID, comment); err != nil {
-		r.log.WithError(err).Warn("setting the job's comment")
-		r.note("job comment not set: %v", err)
-		return
+		return err
 	}
 	r.log.WithField("comment", status).Info("job comment set")
+	return nil
+}
+
+func (r *run) sleep(d time.Duration) {
+	if r.o.Sleep != nil {
+		r.o.Sleep(d)
+		return
+	}
+	time.Sleep(d)
 }

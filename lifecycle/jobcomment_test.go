@@ -119,6 +119,9 @@ func TestRunJobComment(t *testing.T) {
 			[]string{"my run; vigil: checking 2 nodes", "my run; vigil: n1 failed t-fail (Broken gpu0); job requeued"}},
 		{"second node fails", `checks = ["t-fail"]`, "n2", "my run; vigil: checking 2 nodes", "", false,
 			[]string{"my run; vigil: n2 failed t-fail (Broken gpu0); job requeued"}},
+		{"a failure overwritten by the first node is written again", `checks = ["t-fail"]`, "n2", "my run; vigil: checking 2 nodes",
+			"my run; vigil: passed (1 s)", false, []string{"my run; vigil: n2 failed t-fail (Broken gpu0); job requeued",
+				"my run; vigil: n2 failed t-fail (Broken gpu0); job requeued"}},
 		{"second node passes: silent", `checks = ["t-pass"]`, "n2", "my run; vigil: checking 2 nodes", "", false, nil},
 		{"passed keeps a failure", `checks = ["t-pass"]`, "n1", "u; vigil: n2 failed t-fail; job requeued",
 			"u; vigil: n2 failed t-fail; job requeued", false,
@@ -134,6 +137,7 @@ func TestRunJobComment(t *testing.T) {
 			e["SLURMD_NODENAME"] = tt.node
 			o := runWith(t, conf, ModeProlog, nil, e, func(o *Options) {
 				o.Node, o.Slurm, o.DryRun = tt.node, cs, tt.dry
+				o.Sleep = func(time.Duration) {}
 			})
 			if strings.Join(cs.sets, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("comments set:\n%s\nwant:\n%s\n(notes %v)", strings.Join(cs.sets, "\n"), strings.Join(tt.want, "\n"), o.Report.Notes)

@@ -135,6 +135,9 @@ type run struct {
 	// jobChecks is set when the job chose its own checks (--vigil-checks):
 	// a node vigil drained for a check the job did not run stays drained.
 	jobChecks bool
+	// failure is this node's failure as the job's comment shows it, set
+	// once it was written there.
+	failure string
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the
