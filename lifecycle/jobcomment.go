@@ -30,7 +30,11 @@ import (
 // in between, or before its "checking", would be lost. A failing node
 // therefore writes its failure before it drains itself, reads the comment
 // again CommentSettle later and writes its failure again when it is gone
-// (the failing prolog exits that much later).
+// (the failing prolog exits that much later). Two writes that land within
+// a few milliseconds can still lose the failure from the comment; the
+// node's report and result file keep it. A job that ended before a failing
+// prolog requeued it (a batch script shorter than the slowest prolog)
+// takes no comment: Slurm answers "Job has already finished".
 
 // commentSep separates the user's part from vigil's, and failures.
 const commentSep = "; "

@@ -25,8 +25,13 @@ func statusSetup(t *testing.T) (*slurmtest.Cluster, e2eSetup, func(node string, 
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	s := newSetup(t, "", "")
 	wrapper := filepath.Join(s.dir, "vigil-prolog.sh")
+	// A failing node waits a second before it starts (DIR/<node>.delay), so
+	// that its failure comes after the first node's "passed": the two
+	// writers do not read and write the comment at the same instant (see
+	// the race described in lifecycle/jobcomment.go).
 	script := fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s/state-$SLURMD_NODENAME\n"+
-		"export VIGIL_REPORT_DIR=%s/$SLURMD_NODENAME\nexec %s --config %s/$SLURMD_NODENAME.toml\n", s.dir, s.reports, bin, s.dir)
+		"export VIGIL_REPORT_DIR=%s/$SLURMD_NODENAME\n[ -e %s/$SLURMD_NODENAME.delay ] && sleep 1\n"+
+		"exec %s --config %s/$SLURMD_NODENAME.toml\n", s.dir, s.reports, s.dir, bin, s.dir)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +39,9 @@ func statusSetup(t *testing.T) (*slurmtest.Cluster, e2eSetup, func(node string, 
 		extra := ""
 		if fail {
 			extra = "[checks.gpu-count]\nexpected = 1\n"
+			if err := os.WriteFile(filepath.Join(s.dir, node+".delay"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		conf := fmt.Sprintf("[prolog]\nsuite = \"health\"\nchecks = [\"gpu-count\"]\nbudget = \"60s\"\ncheck_timeout = \"20s\"\n"+
 			"textfile = \"\"\nrun_dir = %q\nslurm_bin_dir = %q\nresult_dir = \"workdir\"\n%s",
@@ -91,7 +99,11 @@ func TestE2EJobStatus(t *testing.T) {
 	}
 
 	write(second, true)
-	job = c.Sbatch(t, "echo ok\n", "-N", "2", "--comment=keep me")
+	// Slurm here starts the batch script once the batch host's prolog is
+	// done, and refuses comment updates ("Job has already finished") from
+	// a job that ended before the failing prolog requeued it: the job
+	// runs long enough for the failing node to write.
+	job = c.Sbatch(t, "sleep 20\n", "-N", "2", "--comment=keep me")
 	c.WaitNode(t, second, 60*time.Second, func(n slurm.Node) bool { return n.Drained() })
 	c.WaitJob(t, job, 30*time.Second, "PENDING")
 	want := "keep me; vigil: " + second + " failed gpu-count (GPUCountMismatch); job requeued"
