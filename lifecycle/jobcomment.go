@@ -202,15 +202,16 @@ func (r *run) missingFailure(mine string) (string, bool) {
 	return FailedStatus(mine, r.rep.Node, r.failure), !strings.Contains(mine, r.failure)
 }
 
-// commentResult says how the run ended: the first node "passed" unless a
-// failure is already shown; a failing node checks that its failure is
-// still there.
+// commentResult says how the run ended, after the report was written
+// (errors go to the log only): the first node "passed" unless a failure
+// is already shown; a failing node of a multi-node job checks that its
+// failure is still there.
 func (r *run) commentResult(ctx context.Context, code int) {
 	if r.commenter() == nil || r.rep.Skipped != "" {
 		return
 	}
 	switch {
-	case code == ExitFail && r.failure != "":
+	case code == ExitFail && r.failure != "" && len(r.job.Nodes) > 1:
 		// The first node may have read the comment just before the
 		// failure was written and write "checking" or "passed" just after
 		// it: look again.
@@ -223,7 +224,6 @@ func (r *run) commentResult(ctx context.Context, code int) {
 			// already finished"): the next look may get through.
 			if err := r.setComment(ctx, r.missingFailure); err != nil {
 				r.log.WithError(err).Info("checking the job's comment again")
-				r.note("job comment not checked again: %v", err)
 			}
 		}
 	case code == ExitOK && r.rep.Verdict == benchmarks.StatusPass && r.firstNode():
@@ -233,7 +233,6 @@ func (r *run) commentResult(ctx context.Context, code int) {
 		})
 		if err != nil {
 			r.log.WithError(err).Warn("setting the job's comment")
-			r.note("job comment not set: %v", err)
 		}
 	}
 }

@@ -172,9 +172,10 @@ func Run(ctx context.Context, o Options) Outcome {
 	code := r.do(ctx)
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
-	r.commentResult(ctx, code)
 	r.writeJobResult()
 	path := r.record()
+	// After the report: a failing node may look at the comment again.
+	r.commentResult(ctx, code)
 	if o.Out != nil {
 		report.Table(o.Out, r.rep)
 		if path != "" {
