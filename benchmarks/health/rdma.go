@@ -2,11 +2,7 @@ package health
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -14,7 +10,6 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
-	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // Reasons of the rdma check.
@@ -254,7 +249,7 @@ func (*rdma) counters(t *tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) 
 		}
 	}
 	file := filepath.Join(s.StateDir, "rdma.json")
-	prev, err := loadRDMAState(file)
+	prev, err := loadState[rdmaState](file)
 	if err != nil {
 		t.Note("counter state unreadable, baseline taken: %v", err)
 	}
@@ -290,30 +285,7 @@ func (*rdma) counters(t *tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) 
 	if dryRun {
 		return
 	}
-	if err := saveRDMAState(file, next); err != nil {
+	if err := saveState(file, next); err != nil {
 		t.Note("counter state not saved: %v", err)
 	}
-}
-
-func loadRDMAState(path string) (rdmaState, error) {
-	var s rdmaState
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return rdmaState{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
-}
-
-func saveRDMAState(path string, s rdmaState) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return osutil.WriteFile(path, append(b, '\n'), 0o600)
 }

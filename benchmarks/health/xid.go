@@ -226,7 +226,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		cur.Faults = cur.Faults[n-maxStickyFaults:]
 	}
 	if unlock != nil {
-		if err := saveXIDState(statePath, cur); err != nil {
+		if err := saveState(statePath, cur); err != nil {
 			log.WithFields(log.Fields{"check": c.Name()}).WithError(err).Warn("xid state not saved")
 			t.Note("state not saved: %v", err)
 		}
@@ -245,7 +245,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 // faults of the last boot gone with it). fresh is set when the state is
 // not this boot's and source's.
 func resumeXIDState(t *tally, path, bootID, source string) (cur xidState, fresh bool) {
-	prev, err := loadXIDState(path)
+	prev, err := loadState[xidState](path)
 	if err != nil {
 		t.Note("state ignored: %v", err)
 	}
@@ -380,8 +380,10 @@ func lockState(dir, name string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func loadXIDState(path string) (xidState, error) {
-	var s xidState
+// loadState reads a check's JSON state file ("since the last run"); a
+// missing file is the zero state.
+func loadState[T any](path string) (T, error) {
+	var s T
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -390,14 +392,15 @@ func loadXIDState(path string) (xidState, error) {
 		return s, err
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
-		return xidState{}, fmt.Errorf("%s: %w", path, err)
+		var zero T
+		return zero, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
 
-// saveXIDState writes the state atomically (temp file, fsync, rename),
+// saveState writes a check's state atomically (temp file, fsync, rename),
 // readable by root only.
-func saveXIDState(path string, s xidState) error {
+func saveState[T any](path string, s T) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err

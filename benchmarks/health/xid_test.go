@@ -278,7 +278,7 @@ func TestXIDCorruptState(t *testing.T) {
 	r := (&xid{lib: newHealthyNode().library()}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
 	assert.Contains(t, r.Message, "state ignored")
-	_, err := loadXIDState(filepath.Join(state, "xid-state.json"))
+	_, err := loadState[xidState](filepath.Join(state, "xid-state.json"))
 	require.NoError(t, err)
 }
 
