@@ -36,7 +36,7 @@ import (
 // prolog requeued it (a batch script shorter than the slowest prolog)
 // takes no comment: Slurm answers "Job has already finished".
 
-// commentSep separates the user's part from vigil's, and failures.
+// commentSep separates the failures of several nodes in vigil's part.
 const commentSep = "; "
 
 // CommentSettle are the pauses after which a failing node checks that its
@@ -49,24 +49,15 @@ const MaxCommentStatus = 200
 const requeuedSuffix = "; job requeued"
 
 // SplitJobComment splits a job comment into the user's part and vigil's
-// part (which starts with slurm.ReasonPrefix).
-func SplitJobComment(c string) (user, vigil string) {
-	i := strings.LastIndex(c, slurm.ReasonPrefix+" ")
-	if i < 0 {
-		return c, ""
-	}
-	return strings.TrimSuffix(strings.TrimRight(c[:i], " "), strings.TrimSpace(commentSep)), c[i:]
-}
+// part (slurm.SplitComment, which the watcher's hang notice shares).
+func SplitJobComment(c string) (user, vigil string) { return slurm.SplitComment(c) }
 
 // JobComment is the comment old with vigil's part replaced by status
 // (cut to MaxCommentStatus bytes); the user's part is kept.
 func JobComment(old, status string) string {
 	user, _ := SplitJobComment(old)
 	status = cutStatus(status, MaxCommentStatus)
-	if user == "" {
-		return status
-	}
-	return user + commentSep + status
+	return slurm.JoinComment(user, status)
 }
 
 // cutStatus cuts s to at most n bytes on a rune boundary, ending in "...".

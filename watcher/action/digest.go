@@ -77,7 +77,7 @@ func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest time.Time) err
 	if a.Comment {
 		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
 			user, _ := SplitComment(old)
-			return joinComment(user, fmt.Sprintf("%s recovered at %s (hung since %s)", slurm.ReasonPrefix,
+			return slurm.JoinComment(user, fmt.Sprintf("%s recovered at %s (hung since %s)", slurm.ReasonPrefix,
 				t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))), false
 		}); err != nil {
 			errs = append(errs, err)
@@ -151,7 +151,7 @@ func DigestComment(old string, d *hangreport.Digest, since time.Time) string {
 	if h := shortHints[d.Cause]; h != "" {
 		note += " — " + h
 	}
-	return joinComment(user, truncate(note, MaxCommentNote))
+	return slurm.JoinComment(user, truncate(note, MaxCommentNote))
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, ending in "...".

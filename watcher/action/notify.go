@@ -26,26 +26,12 @@ import (
 //	<user comment>; vigil: recovered at 2026-11-29T10:40:00Z on n1 (hung since 2026-11-29T10:00:00Z)
 //
 // The user's part is kept; vigil's part is replaced, never appended twice.
-const commentSep = "; "
 
 var hungMarker = regexp.MustCompile(`^vigil: hung since (\S+) on (\S+)$`)
 
 // SplitComment splits a job comment into the user's part and vigil's part
-// (which starts with slurm.ReasonPrefix).
-func SplitComment(c string) (user, vigil string) {
-	i := strings.LastIndex(c, slurm.ReasonPrefix+" ")
-	if i < 0 {
-		return c, ""
-	}
-	return strings.TrimSuffix(c[:i], commentSep), c[i:]
-}
-
-func joinComment(user, vigil string) string {
-	if user == "" {
-		return vigil
-	}
-	return user + commentSep + vigil
-}
+// (slurm.SplitComment).
+func SplitComment(c string) (user, vigil string) { return slurm.SplitComment(c) }
 
 // HungComment is the job comment after a hang on host since since. When the
 // old comment already reports a hang that began less than window apart from
@@ -66,7 +52,7 @@ func HungComment(old, host string, since time.Time, window time.Duration) (comme
 	}
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
-	return joinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), strings.Join(hosts, ","))), dup
+	return slurm.JoinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), strings.Join(hosts, ","))), dup
 }
 
 // RecoveredComment is the job comment after host recovered at t. Other hosts
@@ -76,10 +62,10 @@ func RecoveredComment(old, host string, t, since time.Time) string {
 	if m := hungMarker.FindStringSubmatch(mine); m != nil {
 		rest := slices.DeleteFunc(strings.Split(m[2], ","), func(h string) bool { return h == host })
 		if len(rest) > 0 {
-			return joinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, m[1], strings.Join(rest, ",")))
+			return slurm.JoinComment(user, fmt.Sprintf("%s hung since %s on %s", slurm.ReasonPrefix, m[1], strings.Join(rest, ",")))
 		}
 	}
-	return joinComment(user, fmt.Sprintf("%s recovered at %s on %s (hung since %s)", slurm.ReasonPrefix,
+	return slurm.JoinComment(user, fmt.Sprintf("%s recovered at %s on %s (hung since %s)", slurm.ReasonPrefix,
 		t.UTC().Format(time.RFC3339), host, since.UTC().Format(time.RFC3339)))
 }
 
