@@ -20,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -63,12 +64,10 @@ type Slurm interface {
 }
 
 // MailRunner runs one command with stdin: the mail action runs MailProg with it.
-type MailRunner interface {
-	Run(ctx context.Context, argv []string, stdin []byte) error
-}
+type MailRunner = notify.Runner
 
 // DefaultMailProg is Slurm's own default MailProg.
-const DefaultMailProg = "/usr/bin/mail"
+const DefaultMailProg = notify.DefaultMailProg
 
 // Config says what to do on a hang and for which job.
 type Config struct {

@@ -571,34 +571,3 @@ func TestParseControl(t *testing.T) {
 		t.Errorf("ParseControl(drain) err = %v", err)
 	}
 }
-
-func TestExecRunner(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "mail")
-	script := filepath.Join(dir, "mailprog")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s|' \"$@\" > "+out+"\ncat >> "+out+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := (ExecRunner{}).Run(ctx, MailArgv(script, "vigil: job 1 hung on n1", "alice"), []byte("body\n")); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(out)
-	if want := "-s|vigil: job 1 hung on n1|alice|body\n"; string(got) != want {
-		t.Errorf("mail prog saw %q, want %q", got, want)
-	}
-
-	if err := (ExecRunner{}).Run(ctx, []string{"/bin/sh", "-c", "echo no such user >&2; exit 3"}, nil); err == nil || !strings.Contains(err.Error(), "no such user") {
-		t.Errorf("failing command: err = %v, want its stderr", err)
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if err := (ExecRunner{}).Run(ctx, []string{"/bin/sh", "-c", "sleep 30 & sleep 30"}, nil); err == nil {
-		t.Error("a command past its deadline returned no error")
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("killing the process group took %v", d)
-	}
-}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,7 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -154,9 +152,6 @@ func Summary(r Report) string {
 	return s
 }
 
-// errPermanent marks a webhook answer that retrying will not fix.
-var errPermanent = errors.New("permanent")
-
 func (a *Actor) webhook(ctx context.Context, log logrus.FieldLogger, body WebhookBody) error {
 	if a.WebhookURL == "" {
 		return nil
@@ -166,62 +161,19 @@ func (a *Actor) webhook(ctx context.Context, log logrus.FieldLogger, body Webhoo
 		log.WithField("text", body.Text).Warn("dry run: would POST to the webhook")
 		return nil
 	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+	w := notify.Webhook{
+		URL: a.WebhookURL, Timeout: a.WebhookTimeout, Attempts: a.WebhookAttempts,
+		UserAgent: "vigil-watch", HTTP: a.HTTP, Sleep: a.sleep,
+		Retry: func(i int, err error) {
+			log.WithError(err).WithField("attempt", i).Warn("webhook failed; retrying")
+		},
 	}
-	attempts := a.WebhookAttempts
-	if attempts <= 0 {
-		attempts = 3
-	}
-	backoff := time.Second
-	for i := 1; ; i++ {
-		err = a.post(ctx, data)
-		if err == nil {
-			log.WithField("attempt", i).Info("webhook notified")
-			return nil
-		}
-		if errors.Is(err, errPermanent) || i >= attempts || ctx.Err() != nil {
-			return fmt.Errorf("webhook %s: %d attempt(s): %w", a.WebhookURL, i, err)
-		}
-		log.WithError(err).WithField("attempt", i).Warn("webhook failed; retrying")
-		if err := a.sleep(ctx, backoff); err != nil {
-			return fmt.Errorf("webhook %s: %w", a.WebhookURL, err)
-		}
-		backoff *= 2
-	}
-}
-
-func (a *Actor) post(ctx context.Context, data []byte) error {
-	timeout := a.WebhookTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.WebhookURL, bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "vigil-watch")
-	c := a.HTTP
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	n, err := w.Post(ctx, body)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return fmt.Errorf("HTTP %s: %s", resp.Status, bytes.TrimSpace(msg))
-	}
-	return fmt.Errorf("%w: HTTP %s: %s", errPermanent, resp.Status, bytes.TrimSpace(msg))
+	log.WithField("attempt", n).Info("webhook notified")
+	return nil
 }
 
 func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
@@ -240,12 +192,7 @@ func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
 
 // MailArgv is the MailProg command line, as slurmctld calls it:
 // MailProg -s SUBJECT USER.
-func MailArgv(prog, subject, user string) []string {
-	if prog == "" {
-		prog = DefaultMailProg
-	}
-	return []string{prog, "-s", subject, user}
-}
+func MailArgv(prog, subject, user string) []string { return notify.MailArgv(prog, subject, user) }
 
 func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) error {
 	if !a.Mail {
@@ -261,24 +208,13 @@ func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) erro
 			subject += " on " + strings.Join(r.Culprits, ",")
 		}
 	}
-	argv := MailArgv(a.MailProg, subject, a.User)
+	m := notify.Mail{Prog: a.MailProg, Timeout: a.MailTimeout, Runner: a.Mailer}
 	if a.DryRun {
-		log.WithField("argv", argv).Warn("dry run: would send mail")
+		log.WithField("argv", m.Argv(subject, a.User)).Warn("dry run: would send mail")
 		return nil
 	}
-	body := MailBody(r)
-	timeout := a.MailTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	m := a.Mailer
-	if m == nil {
-		m = ExecRunner{}
-	}
-	if err := m.Run(ctx, argv, body); err != nil {
-		return fmt.Errorf("mail to %s: %w", a.User, err)
+	if err := m.Send(ctx, a.User, subject, MailBody(r)); err != nil {
+		return err
 	}
 	log.WithField("user", a.User).Info("mail sent")
 	return nil
@@ -310,24 +246,5 @@ func MailBody(r Report) []byte {
 }
 
 // ExecRunner runs a command in its own process group with stdin, killing
-// the group when the context ends; stderr is kept in the error.
-type ExecRunner struct{}
-
-// Run runs argv with stdin until it exits or ctx ends.
-func (ExecRunner) Run(ctx context.Context, argv []string, stdin []byte) error {
-	if len(argv) == 0 {
-		return errors.New("empty command")
-	}
-	cmd := osutil.Command(ctx, time.Second, argv...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Run(); err != nil {
-		if o := bytes.TrimSpace(out.Bytes()); len(o) > 0 {
-			return fmt.Errorf("%s: %w: %s", argv[0], err, o)
-		}
-		return fmt.Errorf("%s: %w", argv[0], err)
-	}
-	return nil
-}
+// the group when the context ends (notify.ExecRunner).
+type ExecRunner = notify.ExecRunner
