@@ -126,7 +126,7 @@ func TestNodeReportWithPage(t *testing.T) {
 	if got := hosts(chartOf, page); got != "n1" {
 		t.Errorf("page charts %q, want n1's", got)
 	}
-	if !strings.Contains(page, hang.ReasonFlatUsageStuckCollective)  {
+	if !strings.Contains(page, hang.ReasonFlatUsageStuckCollective) {
 		t.Errorf("page lacks the node's verdict")
 	}
 	r, _ := hangreport.ReadReport(reps[0])
