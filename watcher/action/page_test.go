@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
+	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -31,18 +31,6 @@ func recentOf(hosts ...string) *hangview.Recent {
 		}
 	}
 	return r
-}
-
-var chartOf = regexp.MustCompile(`<svg class="chart" data-host="([^"]*)"`)
-var culpritOf = regexp.MustCompile(`<section class="host culprit" id="[^"]*" data-host="([^"]*)"`)
-
-// hosts lists the hosts of the page's charts, or of its highlighted ones.
-func hosts(re *regexp.Regexp, page string) string {
-	var out []string
-	for _, m := range re.FindAllStringSubmatch(page, -1) {
-		out = append(out, m[1])
-	}
-	return strings.Join(out, ",")
 }
 
 // TestDigestReportWithPage: the coordinator's digest report has its page
@@ -74,10 +62,10 @@ func TestDigestReportWithPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(data)
-	if got := hosts(chartOf, page); got != "gpu01,gpu02,gpu03,gpu04" {
+	if got := strings.Join(pagetest.Charts(page), ","); got != "gpu01,gpu02,gpu03,gpu04" {
 		t.Errorf("page charts %s, want one per host", got)
 	}
-	if got := hosts(culpritOf, page); got != "gpu04" {
+	if got := strings.Join(pagetest.Culprits(page), ","); got != "gpu04" {
 		t.Errorf("page highlights %q, want gpu04", got)
 	}
 	for _, want := range []string{"<title>vigil hang report: job 1234</title>", `<span class="cause">network</span>`, "TransportErrors", "NCCL reported transport errors", `class="event hung"`} {
@@ -123,7 +111,7 @@ func TestNodeReportWithPage(t *testing.T) {
 	reps[0], reps[1] = reps[1], reps[0]
 	data, _ := os.ReadFile(reps[1])
 	page := string(data)
-	if got := hosts(chartOf, page); got != "n1" {
+	if got := strings.Join(pagetest.Charts(page), ","); got != "n1" {
 		t.Errorf("page charts %q, want n1's", got)
 	}
 	if !strings.Contains(page, hang.ReasonFlatUsageStuckCollective) {
