@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,6 +30,23 @@ func Charts(page string) []string { return submatches(chartRe, page) }
 
 // Culprits lists the hosts the page highlights as culprits, in page order.
 func Culprits(page string) []string { return submatches(culpritRe, page) }
+
+// Series counts the lines drawn in each host's chart (up to four: I/O,
+// CPU, device utilisation, device power; none for a host without
+// readings in the charts' time range).
+func Series(page string) map[string]int {
+	out := map[string]int{}
+	locs := chartRe.FindAllStringSubmatchIndex(page, -1)
+	for _, l := range locs {
+		host := page[l[2]:l[3]]
+		chart := page[l[0]:]
+		if end := strings.Index(chart, "</svg>"); end >= 0 {
+			chart = chart[:end]
+		}
+		out[host] = strings.Count(chart, `<path class="series"`)
+	}
+	return out
+}
 
 func submatches(re *regexp.Regexp, s string) []string {
 	var out []string
