@@ -47,7 +47,11 @@ type Report struct {
 	// the job's coordinator and its peers; nil in per-node reports and in
 	// reports of vigil versions without one.
 	Digest *Digest `json:"digest,omitempty"`
-	Path   string  `json:"-"` // where the report was written; "" when not
+	// HTML is where the report's page went: a self-contained HTML page
+	// of the job's readings over the window before the verdict, next to
+	// the report (same name, .html); "" when none was written.
+	HTML string `json:"html,omitempty"`
+	Path string `json:"-"` // where the report was written; "" when not
 }
 
 // Digest is a job's digest of one hang episode, as vigil-watch computes it

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -187,6 +189,54 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	reps, _ := filepath.Glob(filepath.Join(rankDir, "vigil-hang-"+rankID+"-*.json"))
 	if len(reps) != 3 {
 		t.Errorf("reports of the rank-failed job: %v, want one per node (the digest's)", reps)
+	}
+	checkLivePage(t, reps, nodes, nodes[2], hooksOf(rankID))
+}
+
+// checkLivePage checks the HTML pages of a coordinated job's hang reports:
+// each report names its page, next to it; the coordinator's page (the
+// webhook names it) renders in headless chromium with one chart per node
+// of the job, each with its readings, and the culprit highlighted.
+func checkLivePage(t *testing.T, reps, nodes []string, culprit string, hooks []received) {
+	t.Helper()
+	var coordPage string
+	for _, path := range reps {
+		r, err := hangreport.ReadReport(path)
+		if err != nil {
+			t.Errorf("report %s: %v", path, err)
+			continue
+		}
+		if want := strings.TrimSuffix(path, ".json") + ".html"; r.HTML != want {
+			t.Errorf("report %s names the page %q, want %q", path, r.HTML, want)
+			continue
+		}
+		if _, err := os.Stat(r.HTML); err != nil {
+			t.Errorf("report %s: its page: %v", path, err)
+		}
+		if r.Host == nodes[0] {
+			coordPage = r.HTML
+		}
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(reps[0]), ".*.tmp*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %v", tmp)
+	}
+	if len(hooks) != 1 || coordPage == "" || hooks[0].body["html"] != coordPage {
+		t.Fatalf("the coordinator's page %q; webhooks %v: want one naming it", coordPage, hooks)
+	}
+	dom := pagetest.DOM(t, coordPage)
+	if got := pagetest.Charts(dom); !slices.Equal(got, nodes) {
+		t.Errorf("the coordinator's page (in chromium) charts %v, want one per node %v", got, nodes)
+	}
+	for _, n := range nodes {
+		if lines := pagetest.Series(dom)[n]; lines < 2 {
+			t.Errorf("the coordinator's page draws %d lines for %s, want its readings", lines, n)
+		}
+	}
+	if got := pagetest.Culprits(dom); !slices.Equal(got, []string{culprit}) {
+		t.Errorf("the coordinator's page highlights %v, want %s", got, culprit)
+	}
+	if !strings.Contains(dom, "rank-failed") || !strings.Contains(dom, "vigil hang report") {
+		t.Errorf("the coordinator's page lacks the digest or its title:\n%.2000s", dom)
 	}
 }
 

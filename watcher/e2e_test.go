@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -212,6 +213,14 @@ func TestE2EHangReported(t *testing.T) {
 		data, _ := os.ReadFile(reps[0])
 		if err := json.Unmarshal(data, &rep); err != nil || rep["event"] != "hung" || !strings.Contains(fmt.Sprint(rep["flat"]), "accel:0") {
 			t.Errorf("report %s: %v\n%s", reps[0], err, data)
+		}
+		// The lone watcher's page: its node's readings and verdict.
+		page := strings.TrimSuffix(reps[0], ".json") + ".html"
+		html, err := os.ReadFile(page)
+		if rep["html"] != page || err != nil || b["html"] != page {
+			t.Errorf("report names the page %v, webhook %v; reading %s: %v", rep["html"], b["html"], page, err)
+		} else if got := pagetest.Charts(string(html)); len(got) != 1 || got[0] != c.Nodes[0] || pagetest.Series(string(html))[c.Nodes[0]] < 2 {
+			t.Errorf("the page charts %v with %v lines, want %s's readings", got, pagetest.Series(string(html)), c.Nodes[0])
 		}
 	}
 	// Mail through the cluster's MailProg (found with scontrol show config),

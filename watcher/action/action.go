@@ -133,6 +133,9 @@ type Actor struct {
 	Mailer MailRunner         // nil: the exec runner
 	HTTP   *http.Client       // nil: a client without timeout (each POST has its own)
 	Log    logrus.FieldLogger // nil: the standard logger
+	// Pages gives what each hang report's HTML page is drawn from; nil
+	// writes reports without a page.
+	Pages PageSource
 	// Sleep waits between webhook attempts; nil waits in real time.
 	Sleep func(ctx context.Context, d time.Duration) error
 
@@ -202,11 +205,9 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 	}
 	var errs []error
 	rep := a.newReport(ev, since, culprits)
-	path, err := a.writeReport(log, rep)
-	if err != nil {
+	if err := a.writeReport(log, &rep); err != nil {
 		errs = append(errs, err)
 	}
-	rep.Path = path
 
 	notify := true
 	if a.Comment {

@@ -35,18 +35,16 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 		return nil // it blames nobody: nothing for an epilog to read
 	}
 	var errs []error
-	path, err := a.writeReport(log, rep)
-	if err != nil {
+	if err := a.writeReport(log, &rep); err != nil {
 		errs = append(errs, err)
 	}
-	rep.Path = path
 	if !notify {
 		return errors.Join(errs...)
 	}
 	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: EventHung, Reason: d.Cause}
 	if a.Comment {
 		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
-			return DigestComment(old, rep.Digest, rep.Since), false
+			return DigestComment(old, rep.Digest, rep.Since, rep.HTML), false
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -144,14 +142,21 @@ var shortHints = map[string]string{
 
 // DigestComment is the job comment after a digest: the user's part kept,
 // vigil's note replaced by "vigil: hung since T, CAUSE: HOST (REASON) —
-// HINT", cut to MaxCommentNote bytes.
-func DigestComment(old string, d *hangreport.Digest, since time.Time) string {
+// HINT", cut to MaxCommentNote bytes. When page (the report's HTML page)
+// is not "" and fits in MaxCommentNote after the note, the note ends
+// "; HTML: PAGE"; a page that does not fit is left to the report, the
+// log, the webhook and the mail.
+func DigestComment(old string, d *hangreport.Digest, since time.Time, page string) string {
 	user, _ := SplitComment(old)
 	note := fmt.Sprintf("%s hung since %s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), d.Cause, culpritList(d))
 	if h := shortHints[d.Cause]; h != "" {
 		note += " — " + h
 	}
-	return slurm.JoinComment(user, truncate(note, MaxCommentNote))
+	note = truncate(note, MaxCommentNote)
+	if withPage := note + "; HTML: " + page; page != "" && len(withPage) <= MaxCommentNote {
+		note = withPage
+	}
+	return slurm.JoinComment(user, note)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, ending in "...".

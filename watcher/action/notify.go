@@ -229,6 +229,9 @@ func MailBody(r Report) []byte {
 	if r.Path != "" {
 		fmt.Fprintf(&b, "Report:   %s\n", r.Path)
 	}
+	if r.HTML != "" {
+		fmt.Fprintf(&b, "HTML:     %s\n", r.HTML)
+	}
 	fmt.Fprintf(&b, "Actions:  %s\n\n", strings.Join(r.Actions, ", "))
 	if r.Digest != nil {
 		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n\nEvidence:\n",

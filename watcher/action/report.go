@@ -118,7 +118,12 @@ func Flat(ev hang.Event) []string {
 // ReportName is the report's file name for a job, host and event time.
 func ReportName(job, host string, t time.Time) string { return hangreport.Name(job, host, t) }
 
-func (a *Actor) writeReport(log logrus.FieldLogger, r Report) (string, error) {
+// writeReport writes r to the report directory, with its page next to
+// it when a PageSource is set, and sets r.Path and r.HTML. The page is
+// written first, so that the report names it only once it is whole; a page
+// that cannot be written is logged and left out, the report is written
+// regardless.
+func (a *Actor) writeReport(log logrus.FieldLogger, r *Report) error {
 	dir := a.ReportDir
 	if dir == "" {
 		dir = "."
@@ -126,15 +131,26 @@ func (a *Actor) writeReport(log logrus.FieldLogger, r Report) (string, error) {
 	path := filepath.Join(dir, ReportName(r.Job, r.Host, r.Time))
 	if a.DryRun {
 		log.WithField("report", path).Warn("dry run: would write the hang report")
-		return "", nil
+		return nil
 	}
+	r.HTML = a.writePage(log, PagePath(path), *r)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("hang report: %w", err)
+		return fmt.Errorf("hang report: %w", err)
 	}
 	if err := osutil.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("hang report: %w", err)
+		return fmt.Errorf("hang report: %w", err)
 	}
-	log.WithField("report", path).Info("hang report written")
-	return path, nil
+	r.Path = path
+	log.WithFields(logrus.Fields{"report": path, "html": r.HTML}).Info(ReportLine(path, r.HTML))
+	return nil
+}
+
+// ReportLine is the log message about a written report:
+// "hang report: FILE (HTML: PAGE)", or "hang report: FILE" without a page.
+func ReportLine(report, page string) string {
+	if page == "" {
+		return "hang report: " + report
+	}
+	return fmt.Sprintf("hang report: %s (HTML: %s)", report, page)
 }

@@ -423,3 +423,40 @@ func TestHubJobRecoveredOnce(t *testing.T) {
 		t.Fatalf("recovered = %+v (digest at %v), want one, after the digest", recovered, digestAt)
 	}
 }
+
+// Seen is given every host's reading the hub takes in, once, with the
+// state change it carries, and no log line.
+func TestHubSeen(t *testing.T) {
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
+	readings := map[string]int{}
+	var changes []hang.Event
+	h.Seen = func(s trace.Sample, evs []hang.Event) {
+		if s.IsLog() || s.Job != "42" {
+			t.Errorf("seen %+v", s)
+		}
+		readings[s.Host]++
+		changes = append(changes, evs...)
+	}
+	pend := map[string]*pending{"n1": newPending(), "n2": newPending()} // each watcher's, kept across periods
+	for k := range 6 {
+		sums := map[string]Summary{}
+		for _, host := range []string{"n1", "n2"} {
+			p := pend[host]
+			st := hostState{procs: 4, lines: []string{"NCCL WARN x"}}
+			if k == 3 {
+				st.event = hang.EventHung
+			}
+			observe(pendingView{p}, host, k, st)
+			sums[host] = p.take()
+		}
+		h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)
+		h.Ingest(t0.Add(time.Duration(k)*time.Minute+2*time.Second), sums) // the same summaries again: nothing new
+	}
+	if readings["n1"] != 6 || readings["n2"] != 6 || len(readings) != 2 {
+		t.Errorf("readings seen %v, want 6 of each host", readings)
+	}
+	if len(changes) != 2 || changes[0].Event != hang.EventHung || changes[0].Host != "n1" || changes[1].Host != "n2" ||
+		!changes[0].Time.Equal(t0.Add(3*time.Minute)) {
+		t.Errorf("state changes seen %+v, want n1 and n2 hung at 10:03", changes)
+	}
+}

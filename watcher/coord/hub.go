@@ -28,6 +28,9 @@ type Hub struct {
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
 	announced time.Time       // the digest of the open hang, zero when none is open
 	log       logrus.FieldLogger
+	// Seen, when set, is given every host's reading that Ingest takes in,
+	// with the state change it carries (the live hang report's page).
+	Seen func(s trace.Sample, evs []hang.Event)
 }
 
 // JobRecovered is the end of an announced hang of the job: no host is hung
@@ -83,6 +86,9 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	}
 	for _, r := range recs {
 		h.ep.Observe(r.s, r.evs)
+		if h.Seen != nil && !r.s.IsLog() {
+			h.Seen(r.s, r.evs)
+		}
 		if r.s.Time.After(now) { // another node's clock runs ahead
 			now = r.s.Time.Add(time.Nanosecond)
 		}

@@ -49,6 +49,9 @@ type Config struct {
 	// two periods, at least 10 s).
 	Join time.Duration
 	Log  logrus.FieldLogger
+	// Seen, when set, is given every host's reading the coordinator takes
+	// in, with the state change it carries (Hub.Seen); nil on a member.
+	Seen func(s trace.Sample, evs []hang.Event)
 }
 
 // Roles of a node.
@@ -123,6 +126,7 @@ func (n *Node) begin(ctx context.Context, s *rendezvous.Session) bool {
 	if s.Coordinator() {
 		n.role = roleCoordinator
 		n.hub = NewHub(n.cfg.Job, n.cfg.Hang, n.cfg.Nodes, n.digest, n.log)
+		n.hub.Seen = n.cfg.Seen
 		n.log.WithFields(fields).Info("this watcher coordinates the job's watchers: it alone announces the job's hang digests")
 		return false
 	}

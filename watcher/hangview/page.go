@@ -21,6 +21,7 @@ import (
 
 // Data is what the page is drawn from.
 type Data struct {
+	Title  string             // the page's title; "" is "vigil hang replay"
 	Window time.Duration      // the detector's hang window (Config.Window)
 	Hosts  map[string][]Point // each host's readings, in time order
 	Events []Event            // the replay's output, in its order
@@ -59,7 +60,11 @@ type hostChart struct {
 func Render(d Data) []byte {
 	from, to := timeRange(d)
 	culprits := culpritReasons(d.Events)
-	p := page{Title: "vigil hang replay", Window: hang.ShortDuration(d.Window),
+	title := d.Title
+	if title == "" {
+		title = "vigil hang replay"
+	}
+	p := page{Title: title, Window: hang.ShortDuration(d.Window),
 		From: stamp(from), To: stamp(to), Jobs: strings.Join(jobs(d), ", "), Verdicts: verdicts(d, culprits)}
 	for _, e := range d.Events {
 		if e.Event == hang.EventDigest {

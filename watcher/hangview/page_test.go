@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -89,25 +90,25 @@ func TestRenderThreeHosts(t *testing.T) {
 // order, the culprits (and only they) highlighted, nothing external.
 func checkPage(t *testing.T, page string, hosts, culprits []string) {
 	t.Helper()
-	charts := regexp.MustCompile(`<svg class="chart" data-host="([^"]*)"`).FindAllStringSubmatch(page, -1)
+	charts := pagetest.Charts(page)
 	if len(charts) != len(hosts) {
 		t.Fatalf("%d charts, want one per host (%d)", len(charts), len(hosts))
 	}
-	for i, m := range charts {
-		if m[1] != hosts[i] {
-			t.Errorf("chart %d is of %q, want %q", i, m[1], hosts[i])
+	for i, h := range charts {
+		if h != hosts[i] {
+			t.Errorf("chart %d is of %q, want %q", i, h, hosts[i])
 		}
 		if n := strings.Count(page, `<path class="series"`); n < 2*len(hosts) {
 			t.Errorf("%d drawn series for %d hosts", n, len(hosts))
 		}
 	}
-	marked := regexp.MustCompile(`<section class="host culprit" id="[^"]*" data-host="([^"]*)"`).FindAllStringSubmatch(page, -1)
+	marked := pagetest.Culprits(page)
 	if len(marked) != len(culprits) {
 		t.Fatalf("%d hosts marked culprit, want %v", len(marked), culprits)
 	}
-	for i, m := range marked {
-		if m[1] != culprits[i] {
-			t.Errorf("culprit %d is %q, want %q", i, m[1], culprits[i])
+	for i, h := range marked {
+		if h != culprits[i] {
+			t.Errorf("culprit %d is %q, want %q", i, h, culprits[i])
 		}
 	}
 	if m := external.FindString(page); m != "" {

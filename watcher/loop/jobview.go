@@ -12,13 +12,16 @@ import (
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/coord"
+	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // jobView sets up how this watcher shares what it sees with the job's other
 // watchers: a coordination session (watcher/coord) when the job has
 // several nodes, [watch] port is set and MUNGE can seal messages; else a
 // lone view of this node, and the log says why.
-func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, log logrus.FieldLogger) (JobView, func()) {
+// On the coordinator, seen is given every host's readings (coord.Config.Seen).
+func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
 	lone := func(why string, err error) (JobView, func()) {
 		l := log.WithField("why", why)
 		if err != nil {
@@ -49,7 +52,7 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, log log
 	n := coord.Start(ctx, coord.Config{
 		Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, UID: uint32(job.UID),
 		Port: s.JobPort(job.ID), Addrs: o.NodeAddrs, Auth: rendezvous.Munge{Client: m},
-		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log,
+		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log, Seen: seen,
 	})
 	return n, func() { n.Close(); m.Close() }
 }

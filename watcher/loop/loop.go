@@ -73,6 +73,12 @@ type DigestHandler interface {
 	HandleJobRecovered(ctx context.Context, t, digest time.Time) error
 }
 
+// Viewer keeps this node's readings and the detector's events for the
+// hang report's page (*hangview.Recent).
+type Viewer interface {
+	Observe(s trace.Sample, evs []hang.Event)
+}
+
 // ErrJobGone is what Alive returns (wrapped) when the job's cgroup has
 // disappeared or the job has ended: the loop then stops without error.
 var ErrJobGone = errors.New("the job is gone from this node")
@@ -101,7 +107,11 @@ type Loop struct {
 	Job JobView
 	// Digests acts on the job's digests; nil acts on nothing.
 	Digests DigestHandler
-	Log     logrus.FieldLogger // nil: the standard logger
+	// View is given each reading and its events before the actions run,
+	// so that a hang report's page shows the reading of the verdict; nil
+	// keeps none.
+	View Viewer
+	Log  logrus.FieldLogger // nil: the standard logger
 }
 
 // Run samples every Period until ctx ends (SIGTERM) or the job is gone.
@@ -159,6 +169,9 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	}
 	l.record(append(logs, s))
 	evs := l.Detector.Observe(s)
+	if l.View != nil {
+		l.View.Observe(s, evs)
+	}
 	for _, ev := range evs {
 		l.print(ev)
 		if l.Actions != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hangview"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -206,5 +207,40 @@ func TestLoopRejectsZeroPeriod(t *testing.T) {
 	l := &Loop{Sampler: &fakeSampler{}, Detector: &scriptDetector{}}
 	if err := l.Run(context.Background()); err == nil {
 		t.Error("Run with period 0 returned no error")
+	}
+}
+
+// viewAtHandle is a Handler that notes how many readings and events the
+// view held when it was called.
+type viewAtHandle struct {
+	view           *hangview.Recent
+	points, events int
+}
+
+func (h *viewAtHandle) Handle(_ context.Context, ev hang.Event) error {
+	d := h.view.Data()
+	h.points, h.events = len(d.Hosts["n1"]), len(d.Events)
+	return nil
+}
+
+// The view has the reading and the event of a verdict before the actions
+// run, so that the hang report's page shows them.
+func TestLoopViewBeforeActions(t *testing.T) {
+	det := &scriptDetector{events: map[int][]hang.Event{
+		3: {{Time: t0.Add(2 * time.Minute), Host: "n1", Job: "7", Event: "hung", Reason: "FlatIdle"}},
+	}}
+	view := hangview.NewRecent(time.Hour)
+	h := &viewAtHandle{view: view}
+	l := &Loop{Period: time.Minute, Sampler: &fakeSampler{}, Detector: det, Actions: h, View: view, Log: quiet()}
+	for i := range 4 {
+		if _, err := l.Step(context.Background(), t0.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.points != 3 || h.events != 1 {
+		t.Errorf("the view held %d readings and %d events when the hung event was handled, want 3 and 1", h.points, h.events)
+	}
+	if n := len(view.Data().Hosts["n1"]); n != 4 {
+		t.Errorf("the view holds %d readings, want 4", n)
 	}
 }

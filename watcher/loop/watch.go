@@ -21,6 +21,7 @@ import (
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/action"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hangview"
 	"github.com/vigil-hpc/vigil/watcher/sample"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -101,10 +102,12 @@ func Watch(ctx context.Context, o Options) error {
 	cg.onChange = func(dirs []string) { sampler.Cgroups = dirs }
 
 	actor := newActor(ctx, o, s, job, log)
+	recent := hangview.NewRecent(s.Window) // what each hang report's page is drawn from
+	actor.Pages = recent
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
 	logs.Device = deviceFaults(accel, log)
-	view, closeView := jobView(ctx, o, s, job, log.WithField("part", "coord"))
+	view, closeView := jobView(ctx, o, s, job, recent.Observe, log.WithField("part", "coord"))
 	defer closeView()
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
 		actor.Quiet = c.Coordinated
@@ -117,7 +120,7 @@ func Watch(ctx context.Context, o Options) error {
 	loop := &Loop{
 		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
-		Logs: logs, Job: view, Digests: actor,
+		Logs: logs, Job: view, Digests: actor, View: recent,
 	}
 	if o.Record != "" {
 		path := RecordPath(o.Record, job.ID, job.NodeName)
