@@ -138,6 +138,8 @@ type run struct {
 	// failure is this node's failure as the job's comment shows it, set
 	// once it was written there.
 	failure string
+	// admin is the guard's and the admin notifications' state.
+	admin adminState
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the
