@@ -49,11 +49,11 @@ func TestDrainedFor(t *testing.T) {
 	fleet := []slurm.Node{
 		node("n1", "vigil: gemm GEMMBelowThreshold gpu3", time.Minute),
 		node("n2", "vigil: disk DiskSlow +gemm:GEMMBelowThreshold@gpu0", 30*time.Minute),
-		node("n3", "vigil: gemm GEMMBelowThreshold gpu1", 2*time.Hour),        // before the window
-		node("n4", "admin: gemm looks slow", time.Minute),                     // not vigil's
-		node("n5", "vigil: gemm GEMMBelowThreshold", -1),                      // no time printed
-		node("self", "vigil: gemm GEMMBelowThreshold gpu3", time.Minute),      // this node
-		node("n6", "vigil: gemmx GEMMXBelowThreshold gpu3", time.Minute),      // another check
+		node("n3", "vigil: gemm GEMMBelowThreshold gpu1", 2*time.Hour),           // before the window
+		node("n4", "admin: gemm looks slow", time.Minute),                        // not vigil's
+		node("n5", "vigil: gemm GEMMBelowThreshold", -1),                         // no time printed
+		node("self", "vigil: gemm GEMMBelowThreshold gpu3", time.Minute),         // this node
+		node("n6", "vigil: gemmx GEMMXBelowThreshold gpu3", time.Minute),         // another check
 		node("n0", "vigil: nvml-ecc ECCUncorrectable +gemm:Failed", time.Second), // sorted first
 	}
 	got := drainedFor(fleet, "gemm", "self", now, time.Hour)
