@@ -116,7 +116,7 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		}
 	}
 	for _, e := range f.Unused() {
-		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, notify, guard, %s, and checks.NAME for the checks %s)",
+		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, and checks.NAME for the checks %s)",
 			e, strings.Join(OtherSections, ", "), strings.Join(benchmarks.Names(), ", ")))
 	}
 	return s, errs
