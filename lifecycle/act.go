@@ -91,6 +91,7 @@ func (r *run) plan(ctx context.Context) (drainPlan, *slurm.Node, error) {
 	if r.job != nil && r.o.Mode == ModeProlog {
 		scope.Devices = r.job.GPUs
 	}
+	scope.Results = r.guard(ctx, scope.Results)
 	cli := r.client()
 	if cli == nil {
 		return planDrain("", scope), nil, nil
@@ -105,6 +106,7 @@ func (r *run) plan(ctx context.Context) (drainPlan, *slurm.Node, error) {
 	if n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" {
 		old = n.Reason
 	}
+	r.admin.old = old
 	return planDrain(old, scope), &n, nil
 }
 
@@ -139,6 +141,7 @@ func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 	}
 	cli := r.client()
 	if cli == nil {
+		r.notifyDrain(ctx, plan)
 		return failCode
 	}
 	notDrained := failCode
@@ -168,6 +171,7 @@ func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 	}
 	rep.Action.Done = true
 	r.log.WithField("reason", plan.Reason).Warn("node drained")
+	r.notifyDrain(ctx, plan)
 	return failCode
 }
 

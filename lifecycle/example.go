@@ -28,10 +28,11 @@ type ExampleSection struct {
 // valid and changes nothing; with every line uncommented it is valid too
 // and sets each key to its default. It is generated from the same structs
 // and defaults the programs read, so it cannot drift from them. Sections
-// come in the order [prolog], [epilog], the extra ones, [policy], then
+// come in the order [prolog], [epilog], [notify], [guard], the extra ones, [policy], then
 // [checks.NAME] for every check that publishes its settings.
 func ExampleConfig(w io.Writer, extra ...ExampleSection) error {
-	sections := []ExampleSection{{"prolog", config.DefaultProlog()}, {"epilog", config.DefaultEpilog()}}
+	sections := []ExampleSection{{"prolog", config.DefaultProlog()}, {"epilog", config.DefaultEpilog()},
+		{"notify", config.DefaultNotify()}, {"guard", config.DefaultGuard()}}
 	sections = append(sections, extra...)
 	sections = append(sections, ExampleSection{policy.Section, policy.Default()})
 	var silent []string

@@ -38,7 +38,8 @@ const (
 // Exit codes of vigil-prolog and vigil-epilog.
 const (
 	// ExitOK: the node passed, or nothing may be done (unknown results, an
-	// invalid config under Slurm, a held job, a skipped run).
+	// invalid config under Slurm, a held job, a skipped run, failures that
+	// the guard kept from draining the node: see docs/notify.md).
 	ExitOK = 0
 	// ExitFail: the node is drained by vigil after this run (a check failed
 	// or the budget ran out with on_budget_expiry = "fail", or an earlier
@@ -138,6 +139,8 @@ type run struct {
 	// failure is this node's failure as the job's comment shows it, set
 	// once it was written there.
 	failure string
+	// admin is the guard's and the admin notifications' state.
+	admin adminState
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the

@@ -32,6 +32,10 @@ type Settings struct {
 	Watch watchcfg.Settings
 	// Policy is the effective [policy] section.
 	Policy policy.Policy
+	// Notify is the effective [notify] section (admin notifications).
+	Notify config.Notify
+	// Guard is the effective [guard] section (fleet-wide drain guard).
+	Guard config.Guard
 }
 
 // OtherSections are the config sections that other programs act on (the
@@ -46,7 +50,8 @@ var OtherSections = []string{watchcfg.Section, policy.Section}
 // returns usable settings (defaults where the file was unusable) and every
 // error found; any error makes the config invalid.
 func LoadSettings(path string, explicit bool, lookup func(string) (string, bool), flags map[string]string) (*Settings, []error) {
-	s := &Settings{Path: path, Found: true, Prolog: config.DefaultProlog(), Epilog: config.DefaultEpilog(), Explicit: map[string]bool{}}
+	s := &Settings{Path: path, Found: true, Prolog: config.DefaultProlog(), Epilog: config.DefaultEpilog(), Explicit: map[string]bool{},
+		Notify: config.DefaultNotify(), Guard: config.DefaultGuard()}
 	var errs []error
 	f, err := config.Load(path)
 	switch {
@@ -96,6 +101,7 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	if err := s.Epilog.Validate(f); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, loadAdminSections(f, s)...)
 	if _, err := benchmarks.Select(s.Prolog.Checks, s.Prolog.Skip, false); err != nil {
 		errs = append(errs, f.Errorf("prolog.checks", "%v (registered: %v)", err, benchmarks.Names()))
 	}
@@ -110,7 +116,7 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		}
 	}
 	for _, e := range f.Unused() {
-		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, and checks.NAME for the checks %s)",
+		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, and checks.NAME for the checks %s)",
 			e, strings.Join(OtherSections, ", "), strings.Join(benchmarks.Names(), ", ")))
 	}
 	return s, errs

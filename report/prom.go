@@ -29,6 +29,7 @@ var families = []struct{ name, help string }{
 	{"vigil_check_attempts", "How many times a check ran (retries included)."},
 	{"vigil_check_value", "A value a check measured or read, per device."},
 	{"vigil_check_threshold", "The limit a check compared a value with."},
+	{"vigil_guard_active", "1 for a check that failed but did not drain the node: too many nodes were drained for it ([guard])."},
 }
 
 // MetricNames are the names of the metric families vigil writes to its
@@ -84,6 +85,9 @@ func seriesOf(r *Report) series {
 					"check", res.Check, "device", v.Device, "name", v.Name, "op", v.Op, "unit", v.Unit)
 			}
 		}
+	}
+	for _, g := range r.Guarded {
+		s.add("vigil_guard_active", m, "1", "check", g.Check)
 	}
 	return s
 }

@@ -66,6 +66,41 @@ type Report struct {
 	// CheckerMaxRSSKiB is the largest peak memory of a checker child
 	// process, in KiB (0 when none ran).
 	CheckerMaxRSSKiB int64 `json:"checker_max_rss_kib,omitempty"`
+	// Guarded lists the failed checks that did not drain the node because
+	// too many nodes were drained for them already ([guard]).
+	Guarded []Guarded `json:"guarded,omitempty"`
+	// Notices are the admin notifications the run sent or tried ([notify]).
+	Notices []Notice `json:"notices,omitempty"`
+}
+
+// Guarded is a failed check for which the guard stopped vigil draining.
+type Guarded struct {
+	// Check is the check's name.
+	Check string `json:"check"`
+	// Drained is how many nodes vigil drained for the check within the
+	// guard's window, this node included as if it were drained.
+	Drained int `json:"drained"`
+	// Nodes is how many nodes the cluster has.
+	Nodes int `json:"nodes"`
+	// MaxShare is the [guard] max_share it went above (0.1 is 10%).
+	MaxShare float64 `json:"max_share"`
+	// Message says it in words, with what to do.
+	Message string `json:"message"`
+}
+
+// Notice is one admin notification.
+type Notice struct {
+	// Kind is "drain" (one node), "summary" (the burst is over) or
+	// "guard" (the guard stopped draining for a check).
+	Kind string `json:"kind"`
+	// Checks are the checks it is about.
+	Checks []string `json:"checks"`
+	// To is "webhook" or "mail:RECIPIENT".
+	To string `json:"to"`
+	// Sent is true when the message went out.
+	Sent bool `json:"sent"`
+	// Error is why it did not.
+	Error string `json:"error,omitempty"`
 }
 
 // Dropped is a check the job asked for that did not run.

@@ -61,6 +61,9 @@ func sampleReport() *Report {
 		Verdict:  benchmarks.StatusFail,
 		Action:   Action{Kind: ActionDrain, Reason: "vigil: ecc ECCUncorrectable gpu1", Done: true},
 		ExitCode: 1,
+		Guarded: []Guarded{{Check: "gemm", Drained: 12, Nodes: 100, MaxShare: 0.1,
+			Message: "gemm: 12 of 100 nodes (12%) drained by vigil for gemm within 1h0m0s, above [guard] max_share 10%: not draining for gemm; check its thresholds"}},
+		Notices: []Notice{{Kind: "drain", Checks: []string{"ecc"}, To: "webhook", Sent: true}},
 	}
 }
 

@@ -64,7 +64,7 @@ vigil_config_valid{mode="health"} not-a-number
 
 	// The prolog's next run replaces the prolog's series alone.
 	next := sampleReport()
-	next.Results = nil
+	next.Results, next.Guarded = nil, nil
 	again := string(MergeTextfile(merged, next))
 	for _, want := range []string{
 		`vigil_check_status{mode="epilog",check="ecc",device="gpu1",reason="ECCUncorrectable",status="fail"} 1`,
