@@ -24,6 +24,10 @@ type fakeNPU struct {
 	err    error   // every call fails with this
 	hang   bool    // every call blocks until ctx ends
 	copy   device.CopyOutput
+	// eventUs and wallUs are the launch latencies (median), fillBad a zero
+	// kernel that leaves values behind.
+	eventUs, wallUs float64
+	fillBad         bool
 }
 
 // fakeNode is a Node of fake NPUs that computes GEMMs on the host.
@@ -36,13 +40,17 @@ type fakeNode struct {
 	collErr error
 	// corrupt makes the collective deliver one wrong element.
 	corrupt bool
-	closed  bool
+	// overlap is what Overlap reports, overlapErr its error.
+	overlap    device.OverlapOutput
+	overlapErr error
+	closed     bool
 }
 
 func newFakeNode(n int, model string, tflops float64) *fakeNode {
-	f := &fakeNode{model: model, npus: map[int]*fakeNPU{}, busbw: 150}
+	f := &fakeNode{model: model, npus: map[int]*fakeNPU{}, busbw: 150,
+		overlap: device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 1.25}}
 	for i := 0; i < n; i++ {
-		f.npus[i] = &fakeNPU{tflops: tflops, copy: device.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}}
+		f.npus[i] = &fakeNPU{tflops: tflops, copy: device.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}, eventUs: 30, wallUs: 60}
 		f.order = append(f.order, i)
 	}
 	return f
@@ -132,28 +140,37 @@ func (f *fakeNode) Collective(ctx context.Context, in device.CollectiveInput) (d
 	out := device.CollectiveOutput{Library: "/fake/libhccl.so"}
 	out.Seconds = devcheck.SizeBytes(in.Op, in.Count, n) * devcheck.BusFactor(in.Op, n) / (f.busbw * 1e9)
 	if in.Inputs != nil {
-		for r := 0; r < n; r++ {
-			var o []float32
-			switch in.Op {
-			case devcheck.AllReduce:
-				o = make([]float32, in.Count)
-				for _, b := range in.Inputs {
-					for k, v := range b {
-						o[k] += v
-					}
-				}
-			case devcheck.AllGather:
-				for _, b := range in.Inputs {
-					o = append(o, b...)
-				}
-			}
-			if f.corrupt && r == n-1 {
-				o[5]++
-			}
-			out.Outputs = append(out.Outputs, o)
+		for _, b := range devcheck.CollExpected(in.Op, in.Inputs) {
+			out.Outputs = append(out.Outputs, append([]float32(nil), b...))
+		}
+		if f.corrupt {
+			out.Outputs[n-1][5]++
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeNode) Launch(ctx context.Context, i int, n int) (device.LaunchOutput, error) {
+	d, err := f.dev(ctx, i)
+	if err != nil {
+		return device.LaunchOutput{}, err
+	}
+	out := device.LaunchOutput{FillOK: !d.fillBad}
+	for k := 0; k < n; k++ {
+		jitter := float64(k%5) * 0.01
+		out.EventUs = append(out.EventUs, d.eventUs+jitter)
+		out.WallUs = append(out.WallUs, d.wallUs+jitter)
+	}
+	return out, nil
+}
+
+func (f *fakeNode) Overlap(ctx context.Context, in device.OverlapInput) (device.OverlapOutput, error) {
+	for _, i := range in.Devices {
+		if _, err := f.dev(ctx, i); err != nil {
+			return device.OverlapOutput{}, err
+		}
+	}
+	return f.overlap, f.overlapErr
 }
 
 // gemmEnv keeps GEMMs small so the host reference is fast.
