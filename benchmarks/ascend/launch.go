@@ -40,7 +40,7 @@ func (s *LaunchSettings) Validate() error { return device.ValidateLaunch(&s.Laun
 // newLaunchCheck is the npu-kernel-launch check over the NPUs open opens.
 func newLaunchCheck(open Opener) benchmarks.Check {
 	return device.NewLaunch(device.LaunchSpec[LaunchSettings]{
-		Spec: spec[LaunchSettings]("npu-kernel-launch", "smallest-operator launch latency per NPU (aclnnInplaceZero) and a verified zero kernel (ACL)",
+		Spec: spec[LaunchSettings]("npu-kernel-launch", "aclnnInplaceZero launch latency per NPU and a verified zero kernel (ACL)",
 			DefaultLaunchSettings, launchThresholds, open),
 		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
 		WrongResult: ReasonKernelWrongResult,
