@@ -15,12 +15,15 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/hccl"
 )
 
-// Collective runs an HCCL collective over float32 buffers: one
-// communicator per device (HcclCommInitAll), one OS thread per device, the
-// slowest rank's stream time is the operation's time.
+// Collective runs an HCCL collective (all-reduce, all-gather, all-to-all)
+// over float32 buffers: one communicator per device (HcclCommInitAll), one
+// OS thread per device, the slowest rank's stream time is the operation's
+// time.
 func (n *aclNode) Collective(ctx context.Context, in device.CollectiveInput) (device.CollectiveOutput, error) {
 	var out device.CollectiveOutput
-	if in.Op != devcheck.AllReduce && in.Op != devcheck.AllGather {
+	switch in.Op {
+	case devcheck.AllReduce, devcheck.AllGather, devcheck.AllToAll:
+	default:
 		return out, fmt.Errorf("%w: %s on Ascend", device.ErrUnsupported, in.Op)
 	}
 	hc, err := n.hcclLib()
@@ -112,8 +115,11 @@ func (rk collRank) run(s acl.Stream) (sec float64, output []float32, err error) 
 		return 0, nil, err
 	}
 	op := func() error {
-		if in.Op == devcheck.AllGather {
+		switch in.Op {
+		case devcheck.AllGather:
 			return rk.hc.AllGather(send, recv, in.Count, hccl.Float32, rk.comm, s.Ptr())
+		case devcheck.AllToAll: // Count/n elements to each rank
+			return rk.hc.AllToAll(send, recv, in.Count/len(in.Devices), hccl.Float32, rk.comm, s.Ptr())
 		}
 		return rk.hc.AllReduce(send, recv, in.Count, hccl.Float32, hccl.Sum, rk.comm, s.Ptr())
 	}

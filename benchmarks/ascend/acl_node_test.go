@@ -72,7 +72,7 @@ func TestACLNodeOnStub(t *testing.T) {
 
 	t.Run("collectives", func(t *testing.T) {
 		idx := []int{0, 1, 2, 3}
-		for _, op := range []devcheck.CollOp{devcheck.AllReduce, devcheck.AllGather} {
+		for _, op := range []devcheck.CollOp{devcheck.AllReduce, devcheck.AllGather, devcheck.AllToAll} {
 			in := devcheck.CollInputs(4, 1000)
 			out, err := node.Collective(ctx, device.CollectiveInput{Op: op, Devices: idx, Count: 1000, Warmup: 1, Iters: 2, Concurrent: 1, Inputs: in})
 			if err != nil {
@@ -84,6 +84,32 @@ func TestACLNodeOnStub(t *testing.T) {
 			if out.Seconds <= 0 || out.Library == "" {
 				t.Errorf("%s: %+v", op, out)
 			}
+		}
+	})
+
+	t.Run("launch", func(t *testing.T) {
+		out, err := node.Launch(ctx, 3, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.EventUs) != 15 || len(out.WallUs) != 15 || !out.FillOK || devcheck.Median(out.EventUs) <= 0 {
+			t.Errorf("%+v", out)
+		}
+	})
+
+	t.Run("overlap", func(t *testing.T) {
+		out, err := node.Overlap(ctx, device.OverlapInput{Devices: []int{0, 1, 2}, GEMMs: 2, AllReduces: 2, Count: 4096,
+			GEMM: device.GEMMInput{DType: device.BF16, M: 32, N: 32, K: 32}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.GEMMAlone <= 0 || out.AllReduceAlone <= 0 || out.Together <= 0 {
+			t.Errorf("%+v", out)
+		}
+		_, err = node.Overlap(ctx, device.OverlapInput{Devices: []int{0, 1}, GEMMs: 1, AllReduces: 1, Count: 1024,
+			GEMM: device.GEMMInput{DType: device.TF32, M: 16, N: 16, K: 16}})
+		if !errors.Is(err, device.ErrUnsupported) {
+			t.Errorf("tf32: %v", err)
 		}
 	})
 
@@ -105,6 +131,9 @@ func TestChecksOnStub(t *testing.T) {
 		{"npu-copy", "bytes = 1048576\niters = 1\npeer_fraction = 0.0\n[checks.npu-copy.thresholds.Ascend910B]\nh2d_gbps = 0.0\nd2h_gbps = 0.0\nd2d_gbps = 0.0\n", "4 NPUs: copy bandwidth as expected"},
 		{"npu-allreduce", "bytes = 65536\nverify_bytes = 4096\niters = 2\n[checks.npu-allreduce.thresholds.Ascend910B]\nbusbw_gbps = 0.0\n", "results verified"},
 		{"npu-allgather", "bytes = 65536\nverify_bytes = 4096\niters = 2\n[checks.npu-allgather.thresholds.Ascend910B]\nbusbw_gbps = 0.0\n", "results verified"},
+		{"npu-alltoall", "bytes = 65536\nverify_bytes = 4096\niters = 2\n[checks.npu-alltoall.thresholds.Ascend910B]\nbusbw_gbps = 0.0\n", "all-to-all over 4 NPUs"},
+		{"npu-kernel-launch", "launches = 20\npeer_fraction = 0.0\n", "4 NPUs: launch latency as expected"},
+		{"npu-overlap", overlapStub + "min_efficiency = 0.0\n", "4 NPUs: GEMM and all-reduce overlap with efficiency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +165,12 @@ func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
 		return newCollCheck(name, device.AllReduce, allReduceThresholds, open)
 	case "npu-allgather":
 		return newCollCheck(name, device.AllGather, allGatherThresholds, open)
+	case "npu-alltoall":
+		return newCollCheck(name, device.AllToAll, allToAllThresholds, open)
+	case "npu-kernel-launch":
+		return newLaunchCheck(open)
+	case "npu-overlap":
+		return newOverlapCheck(open)
 	}
 	t.Fatalf("%s is not a compute check", name)
 	return nil
@@ -148,4 +183,60 @@ func devNames(idx []int) []string {
 		out[i] = devName(d)
 	}
 	return out
+}
+
+// overlapStub keeps npu-overlap's GEMMs small: the stub multiplies on the host.
+const overlapStub = "size = 32\ngemms = 2\nallreduces = 2\nbytes = 65536\n"
+
+// TestNewChecksOnStub drives npu-kernel-launch, npu-alltoall and
+// npu-overlap through the real ACL/HCCL code path on the stub: a healthy
+// run passes (TestChecksOnStub), a slow stub misses the shipped limits,
+// a broken one fails, and a CANN without the operators they need leaves
+// them unknown.
+func TestNewChecksOnStub(t *testing.T) {
+	libs := stubCANN(t)
+	lib := func(path string) string {
+		return fmt.Sprintf("acl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", path, path, path, path)
+	}
+	run := func(t *testing.T, name, path, toml string) benchmarks.Result {
+		t.Helper()
+		c := withOpener(t, name, freshOpener())
+		return run1(t, c, settings(t, name, fmt.Sprintf("[checks.%s]\n%s%s", name, lib(path), toml)))
+	}
+	const small = "bytes = 65536\nverify_bytes = 4096\niters = 2\nwarmup = 0\n"
+	t.Run("slow launches", func(t *testing.T) {
+		t.Setenv("STUBCANN_LAUNCH_US", "250") // above the shipped 100 / 200 us
+		r := run(t, "npu-kernel-launch", libs.ACL[0], "launches = 10\n")
+		expect(t, r, benchmarks.StatusFail, "NPULaunchLatencyAboveThreshold", "npu0", "npu0 launch latency (event)", "limit <= 100")
+	})
+	t.Run("zero kernel wrong", func(t *testing.T) {
+		t.Setenv("STUBCANN_ZERO_WRONG", "1")
+		r := run(t, "npu-kernel-launch", libs.ACL[0], "launches = 10\n")
+		expect(t, r, benchmarks.StatusFail, ReasonKernelWrongResult, "npu0", "npu0: the fill kernel wrote wrong values")
+	})
+	t.Run("slow all-to-all", func(t *testing.T) {
+		// 64 KiB per rank in 20 ms: far below the shipped 80 GB/s.
+		t.Setenv("STUBCANN_HCCL_US", "20000")
+		r := run(t, "npu-alltoall", libs.ACL[0], small)
+		expect(t, r, benchmarks.StatusFail, "NPUAllToAllBelowThreshold", "", "all-to-all bus bandwidth over 4 NPUs")
+	})
+	t.Run("no overlap", func(t *testing.T) {
+		// The stub runs GEMMs and all-reduces one after the other on the
+		// host: about 1, never the 1.8 asked for. All-reduces of 50 ms
+		// keep each round (100 ms) well above the scheduler's noise on a
+		// loaded machine (tens of ms).
+		t.Setenv("STUBCANN_HCCL_US", "50000")
+		r := run(t, "npu-overlap", libs.ACL[0], overlapStub+"min_efficiency = 1.8\n")
+		expect(t, r, benchmarks.StatusFail, "NPUOverlapBelowThreshold", "", "< 1.8")
+	})
+	old := dltest.Build(t, filepath.Join("testdata", "stubcann.c"), "libstubcann-old.so", "-pthread", "-DSTUB_OLD_CANN")
+	old = filepath.Join(old, "libstubcann-old.so")
+	t.Run("CANN without aclnnInplaceZero", func(t *testing.T) {
+		r := run(t, "npu-kernel-launch", old, "launches = 10\n")
+		expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "npu0", "aclnnInplaceZero in "+old)
+	})
+	t.Run("CANN without HcclAlltoAll", func(t *testing.T) {
+		r := run(t, "npu-alltoall", old, small)
+		expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "", "HcclAlltoAll in "+old)
+	})
 }

@@ -1,7 +1,8 @@
 // Package ascend holds vigil's checks of Huawei Ascend NPUs: health facts
 // read through DCMI (npu-count, npu-health, npu-ecc, npu-link,
 // npu-leftover) and compute probes through ACL and HCCL (npu-gemm,
-// npu-copy, npu-allreduce, npu-allgather, and hccl-allreduce-multinode,
+// npu-copy, npu-kernel-launch, npu-allreduce, npu-allgather, npu-alltoall,
+// npu-overlap, and hccl-allreduce-multinode,
 // which the prolog's cross-node phase runs through NewRootInfo and
 // RunMultinode). Each check lives in its own file and registers itself
 // with benchmarks.Register from init().

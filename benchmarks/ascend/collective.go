@@ -8,8 +8,8 @@ import (
 // ReasonCollectiveWrongResult: a collective delivered wrong data (fail).
 const ReasonCollectiveWrongResult = "NPUCollectiveWrongResult"
 
-// CollectiveSettings are the settings of [checks.npu-allreduce] and
-// [checks.npu-allgather].
+// CollectiveSettings are the settings of [checks.npu-allreduce],
+// [checks.npu-allgather] and [checks.npu-alltoall].
 type CollectiveSettings struct {
 	Libraries
 	// Bytes, VerifyBytes, Warmup, Iters and Thresholds (model →
@@ -35,8 +35,11 @@ var (
 
 // collPrefix starts the threshold reason of op's check ("NPUAllReduceBelowThreshold").
 func collPrefix(op device.CollOp) string {
-	if op == device.AllGather {
+	switch op {
+	case device.AllGather:
 		return "NPUAllGather"
+	case device.AllToAll:
+		return "NPUAllToAll"
 	}
 	return "NPUAllReduce"
 }

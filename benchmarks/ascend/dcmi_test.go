@@ -72,7 +72,8 @@ func eightNPUs(t *testing.T) string {
 }
 
 func TestRegistered(t *testing.T) {
-	for _, n := range []string{"npu-count", "npu-health", "npu-ecc", "npu-link", "npu-leftover", "npu-gemm", "npu-copy", "npu-allreduce", "npu-allgather"} {
+	for _, n := range []string{"npu-count", "npu-health", "npu-ecc", "npu-link", "npu-leftover", "npu-gemm", "npu-copy", "npu-allreduce", "npu-allgather",
+		"npu-kernel-launch", "npu-alltoall", "npu-overlap"} {
 		c, ok := benchmarks.Lookup(n)
 		if !ok {
 			t.Errorf("%s not registered", n)
@@ -83,6 +84,9 @@ func TestRegistered(t *testing.T) {
 		}
 		if _, ok := c.(benchmarks.Defaulter); !ok {
 			t.Errorf("%s has no Defaults", n)
+		}
+		if !benchmarks.InDefaultSuite(c) {
+			t.Errorf("%s is not in the default suite (its CUDA counterpart is)", n)
 		}
 	}
 }

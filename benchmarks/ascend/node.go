@@ -11,8 +11,9 @@ import (
 // families measure and verify alike. Devices are named by logical id
 // (Index) and SoC name ("Ascend910B3"); Runtime is the libascendcl.so file
 // opened; GEMM runs aclnnMatmul (FP16 or BF16 inputs); Collective runs
-// HCCL (one process, one communicator per device; AllReduce and
-// AllGather). Methods block until the device work has finished; callers
+// HCCL (one process, one communicator per device; AllReduce, AllGather
+// and AllToAll); Launch times aclnnInplaceZero; Overlap runs aclnnMatmul
+// beside HCCL all-reduces. Methods block until the device work has finished; callers
 // run them under devcheck.Run to honour their deadline.
 type Node = device.Node
 

@@ -93,7 +93,7 @@ func expandPath(p string) (string, bool) {
 }
 
 // ascendNPUs is how the vendor-neutral checks (npu-gemm, npu-copy,
-// npu-allreduce, npu-allgather) speak of NPUs: "npu3", "8 NPUs", faults as
+// npu-kernel-launch, the collectives, npu-overlap) speak of NPUs: "npu3", "8 NPUs", faults as
 // classify says; a deadline between measurements leaves the check unknown,
 // and a missing operator library ends npu-gemm at once.
 var ascendNPUs = &device.Vendor{

@@ -24,6 +24,10 @@ type fakeNPU struct {
 	err    error   // every call fails with this
 	hang   bool    // every call blocks until ctx ends
 	copy   device.CopyOutput
+	// eventUs and wallUs are the launch latencies (median), fillBad a zero
+	// kernel that leaves values behind.
+	eventUs, wallUs float64
+	fillBad         bool
 }
 
 // fakeNode is a Node of fake NPUs that computes GEMMs on the host.
@@ -36,13 +40,17 @@ type fakeNode struct {
 	collErr error
 	// corrupt makes the collective deliver one wrong element.
 	corrupt bool
-	closed  bool
+	// overlap is what Overlap reports, overlapErr its error.
+	overlap    device.OverlapOutput
+	overlapErr error
+	closed     bool
 }
 
 func newFakeNode(n int, model string, tflops float64) *fakeNode {
-	f := &fakeNode{model: model, npus: map[int]*fakeNPU{}, busbw: 150}
+	f := &fakeNode{model: model, npus: map[int]*fakeNPU{}, busbw: 150,
+		overlap: device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 1.25}}
 	for i := 0; i < n; i++ {
-		f.npus[i] = &fakeNPU{tflops: tflops, copy: device.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}}
+		f.npus[i] = &fakeNPU{tflops: tflops, copy: device.CopyOutput{H2D: 24, D2H: 25, D2D: 900, Verified: true}, eventUs: 30, wallUs: 60}
 		f.order = append(f.order, i)
 	}
 	return f
@@ -132,28 +140,37 @@ func (f *fakeNode) Collective(ctx context.Context, in device.CollectiveInput) (d
 	out := device.CollectiveOutput{Library: "/fake/libhccl.so"}
 	out.Seconds = devcheck.SizeBytes(in.Op, in.Count, n) * devcheck.BusFactor(in.Op, n) / (f.busbw * 1e9)
 	if in.Inputs != nil {
-		for r := 0; r < n; r++ {
-			var o []float32
-			switch in.Op {
-			case devcheck.AllReduce:
-				o = make([]float32, in.Count)
-				for _, b := range in.Inputs {
-					for k, v := range b {
-						o[k] += v
-					}
-				}
-			case devcheck.AllGather:
-				for _, b := range in.Inputs {
-					o = append(o, b...)
-				}
-			}
-			if f.corrupt && r == n-1 {
-				o[5]++
-			}
-			out.Outputs = append(out.Outputs, o)
+		for _, b := range devcheck.CollExpected(in.Op, in.Inputs) {
+			out.Outputs = append(out.Outputs, append([]float32(nil), b...))
+		}
+		if f.corrupt {
+			out.Outputs[n-1][5]++
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeNode) Launch(ctx context.Context, i int, n int) (device.LaunchOutput, error) {
+	d, err := f.dev(ctx, i)
+	if err != nil {
+		return device.LaunchOutput{}, err
+	}
+	out := device.LaunchOutput{FillOK: !d.fillBad}
+	for k := 0; k < n; k++ {
+		jitter := float64(k%5) * 0.01
+		out.EventUs = append(out.EventUs, d.eventUs+jitter)
+		out.WallUs = append(out.WallUs, d.wallUs+jitter)
+	}
+	return out, nil
+}
+
+func (f *fakeNode) Overlap(ctx context.Context, in device.OverlapInput) (device.OverlapOutput, error) {
+	for _, i := range in.Devices {
+		if _, err := f.dev(ctx, i); err != nil {
+			return device.OverlapOutput{}, err
+		}
+	}
+	return f.overlap, f.overlapErr
 }
 
 // gemmEnv keeps GEMMs small so the host reference is fast.
@@ -257,7 +274,8 @@ func TestCollectiveChecks(t *testing.T) {
 	small := func(t *testing.T, name string) *benchmarks.Env {
 		return settings(t, name, fmt.Sprintf("[checks.%s]\nbytes = 65536\nverify_bytes = 4096\n", name))
 	}
-	for _, op := range []device.CollOp{device.AllReduce, device.AllGather} {
+	floors := map[device.CollOp]string{device.AllReduce: "100", device.AllGather: "100", device.AllToAll: "80"}
+	for _, op := range []device.CollOp{device.AllReduce, device.AllGather, device.AllToAll} {
 		name := "npu-" + string(op)
 		t.Run(name, func(t *testing.T) {
 			f := newFakeNode(8, "Ascend910B3", 260)
@@ -268,7 +286,7 @@ func TestCollectiveChecks(t *testing.T) {
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.busbw = 60
 			c = withOpener(t, name, f.opener(nil))
-			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, collPrefix(op)+"BelowThreshold", "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= 100")
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, collPrefix(op)+"BelowThreshold", "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= "+floors[op])
 
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.corrupt = true
@@ -305,7 +323,7 @@ func TestBusBandwidth(t *testing.T) {
 
 func TestComputeChecksWithoutCANN(t *testing.T) {
 	// The real opener on a machine without CANN: unknown, naming the search.
-	for _, name := range []string{"npu-gemm", "npu-copy", "npu-allreduce", "npu-allgather"} {
+	for _, name := range []string{"npu-gemm", "npu-copy", "npu-allreduce", "npu-allgather", "npu-alltoall", "npu-kernel-launch", "npu-overlap"} {
 		t.Run(name, func(t *testing.T) {
 			c := withOpener(t, name, freshOpener())
 			env := settings(t, name, fmt.Sprintf("[checks.%s]\nacl_libraries = [\"libascendcl.so.vigil-test-absent\"]\n", name))
@@ -378,4 +396,96 @@ func TestExpandPath(t *testing.T) {
 	if p, ok := expandPath("$ASCEND_HOME_PATH/lib64"); !ok || p != "/opt/cann/lib64" {
 		t.Errorf("got %q %v", p, ok)
 	}
+}
+
+func TestLaunchCheck(t *testing.T) {
+	env := func(t *testing.T) *benchmarks.Env {
+		return settings(t, "npu-kernel-launch", "[checks.npu-kernel-launch]\nlaunches = 50\n")
+	}
+	tests := []struct {
+		name   string
+		break_ func(f *fakeNode)
+		status benchmarks.Status
+		reason string
+		device string
+		msgs   []string
+	}{
+		{"healthy", func(*fakeNode) {}, benchmarks.StatusPass, "", "", []string{"8 NPUs: launch latency as expected; ACL /fake/libascendcl.so"}},
+		{"slow wall", func(f *fakeNode) { f.npus[1].wallUs = 250 }, benchmarks.StatusFail, "NPULaunchLatencyAboveThreshold", "npu1",
+			[]string{"npu1 launch latency (wall) 250 us, limit <= 200"}},
+		{"slow event", func(f *fakeNode) { f.npus[2].eventUs = 120 }, benchmarks.StatusFail, "NPULaunchLatencyAboveThreshold", "npu2", nil},
+		{"above peers", func(f *fakeNode) { f.npus[3].wallUs = 150 }, benchmarks.StatusFail, "NPULaunchLatencyAbovePeers", "npu3", nil},
+		{"zero kernel wrong", func(f *fakeNode) { f.npus[0].fillBad = true }, benchmarks.StatusFail, ReasonKernelWrongResult, "npu0", nil},
+		{"aicore exception", func(f *fakeNode) {
+			f.npus[4].err = &acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICoreException}
+		}, benchmarks.StatusFail, ReasonDeviceFault, "npu4", []string{"ACL_ERROR_RT_AICORE_EXCEPTION"}},
+		{"out of memory is not a fault", func(f *fakeNode) {
+			f.npus[5].err = &acl.Error{Op: "aclrtMalloc", Code: acl.ErrRTMemoryAllocation}
+		}, benchmarks.StatusUnknown, ReasonCheckerError, "npu5", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeNode(8, "Ascend910B3", 260)
+			tt.break_(f)
+			expect(t, run1(t, newLaunchCheck(f.opener(nil)), env(t)), tt.status, tt.reason, tt.device, tt.msgs...)
+		})
+	}
+	f := newFakeNode(1, "Ascend910B4", 260)
+	r := run1(t, newLaunchCheck(f.opener(nil)), env(t))
+	for _, want := range []struct {
+		name  string
+		value float64
+		limit float64
+	}{{"event_us", 30.02, 100}, {"wall_us", 60.02, 200}} {
+		var found bool
+		for _, v := range r.Values {
+			if v.Device == "npu0" && v.Name == want.name {
+				found = true
+				if math.Abs(v.Value-want.value) > 1e-9 || v.Threshold == nil || *v.Threshold != want.limit || v.Op != "<=" {
+					t.Errorf("%s = %+v, want median %v, limit <= %v", want.name, v, want.value, want.limit)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s in %+v", want.name, r.Values)
+		}
+	}
+}
+
+func TestLaunchHung(t *testing.T) {
+	f := newFakeNode(2, "Ascend910B3", 260)
+	f.npus[1].hang = true
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r := newLaunchCheck(f.opener(nil)).Run(ctx, nil)
+	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung || r.Device != "npu1" {
+		t.Errorf("got %s/%s/%s: %s", r.Status, r.Reason, r.Device, r.Message)
+	}
+}
+
+func TestOverlapCheck(t *testing.T) {
+	f := newFakeNode(8, "Ascend910B3", 260)
+	r := run1(t, newOverlapCheck(f.opener(nil)), nil)
+	expect(t, r, benchmarks.StatusPass, "", "", "8 NPUs: GEMM and all-reduce overlap with efficiency 1.6")
+	if len(r.Values) != 4 || r.Values[0].Name != "overlap_efficiency" || r.Values[0].Value != 1.6 || *r.Values[0].Threshold != 0.9 {
+		t.Errorf("values %+v", r.Values)
+	}
+
+	f.overlap = device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 2.5}
+	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusFail, "NPUOverlapBelowThreshold", "",
+		"GEMM+all-reduce together took 2.5e+03 ms, alone 1e+03 + 1e+03 ms: efficiency 0.8 < 0.9")
+
+	f = newFakeNode(8, "Ascend910B3", 260)
+	f.overlapErr = &hccl.Error{Op: "HcclAllReduce", Code: hccl.ERoCETransfer, Name: "HCCL_E_ROCE_TRANSFER"}
+	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusFail, ReasonCollectiveLink, "")
+
+	f = newFakeNode(8, "Ascend910B3", 260)
+	f.overlap = device.OverlapOutput{}
+	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusUnknown, ReasonCheckerError, "", "overlap reported times")
+
+	f = newFakeNode(1, "Ascend910B3", 260)
+	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusUnknown, ReasonSingleDevice, "", "1 NPU: overlap needs")
+
+	bad := settings(t, "npu-overlap", "[checks.npu-overlap]\ndtype = \"tf32\"\n")
+	expect(t, run1(t, newOverlapCheck(f.opener(nil)), bad), benchmarks.StatusUnknown, ReasonInvalidSettings, "", `dtype = "tf32": want fp16 or bf16`)
 }

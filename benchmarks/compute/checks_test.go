@@ -140,14 +140,14 @@ func TestLaunchCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(4, a100)
 			tt.setup(f)
-			r := (&launchCheck{open: f.opener()}).Run(context.Background(), envWith(t, "kernel-launch", env))
+			r := newLaunchCheck(f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
 			if r.Status != tt.status || r.Reason != tt.reason || r.Device != tt.device {
 				t.Fatalf("result %+v, want %s %s %s", r, tt.status, tt.reason, tt.device)
 			}
 		})
 	}
 	f := newFake(1, a100)
-	r := (&launchCheck{open: f.opener()}).Run(context.Background(), envWith(t, "kernel-launch", env))
+	r := newLaunchCheck(f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
 	v := valueOf(t, r, "gpu0", "event_us")
 	if v.Threshold == nil || *v.Threshold != 5.5 || v.Op != "<=" || v.Value != 4.02 {
 		t.Errorf("event_us value %+v (median of 4.00..4.04 is 4.02, limit 5.5)", v)
@@ -235,7 +235,7 @@ func TestCollectiveHung(t *testing.T) {
 
 func TestOverlapCheck(t *testing.T) {
 	f := newFake(4, "NVIDIA H100 80GB HBM3")
-	r := (&overlapCheck{open: f.opener()}).Run(context.Background(), nil)
+	r := newOverlapCheck(f.opener()).Run(context.Background(), nil)
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
@@ -243,7 +243,7 @@ func TestOverlapCheck(t *testing.T) {
 		t.Errorf("efficiency %v, want (1+1)/1.2", v.Value)
 	}
 	f.overlap = OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 2.5}
-	r = (&overlapCheck{open: f.opener()}).Run(context.Background(), nil)
+	r = newOverlapCheck(f.opener()).Run(context.Background(), nil)
 	if r.Status != benchmarks.StatusFail || r.Reason != "OverlapBelowThreshold" {
 		t.Fatalf("%+v", r)
 	}

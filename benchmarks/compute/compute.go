@@ -45,8 +45,8 @@ const (
 	ReasonSingleDevice = device.ReasonSingleDevice
 )
 
-// nvidia is how the vendor-neutral checks (gemm, copy, the collectives)
-// speak of GPUs: "gpu3", "8 devices", faults as classify says, node-wide
+// nvidia is how the vendor-neutral checks (gemm, kernel-launch, copy, the
+// collectives, overlap) speak of GPUs: "gpu3", "8 devices", faults as classify says, node-wide
 // errors named "node", a deadline between measurements a hang.
 var nvidia = &device.Vendor{
 	Vendor:  benchmarks.VendorNVIDIA,

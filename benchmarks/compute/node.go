@@ -35,6 +35,12 @@ type (
 	CollectiveOutput = device.CollectiveOutput
 	// CollOp is a collective operation.
 	CollOp = device.CollOp
+	// LaunchOutput is what a launch-latency measurement found.
+	LaunchOutput = device.LaunchOutput
+	// OverlapInput measures GEMMs and all-reduces alone and at once.
+	OverlapInput = device.OverlapInput
+	// OverlapOutput holds the overlap measurement's three timings in seconds.
+	OverlapOutput = device.OverlapOutput
 )
 
 // GEMM input types.
@@ -45,16 +51,6 @@ const (
 	FP8  = device.FP8
 )
 
-// LaunchOutput is what a launch-latency measurement found.
-type LaunchOutput struct {
-	// EventUs are per-launch event-timed durations in microseconds.
-	EventUs []float64
-	// WallUs are per-launch host wall times (launch + synchronize) in microseconds.
-	WallUs []float64
-	// FillOK is true when the fill kernel wrote the expected values.
-	FillOK bool
-}
-
 // Collectives.
 const (
 	AllReduce = device.AllReduce
@@ -62,32 +58,11 @@ const (
 	AllToAll  = device.AllToAll
 )
 
-// OverlapInput measures GEMMs and all-reduces on every device, alone and at
-// the same time.
-type OverlapInput struct {
-	Devices []int
-	GEMM    GEMMInput // DType and sizes; A and Bt are not needed
-	// GEMMs and AllReduces are how many of each one round runs per device.
-	GEMMs, AllReduces int
-	// Count is the all-reduce size in float32 elements.
-	Count int
-}
-
-// OverlapOutput holds the three timings in seconds.
-type OverlapOutput struct {
-	GEMMAlone, AllReduceAlone, Together float64
-}
-
 // Node is the GPU side of the compute checks: the vendor-neutral
-// device.Node (whose Runtime is the libcuda file opened) and the
-// measurements only the CUDA checks make. Methods block until the device
-// work has finished; callers run them under devcheck.Run to honour their
-// deadline.
-type Node interface {
-	device.Node
-	Launch(ctx context.Context, dev int, n int) (LaunchOutput, error)
-	Overlap(ctx context.Context, in OverlapInput) (OverlapOutput, error)
-}
+// device.Node, whose Runtime is the libcuda file opened. Methods block
+// until the device work has finished; callers run them under devcheck.Run
+// to honour their deadline.
+type Node = device.Node
 
 // Opener opens the node's GPUs: devices nil means all.
 type Opener func(ctx context.Context, libs Libraries, devices []int) (Node, error)

@@ -2,7 +2,6 @@ package compute
 
 import (
 	"math"
-	"sort"
 )
 
 // GEMM inputs come from devcheck.GenMatrix: multiples of 1/8 in [-2, 2],
@@ -29,20 +28,6 @@ func outEps(dt DType) float64 {
 		return 1.0 / 64 // bf16 output, reduced-precision accumulation
 	}
 	return 1.0 / 128
-}
-
-// percentile p (0..100) of xs, nearest rank.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	return s[i]
 }
 
 // e4m3FromF32 encodes FP8 E4M3 (OCP "fn" variant: bias 7, no infinities,

@@ -114,7 +114,7 @@ func TestPercentileMedian(t *testing.T) {
 	if m := devcheck.Median([]float64{1, 2, 3, 4}); m != 2.5 {
 		t.Errorf("even median = %g", m)
 	}
-	if p := percentile(xs, 99); p != 5 {
+	if p := devcheck.Percentile(xs, 99); p != 5 {
 		t.Errorf("p99 = %g", p)
 	}
 	if xs[0] != 5 {

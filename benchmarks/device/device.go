@@ -1,7 +1,8 @@
 // Package device is the vendor-neutral side of vigil's compute checks: the
 // Node interface a vendor's accelerators implement (CUDA in package
 // compute, ACL/HCCL in package ascend), the measurement types that cross
-// it, and the GEMM, copy and collective checks written once against it.
+// it, and the GEMM, copy, collective, launch-latency and overlap checks
+// written once against it.
 //
 // A vendor package registers each check with its own Vendor description
 // (device names, error classification, how results read) and its own
@@ -162,5 +163,11 @@ type Node interface {
 	Copy(ctx context.Context, dev int, bytes, iters int) (CopyOutput, error)
 	// Collective times a collective over the devices, driven from one process.
 	Collective(ctx context.Context, in CollectiveInput) (CollectiveOutput, error)
+	// Launch times n launches of a kernel that does nothing on a device,
+	// each by device events and by host wall time to synchronize, and runs
+	// a kernel that writes known values, which are read back and checked.
+	Launch(ctx context.Context, dev int, n int) (LaunchOutput, error)
+	// Overlap times GEMMs and all-reduces on the devices alone and at once.
+	Overlap(ctx context.Context, in OverlapInput) (OverlapOutput, error)
 	Close() error
 }

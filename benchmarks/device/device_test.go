@@ -83,3 +83,55 @@ func TestVendorsDoNotImportEachOther(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateLaunchAndOverlap: the shared settings name the key that is
+// out of range, and the overlap's dtype the vendor's GEMM types.
+func TestValidateLaunchAndOverlap(t *testing.T) {
+	key := func(err error) string {
+		var se *benchmarks.SettingError
+		if !errors.As(err, &se) {
+			return ""
+		}
+		return se.Key
+	}
+	l := DefaultLaunchSettings(nil)
+	if err := ValidateLaunch(&l); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	l.Launches = 9
+	if key(ValidateLaunch(&l)) != "launches" {
+		t.Error("9 launches accepted")
+	}
+	l = DefaultLaunchSettings(nil)
+	l.Fraction = 1.5
+	if ValidateLaunch(&l) == nil {
+		t.Error("peer_fraction 1.5 accepted")
+	}
+	o := DefaultOverlapSettings(BF16)
+	if err := ValidateOverlap(&o, FP16, BF16); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	o.DType = "fp8"
+	if err := ValidateOverlap(&o, FP16, BF16); key(err) != "dtype" || !strings.Contains(err.Error(), `"fp8": want fp16 or bf16`) {
+		t.Errorf("fp8 on a vendor without it: %v", err)
+	}
+	if err := ValidateOverlap(&o, BF16, FP16, TF32, FP8); err != nil {
+		t.Errorf("fp8 on a vendor with it: %v", err)
+	}
+	for _, bad := range []struct {
+		key string
+		set func(*OverlapSettings)
+	}{
+		{"size", func(s *OverlapSettings) { s.Size = 100 }},
+		{"gemms", func(s *OverlapSettings) { s.GEMMs = 0 }},
+		{"allreduces", func(s *OverlapSettings) { s.AllReduces = 0 }},
+		{"bytes", func(s *OverlapSettings) { s.Bytes = 100 }},
+		{"min_efficiency", func(s *OverlapSettings) { s.MinEfficiency = -1 }},
+	} {
+		o := DefaultOverlapSettings(BF16)
+		bad.set(&o)
+		if got := key(ValidateOverlap(&o, BF16)); got != bad.key {
+			t.Errorf("%s: error names %q", bad.key, got)
+		}
+	}
+}

@@ -112,11 +112,12 @@ type Spec[S any] struct {
 	Open func(ctx context.Context, s *S, devices []int) (Node, error)
 }
 
-// check holds what the three checks share: the benchmarks.Check metadata
+// check holds what the checks share: the benchmarks.Check metadata
 // and the start of Run (settings, then the node).
 type check[S any, P settings[S]] struct {
 	Spec[S]
-	// thresholds returns the settings' thresholds field.
+	// thresholds returns the settings' thresholds field (nil for a check
+	// without thresholds).
 	thresholds func(*S) *Thresholds
 }
 
@@ -131,7 +132,12 @@ func (c *check[S, P]) Defaults() any             { s := c.Spec.Defaults(); retur
 // deadline. When that fails it returns the result to report instead.
 func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {
 	s := c.Spec.Defaults()
-	err := devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
+	var err error
+	if c.thresholds != nil {
+		err = devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
+	} else {
+		err = devcheck.Decode(env, &s)
+	}
 	if err == nil {
 		err = P(&s).Validate()
 	}

@@ -1,15 +1,16 @@
 // Package acl binds the parts of Huawei's Ascend Computing Language that
 // vigil measures with, opened at run time with dlopen: the runtime of
 // libascendcl.so (devices, contexts, streams, memory, copies, events) and
-// the single-operator matmul of the operator API (aclCreateTensor in
-// libnnopbase.so, aclnnMatmul in libopapi.so).
+// the single operators of the operator API vigil runs (aclCreateTensor in
+// libnnopbase.so; aclnnMatmul and aclnnInplaceZero in libopapi.so).
 //
 // Prototypes and constants follow CANN's published headers acl/acl_base.h,
-// acl/acl_rt.h, aclnn/acl_meta.h and aclnnop/aclnn_matmul.h; only what
-// vigil uses is declared. Device addresses are carried as uint64 so no Go
-// pointer ever points into device memory. ACL binds a device to the calling
-// OS thread: callers lock their goroutine to its thread
-// (runtime.LockOSThread) around SetDevice and the work that follows.
+// acl/acl_rt.h, aclnn/acl_meta.h, aclnnop/aclnn_matmul.h and
+// aclnnop/aclnn_zero.h; only what vigil uses is declared. Device addresses
+// are carried as uint64 so no Go pointer ever points into device memory.
+// ACL binds a device to the calling OS thread: callers lock their
+// goroutine to its thread (runtime.LockOSThread) around SetDevice and the
+// work that follows.
 package acl
 
 /*

@@ -25,6 +25,10 @@ static aclnnStatus vigil_matmul_ws(void *f, aclTensor *a, aclTensor *b, aclTenso
 static aclnnStatus vigil_matmul(void *f, uint64_t ws, uint64_t size, aclOpExecutor *ex, void *stream) {
 	return ((aclnnStatus (*)(void *, uint64_t, aclOpExecutor *, void *))f)((void *)(uintptr_t)ws, size, ex, stream);
 }
+// aclnnop/aclnn_zero.h.
+static aclnnStatus vigil_zero_ws(void *f, aclTensor *self, uint64_t *ws, aclOpExecutor **ex) {
+	return ((aclnnStatus (*)(aclTensor *, uint64_t *, aclOpExecutor **))f)(self, ws, ex);
+}
 */
 import "C"
 
@@ -74,7 +78,7 @@ type Executor struct{ p *C.aclOpExecutor }
 type Ops struct {
 	base, api *dl.Library
 	rt        *Lib
-	f         struct{ createTensor, destroyTensor, matmulWS, matmul unsafe.Pointer }
+	f         struct{ createTensor, destroyTensor, matmulWS, matmul, zeroWS, zero unsafe.Pointer }
 }
 
 // OpenOps loads libnnopbase.so and libopapi.so (defaults for empty Names;
@@ -107,6 +111,8 @@ func OpenOps(base, api dl.Options, rt *Lib) (*Ops, error) {
 		o.Close()
 		return nil, err
 	}
+	o.f.zeroWS, _ = al.Sym("aclnnInplaceZeroGetWorkspaceSize")
+	o.f.zero, _ = al.Sym("aclnnInplaceZero")
 	return o, nil
 }
 
@@ -164,4 +170,25 @@ func (o *Ops) MatmulWorkspace(a, b, out Tensor, math CubeMath) (uint64, Executor
 // Matmul launches the executor on s with workspace (device address, size).
 func (o *Ops) Matmul(workspace, size uint64, ex Executor, s Stream) error {
 	return o.check("aclnnMatmul", C.vigil_matmul(o.f.matmul, C.uint64_t(workspace), C.uint64_t(size), ex.p, unsafe.Pointer(s.p)))
+}
+
+// ZeroWorkspace is aclnnInplaceZeroGetWorkspaceSize for t = 0: the
+// workspace bytes and the executor of one launch. aclnnInplaceZero is
+// optional when the operator library is opened; without it this reports
+// the symbol missing (dl.ErrSymbol).
+func (o *Ops) ZeroWorkspace(t Tensor) (uint64, Executor, error) {
+	if o.f.zeroWS == nil || o.f.zero == nil {
+		return 0, Executor{}, fmt.Errorf("aclnnInplaceZero in %s: %w", o.api.Path, dl.ErrSymbol)
+	}
+	var ws C.uint64_t
+	var ex *C.aclOpExecutor
+	err := o.check("aclnnInplaceZeroGetWorkspaceSize", C.vigil_zero_ws(o.f.zeroWS, t.p, &ws, &ex))
+	return uint64(ws), Executor{ex}, err
+}
+
+// Zero launches the executor of ZeroWorkspace on s with workspace (device
+// address, size; 0, 0 when none was asked for). The launch has the
+// prototype of every aclnn second phase, aclnnMatmul's.
+func (o *Ops) Zero(workspace, size uint64, ex Executor, s Stream) error {
+	return o.check("aclnnInplaceZero", C.vigil_matmul(o.f.zero, C.uint64_t(workspace), C.uint64_t(size), ex.p, unsafe.Pointer(s.p)))
 }

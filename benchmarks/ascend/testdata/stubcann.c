@@ -120,6 +120,44 @@ int aclnnMatmul(void *ws, uint64_t size, struct exec *ex, void *stream) {
 	return 0;
 }
 
+/*
+ * Knobs of the single-device operators and single-node collectives, for the
+ * checks' slow and broken cases:
+ * STUBCANN_LAUNCH_US=N   each aclnnInplaceZero takes N microseconds more (a slow launch path)
+ * STUBCANN_ZERO_WRONG=1  aclnnInplaceZero leaves the last element as it was
+ * STUBCANN_HCCL_US=N     each HcclAllReduce and HcclAlltoAll of HcclCommInitAll takes N microseconds more
+ * Built with -DSTUB_OLD_CANN the library lacks aclnnInplaceZero and HcclAlltoAll, as older CANN releases do.
+ */
+static int envint(const char *name, int def);
+static void stall(const char *name) {
+	int us = envint(name, 0);
+	if (us > 0) {
+		struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+#ifndef STUB_OLD_CANN
+/* aclnnop/aclnn_zero.h */
+int aclnnInplaceZeroGetWorkspaceSize(struct aclTensor *self, uint64_t *ws, struct exec **ex) {
+	if (!self || self->n == 0) return NN_BAD;
+	*ex = malloc(sizeof **ex);
+	(*ex)->a = self; (*ex)->b = NULL; (*ex)->o = self;
+	*ws = 0;
+	return 0;
+}
+int aclnnInplaceZero(void *ws, uint64_t size, struct exec *ex, void *stream) {
+	if (!stream || (size > 0 && !ws)) { free(ex); return NN_BAD; }
+	uint64_t n = 1;
+	for (uint64_t i = 0; i < ex->o->n; i++) n *= (uint64_t)ex->o->dims[i];
+	if (envint("STUBCANN_ZERO_WRONG", 0) && n > 1) n--;
+	memset(ex->o->data, 0, n * 2);
+	stall("STUBCANN_LAUNCH_US");
+	free(ex);
+	return 0;
+}
+#endif
+
 /* hccl/hccl.h */
 struct shared { pthread_barrier_t bar; int n, live; const float *send[NDEV]; };
 struct mnroot;
@@ -317,9 +355,25 @@ int HcclAllReduce(void *send, void *recv, uint64_t count, int dt, int op, struct
 		for (int k = 0; k < sh->n; k++) s += sh->send[k][i];
 		r[i] = s;
 	}
+	stall("STUBCANN_HCCL_US");
 	pthread_barrier_wait(&sh->bar);
 	return 0;
 }
+#ifndef STUB_OLD_CANN
+int HcclAlltoAll(const void *send, uint64_t scount, int sdt, const void *recv, uint64_t rcount, int rdt, struct comm *c, void *stream) {
+	if (sdt != 4 || rdt != 4 || scount != rcount || !stream) return 1;
+	if (c->root) return 5; /* HCCL_E_NOT_SUPPORT: not in the stub */
+	struct shared *sh = c->sh;
+	sh->send[c->rank] = send;
+	pthread_barrier_wait(&sh->bar);
+	/* rank r receives chunk r of every rank k, in rank order */
+	for (int k = 0; k < sh->n; k++)
+		memcpy((float *)recv + k * rcount, sh->send[k] + c->rank * scount, scount * 4);
+	stall("STUBCANN_HCCL_US");
+	pthread_barrier_wait(&sh->bar);
+	return 0;
+}
+#endif
 int HcclAllGather(void *send, void *recv, uint64_t count, int dt, struct comm *c, void *stream) {
 	if (dt != 4 || !stream) return 1;
 	if (c->root) return 5; /* HCCL_E_NOT_SUPPORT: not in the stub */

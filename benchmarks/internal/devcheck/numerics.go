@@ -208,6 +208,21 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// Percentile is the p-th percentile (0..100) of xs by nearest rank (xs
+// is not modified); NaN when xs is empty.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	return s[i]
+}
+
 // Element encodings used to upload GEMM inputs and read D back.
 
 // BF16FromF32 encodes x as bfloat16, rounding to nearest even.

@@ -1,0 +1,52 @@
+package ascend
+
+import (
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
+)
+
+// ReasonKernelWrongResult: the zero kernel did not clear what it should
+// (fail). Slow launches give NPULaunchLatencyAboveThreshold or …AbovePeers.
+const ReasonKernelWrongResult = "NPUKernelWrongResult"
+
+// LaunchSettings are the settings of [checks.npu-kernel-launch].
+type LaunchSettings struct {
+	Libraries
+	// Launches, the peer comparison and Thresholds (model → "event_us" /
+	// "wall_us" → most microseconds, median) are those of every
+	// launch-latency check.
+	device.LaunchSettings
+}
+
+// launchThresholds are the shipped limits on the median latency of one
+// aclnnInplaceZero on one element: its two-phase call and kernel between
+// two ACL events, and the host's time from the call to
+// aclrtSynchronizeStream. Estimates, not measurements: the operator API's
+// host path (executor built per call) and the task scheduler's dispatch
+// make an operator launch on a 910B cost tens of microseconds, several
+// times a CUDA kernel launch; the limits sit well above that to catch a
+// node that is far off (a busy or throttled host CPU, a sick device), and
+// must be calibrated on known-good nodes.
+var launchThresholds = device.Thresholds{"Ascend910B": {"event_us": 100, "wall_us": 200}}
+
+// DefaultLaunchSettings are the shipped settings.
+func DefaultLaunchSettings() LaunchSettings {
+	return LaunchSettings{Libraries: DefaultLibraries(), LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
+}
+
+// Validate reports out-of-range settings, naming the key.
+func (s *LaunchSettings) Validate() error { return device.ValidateLaunch(&s.LaunchSettings) }
+
+// newLaunchCheck is the npu-kernel-launch check over the NPUs open opens.
+func newLaunchCheck(open Opener) benchmarks.Check {
+	return device.NewLaunch(device.LaunchSpec[LaunchSettings]{
+		Spec: spec[LaunchSettings]("npu-kernel-launch", "aclnnInplaceZero launch latency per NPU and a verified zero kernel (ACL)",
+			DefaultLaunchSettings, launchThresholds, open),
+		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
+		WrongResult: ReasonKernelWrongResult,
+		Prefix:      "NPULaunchLatency",
+		RuntimeNote: "ACL %s",
+	})
+}
+
+func init() { benchmarks.Register(newLaunchCheck(OpenACL)) }

@@ -1,0 +1,132 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+)
+
+// LaunchOutput is what a launch-latency measurement found.
+type LaunchOutput struct {
+	// EventUs are per-launch durations timed by two device events around
+	// the launch, in microseconds.
+	EventUs []float64
+	// WallUs are per-launch host wall times (launch + synchronize) in microseconds.
+	WallUs []float64
+	// FillOK is true when the kernel that writes known values wrote them.
+	FillOK bool
+}
+
+// LaunchSettings are the settings every vendor's launch-latency check has;
+// the vendor's settings type embeds them next to its library keys.
+type LaunchSettings struct {
+	Peers
+	// Launches is how many kernels are timed per device.
+	Launches int `toml:"launches"`
+	// Thresholds: model → "event_us" / "wall_us" → most microseconds (median).
+	Thresholds Thresholds `toml:"thresholds"`
+}
+
+// DefaultLaunchSettings are the shipped launch settings with the vendor's
+// shipped thresholds th: 1000 launches per device. The peer comparison is
+// loose (fail above twice the median): devices on the far socket of a
+// two-socket host legitimately launch slower.
+func DefaultLaunchSettings(th Thresholds) LaunchSettings {
+	return LaunchSettings{Peers: Peers{Fraction: 0.5, Min: 3}, Launches: 1000, Thresholds: th.Merge(nil)}
+}
+
+// ValidateLaunch reports out-of-range launch settings, naming the key.
+func ValidateLaunch(s *LaunchSettings) error {
+	if s.Launches < 10 {
+		return benchmarks.BadSetting("launches", "%d: want 10 or more", s.Launches)
+	}
+	return devcheck.ValidatePeers(s.Peers)
+}
+
+// LaunchSpec is one vendor's launch-latency check.
+type LaunchSpec[S any] struct {
+	Spec[S]
+	// Launch returns the settings' launch part.
+	Launch func(*S) *LaunchSettings
+	// WrongResult is the reason token of a kernel that wrote wrong values;
+	// Prefix starts the limit and peer reasons (Prefix+"AboveThreshold").
+	WrongResult, Prefix string
+	// RuntimeNote formats Node.Runtime in the message ("" for none).
+	RuntimeNote string
+}
+
+// launchCheck measures each device's launch latency and checks that a
+// kernel computes.
+type launchCheck[S any, P settings[S]] struct {
+	check[S, P]
+	spec LaunchSpec[S]
+}
+
+// NewLaunch returns the launch-latency check that spec describes.
+func NewLaunch[S any, P settings[S]](spec LaunchSpec[S]) benchmarks.Check {
+	th := func(s *S) *Thresholds { return &spec.Launch(s).Thresholds }
+	return &launchCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
+}
+
+// launchReadings are the per-device figures of a launch check.
+type launchReadings struct{ event, wall, p99 []devcheck.Reading }
+
+func (c *launchCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s, node, res := c.start(ctx, env)
+	if res != nil {
+		return *res
+	}
+	defer node.Close()
+	ls := c.spec.Launch(s)
+	devs := node.Devices()
+	t := c.tally()
+	var rs launchReadings
+	// One device at a time: launch latency is what the host thread sees,
+	// and concurrent launches from other devices would disturb it.
+	for _, d := range devs {
+		if !c.measure(ctx, t, node, d, ls.Launches, &rs) {
+			break
+		}
+	}
+	for _, x := range []struct {
+		m  devcheck.Metric
+		rs []devcheck.Reading
+		p  Peers
+	}{
+		{devcheck.Metric{Name: "event_us", Key: "event_us", Unit: "us", Lower: true, Label: "launch latency (event)"}, rs.event, ls.Peers},
+		{devcheck.Metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency (wall)"}, rs.wall, ls.Peers},
+		{devcheck.Metric{Name: "wall_us_p99", Unit: "us", Lower: true, Label: "launch latency p99 (wall)"}, rs.p99, Peers{}},
+	} {
+		evaluate(t, x.m, c.spec.Prefix, x.rs, ls.Thresholds, x.p)
+	}
+	if c.spec.RuntimeNote != "" {
+		t.Note(c.spec.RuntimeNote, node.Runtime())
+	}
+	return t.Result(fmt.Sprintf("%s: launch latency as expected", c.Spec.Vendor.Count(len(devs))))
+}
+
+// measure times launches on device d and adds its readings to rs; it
+// returns false when the check must stop (the device hung).
+func (c *launchCheck[S, P]) measure(ctx context.Context, t *devcheck.Tally, node Node, d Info, launches int, rs *launchReadings) bool {
+	v := c.Spec.Vendor
+	name := v.DevName(d.Index)
+	var out LaunchOutput
+	err := devcheck.Run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, launches); return err })
+	if err == nil && (len(out.EventUs) == 0 || len(out.WallUs) == 0) {
+		err = errors.New("no launches were timed")
+	}
+	if err != nil {
+		v.record(t, name, err)
+		return !errors.Is(err, ErrHung)
+	}
+	if !out.FillOK {
+		t.Fail(name, c.spec.WrongResult, "%s: the fill kernel wrote wrong values", name)
+	}
+	rs.event = append(rs.event, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Median(out.EventUs)})
+	rs.wall = append(rs.wall, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Median(out.WallUs)})
+	rs.p99 = append(rs.p99, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Percentile(out.WallUs, 99)})
+	return true
+}

@@ -1,0 +1,147 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+)
+
+// OverlapInput measures GEMMs and all-reduces on every device, alone and at
+// the same time (each device's GEMMs on a stream of their own, the
+// all-reduces on the collective's streams).
+type OverlapInput struct {
+	Devices []int
+	GEMM    GEMMInput // DType and sizes; A and Bt are not needed
+	// GEMMs and AllReduces are how many of each one round runs per device.
+	GEMMs, AllReduces int
+	// Count is the all-reduce size in float32 elements.
+	Count int
+}
+
+// OverlapOutput holds the three timings in seconds.
+type OverlapOutput struct {
+	GEMMAlone, AllReduceAlone, Together float64
+}
+
+// OverlapSettings are the settings every vendor's overlap check has; the
+// vendor's settings type embeds them next to its library keys.
+type OverlapSettings struct {
+	// DType and Size are the GEMMs' input type and m = n = k.
+	DType string `toml:"dtype"`
+	Size  int    `toml:"size"`
+	// GEMMs and AllReduces are how many of each run per device in a round.
+	GEMMs      int `toml:"gemms"`
+	AllReduces int `toml:"allreduces"`
+	// Bytes is each all-reduce's buffer size.
+	Bytes int `toml:"bytes"`
+	// MinEfficiency is the least (GEMM alone + all-reduce alone) / together:
+	// 2 is perfect overlap, 1 is none, below 1 running both at once is
+	// slower than one after the other.
+	MinEfficiency float64 `toml:"min_efficiency"`
+}
+
+// DefaultOverlapSettings are the shipped overlap settings: 20 GEMMs of
+// 8192³ and 20 all-reduces of 256 MiB per device. The floor only catches
+// pathological interference (concurrent slower than serial); calibrate it.
+func DefaultOverlapSettings(dt DType) OverlapSettings {
+	return OverlapSettings{DType: string(dt), Size: 8192, GEMMs: 20, AllReduces: 20, Bytes: 256 << 20, MinEfficiency: 0.9}
+}
+
+// ValidateOverlap reports out-of-range overlap settings, naming the key;
+// dtypes are the input types the vendor's GEMM supports.
+func ValidateOverlap(s *OverlapSettings, dtypes ...DType) error {
+	if !contains(dtypes, DType(s.DType)) {
+		names := make([]string, len(dtypes))
+		for i, d := range dtypes {
+			names[i] = string(d)
+		}
+		return benchmarks.BadSetting("dtype", "%q: want %s or %s", s.DType, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	}
+	switch {
+	case s.Size < 16 || s.Size%16 != 0:
+		return benchmarks.BadSetting("size", "%d: want a multiple of 16, at least 16", s.Size)
+	case s.GEMMs < 1:
+		return benchmarks.BadSetting("gemms", "%d: want 1 or more", s.GEMMs)
+	case s.AllReduces < 1:
+		return benchmarks.BadSetting("allreduces", "%d: want 1 or more", s.AllReduces)
+	case s.Bytes < 4096:
+		return benchmarks.BadSetting("bytes", "%d: want 4096 or more", s.Bytes)
+	case s.MinEfficiency < 0:
+		return benchmarks.BadSetting("min_efficiency", "%v: want 0 or more", s.MinEfficiency)
+	}
+	return nil
+}
+
+// OverlapSpec is one vendor's overlap check.
+type OverlapSpec[S any] struct {
+	Spec[S]
+	// Overlap returns the settings' overlap part.
+	Overlap func(*S) *OverlapSettings
+	// Prefix starts the floor's reason (Prefix+"BelowThreshold").
+	Prefix string
+}
+
+// overlapCheck times GEMMs and all-reduces alone and together.
+type overlapCheck[S any, P settings[S]] struct {
+	check[S, P]
+	spec OverlapSpec[S]
+}
+
+// NewOverlap returns the overlap check that spec describes.
+func NewOverlap[S any, P settings[S]](spec OverlapSpec[S]) benchmarks.Check {
+	return &overlapCheck[S, P]{check: check[S, P]{spec.Spec, nil}, spec: spec}
+}
+
+func (c *overlapCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s, node, res := c.start(ctx, env)
+	if res != nil {
+		return *res
+	}
+	defer node.Close()
+	v, ov := c.Spec.Vendor, c.spec.Overlap(s)
+	devs := node.Devices()
+	if len(devs) < 2 {
+		return benchmarks.Result{Check: c.Spec.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
+			Message: fmt.Sprintf("%d %s: overlap needs an all-reduce over at least 2", len(devs), devcheck.Plural(len(devs), v.Noun))}
+	}
+	idx := make([]int, len(devs))
+	for i, d := range devs {
+		idx[i] = d.Index
+	}
+	in := OverlapInput{Devices: idx, GEMMs: ov.GEMMs, AllReduces: ov.AllReduces, Count: ov.Bytes / 4,
+		GEMM: GEMMInput{DType: DType(ov.DType), M: ov.Size, N: ov.Size, K: ov.Size, MinTime: time.Nanosecond, MaxIters: 1}}
+	var out OverlapOutput
+	t := c.tally()
+	err := devcheck.Run(ctx, func() (err error) { out, err = node.Overlap(ctx, in); return err })
+	if err == nil && (out.Together <= 0 || out.GEMMAlone <= 0 || out.AllReduceAlone <= 0) {
+		err = fmt.Errorf("overlap reported times %+v", out)
+	}
+	if err != nil {
+		v.record(t, v.NodeDevice, err)
+		return t.Result("")
+	}
+	eff := c.evaluate(t, ov, out)
+	return t.Result(fmt.Sprintf("%s: GEMM and all-reduce overlap with efficiency %.3g", v.Count(len(devs)), eff))
+}
+
+// evaluate records the efficiency against its floor and the three times;
+// it returns the efficiency.
+func (c *overlapCheck[S, P]) evaluate(t *devcheck.Tally, ov *OverlapSettings, out OverlapOutput) float64 {
+	eff := (out.GEMMAlone + out.AllReduceAlone) / out.Together
+	lim := ov.MinEfficiency
+	st := benchmarks.StatusPass
+	if eff < lim {
+		st = benchmarks.StatusFail
+		t.Fail("", c.spec.Prefix+"BelowThreshold", "GEMM+all-reduce together took %.3g ms, alone %.3g + %.3g ms: efficiency %.3g < %.3g",
+			out.Together*1e3, out.GEMMAlone*1e3, out.AllReduceAlone*1e3, eff, lim)
+	}
+	t.Value("", "overlap_efficiency", devcheck.Round(eff), "ratio", &lim, ">=", st)
+	t.Value("", "gemm_alone_ms", devcheck.Round(out.GEMMAlone*1e3), "ms", nil, "", benchmarks.StatusPass)
+	t.Value("", "allreduce_alone_ms", devcheck.Round(out.AllReduceAlone*1e3), "ms", nil, "", benchmarks.StatusPass)
+	t.Value("", "together_ms", devcheck.Round(out.Together*1e3), "ms", nil, "", benchmarks.StatusPass)
+	return eff
+}
