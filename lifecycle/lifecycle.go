@@ -138,6 +138,8 @@ type run struct {
 	// failure is this node's failure as the job's comment shows it, set
 	// once it was written there.
 	failure string
+	// user is how the job's user is told of a failure (usernotify.go).
+	user userNotice
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the
