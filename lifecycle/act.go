@@ -135,6 +135,7 @@ func (r *run) who() string {
 func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 	rep := r.rep
 	r.commentFailed(ctx, NodeFailure(rep.Node, rep.Results))
+	defer r.notifyUser(ctx)
 	rep.Action = report.Action{Kind: report.ActionDrain, Reason: plan.Reason}
 	for _, k := range plan.Kept {
 		rep.Action.Kept = append(rep.Action.Kept, k.Why)

@@ -190,6 +190,7 @@ func (r *run) commentFailed(ctx context.Context, failure string) {
 }
 
 func (r *run) missingFailure(mine string) (string, bool) {
+	r.user.sawComment(mine, r.failure)
 	return FailedStatus(mine, r.rep.Node, r.failure), !strings.Contains(mine, r.failure)
 }
 

@@ -32,6 +32,7 @@ func (r *run) applyJobChoices() (int, bool) {
 		r.note("policy: %s", w)
 		r.log.Warn("policy: " + w)
 	}
+	r.user.choice = pp.Notify
 	if pp.Skip {
 		r.rep.Skipped = "the job skipped the checks (--vigil-checks=none, allowed by [policy] allow_skip)"
 		r.log.Info(r.rep.Skipped)

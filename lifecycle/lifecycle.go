@@ -141,6 +141,8 @@ type run struct {
 	failure string
 	// admin is the guard's and the admin notifications' state.
 	admin adminState
+	// user is how the job's user is told of a failure (usernotify.go).
+	user userNotice
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the

@@ -31,6 +31,7 @@ const (
 
 const commandUsage = `usage: vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
                                 [--hang-time DURATION] [--hang-action ACTION]
+                                [--notify LIST] [--webhook URL]
 
 Checks a job's --vigil-* values against the [policy] section of the config
 (default /etc/vigil/vigil.toml; a missing file means the shipped policy).

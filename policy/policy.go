@@ -1,6 +1,7 @@
 // Package policy bounds what users may ask of vigil per job. Users choose
 // with the SPANK plugin's options (--vigil-checks, --vigil-timing,
-// --vigil-hang-time, --vigil-hang-action; see docs/spank.md); the admin
+// --vigil-hang-time, --vigil-hang-action, --vigil-notify, --vigil-webhook;
+// see docs/spank.md); the admin
 // bounds those choices in the [policy] section of vigil.toml, the one
 // source of truth for the plugin on the submit host (`vigil-prolog
 // policy-check`), for vigil-prolog and for vigil-watch.
@@ -86,11 +87,20 @@ type Policy struct {
 	// AutoWatch makes the plugin, when plugstack.conf says watch=config,
 	// start vigil-watch on every node of every job.
 	AutoWatch bool `toml:"auto_watch"`
+	// Notify are the channels users may choose with --vigil-notify to be
+	// told of a hang or of a node of their job that failed the prolog:
+	// "mail" (to the job's user through Slurm's MailProg), "webhook".
+	Notify []string `toml:"notify"`
+	// Webhooks are the URLs users may give with --vigil-webhook: an entry
+	// ending in "/" allows every URL below it (same scheme and host), any
+	// other entry that exact URL. Needed when notify lists "webhook".
+	Webhooks []string `toml:"webhooks"`
 }
 
 // Default returns the shipped policy: any check, no skipping, both
 // timings, every hang action, windows from 1 minute to 24 hours, opting
-// out of watching allowed, no automatic watching.
+// out of watching allowed, no automatic watching, mail as the only
+// notification users may choose.
 func Default() Policy {
 	return Policy{
 		Timings:          []string{TimingBefore, TimingAfterRequeue},
@@ -98,6 +108,7 @@ func Default() Policy {
 		MinWindow:        time.Minute,
 		MaxWindow:        24 * time.Hour,
 		AllowWatchOptOut: true,
+		Notify:           []string{NotifyMail},
 	}
 }
 
@@ -174,6 +185,7 @@ func (p Policy) Validate(f *config.File, known []string) error {
 	if p.MaxWindow < p.MinWindow {
 		errs = append(errs, f.Errorf(Section+".max_hang_time", "%v: shorter than min_hang_time %v", p.MaxWindow, p.MinWindow))
 	}
+	errs = append(errs, p.validateNotify(f)...)
 	return errors.Join(errs...)
 }
 
@@ -191,11 +203,17 @@ type Request struct {
 	WatchOff bool
 	// HangAction is "notify", "cancel" or "requeue"; "" when not chosen.
 	HangAction string
+	// Notify are the chosen channels (--vigil-notify); nil when not
+	// chosen, empty for "none".
+	Notify []string
+	// Webhook is the job's webhook URL (--vigil-webhook); "" when not given.
+	Webhook string
 }
 
 // Empty reports whether the job asked for nothing.
 func (r Request) Empty() bool {
-	return r.Checks == nil && !r.SkipChecks && r.Timing == "" && r.Window == 0 && !r.WatchOff && r.HangAction == ""
+	return r.Checks == nil && !r.SkipChecks && r.Timing == "" && r.Window == 0 && !r.WatchOff && r.HangAction == "" &&
+		r.Notify == nil && r.Webhook == ""
 }
 
 // Option names, as on the sbatch command line without "--vigil-".
@@ -207,7 +225,7 @@ const (
 )
 
 // Options lists the option names in the order they are documented.
-var Options = []string{OptChecks, OptTiming, OptHangTime, OptHangAction}
+var Options = []string{OptChecks, OptTiming, OptHangTime, OptHangAction, OptNotify, OptWebhook}
 
 // Set parses one option's value into r. Syntax errors wrap ErrSyntax.
 func (r *Request) Set(option, value string) error {
@@ -259,6 +277,10 @@ func (r *Request) Set(option, value string) error {
 			return bad("want %s", watchcfg.ActionList)
 		}
 		r.HangAction = a
+	case OptNotify:
+		return r.setNotify(v, bad)
+	case OptWebhook:
+		return r.setWebhook(v, bad)
 	default:
 		return fmt.Errorf("%w: unknown option --vigil-%s", ErrSyntax, option)
 	}
@@ -289,6 +311,7 @@ func FromSpankEnv(lookup func(string) (string, bool)) (Request, []error) {
 	return fromEnv(lookup, map[string]string{
 		OptChecks: EnvSpankChecks, OptTiming: EnvSpankTiming,
 		OptHangTime: EnvSpankHangTime, OptHangAction: EnvSpankHangAction,
+		OptNotify: EnvSpankNotify, OptWebhook: EnvSpankWebhook,
 	})
 }
 
@@ -344,6 +367,7 @@ func (p Policy) Check(r Request, reg Registry) []error {
 	if r.HangAction != "" && !slices.Contains(p.HangActions, r.HangAction) {
 		refuse("hang action %s is not allowed on this cluster (allowed: %s)", r.HangAction, list(p.HangActions))
 	}
+	p.checkNotify(r, refuse)
 	return errs
 }
 
@@ -393,6 +417,9 @@ type Prolog struct {
 	// Dropped are the checks the job asked for that do not run, each with
 	// the reason.
 	Dropped []Dropped
+	// Notify is how the job's user is told of a node that failed the
+	// prolog (--vigil-notify, --vigil-webhook, within the policy).
+	Notify Notify
 }
 
 // Dropped is a check the job asked for (--vigil-checks) that does not run.
@@ -407,7 +434,8 @@ type Dropped struct {
 // the registered checks and the configured budget. Values outside
 // the policy are ignored with a warning; the budget never grows.
 func (p Policy) ApplyProlog(r Request, reg Registry, budget time.Duration) Prolog {
-	out := Prolog{Budget: budget}
+	out := Prolog{Budget: budget, Notify: p.ApplyNotify(r)}
+	out.Warnings = append(out.Warnings, out.Notify.Warnings...)
 	warn := func(format string, a ...any) { out.Warnings = append(out.Warnings, fmt.Sprintf(format, a...)) }
 	if r.SkipChecks {
 		if p.AllowSkip {

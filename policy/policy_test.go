@@ -89,7 +89,8 @@ allow_watch_opt_out = false
 auto_watch = true
 `), known)
 		want := Policy{Checks: []string{"disk", "xid"}, AllowSkip: true, Timings: []string{"before"}, MaxBudget: 2 * time.Minute,
-			HangActions: []string{"notify"}, MinWindow: 5 * time.Minute, MaxWindow: 2 * time.Hour, AutoWatch: true}
+			HangActions: []string{"notify"}, MinWindow: 5 * time.Minute, MaxWindow: 2 * time.Hour, AutoWatch: true,
+			Notify: []string{"mail"}}
 		if err != nil || !reflect.DeepEqual(p, want) {
 			t.Fatalf("Load = %+v, %v; want %+v", p, err, want)
 		}

@@ -39,8 +39,8 @@ type Watcher struct {
 	// Policy is the [policy] section.
 	Policy Policy
 	// Request holds the job's hang options from the environment
-	// (VIGIL_HANG_DETECT_TIME, VIGIL_HANG_ACTION): Window, WatchOff and
-	// HangAction.
+	// (VIGIL_HANG_DETECT_TIME, VIGIL_HANG_ACTION, VIGIL_NOTIFY,
+	// VIGIL_WEBHOOK_URL): Window, WatchOff, HangAction, Notify and Webhook.
 	Request Request
 	// Started is VIGIL_SPANK_WATCH: "auto" or "config" when the SPANK
 	// plugin started this watcher, "" when the job started it.
@@ -49,7 +49,8 @@ type Watcher struct {
 
 // ForWatcher reads the [policy] of f and the job's hang options from the
 // environment: the window (watchcfg.EnvWindow, read here and nowhere
-// else, or "off") and the action (EnvHangAction). An invalid [policy] is
+// else, or "off"), the action (EnvHangAction) and the notification choice
+// (EnvNotify, EnvWebhookURL). An invalid [policy] is
 // an error and a nil Watcher. A malformed variable is an error too, naming
 // the variable, with the Watcher of what could be read: its Skip still
 // holds (vigil-watch exits 2 for bad environment or config).
@@ -70,9 +71,11 @@ func ForWatcher(f *config.File, lookup func(string) (string, bool)) (*Watcher, e
 			w.Request.Window = d
 		}
 	}
-	if v, ok := lookup(EnvHangAction); ok && strings.TrimSpace(v) != "" {
-		if err := w.Request.Set(OptHangAction, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", EnvHangAction, err))
+	for opt, name := range map[string]string{OptHangAction: EnvHangAction, OptNotify: EnvNotify, OptWebhook: EnvWebhookURL} {
+		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
+			if err := w.Request.Set(opt, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
 		}
 	}
 	return w, errors.Join(errs...)
@@ -97,4 +100,12 @@ func (w *Watcher) Skip() string {
 // Flags given to vigil-watch by hand still override the result.
 func (w *Watcher) Apply(window time.Duration, action string) Watch {
 	return w.Policy.ApplyWatch(w.Request, window, action)
+}
+
+// Notify returns how the job's user is told of a hang: the job's
+// VIGIL_NOTIFY and VIGIL_WEBHOOK_URL within the policy. The job's steps
+// can set these variables to anything, so nothing outside the policy is
+// kept.
+func (w *Watcher) Notify() Notify {
+	return w.Policy.ApplyNotify(w.Request)
 }

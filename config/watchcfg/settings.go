@@ -41,6 +41,10 @@ type Settings struct {
 	MaxRequeues int `toml:"max_requeues"`
 	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
 	WebhookURL string `toml:"webhook_url"`
+	// JobWebhookURL is the job's own webhook (--vigil-webhook, within
+	// [policy] webhooks), posted to as well as WebhookURL; never read
+	// from the file.
+	JobWebhookURL string `toml:"-"`
 	// WebhookTimeout bounds each POST ("10s").
 	WebhookTimeout time.Duration `toml:"webhook_timeout"`
 	// WebhookAttempts is how many times a failed POST is tried in all.

@@ -7,6 +7,8 @@
  *   --vigil-timing=WHEN          before | after-requeue
  *   --vigil-hang-time=DURATION   vigil-watch's window: minutes or a Go duration, or "off"
  *   --vigil-hang-action=ACTION   notify (or none) | cancel | requeue
+ *   --vigil-notify=LIST          how vigil tells the job's user: mail,webhook (or none)
+ *   --vigil-webhook=URL          the job's webhook, one of [policy] webhooks
  *
  * Values are checked on the submit host by `vigil-prolog policy-check`: their
  * syntax and the site's [policy] (the TOML config is the one source of
@@ -14,8 +16,8 @@
  * where policy-check cannot run, it only refuses an empty or over-long value
  * and lets the nodes apply the policy at run time. Values reach
  * vigil-prolog and vigil-epilog as SPANK_VIGIL_* variables
- * (spank_job_control_setenv) and the job's steps as VIGIL_HANG_DETECT_TIME
- * and VIGIL_HANG_ACTION (spank_setenv). vigil-prolog and vigil-watch apply
+ * (spank_job_control_setenv) and the job's steps as VIGIL_HANG_DETECT_TIME,
+ * VIGIL_HANG_ACTION, VIGIL_NOTIFY and VIGIL_WEBHOOK_URL (spank_setenv). vigil-prolog and vigil-watch apply
  * them again, within the policy, at run time.
  *
  * With watch=auto (or watch=config and [policy] auto_watch = true) the
@@ -63,7 +65,7 @@ SPANK_PLUGIN(vigil, 1);
 #define VIGIL_VALUE_MAX 1024
 #define VIGIL_MSG_MAX 2048
 
-enum { OPT_CHECKS = 1, OPT_TIMING, OPT_HANG_TIME, OPT_HANG_ACTION, OPT_COUNT };
+enum { OPT_CHECKS = 1, OPT_TIMING, OPT_HANG_TIME, OPT_HANG_ACTION, OPT_NOTIFY, OPT_WEBHOOK, OPT_COUNT };
 enum { WATCH_OFF = 0, WATCH_AUTO, WATCH_CONFIG };
 
 /* Plugin arguments from plugstack.conf. */
@@ -88,9 +90,11 @@ static pid_t watcher_pid;
 /* Option names, and the job control variables (SPANK_<name> in the prolog). */
 static const char *opt_names[OPT_COUNT] = {
 	NULL, "vigil-checks", "vigil-timing", "vigil-hang-time", "vigil-hang-action",
+	"vigil-notify", "vigil-webhook",
 };
 static const char *ctl_names[OPT_COUNT] = {
 	NULL, "VIGIL_CHECKS", "VIGIL_TIMING", "VIGIL_HANG_TIME", "VIGIL_HANG_ACTION",
+	"VIGIL_NOTIFY", "VIGIL_WEBHOOK",
 };
 
 static int opt_cb(int val, const char *optarg, int remote);
@@ -112,6 +116,15 @@ static struct spank_option options[] = {
 	  "What vigil-watch does when the job hangs: notify, cancel or requeue "
 	  "(within the site's policy).",
 	  1, OPT_HANG_ACTION, opt_cb },
+	{ "vigil-notify", "LIST",
+	  "How vigil tells you of a hang or of a node of this job that failed "
+	  "its checks: 'mail', 'webhook' or both (comma-separated), or 'none' "
+	  "(within the site's policy).",
+	  1, OPT_NOTIFY, opt_cb },
+	{ "vigil-webhook", "URL",
+	  "The webhook vigil posts to for this job: one the site allows. "
+	  "Without --vigil-notify it chooses the webhook.",
+	  1, OPT_WEBHOOK, opt_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -420,6 +433,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		spank_setenv(sp, "VIGIL_HANG_DETECT_TIME", values[OPT_HANG_TIME], 1);
 	if (given[OPT_HANG_ACTION])
 		spank_setenv(sp, "VIGIL_HANG_ACTION", values[OPT_HANG_ACTION], 1);
+	if (given[OPT_NOTIFY])
+		spank_setenv(sp, "VIGIL_NOTIFY", values[OPT_NOTIFY], 1);
+	if (given[OPT_WEBHOOK])
+		spank_setenv(sp, "VIGIL_WEBHOOK_URL", values[OPT_WEBHOOK], 1);
 	return 0;
 }
 
@@ -461,6 +478,8 @@ static int mkdir_p(const char *dir, mode_t mode)
 static const char *handoff_vars[][2] = {
 	{ "SPANK_VIGIL_HANG_TIME", "VIGIL_HANG_DETECT_TIME" },
 	{ "SPANK_VIGIL_HANG_ACTION", "VIGIL_HANG_ACTION" },
+	{ "SPANK_VIGIL_NOTIFY", "VIGIL_NOTIFY" },
+	{ "SPANK_VIGIL_WEBHOOK", "VIGIL_WEBHOOK_URL" },
 	{ "SLURM_CONF", "SLURM_CONF" },
 	{ "SLURM_CLUSTER_NAME", "SLURM_CLUSTER_NAME" },
 	{ "SLURM_JOB_USER", "SLURM_JOB_USER" },

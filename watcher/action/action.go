@@ -85,6 +85,9 @@ type Config struct {
 
 	// WebhookURL receives a POST with a JSON body; "" disables the webhook.
 	WebhookURL string
+	// JobWebhookURL is the job's own webhook (--vigil-webhook), posted to
+	// as well; "" for none, and once only when it is WebhookURL.
+	JobWebhookURL string
 	// WebhookTimeout bounds each POST; 0 means 10 s.
 	WebhookTimeout time.Duration
 	// WebhookAttempts is how many times a failed POST is tried in all; 0 means 3.

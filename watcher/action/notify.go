@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/notify"
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -152,17 +153,39 @@ func Summary(r Report) string {
 	return s
 }
 
+// webhook posts body to the site's webhook and the job's, once to a URL
+// that both name.
 func (a *Actor) webhook(ctx context.Context, log logrus.FieldLogger, body WebhookBody) error {
-	if a.WebhookURL == "" {
-		return nil
+	var errs []error
+	for _, u := range webhookURLs(a.WebhookURL, a.JobWebhookURL) {
+		errs = append(errs, a.post(ctx, log, u, body))
 	}
-	log = log.WithField("webhook", a.WebhookURL)
+	return errors.Join(errs...)
+}
+
+// webhookURLs lists the URLs that are set, each once.
+func webhookURLs(urls ...string) []string {
+	var out []string
+	for _, u := range urls {
+		if u != "" && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (a *Actor) post(ctx context.Context, log logrus.FieldLogger, url string, body WebhookBody) error {
+	shown := url
+	if url == a.JobWebhookURL && url != a.WebhookURL {
+		shown = policy.RedactURL(url) // the job's URL may hold its secret: not in the logs
+	}
+	log = log.WithField("webhook", shown)
 	if a.DryRun {
 		log.WithField("text", body.Text).Warn("dry run: would POST to the webhook")
 		return nil
 	}
 	w := notify.Webhook{
-		URL: a.WebhookURL, Timeout: a.WebhookTimeout, Attempts: a.WebhookAttempts,
+		URL: url, Timeout: a.WebhookTimeout, Attempts: a.WebhookAttempts,
 		UserAgent: "vigil-watch", HTTP: a.HTTP, Sleep: a.sleep,
 		Retry: func(i int, err error) {
 			log.WithError(err).WithField("attempt", i).Warn("webhook failed; retrying")

@@ -62,8 +62,9 @@ func (e *InvalidError) Unwrap() []error { return e.Errs }
 
 // Resolve is the one place vigil-watch's settings are put together, in
 // this order: the defaults, the file's [watch], the job's environment (its
-// window, VIGIL_HANG_DETECT_TIME, and its action, VIGIL_HANG_ACTION, read
-// once by policy.ForWatcher), the [policy] bounds on those job choices,
+// window, VIGIL_HANG_DETECT_TIME, its action, VIGIL_HANG_ACTION, and how
+// its user is told, VIGIL_NOTIFY and VIGIL_WEBHOOK_URL, read once by
+// policy.ForWatcher), the [policy] bounds on those job choices,
 // then the flags, which are not bounded (the watcher is the user's own
 // process). Then the derived values, and one validation of the whole;
 // its errors come as an *InvalidError.
@@ -92,6 +93,10 @@ func Resolve(src Sources) (Resolved, error) {
 	if job != nil {
 		w := job.Apply(s.Window, s.Action)
 		s.Window, s.Action, out.Warnings = w.Window, w.Action, w.Warnings
+		n := job.Notify()
+		s.Mail = s.Mail || n.Mail
+		s.JobWebhookURL = n.WebhookURL
+		out.Warnings = append(out.Warnings, n.Warnings...)
 	}
 	if err := s.Override(src.Flags.Values, src.Flags.Keys); err != nil {
 		return out, fmt.Errorf("flags: %w", err)

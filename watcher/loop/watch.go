@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/action"
 	"github.com/vigil-hpc/vigil/watcher/hang"
@@ -135,6 +136,7 @@ func Watch(ctx context.Context, o Options) error {
 	log.WithFields(logrus.Fields{
 		"window": s.Window.String(), "period": s.Period.String(), "grace": s.Grace.String(), "first_verdict": first,
 		"io_bytes": s.IOBytes, "action": string(actor.Control), "dry_run": o.DryRun, "cgroups": strings.Join(cg.dirs, ","),
+		"mail": s.Mail, "job_webhook": redactedURL(s.JobWebhookURL),
 	}).Info(StartMessage(s.Hang, first))
 	err = loop.Run(ctx)
 	logStop(log, actor)
@@ -154,7 +156,8 @@ func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log lo
 		Config: action.Config{
 			Job: job.ID, User: job.User, Host: job.NodeName, Window: s.Window,
 			ReportDir:  s.ReportDir,
-			WebhookURL: s.WebhookURL, WebhookTimeout: s.WebhookTimeout, WebhookAttempts: s.WebhookAttempts,
+			WebhookURL: s.WebhookURL, JobWebhookURL: s.JobWebhookURL,
+			WebhookTimeout: s.WebhookTimeout, WebhookAttempts: s.WebhookAttempts,
 			Mail: s.Mail, MailProg: mailProg,
 			Comment: s.Comment, Stagger: Stagger(job, s.Period),
 			Control: control, MaxRequeues: s.MaxRequeues, RestartCount: job.RestartCount,
@@ -164,6 +167,14 @@ func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log lo
 		Log:   log,
 	}
 	return actor
+}
+
+// redactedURL is u without its path (policy.RedactURL), "" for none.
+func redactedURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	return policy.RedactURL(u)
 }
 
 // slurmClient is o.Slurm, else a client of s.SlurmBinDir's scontrol.

@@ -34,6 +34,10 @@ func TestOptionSyntax(t *testing.T) {
 		{"vigil-hang-time", "9000h", "ok"},   // the policy's bound refuses it
 		{"vigil-hang-action", "drain", "ok"}, // policy-check's to refuse
 		{"vigil-hang-time", "off", "ok"},
+		{"vigil-notify", "mail,webhook", "ok"},
+		{"vigil-notify", "pager", "ok"},                    // policy-check's to refuse
+		{"vigil-webhook", "https://hooks.example/a", "ok"}, // the policy's list decides
+		{"vigil-webhook", "", "error: a value is required"},
 	} {
 		t.Run(tc.opt+"="+tc.val, func(t *testing.T) {
 			out, _ := exec.Command(bin, tc.opt, tc.val).CombinedOutput()

@@ -1,0 +1,174 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/notify"
+	"github.com/vigil-hpc/vigil/policy"
+	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// A job that chose --vigil-notify (mail, webhook) within [policy] hears of
+// a node of the job that failed the prolog: one mail to the job's user
+// through Slurm's MailProg and/or one POST to the job's webhook, saying
+// which node failed which check and why, that Slurm requeues the job, and
+// where the node's result file is.
+//
+// One message per job, not per failing node, where the job's comment is
+// on ([prolog] job_comment): a failing node that finds another node's
+// failure already in the comment when it first reads it stays silent; the
+// first one to write its failure there sends. Two nodes that fail within
+// the same few milliseconds can both send, and so can every failing node
+// where the comment is off. A first node whose prolog starts only after
+// another node has already failed can find the failure of the job's
+// previous run in the comment and stay silent: its own report and result
+// file still have it.
+//
+// Sending is bounded by UserNotifyTimeout and by the prolog's budget;
+// failures are logged and noted in the report, and never change the
+// verdict or the exit code.
+
+// UserNotifyTimeout bounds all the messages of one prolog run.
+var UserNotifyTimeout = 10 * time.Second
+
+// userNotice is the job's notification choice and what the prolog saw of
+// the other nodes' failures.
+type userNotice struct {
+	// choice is the job's --vigil-notify and --vigil-webhook within the policy.
+	choice policy.Notify
+	// read is set once the job's comment was read before this node's failure was written.
+	read bool
+	// othersFirst is set when that comment already reported another node's failure.
+	othersFirst bool
+}
+
+// sawComment records, the first time only, whether vigil's part of the
+// job's comment already reported a failure other than failure.
+func (u *userNotice) sawComment(mine, failure string) {
+	if u.read {
+		return
+	}
+	u.read = true
+	u.othersFirst = isFailedStatus(mine) && !strings.Contains(mine, failure)
+}
+
+// PrologFailure is what the job's webhook receives when a node of the job
+// fails the prolog: a Slack-compatible text plus the structured fields.
+type PrologFailure struct {
+	Text     string           `json:"text"`
+	Event    string           `json:"event"` // "prolog_failed"
+	Job      string           `json:"job"`
+	User     string           `json:"user,omitempty"`
+	Node     string           `json:"node"`
+	Failed   []JobResultCheck `json:"failed"`
+	Requeued bool             `json:"requeued"`
+	// ResultFile is the node's result file; "" when [prolog] result_dir is off.
+	ResultFile string `json:"result_file,omitempty"`
+}
+
+// EventPrologFailed is PrologFailure's event.
+const EventPrologFailed = "prolog_failed"
+
+// NewPrologFailure is the message about rep's node, whose result file is
+// resultFile ("" for none).
+func NewPrologFailure(rep *report.Report, user, resultFile string) PrologFailure {
+	jr := NewJobResult(rep)
+	m := PrologFailure{Event: EventPrologFailed, Job: rep.Job, User: user, Node: rep.Node, Failed: jr.Failed,
+		Requeued: true, ResultFile: resultFile}
+	if m.Failed == nil {
+		m.Failed = []JobResultCheck{}
+	}
+	m.Text = fmt.Sprintf("vigil: job %s: %s; the job is requeued", rep.Job, NodeFailure(rep.Node, rep.Results))
+	return m
+}
+
+// MailBody is the mail's text.
+func (m PrologFailure) MailBody() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s.\n\nJob:    %s\nNode:   %s\n", m.Text, m.Job, m.Node)
+	for _, c := range m.Failed {
+		why := strings.TrimSpace(c.Reason + " " + c.Device)
+		fmt.Fprintf(&b, "Check:  %s (%s)", c.Check, why)
+		if c.Message != "" {
+			fmt.Fprintf(&b, ": %s", c.Message)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("Job:    requeued by Slurm (a batch job starts again on other nodes; srun and salloc fail)\n")
+	if m.ResultFile != "" {
+		fmt.Fprintf(&b, "Result: %s\n", m.ResultFile)
+	}
+	return []byte(b.String())
+}
+
+// Subject is the mail's subject.
+func (m PrologFailure) Subject() string {
+	return fmt.Sprintf("vigil: job %s requeued: %s failed its checks", m.Job, m.Node)
+}
+
+// notifyUser tells the job's user that this node failed the prolog, when
+// the job chose so and no other node of the job did it first.
+func (r *run) notifyUser(ctx context.Context) {
+	u := r.user
+	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !u.choice.Any() {
+		return
+	}
+	log := r.log.WithField("node", r.rep.Node)
+	if u.othersFirst {
+		log.Info("another node of the job already reported its failure in the job's comment; it tells the job's user, not this node")
+		return
+	}
+	d := min(UserNotifyTimeout, max(time.Until(r.deadline), time.Second))
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	m := NewPrologFailure(r.rep, r.job.User, r.resultFile())
+	if u.choice.WebhookURL != "" {
+		r.userWebhook(cctx, log, u.choice.WebhookURL, m)
+	}
+	if u.choice.Mail {
+		r.userMail(cctx, log, m)
+	}
+}
+
+// resultFile is the path of this node's result file, "" when none is written.
+func (r *run) resultFile() string {
+	dir := r.resultDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, JobResultName(r.job.ID, r.rep.Node))
+}
+
+func (r *run) userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure) {
+	log = log.WithField("webhook", policy.RedactURL(url))
+	w := notify.Webhook{URL: url, Attempts: 2, Timeout: 5 * time.Second, UserAgent: "vigil-prolog"}
+	if _, err := w.Post(ctx, m); err != nil {
+		// The URL's path may be the job's secret: not in the report or the log.
+		msg := strings.ReplaceAll(err.Error(), url, policy.RedactURL(url))
+		r.note("the job's webhook was not told of this failure: %s", msg)
+		log.WithField("error", msg).Warn("posting to the job's webhook")
+		return
+	}
+	log.Info("the job's webhook was told of this node's failure")
+}
+
+func (r *run) userMail(ctx context.Context, log logrus.FieldLogger, m PrologFailure) {
+	prog := notify.DefaultMailProg
+	if p, ok := slurm.ConfValue(r.slurmSettings(ctx), "MailProg"); ok && p != "" && p != "(null)" {
+		prog = p
+	}
+	mail := notify.Mail{Prog: prog, Timeout: UserNotifyTimeout}
+	if err := mail.Send(ctx, r.job.User, m.Subject(), m.MailBody()); err != nil {
+		r.note("the job's user was not mailed of this failure: %v", err)
+		log.WithError(err).Warn("mailing the job's user")
+		return
+	}
+	log.WithFields(logrus.Fields{"user": r.job.User, "mail_prog": prog}).Info("the job's user was mailed of this node's failure")
+}

@@ -1,0 +1,65 @@
+package action
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestJobWebhook: the job's own webhook (--vigil-webhook) gets the hang
+// and the recovery as well as the site's, and only once when both name
+// the same URL; its path stays out of the log.
+func TestJobWebhook(t *testing.T) {
+	f := newFixture(t)
+	job := newHook(t)
+	f.actor.JobWebhookURL = job.URL + "/services/T1/secret"
+	ctx := context.Background()
+	if err := f.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if site, mine := f.hook.received(), job.received(); len(site) != 1 || len(mine) != 1 || mine[0].Text != site[0].Text || mine[0].Event != EventHung {
+		t.Fatalf("site webhook got %d, job webhook %d (%+v); want the same hang once each", len(site), len(mine), mine)
+	}
+	for _, e := range f.logs.AllEntries() {
+		if s, _ := e.Data["webhook"].(string); strings.Contains(s, "secret") {
+			t.Errorf("log line %q shows the job's webhook path: %q", e.Message, s)
+		}
+	}
+
+	same := newFixture(t)
+	same.actor.JobWebhookURL = same.actor.WebhookURL
+	if err := same.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(same.hook.received()); got != 1 {
+		t.Fatalf("site and job naming the same URL: %d POSTs, want 1", got)
+	}
+
+	// Only the job's webhook: no site webhook configured.
+	only := newFixture(t)
+	only.actor.WebhookURL = ""
+	only.actor.JobWebhookURL = job.URL + "/x"
+	if err := only.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(job.received()); got != 2 {
+		t.Fatalf("job webhook alone: %d POSTs in all, want 2", got)
+	}
+}
+
+func TestWebhookURLs(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"", ""}, ""},
+		{[]string{"a", ""}, "a"},
+		{[]string{"", "b"}, "b"},
+		{[]string{"a", "a"}, "a"},
+		{[]string{"a", "b"}, "a b"},
+	} {
+		if got := strings.Join(webhookURLs(tc.in...), " "); got != tc.want {
+			t.Errorf("webhookURLs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
