@@ -22,10 +22,11 @@
 # Its run time is bounded: vigil-prolog by VIGIL_BUDGET (plus 30 s to write
 # its report), multinode-selftest by VIGIL_CHECK_TIMEOUT (plus 15 s),
 # torch.matmul by 120 s and nccl-tests by 120 s, so with the defaults it
-# ends within 11 minutes even when a check hangs the GPU. Without a device
-# it ends within seconds: every check reports unknown, and
-# multinode-selftest says why (no library, no GPU). Nothing on the machine
-# is changed (--dry-run).
+# ends within 11 minutes even when a check hangs the GPU. Without a usable
+# device (no GPU, driver not loaded, no libcuda) it ends within seconds:
+# every check reports unknown with the reason, and the script exits 3 after
+# vigil's table without running the rest. Nothing on the machine is changed
+# (--dry-run).
 set -u -o pipefail
 
 BIN=${1:-./vigil-prolog}
@@ -64,7 +65,14 @@ if ! grep -qx gemm <<<"$checks_linked"; then
 	exit 2
 fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-	echo "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -8 | paste -sd';')"
+	# A wedged driver can hang nvidia-smi: it gets 20 s.
+	smi=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)
+	src=$?
+	if [ $src -eq 0 ]; then
+		echo "== $(head -8 <<<"$smi" | paste -sd';')"
+	else
+		echo "== nvidia-smi failed (exit $src): $(head -2 <<<"$smi" | paste -sd' ')"
+	fi
 fi
 echo "== checks: $CHECKS (report and logs in $OUT; budget $BUDGET, $CHECK_TIMEOUT a check)"
 start=$(date +%s)
@@ -78,6 +86,17 @@ if [ -z "$report" ]; then
 	echo "validate.sh: no JSON report was written; log:" >&2
 	tail -50 "$OUT/vigil.log" >&2
 	exit 1
+fi
+
+# No usable GPU (cuInit found none, or the driver is not loaded): nothing
+# can be measured, so say so and stop rather than run torch and nccl-tests.
+# The table's lines are "CHECK STATUS REASON ...".
+no_gpu=$(awk '$1 ~ /^(gemm|kernel-launch|copy)$/ { n++; if ($2 == "unknown" && $3 ~ /^(NoDevices|LibraryMissing)$/) u++ }
+	END { print (n > 0 && u == n) ? 1 : 0 }' "$OUT/vigil.out")
+if [ "$no_gpu" = 1 ]; then
+	echo "validate.sh: no usable GPU on this machine: nothing was measured; vigil says:" >&2
+	grep -E '^unavailable:|^ {14}[a-z]' "$OUT/vigil.out" >&2
+	exit 3
 fi
 
 # The cross-node path of nccl-allreduce-multinode without Slurm: the GPUs

@@ -110,13 +110,36 @@ const (
 // Lib is an opened cuBLASLt.
 type Lib struct {
 	lib *dl.Library
-	f   struct {
-		create, destroy, getStatusName, getStatusString, getVersion unsafe.Pointer
-		descCreate, descDestroy, descSetAttr                        unsafe.Pointer
-		layoutCreate, layoutDestroy                                 unsafe.Pointer
-		prefCreate, prefDestroy, prefSetAttr, heuristic, matmul     unsafe.Pointer
+	f   ltFuncs
+}
+
+// ltFuncs holds the addresses of the cuBLASLt functions vigil calls.
+type ltFuncs struct {
+	create, destroy, getStatusName, getStatusString, getVersion unsafe.Pointer
+	descCreate, descDestroy, descSetAttr                        unsafe.Pointer
+	layoutCreate, layoutDestroy                                 unsafe.Pointer
+	prefCreate, prefDestroy, prefSetAttr, heuristic, matmul     unsafe.Pointer
+}
+
+// symbols maps the name of every cuBLASLt function vigil calls to the
+// field that holds its address.
+func (f *ltFuncs) symbols() map[string]*unsafe.Pointer {
+	return map[string]*unsafe.Pointer{
+		"cublasLtCreate": &f.create, "cublasLtDestroy": &f.destroy,
+		"cublasLtGetStatusName": &f.getStatusName, "cublasLtGetStatusString": &f.getStatusString,
+		"cublasLtGetVersion":       &f.getVersion,
+		"cublasLtMatmulDescCreate": &f.descCreate, "cublasLtMatmulDescDestroy": &f.descDestroy,
+		"cublasLtMatmulDescSetAttribute": &f.descSetAttr,
+		"cublasLtMatrixLayoutCreate":     &f.layoutCreate, "cublasLtMatrixLayoutDestroy": &f.layoutDestroy,
+		"cublasLtMatmulPreferenceCreate": &f.prefCreate, "cublasLtMatmulPreferenceDestroy": &f.prefDestroy,
+		"cublasLtMatmulPreferenceSetAttribute": &f.prefSetAttr,
+		"cublasLtMatmulAlgoGetHeuristic":       &f.heuristic, "cublasLtMatmul": &f.matmul,
 	}
 }
+
+// Symbols lists, sorted, every symbol Open looks up in cuBLASLt, so that
+// tests can check them against a real library.
+func Symbols() []string { return dl.Names(new(ltFuncs).symbols()) }
 
 // Open loads cuBLASLt.
 func Open(o dl.Options) (*Lib, error) {
@@ -128,18 +151,7 @@ func Open(o dl.Options) (*Lib, error) {
 		return nil, err
 	}
 	l := &Lib{lib: lib}
-	f := &l.f
-	err = lib.Syms(map[string]*unsafe.Pointer{
-		"cublasLtCreate": &f.create, "cublasLtDestroy": &f.destroy,
-		"cublasLtGetStatusName": &f.getStatusName, "cublasLtGetStatusString": &f.getStatusString,
-		"cublasLtGetVersion":       &f.getVersion,
-		"cublasLtMatmulDescCreate": &f.descCreate, "cublasLtMatmulDescDestroy": &f.descDestroy,
-		"cublasLtMatmulDescSetAttribute": &f.descSetAttr,
-		"cublasLtMatrixLayoutCreate":     &f.layoutCreate, "cublasLtMatrixLayoutDestroy": &f.layoutDestroy,
-		"cublasLtMatmulPreferenceCreate": &f.prefCreate, "cublasLtMatmulPreferenceDestroy": &f.prefDestroy,
-		"cublasLtMatmulPreferenceSetAttribute": &f.prefSetAttr,
-		"cublasLtMatmulAlgoGetHeuristic":       &f.heuristic, "cublasLtMatmul": &f.matmul,
-	})
+	err = lib.Syms(l.f.symbols())
 	if err != nil {
 		lib.Close()
 		return nil, err

@@ -184,35 +184,28 @@ func (h HostBuffer) Ptr() unsafe.Pointer { return h.p }
 // Driver is an opened libcuda with every symbol vigil uses resolved.
 type Driver struct {
 	lib *dl.Library
-	f   struct {
-		init, driverGetVersion, getErrorName, getErrorString                       unsafe.Pointer
-		deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute               unsafe.Pointer
-		deviceTotalMem, deviceGetPCIBusID                                          unsafe.Pointer
-		primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize         unsafe.Pointer
-		memAlloc, memFree, memHostAlloc, memFreeHost                               unsafe.Pointer
-		memcpyHtoD, memcpyDtoH, memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync  unsafe.Pointer
-		memsetD32Async                                                             unsafe.Pointer
-		streamCreate, streamSynchronize, streamDestroy                             unsafe.Pointer
-		eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy unsafe.Pointer
-		moduleLoadData, moduleGetFunction, moduleUnload, launchKernel              unsafe.Pointer
-	}
+	f   driverFuncs
 }
 
-// Open loads the driver library, resolves its symbols and calls cuInit(0).
-// When CUDA_DEVICE_ORDER is unset it is set to PCI_BUS_ID first, so that
-// device ordinals match nvidia-smi and NVML.
-func Open(o dl.Options) (*Driver, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
-	if err != nil {
-		return nil, err
-	}
-	d := &Driver{lib: lib}
-	f := &d.f
-	// Versioned names are the ones cuda.h maps the plain names to.
-	err = lib.Syms(map[string]*unsafe.Pointer{
+// driverFuncs holds the addresses of the libcuda functions vigil calls.
+type driverFuncs struct {
+	init, driverGetVersion, getErrorName, getErrorString                       unsafe.Pointer
+	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute               unsafe.Pointer
+	deviceTotalMem, deviceGetPCIBusID                                          unsafe.Pointer
+	primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize         unsafe.Pointer
+	memAlloc, memFree, memHostAlloc, memFreeHost                               unsafe.Pointer
+	memcpyHtoD, memcpyDtoH, memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync  unsafe.Pointer
+	memsetD32Async                                                             unsafe.Pointer
+	streamCreate, streamSynchronize, streamDestroy                             unsafe.Pointer
+	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy unsafe.Pointer
+	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel              unsafe.Pointer
+}
+
+// symbols maps the name of every libcuda function vigil calls to the field
+// that holds its address. Versioned names are the ones cuda.h maps the
+// plain names to (cuMemAlloc -> cuMemAlloc_v2).
+func (f *driverFuncs) symbols() map[string]*unsafe.Pointer {
+	return map[string]*unsafe.Pointer{
 		"cuInit": &f.init, "cuDriverGetVersion": &f.driverGetVersion,
 		"cuGetErrorName": &f.getErrorName, "cuGetErrorString": &f.getErrorString,
 		"cuDeviceGetCount": &f.deviceGetCount, "cuDeviceGet": &f.deviceGet,
@@ -232,7 +225,26 @@ func Open(o dl.Options) (*Driver, error) {
 		"cuEventDestroy_v2": &f.eventDestroy,
 		"cuModuleLoadData":  &f.moduleLoadData, "cuModuleGetFunction": &f.moduleGetFunction,
 		"cuModuleUnload": &f.moduleUnload, "cuLaunchKernel": &f.launchKernel,
-	})
+	}
+}
+
+// Symbols lists, sorted, every symbol Open looks up in libcuda, so that
+// tests can check them against a real library.
+func Symbols() []string { return dl.Names(new(driverFuncs).symbols()) }
+
+// Open loads the driver library, resolves its symbols and calls cuInit(0).
+// When CUDA_DEVICE_ORDER is unset it is set to PCI_BUS_ID first, so that
+// device ordinals match nvidia-smi and NVML.
+func Open(o dl.Options) (*Driver, error) {
+	if len(o.Names) == 0 {
+		o.Names = DefaultNames
+	}
+	lib, err := dl.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{lib: lib}
+	err = lib.Syms(d.f.symbols())
 	if err != nil {
 		lib.Close()
 		return nil, err
@@ -240,7 +252,7 @@ func Open(o dl.Options) (*Driver, error) {
 	if os.Getenv("CUDA_DEVICE_ORDER") == "" {
 		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	}
-	if err := d.check("cuInit", C.vigil_cuInit(f.init, 0)); err != nil {
+	if err := d.check("cuInit", C.vigil_cuInit(d.f.init, 0)); err != nil {
 		lib.Close()
 		return nil, err
 	}

@@ -194,11 +194,7 @@ func (l *Library) Sym(name string) (unsafe.Pointer, error) {
 // Syms looks up every name and stores the address in the matching pointer.
 // It reports all missing symbols at once.
 func (l *Library) Syms(table map[string]*unsafe.Pointer) error {
-	names := make([]string, 0, len(table))
-	for n := range table {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := Names(table)
 	var missing []string
 	for _, n := range names {
 		p, err := l.Sym(n)
@@ -212,6 +208,18 @@ func (l *Library) Syms(table map[string]*unsafe.Pointer) error {
 		return fmt.Errorf("%s in %s: %w", strings.Join(missing, ", "), l.Path, ErrSymbol)
 	}
 	return nil
+}
+
+// Names returns the symbol names of a table for Syms, sorted. Bindings use
+// it to publish the symbols they look up, so that tests check exactly those
+// against real libraries.
+func Names(table map[string]*unsafe.Pointer) []string {
+	names := make([]string, 0, len(table))
+	for n := range table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Close unloads the library. Symbols looked up before must not be used after.

@@ -89,12 +89,32 @@ type Comm struct{ p C.ncclComm_t }
 // Lib is an opened NCCL.
 type Lib struct {
 	lib *dl.Library
-	f   struct {
-		getVersion, getErrorString, getUniqueID, commInitAll, commInitRank unsafe.Pointer
-		commDestroy, commAbort, groupStart, groupEnd                       unsafe.Pointer
-		allReduce, allGather, send, recv                                   unsafe.Pointer
+	f   ncclFuncs
+}
+
+// ncclFuncs holds the addresses of the NCCL functions vigil calls.
+type ncclFuncs struct {
+	getVersion, getErrorString, getUniqueID, commInitAll, commInitRank unsafe.Pointer
+	commDestroy, commAbort, groupStart, groupEnd                       unsafe.Pointer
+	allReduce, allGather, send, recv                                   unsafe.Pointer
+}
+
+// symbols maps the name of every NCCL function vigil calls to the
+// field that holds its address.
+func (f *ncclFuncs) symbols() map[string]*unsafe.Pointer {
+	return map[string]*unsafe.Pointer{
+		"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString,
+		"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitAll": &f.commInitAll,
+		"ncclCommInitRank": &f.commInitRank, "ncclCommDestroy": &f.commDestroy,
+		"ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
+		"ncclAllReduce": &f.allReduce, "ncclAllGather": &f.allGather,
+		"ncclSend": &f.send, "ncclRecv": &f.recv,
 	}
 }
+
+// Symbols lists, sorted, every symbol Open looks up in NCCL, so that
+// tests can check them against a real library.
+func Symbols() []string { return dl.Names(new(ncclFuncs).symbols()) }
 
 // Open loads NCCL.
 func Open(o dl.Options) (*Lib, error) {
@@ -106,15 +126,7 @@ func Open(o dl.Options) (*Lib, error) {
 		return nil, err
 	}
 	l := &Lib{lib: lib}
-	f := &l.f
-	err = lib.Syms(map[string]*unsafe.Pointer{
-		"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString,
-		"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitAll": &f.commInitAll,
-		"ncclCommInitRank": &f.commInitRank, "ncclCommDestroy": &f.commDestroy,
-		"ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
-		"ncclAllReduce": &f.allReduce, "ncclAllGather": &f.allGather,
-		"ncclSend": &f.send, "ncclRecv": &f.recv,
-	})
+	err = lib.Syms(l.f.symbols())
 	if err != nil {
 		lib.Close()
 		return nil, err

@@ -1,12 +1,15 @@
 // Package dltest builds small fake vendor libraries from C source for the
 // cgo packages' tests, so that the trampolines are exercised through dlopen
-// on machines without the real libraries.
+// on machines without the real libraries, and opens the real libraries
+// where they are installed (.ci/deps-nvidia puts them on CI machines).
 package dltest
 
 import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
 // Build compiles the C file src into a shared library called name in a
@@ -26,4 +29,31 @@ func Build(t testing.TB, src, name string, flags ...string) string {
 		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return dir
+}
+
+// OpenReal opens a real vendor library by the loader's own search (no
+// directory of fakes), trying names in order. When none opens it fails the
+// test, naming the Debian package that provides the library and the script
+// that installs it.
+func OpenReal(t testing.TB, pkg string, names ...string) *dl.Library {
+	t.Helper()
+	lib, err := dl.Open(dl.Options{Names: names})
+	if err != nil {
+		t.Fatalf("real %s not installed: install the Debian non-free package %s (bash .ci/deps-nvidia): %v", names[0], pkg, err)
+	}
+	t.Cleanup(func() { lib.Close() })
+	return lib
+}
+
+// CheckSymbols fails the test once for every name that lib does not export.
+func CheckSymbols(t testing.TB, lib *dl.Library, names []string) {
+	t.Helper()
+	if len(names) == 0 {
+		t.Fatal("no symbols to check: the binding's symbol table is empty")
+	}
+	for _, n := range names {
+		if _, err := lib.Sym(n); err != nil {
+			t.Errorf("%s lacks a symbol vigil binds: %v", lib.Path, err)
+		}
+	}
 }
