@@ -150,10 +150,23 @@ const enterScript = `#!/bin/sh
 # Runs a program of the Slurm root %[1]s in this (private) mount namespace.
 set -e
 R=%[1]s
+[ -e "$R%[3]s" ] || echo "a root for vigil's tests (slurm/slurmtest)" > "$R%[3]s"
 for d in /proc /sys /dev /tmp; do mount --rbind "$d" "$R$d"; done
 for f in /etc/passwd /etc/group /etc/hosts; do [ -e "$R$f" ] || : > "$R$f"; mount --bind "$f" "$R$f"; done
 %[2]s
 exec /usr/sbin/chroot "$R" /bin/sh -c 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"' sh "$PWD" "$@"
+`
+
+// rootMarker is a file the enter script makes in the root: a wrapper that
+// finds it is already inside the root (a job's srun finds the wrappers on
+// the PATH it inherits from sbatch) and runs the program directly.
+const rootMarker = "/etc/vigil-slurm-root"
+
+// wrapperScript runs one program of the root: directly when inside it,
+// else through enter in a new private mount namespace.
+const wrapperScript = `#!/bin/sh
+[ -e %[1]s ] && exec %[2]s "$@"
+exec /usr/bin/unshare --mount --propagation private /bin/sh %[3]s %[2]s "$@"
 `
 
 // writeRootBins writes Dir/rootbin: the enter script and one wrapper per
@@ -170,11 +183,11 @@ func (c *Cluster) writeRootBins() (map[string]string, error) {
 		return nil, err
 	}
 	enter := filepath.Join(dir, "enter")
-	if err := os.WriteFile(enter, []byte(fmt.Sprintf(enterScript, shellQuote(root), c.bindSource(root))), 0o755); err != nil {
+	if err := os.WriteFile(enter, []byte(fmt.Sprintf(enterScript, shellQuote(root), c.bindSource(root), rootMarker)), 0o755); err != nil {
 		return nil, err
 	}
 	for name, p := range progs {
-		w := fmt.Sprintf("#!/bin/sh\nexec /usr/bin/unshare --mount --propagation private /bin/sh %s %s \"$@\"\n", shellQuote(enter), shellQuote(p))
+		w := fmt.Sprintf(wrapperScript, rootMarker, shellQuote(p), shellQuote(enter))
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(w), 0o755); err != nil {
 			return nil, err
 		}
