@@ -30,6 +30,11 @@ build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch, bin/vigil-b
 
 deps: ## install the Debian packages that vigil's tests and build need (root)
 	bash .ci/deps
+	bash .ci/slurm-root
+
+.PHONY: slurm-root
+slurm-root: ## build the Debian 13 root with Slurm 24.11 that the e2e tests also run against (root; docs/testing.md)
+	bash .ci/slurm-root
 
 run: build ## run vigil's main job, the node sanity suite, on this machine without changing anything
 	./bin/vigil-prolog --dry-run

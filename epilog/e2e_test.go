@@ -25,6 +25,10 @@ func TestE2ECulpritRecheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testE2ECulpritRecheck)
+}
+
+func testE2ECulpritRecheck(t *testing.T, f slurmtest.Flavour) {
 	scontrol, err := exec.LookPath("scontrol")
 	if err != nil {
 		for _, d := range []string{"/usr/bin", "/usr/local/bin"} {
@@ -62,7 +66,7 @@ path = %q
 	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --config %s \"$@\"\n", filepath.Join(dir, "state"), bin, conf)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Epilog: wrapper})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Epilog: wrapper, Root: f.Root})
 	first, second := c.Nodes[0], c.Nodes[1]
 
 	// Held, so the hang report is in the job's working directory before

@@ -98,11 +98,13 @@ func (s e2eSetup) readReports(t *testing.T) []report.Report {
 	return out
 }
 
-// runAs runs the binary as a health run for node with the cluster's environment.
+// runAs runs the binary as a health run for node with the cluster's
+// environment and its Slurm clients (the config's slurm_bin_dir is where
+// slurmd finds them, which for a cluster from a root is inside the root).
 func runAs(t *testing.T, c *slurmtest.Cluster, bin string, args ...string) (string, int, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(append(os.Environ(), c.Env...), "VIGIL_SLURM_BIN_DIR="+c.Client().BinDir)
 	t0 := time.Now()
 	out, err := cmd.CombinedOutput()
 	el := time.Since(t0)
@@ -136,6 +138,10 @@ func TestE2EDrainAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testE2EDrainAndResume)
+}
+
+func testE2EDrainAndResume(t *testing.T, f slurmtest.Flavour) {
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	s := newSetup(t, `suite = "health"
 checks = ["gpu-count"]
@@ -154,7 +160,7 @@ check_timeout = "20s"`, "[checks.gpu-count]\nexpected = 1\n")
 		t.Fatal(err)
 	}
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Prolog: s.wrapper(t, bin), PrologFlags: "Alloc",
-		HealthCheckProgram: health, HealthCheckInterval: 5})
+		HealthCheckProgram: health, HealthCheckInterval: 5, Root: f.Root})
 	good, admin := c.Nodes[0], c.Nodes[1]
 	if out, err := c.Command(t, "scontrol", "update", "NodeName="+admin, "State=DRAIN", "Reason="+adminReason); err != nil {
 		t.Fatalf("admin drain: %v\n%s", err, out)

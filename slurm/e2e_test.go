@@ -23,7 +23,11 @@ func TestE2EDrainOwnership(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3})
+	slurmtest.ForEachSlurm(t, testE2EDrainOwnership)
+}
+
+func testE2EDrainOwnership(t *testing.T, f slurmtest.Flavour) {
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Root: f.Root})
 	cl := c.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -129,7 +133,11 @@ func TestE2EJobCgroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3})
+	slurmtest.ForEachSlurm(t, testE2EJobCgroup)
+}
+
+func testE2EJobCgroup(t *testing.T, f slurmtest.Flavour) {
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Root: f.Root})
 	if c.CgroupPlugin == "" {
 		t.Fatalf("this machine has no cgroup v1 freezer hierarchy under /sys/fs/cgroup; the cluster runs proctrack/linuxproc and jobs get no cgroup")
 	}

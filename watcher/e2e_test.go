@@ -74,8 +74,12 @@ func TestE2EHangReported(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testE2EHangReported)
+}
+
+func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 5})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 5, Root: f.Root})
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup (no cgroup v1 freezer hierarchy at /sys/fs/cgroup/freezer): vigil-watch finds a job's processes through its cgroup")
 	}

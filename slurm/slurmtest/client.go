@@ -42,7 +42,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	bin, err := lookBin(name)
+	bin, err := c.lookBin(name)
 	if err != nil {
 		return "", err
 	}
@@ -58,7 +58,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 
 // Client returns an scontrol client pointed at this cluster.
 func (c *Cluster) Client() *slurm.Client {
-	bin, err := lookBin("scontrol")
+	bin, err := c.lookBin("scontrol")
 	dir := ""
 	if err == nil {
 		dir = filepath.Dir(bin)

@@ -51,8 +51,7 @@ func (c *Cluster) writeFiles(bins map[string]string) error {
 		return err
 	}
 
-	cg := "CgroupPlugin=cgroup/v1\nCgroupMountpoint=" + cgroupRoot + "\nCgroupAutomount=no\nConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=yes\n"
-	if err := os.WriteFile(filepath.Join(etc, "cgroup.conf"), []byte(cg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(etc, "cgroup.conf"), []byte(cgroupConf(c.Version)), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(c.PlugStackConf, []byte(o.PlugStack), 0o644)
@@ -208,4 +207,37 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // mkdev encodes a device number as Linux's makedev does.
 func mkdev(major, minor int) int {
 	return (minor & 0xff) | (major&0xfff)<<8 | (minor&^0xff)<<12 | (major&^0xfff)<<32
+}
+
+// cgroupConf is cgroup.conf for Slurm version: CgroupAutomount is defunct
+// in 24.11 (slurmd and every slurmstepd log an error for it).
+func cgroupConf(version string) string {
+	cg := "CgroupPlugin=cgroup/v1\nCgroupMountpoint=" + cgroupRoot + "\n"
+	if !versionAtLeast(version, 24, 11) {
+		cg += "CgroupAutomount=no\n"
+	}
+	return cg + "ConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=yes\n"
+}
+
+// slurmVersion runs slurmd -V ("slurm-wlm 24.11.5"; unlike scontrol it
+// reads no slurm.conf) and returns the version.
+func (c *Cluster) slurmVersion() (string, error) {
+	out, err := c.run(bgCtx(), "slurmd", "-V")
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return "", fmt.Errorf("slurmd -V printed %q, not \"slurm VERSION\"", out)
+	}
+	return f[1], nil
+}
+
+// versionAtLeast reports whether version ("24.11.5") is major.minor or later.
+func versionAtLeast(version string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(version, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// port), and a fault injected on one address (iptables, tc) hits one
 	// node only. False keeps every node on 127.0.0.1.
 	NodeAddrs bool
+	// Root runs munge and Slurm from this Debian root (Flavour.Root, built
+	// by .ci/slurm-root) instead of the host's packages; see root.go.
+	Root string
 }
 
 // Cluster is a running cluster.
@@ -86,6 +89,9 @@ type Cluster struct {
 	// proctrack/cgroup and task/cgroup, or "" when the machine has no cgroup
 	// v1 freezer hierarchy and the cluster falls back to proctrack/linuxproc.
 	CgroupPlugin string
+	// Version is the cluster's Slurm version as scontrol --version prints
+	// it ("22.05.8", "24.11.5").
+	Version string
 	// CtldPort and NodePorts are the TCP ports slurmctld and each slurmd
 	// listen on.
 	CtldPort  int
@@ -95,6 +101,7 @@ type Cluster struct {
 	NodeAddrs []string
 
 	opts    Options
+	rootBin string // Dir/rootbin when the cluster runs from Options.Root
 	mu      sync.Mutex
 	munge   *daemon
 	ctld    *daemon
@@ -175,7 +182,12 @@ func checkBinaries(t testing.TB) map[string]string {
 // test fails.
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
-	bins := checkBinaries(t)
+	var bins map[string]string
+	if o.Root != "" {
+		checkRoot(t, o.Root)
+	} else {
+		bins = checkBinaries(t)
+	}
 	if o.Nodes <= 0 {
 		o.Nodes = 3
 	}
@@ -211,6 +223,11 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 			c.stop(t)
 		}
 	}()
+	if o.Root != "" {
+		if bins, err = c.writeRootBins(); err != nil {
+			return nil, err
+		}
+	}
 
 	ports, err := reservePorts(1 + o.Nodes)
 	if err != nil {
@@ -220,6 +237,9 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 	c.CtldPort = ports[0].port
 	for _, p := range ports[1:] {
 		c.NodePorts = append(c.NodePorts, p.port)
+	}
+	if c.Version, err = c.slurmVersion(); err != nil {
+		return nil, err
 	}
 	if err := c.writeFiles(bins); err != nil {
 		return nil, fmt.Errorf("writing configuration: %w", err)
@@ -427,7 +447,7 @@ func (c *Cluster) waitIdle(timeout time.Duration) error {
 // their slurmstepd.
 func (c *Cluster) Restart(t testing.TB) {
 	t.Helper()
-	bin, err := lookBin("slurmd")
+	bin, err := c.lookBin("slurmd")
 	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}

@@ -16,9 +16,16 @@ func TestClusterRunsJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
 	}
-	c := slurmtest.Start(t, slurmtest.Options{GPUsPerNode: 2})
+	slurmtest.ForEachSlurm(t, testClusterRunsJobs)
+}
+
+func testClusterRunsJobs(t *testing.T, f slurmtest.Flavour) {
+	c := slurmtest.Start(t, slurmtest.Options{GPUsPerNode: 2, Root: f.Root})
 	if len(c.Nodes) != 3 {
 		t.Fatalf("Nodes = %v, want 3", c.Nodes)
+	}
+	if out, err := c.Command(t, "scontrol", "--version"); err != nil || !strings.Contains(out, " "+f.Version) {
+		t.Errorf("scontrol --version = %q (%v), want a version starting %q", out, err, f.Version)
 	}
 	out, err := c.Command(t, "sinfo", "-h", "-N", "-o", "%N %T %G")
 	if err != nil {
@@ -48,6 +55,10 @@ func TestPrologWrappedWithConf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testPrologWrappedWithConf)
+}
+
+func testPrologWrappedWithConf(t *testing.T, f slurmtest.Flavour) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -60,7 +71,7 @@ func TestPrologWrappedWithConf(t *testing.T) {
 	if err := os.WriteFile(prolog, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, Prolog: prolog, PrologFlags: "Alloc"})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, Prolog: prolog, PrologFlags: "Alloc", Root: f.Root})
 	id := c.Sbatch(t, "true\n")
 	c.WaitJob(t, id, 30*time.Second, "COMPLETED")
 	b, err := os.ReadFile(log)
@@ -112,6 +123,10 @@ func TestHealthCheckAndMail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testHealthCheckAndMail)
+}
+
+func testHealthCheckAndMail(t *testing.T, f slurmtest.Flavour) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -122,7 +137,7 @@ func TestHealthCheckAndMail(t *testing.T) {
 	if err := os.WriteFile(hc, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, HealthCheckProgram: hc, HealthCheckInterval: 1})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, HealthCheckProgram: hc, HealthCheckInterval: 1, Root: f.Root})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(log)

@@ -31,21 +31,22 @@ func spankDir(t *testing.T) string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// buildPlugin builds vigil_spank.so with slurm/spank/Makefile into dir. It
-// fails, naming the Debian package, when gcc, make or libslurm-dev is
-// missing.
-func buildPlugin(t *testing.T, dir string) string {
+// buildPlugin builds vigil_spank.so with slurm/spank/Makefile into dir,
+// against the <slurm/spank.h> under include (the Slurm that will load it:
+// slurmtest.Flavour.Include). It fails, naming the Debian package, when
+// gcc, make or libslurm-dev is missing.
+func buildPlugin(t *testing.T, dir, include string) string {
 	t.Helper()
 	for _, tool := range []struct{ bin, pkg string }{{"gcc", "gcc"}, {"make", "make"}} {
 		if _, err := exec.LookPath(tool.bin); err != nil {
 			t.Fatalf("%s not found: the SPANK plugin needs it (apt-get install %s)", tool.bin, tool.pkg)
 		}
 	}
-	if _, err := os.Stat("/usr/include/slurm/spank.h"); err != nil {
-		t.Fatalf("/usr/include/slurm/spank.h not found: the SPANK plugin needs it (apt-get install libslurm-dev)")
+	if _, err := os.Stat(filepath.Join(include, "slurm", "spank.h")); err != nil {
+		t.Fatalf("%s/slurm/spank.h not found: the SPANK plugin needs it (apt-get install libslurm-dev, in the root too: .ci/slurm-root)", include)
 	}
 	so := filepath.Join(dir, "vigil_spank.so")
-	out, err := exec.Command("make", "-C", spankDir(t), "OUT="+so).CombinedOutput()
+	out, err := exec.Command("make", "-C", spankDir(t), "OUT="+so, "SLURM_INCLUDE="+include).CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the plugin: %v\n%s", err, out)
 	}
@@ -177,8 +178,12 @@ func TestE2ESpank(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testE2ESpank)
+}
+
+func testE2ESpank(t *testing.T, f slurmtest.Flavour) {
 	dir := sharedDir(t)
-	so := buildPlugin(t, dir)
+	so := buildPlugin(t, dir, f.Include())
 	prolog := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	watcher := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 
@@ -204,7 +209,7 @@ hang_actions = ["notify", "cancel"]
 	}
 	plugstack := fmt.Sprintf("required %s config=%s prolog=%s watcher=%s watch=auto state_dir=%s\n",
 		so, cfg, prolog, watcher, filepath.Join(dir, "state"))
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Prolog: wrapper, PrologFlags: "Alloc,Contain", PlugStack: plugstack})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Prolog: wrapper, PrologFlags: "Alloc,Contain", PlugStack: plugstack, Root: f.Root})
 	c.Restart(t) // slurmd runs slurm_spank_job_prolog only after a restart that loaded the plugin
 
 	// Refusals come first: they need no node.

@@ -58,7 +58,7 @@ func TestE2ESpankNotify(t *testing.T) {
 	}
 	hook := newJobHook(t)
 	dir := sharedDir(t)
-	so := buildPlugin(t, dir)
+	so := buildPlugin(t, dir, slurmtest.Flavour{Name: "host"}.Include())
 	prolog := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	watcher := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 
