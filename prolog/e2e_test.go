@@ -98,6 +98,26 @@ func (s e2eSetup) readReports(t *testing.T) []report.Report {
 	return out
 }
 
+// waitReports reads the reports until one satisfies ok or 20 s pass: a run
+// writes its report after it has drained the node and notified, so a test
+// that saw the drain may look before the report is there.
+func (s e2eSetup) waitReports(t *testing.T, ok func(report.Report) bool) []report.Report {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reps := s.readReports(t)
+		for _, r := range reps {
+			if ok(r) {
+				return reps
+			}
+		}
+		if time.Now().After(deadline) {
+			return reps
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // runAs runs the binary as a health run for node with the cluster's
 // environment and its Slurm clients (the config's slurm_bin_dir is where
 // slurmd finds them, which for a cluster from a root is inside the root).
@@ -378,7 +398,7 @@ budget = "30s"`, "[checks.fault-inject]\nmode = \"hang\"\n")
 		if n.Reason != "vigil: fault-inject CheckTimedOut" {
 			t.Fatalf("drain reason %q", n.Reason)
 		}
-		reps := hang.readReports(t)
+		reps := hang.waitReports(t, func(r report.Report) bool { return r.Job == job })
 		if len(reps) == 0 {
 			t.Fatal("no report")
 		}
@@ -439,7 +459,7 @@ func TestE2EEpilogDrains(t *testing.T) {
 	if _, err := os.Stat(jobDir); !os.IsNotExist(err) {
 		t.Errorf("per-job dir %s not removed (%v)", jobDir, err)
 	}
-	reps := s.readReports(t)
+	reps := s.waitReports(t, func(r report.Report) bool { return r.Mode == "epilog" })
 	if len(reps) != 1 || reps[0].Mode != "epilog" || reps[0].ExitCode != 0 || reps[0].Job != job {
 		t.Fatalf("reports %+v", reps)
 	}
