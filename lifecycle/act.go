@@ -59,7 +59,8 @@ func (r *run) act(ctx context.Context) int {
 		}
 		return ExitOK
 	}
-	if !n.Drained() && n.ForeignState() == "" && (n.Reason == "" || n.OwnedByVigil()) {
+	if !n.Drained() && n.ForeignState() == "" {
+		// Up, perhaps with a leftover reason (Node.StaleReason): nothing to lift.
 		return ExitOK
 	}
 	if !n.OwnedByVigil() || n.ForeignState() != "" {

@@ -62,7 +62,7 @@ func guardFor(g config.Guard, drained, nodes int, lastAlert, now time.Time) guar
 func drainedFor(fleet []slurm.Node, check, self string, now time.Time, window time.Duration) []string {
 	var out []string
 	for _, n := range fleet {
-		if n.Name == self || !n.OwnedByVigil() || n.ReasonTime.IsZero() || now.Sub(n.ReasonTime) > window {
+		if n.Name == self || !n.Drained() || !n.OwnedByVigil() || n.ReasonTime.IsZero() || now.Sub(n.ReasonTime) > window {
 			continue
 		}
 		entries, _ := benchmarks.ParseDrain(n.Reason)

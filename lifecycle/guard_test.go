@@ -56,6 +56,9 @@ func TestDrainedFor(t *testing.T) {
 		node("n6", "vigil: gemmx GEMMXBelowThreshold gpu3", time.Minute),         // another check
 		node("n0", "vigil: nvml-ecc ECCUncorrectable +gemm:Failed", time.Second), // sorted first
 	}
+	resumed := node("n7", "vigil: gemm GEMMBelowThreshold gpu2", time.Minute) // resumed; 24.11 keeps the reason
+	resumed.Flags = nil
+	fleet = append(fleet, resumed)
 	got := drainedFor(fleet, "gemm", "self", now, time.Hour)
 	if want := []string{"n0", "n1", "n2"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("drainedFor = %v, want %v", got, want)

@@ -37,7 +37,7 @@ func TestParseNodes2411(t *testing.T) {
 		{"nodes-2.txt", "qmgq1", "ALLOCATED", []string{"DRAIN"}, "vigil: XIDError gpu0 xid=79"},
 		// Unlike 22.05, 24.11 keeps the reason of a DOWN node that an admin
 		// resumed (`scontrol update State=RESUME`): an idle node with a
-		// foreign reason, which Drain leaves alone (ErrNotOurs).
+		// leftover reason, which holds nothing (Node.StaleReason).
 		{"nodes-2.txt", "qmgq5", "IDLE", nil, "dead psu"},
 	}
 	for _, tt := range tests {
@@ -60,8 +60,11 @@ func TestParseNodes2411(t *testing.T) {
 			}
 		})
 	}
-	if err := notOurs(nodeOf(t, "nodes-2.txt", "qmgq5")); !errors.Is(err, ErrNotOurs) {
-		t.Errorf("resumed node with a kept reason: notOurs = %v, want ErrNotOurs", err)
+	if n := nodeOf(t, "nodes-2.txt", "qmgq5"); !n.StaleReason() || notOurs(n) != nil {
+		t.Errorf("resumed node with a kept reason: stale %v, notOurs = %v, want a stale reason vigil may replace", n.StaleReason(), notOurs(n))
+	}
+	if n := nodeOf(t, "nodes-1.txt", "qmgq5"); n.StaleReason() || !errors.Is(notOurs(n), ErrNotOurs) {
+		t.Errorf("DOWN node: stale %v, notOurs = %v, want ErrNotOurs", n.StaleReason(), notOurs(n))
 	}
 	if _, err := ParseNode(read2411(t, "node-nosuch.stdout"), "nosuch"); !errors.Is(err, ErrNoSuchNode) {
 		t.Errorf("node-nosuch.stdout: err = %v, want ErrNoSuchNode", err)

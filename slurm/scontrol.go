@@ -42,6 +42,14 @@ func (n Node) Drained() bool {
 // OwnedByVigil reports whether the node's reason is vigil's own ("vigil:" prefix).
 func (n Node) OwnedByVigil() bool { return strings.HasPrefix(n.Reason, ReasonPrefix) }
 
+// StaleReason reports whether the node carries a reason that no state
+// explains: Slurm keeps a reason only for DOWN, DRAIN and FAIL nodes, but
+// 24.11 leaves the old one in place when an admin resumes a DOWN node. Such
+// a reason is a leftover that nobody holds the node with.
+func (n Node) StaleReason() bool {
+	return n.Reason != "" && !n.Drained() && n.ForeignState() == ""
+}
+
 // foreignStates are states that another party (an admin, the power saving
 // logic, the reboot logic, Slurm's health tracking) owns. vigil neither
 // drains nor resumes a node in any of them, whoever's reason it carries.
@@ -305,7 +313,7 @@ func (c *Client) Drain(ctx context.Context, node, reason string) error {
 // notOurs returns an error wrapping ErrNotOurs when the node's reason or
 // state belongs to someone else.
 func notOurs(n Node) error {
-	if n.Reason != "" && !n.OwnedByVigil() {
+	if n.Reason != "" && !n.OwnedByVigil() && !n.StaleReason() {
 		return fmt.Errorf("%w: state %s, reason %q by %s", ErrNotOurs, n.stateString(), n.Reason, n.ReasonUser)
 	}
 	if s := n.ForeignState(); s != "" {

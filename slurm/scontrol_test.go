@@ -172,8 +172,8 @@ func TestDrainSameReasonNoWrite(t *testing.T) {
 	}
 }
 
-// Synthetic states not captured on 22.05 (older "*" form, FAIL, a reason
-// on a node that is not drained).
+// Synthetic states not captured on 22.05 (older "*" form, FAIL, a leftover
+// reason on a node that is not drained).
 func TestDrainOwnershipSynthetic(t *testing.T) {
 	real := nodeLine(t, "node-idle.txt", "cn1")
 	tests := []struct {
@@ -187,7 +187,8 @@ func TestDrainOwnershipSynthetic(t *testing.T) {
 		{"MIXED+FAIL", "", true},
 		{"MIXED+FAILING", "", true},
 		{"IDLE+POWER_DOWN", "", true},
-		{"IDLE", "Reason=foo [root@2026-11-29T10:00:00]", true}, // a foreign reason without drain
+		// a reason no state explains (24.11 keeps it after State=RESUME): a leftover
+		{"IDLE", "Reason=foo [root@2026-11-29T10:00:00]", false},
 		{"IDLE+DRAIN", "Reason=foo [root@2026-11-29T10:00:00]", true},
 		{"IDLE+DRAIN", "", true}, // drained without reason: not ours
 		{"DRAINED", "Reason=vigil: x [root@2026-11-29T10:00:00]", false},
