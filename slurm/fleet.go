@@ -3,8 +3,6 @@ package slurm
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode"
 )
 
 // Nodes reads every node of the cluster with one `scontrol show node -o`:
@@ -42,15 +40,7 @@ func (c *Client) SetNodeComment(ctx context.Context, node, comment string) error
 	if err := checkNodeName(node); err != nil {
 		return err
 	}
-	comment = strings.Map(func(r rune) rune {
-		switch {
-		case r == '"':
-			return '\''
-		case unicode.IsControl(r):
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(comment, "?"))
+	comment = oneLine(comment)
 	if _, err := c.scontrol(ctx, "update", "NodeName="+node, "Comment="+comment); err != nil {
 		return fmt.Errorf("slurm: commenting node %s: %w", node, err)
 	}

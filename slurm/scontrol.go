@@ -389,14 +389,10 @@ func (c *Client) Job(ctx context.Context, id string) (JobInfo, error) {
 	return ParseJob(out, id)
 }
 
-// SetJobComment replaces the job's comment with
-// `scontrol update JobId=ID Comment=COMMENT`. The comment is made one line
-// (control characters become spaces, double quotes single quotes).
-func (c *Client) SetJobComment(ctx context.Context, id, comment string) error {
-	if err := checkJobID(id); err != nil {
-		return err
-	}
-	comment = strings.Map(func(r rune) rune {
+// oneLine makes a comment one line for scontrol: control characters
+// become spaces, double quotes single quotes, invalid UTF-8 '?'.
+func oneLine(comment string) string {
+	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '"':
 			return '\''
@@ -405,6 +401,16 @@ func (c *Client) SetJobComment(ctx context.Context, id, comment string) error {
 		}
 		return r
 	}, strings.ToValidUTF8(comment, "?"))
+}
+
+// SetJobComment replaces the job's comment with
+// `scontrol update JobId=ID Comment=COMMENT`. The comment is made one line
+// (control characters become spaces, double quotes single quotes).
+func (c *Client) SetJobComment(ctx context.Context, id, comment string) error {
+	if err := checkJobID(id); err != nil {
+		return err
+	}
+	comment = oneLine(comment)
 	out, err := c.scontrol(ctx, "update", "JobId="+id, "Comment="+comment)
 	if err != nil {
 		return jobErr("commenting", id, err, out)

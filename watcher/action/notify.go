@@ -203,14 +203,7 @@ func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
 	if a.Sleep != nil {
 		return a.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return notify.Sleep(ctx, d)
 }
 
 // MailArgv is the MailProg command line, as slurmctld calls it:
