@@ -3,6 +3,8 @@ package baseline
 import (
 	"math"
 	"sort"
+
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // K is how many robust standard deviations (1.4826 × MAD) a healthy value
@@ -40,32 +42,17 @@ func Summarize(xs []float64) Stats {
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	med := quantile(s, 0.5)
+	med := stats.Quantile(s, 0.5)
 	dev := make([]float64, len(s))
 	for i, x := range s {
 		dev[i] = math.Abs(x - med)
 	}
 	sort.Float64s(dev)
 	return Stats{
-		N: len(s), Median: med, MAD: quantile(dev, 0.5),
-		P1: quantile(s, 0.01), P5: quantile(s, 0.05), P95: quantile(s, 0.95), P99: quantile(s, 0.99),
+		N: len(s), Median: med, MAD: stats.Quantile(dev, 0.5),
+		P1: stats.Quantile(s, 0.01), P5: stats.Quantile(s, 0.05), P95: stats.Quantile(s, 0.95), P99: stats.Quantile(s, 0.99),
 		Min: s[0], Max: s[len(s)-1],
 	}
-}
-
-// quantile of sorted s at q in [0, 1], interpolating linearly between
-// neighbouring values.
-func quantile(s []float64, q float64) float64 {
-	if len(s) == 1 {
-		return s[0]
-	}
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	f := pos - float64(lo)
-	return s[lo] + f*(s[lo+1]-s[lo])
 }
 
 // Limit is the proposed threshold for a metric with statistics s: for a

@@ -1,8 +1,9 @@
 package crossnode
 
 import (
-	"slices"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // Status is how one directed measurement of a link ended.
@@ -174,15 +175,10 @@ func (rd *round) add(f, t int, m Measurement) {
 func (rd *round) link(i, j int) *pair { return rd.pairs[pairKey(i, j)] }
 
 // median returns the median of xs (the mean of the two middle values for an
-// even count), sorting xs in place; 0 for none.
+// even count), reordering xs; 0 for none.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	slices.Sort(xs)
-	m := len(xs) / 2
-	if len(xs)%2 == 1 {
-		return xs[m]
-	}
-	return (xs[m-1] + xs[m]) / 2
+	return stats.MedianInPlace(xs)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl/dltest"
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // stubCANN builds testdata/stubcann.c, a stand-in for the CANN libraries
@@ -92,7 +93,7 @@ func TestACLNodeOnStub(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out.EventUs) != 15 || len(out.WallUs) != 15 || !out.FillOK || devcheck.Median(out.EventUs) <= 0 {
+		if len(out.EventUs) != 15 || len(out.WallUs) != 15 || !out.FillOK || stats.Median(out.EventUs) <= 0 {
 			t.Errorf("%+v", out)
 		}
 	})

@@ -106,22 +106,6 @@ func TestGEMMVerification(t *testing.T) {
 	// Corrupted products: see devcheck's TestGEMMVerification.
 }
 
-func TestPercentileMedian(t *testing.T) {
-	xs := []float64{5, 1, 4, 2, 3}
-	if m := devcheck.Median(xs); m != 3 {
-		t.Errorf("median = %g", m)
-	}
-	if m := devcheck.Median([]float64{1, 2, 3, 4}); m != 2.5 {
-		t.Errorf("even median = %g", m)
-	}
-	if p := devcheck.Percentile(xs, 99); p != 5 {
-		t.Errorf("p99 = %g", p)
-	}
-	if xs[0] != 5 {
-		t.Error("median sorted its input")
-	}
-}
-
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	x := devcheck.GenMatrix(4, 33, 5)
 	for _, dt := range []DType{BF16, FP16, TF32} {

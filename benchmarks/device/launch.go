@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // LaunchOutput is what a launch-latency measurement found.
@@ -125,8 +126,8 @@ func (c *launchCheck[S, P]) measure(ctx context.Context, t *devcheck.Tally, node
 	if !out.FillOK {
 		t.Fail(name, c.spec.WrongResult, "%s: the fill kernel wrote wrong values", name)
 	}
-	rs.event = append(rs.event, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Median(out.EventUs)})
-	rs.wall = append(rs.wall, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Median(out.WallUs)})
-	rs.p99 = append(rs.p99, devcheck.Reading{Device: name, Model: d.Name, Value: devcheck.Percentile(out.WallUs, 99)})
+	rs.event = append(rs.event, devcheck.Reading{Device: name, Model: d.Name, Value: stats.Median(out.EventUs)})
+	rs.wall = append(rs.wall, devcheck.Reading{Device: name, Model: d.Name, Value: stats.Median(out.WallUs)})
+	rs.p99 = append(rs.p99, devcheck.Reading{Device: name, Model: d.Name, Value: stats.Percentile(out.WallUs, 99)})
 	return true
 }

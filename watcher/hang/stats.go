@@ -2,7 +2,8 @@ package hang
 
 import (
 	"math"
-	"slices"
+
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // The statistics the detector takes of a window's readings: median (by
@@ -12,63 +13,21 @@ import (
 // round rounds x to three decimals, for evidence.
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// median of v (not modified), using the detector's scratch space.
+// median of v (not modified), using the detector's scratch space; 0 for none.
 func (d *Detector) median(v []float64) float64 {
-	d.vals = append(d.vals[:0], v...)
-	return medianInPlace(d.vals)
-}
-
-// median of v (not modified), in a copy.
-func median(v []float64) float64 { return medianInPlace(slices.Clone(v)) }
-
-// medianInPlace returns the median of c, reordering c. It selects in
-// linear time instead of sorting: the detector takes medians of every device
-// on every sample of a suspect host.
-func medianInPlace(c []float64) float64 {
-	n := len(c)
-	if n == 0 {
+	if len(v) == 0 {
 		return 0
 	}
-	m := n / 2
-	if n%2 == 1 {
-		return selectKth(c, m)
-	}
-	lo := selectKth(c, m-1)
-	// Everything from m on is >= c[m-1]: the median's upper half is their minimum.
-	return (lo + slices.Min(c[m:])) / 2
+	d.vals = append(d.vals[:0], v...)
+	return stats.MedianInPlace(d.vals)
 }
 
-// selectKth reorders a so that a[k] is the k-th smallest (0-based), every
-// element before it no larger and every element after it no smaller, and
-// returns a[k] (Hoare's selection).
-func selectKth(a []float64, k int) float64 {
-	lo, hi := 0, len(a)-1
-	for lo < hi {
-		pivot := a[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for a[i] < pivot {
-				i++
-			}
-			for a[j] > pivot {
-				j--
-			}
-			if i <= j {
-				a[i], a[j] = a[j], a[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return a[k]
-		}
+// median of v (not modified); 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
 	}
-	return a[k]
+	return stats.Median(v)
 }
 
 // stddev is the population standard deviation of v; 0 for fewer than two values.
@@ -94,5 +53,8 @@ func (d *Detector) mad(v []float64, med float64) float64 {
 	for _, x := range v {
 		d.vals = append(d.vals, math.Abs(x-med))
 	}
-	return medianInPlace(d.vals)
+	if len(d.vals) == 0 {
+		return 0
+	}
+	return stats.MedianInPlace(d.vals)
 }

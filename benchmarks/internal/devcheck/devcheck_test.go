@@ -214,14 +214,6 @@ func TestGEMMVerification(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	xs := []float64{5, 1, 4, 2, 3}
-	assert.Equal(t, 3.0, Median(xs))
-	assert.Equal(t, 2.5, Median([]float64{4, 1, 2, 3}))
-	assert.True(t, math.IsNaN(Median(nil)))
-	assert.Equal(t, 5.0, xs[0], "Median sorted its input")
-}
-
 func TestThresholds(t *testing.T) {
 	th := Thresholds{"H100": {"tflops_bf16": 600}, "H100 PCIe": {"tflops_bf16": 500}}
 	v, key, ok := th.Lookup("NVIDIA H100 PCIe", "tflops_bf16")

@@ -3,7 +3,6 @@ package devcheck
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 // GEMM inputs are multiples of 1/InputScale in [-InputSteps/InputScale,
@@ -192,35 +191,6 @@ func (g GEMM) CheckCross(d, d2 []float32) error {
 		}
 	}
 	return mm.err("cross-check with swapped operands")
-}
-
-// Median of xs (xs is not modified); NaN when xs is empty.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// Percentile is the p-th percentile (0..100) of xs by nearest rank (xs
-// is not modified); NaN when xs is empty.
-func Percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	return s[i]
 }
 
 // Element encodings used to upload GEMM inputs and read D back.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/stats"
 )
 
 // Thresholds are per-device-model limits: model key → metric → limit.
@@ -124,7 +125,7 @@ func Evaluate(m Metric, rs []Reading, th Thresholds, p Peers) ([]benchmarks.Valu
 	for i, r := range rs {
 		xs[i] = r.Value
 	}
-	med := Median(xs)
+	med := stats.Median(xs)
 	usePeers := p.Fraction > 0 && len(rs) >= p.Min
 	op := ">="
 	if m.Lower {
