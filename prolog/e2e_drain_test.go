@@ -16,11 +16,18 @@ import (
 
 // TestE2EDrainSticks: a node the prolog drains for disk stays drained
 // through the epilog of the requeued job and a health run, which do not run
-// the disk check; only a run of the disk check that passes resumes it.
+// the disk check; only a run of the disk check that passes resumes it. Then
+// an admin takes the node DOWN and resumes it (24.11 keeps the admin's
+// reason on the resumed node, 22.05 clears it): a failing check drains the
+// node again, with vigil's reason.
 func TestE2EDrainSticks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
+	slurmtest.ForEachSlurm(t, testE2EDrainSticks)
+}
+
+func testE2EDrainSticks(t *testing.T, f slurmtest.Flavour) {
 	prolog := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	epilog := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/epilog")
 	scratch := t.TempDir()
@@ -34,7 +41,7 @@ check_timeout = "20s"`, disk("min_write_mib_s = 1000000"))
 	if err := os.WriteFile(ep, []byte(fmt.Sprintf("#!/bin/sh\nexec %s --config %s\n", epilog, s.config)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, Prolog: s.wrapper(t, prolog), Epilog: ep, PrologFlags: "Alloc"})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, Prolog: s.wrapper(t, prolog), Epilog: ep, PrologFlags: "Alloc", Root: f.Root})
 	node := c.Nodes[0]
 
 	job := c.Sbatch(t, "hostname\n", "-N1")
@@ -91,4 +98,21 @@ check_timeout = "20s"`, disk("min_write_mib_s = 1000000"))
 		t.Fatalf("passing re-test, exit %d:\n%s", code, out)
 	}
 	c.WaitNode(t, node, 10*time.Second, func(n slurm.Node) bool { return !n.Drained() })
+
+	// The admin's DOWN and RESUME: whatever reason is left on the idle node
+	// holds nothing, and a failing disk check drains it for vigil.
+	for _, st := range []string{"State=DOWN", "State=RESUME"} {
+		if out, err := c.Command(t, "scontrol", "update", "NodeName="+node, st, "Reason=psu swapped"); err != nil {
+			t.Fatalf("admin %s: %v\n%s", st, err, out)
+		}
+	}
+	n = c.WaitNode(t, node, 10*time.Second, func(n slurm.Node) bool { return n.ForeignState() == "" && !n.Drained() })
+	t.Logf("after the admin's resume: state %s, reason %q (stale: %v)", n.State, n.Reason, n.StaleReason())
+	s.write(t, `checks = ["disk"]`, disk("min_write_mib_s = 1000000"))
+	if out, code, _ := runAs(t, c, prolog, "--node", node, "--checks", "disk", "--config", s.config); code != 1 {
+		t.Fatalf("failing run after the admin's resume: exit %d, want 1 (drained):\n%s", code, out)
+	}
+	if n := nodeState(t, c, node); !n.Drained() || !strings.HasPrefix(n.Reason, "vigil: disk ") {
+		t.Fatalf("after the admin's resume and a failing run: %+v, want drained for vigil: disk", n)
+	}
 }
