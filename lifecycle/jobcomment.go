@@ -139,10 +139,7 @@ func FirstNode(nodes []string, self string) string {
 }
 
 // jobCommenter is the part of slurm.Client that reads and sets a job's comment.
-type jobCommenter interface {
-	Job(ctx context.Context, id string) (slurm.JobInfo, error)
-	SetJobComment(ctx context.Context, id, comment string) error
-}
+type jobCommenter = slurm.JobCommenter
 
 // commenter returns the client that writes the job's comment, nil when
 // none should: a dry run, job_comment = false, not a prolog with a job.
@@ -169,7 +166,16 @@ func (r *run) commentChecking(ctx context.Context) {
 		return
 	}
 	n := max(len(r.job.Nodes), 1)
-	if err := r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
+	// The first reading may hold the last run's failure, which "checking"
+	// replaces; a failure that appears after this node wrote is another
+	// node's, this run's, and stays.
+	first := true
+	checking := func(mine string) (string, bool) {
+		ok := first || !isFailedStatus(mine)
+		first = false
+		return CheckingStatus(n), ok
+	}
+	if err := r.setComment(ctx, checking); err != nil {
 		r.log.WithError(err).Warn("setting the job's comment")
 		r.note("job comment not set: %v", err)
 	}
@@ -229,26 +235,23 @@ func (r *run) commentResult(ctx context.Context, code int) {
 	}
 }
 
-// setComment reads the job's comment once and, when next says so, sets it
-// with vigil's part replaced.
+// setComment sets the job's comment with vigil's part replaced by
+// next(vigil's part), when next says so (slurm.UpdateJobComment: read,
+// write, read back and merge again when another node wrote at once).
 func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) error {
-	c := r.commenter()
 	cctx, cancel := r.actionCtx(ctx)
 	defer cancel()
-	info, err := c.Job(cctx, r.job.ID)
-	if err != nil {
-		return err
-	}
-	_, mine := SplitJobComment(info.Comment)
-	status, ok := next(mine)
-	if !ok {
-		return nil
-	}
-	comment := JobComment(info.Comment, status)
-	if comment == info.Comment {
-		return nil
-	}
-	if err := c.SetJobComment(cctx, r.job.ID, comment); err != nil {
+	var status string
+	written, err := slurm.UpdateJobComment(cctx, r.commenter(), r.job.ID, func(old string) (string, bool) {
+		_, mine := SplitJobComment(old)
+		st, ok := next(mine)
+		if !ok {
+			return old, false
+		}
+		status = st
+		return JobComment(old, st), true
+	})
+	if err != nil || !written {
 		return err
 	}
 	r.log.WithField("comment", status).Info("job comment set")

@@ -1,6 +1,11 @@
 package slurm
 
-import "strings"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // CommentSep separates the user's part of a job comment from vigil's part
 // ("<user comment>; vigil: passed (38 s)").
@@ -24,4 +29,67 @@ func JoinComment(user, vigil string) string {
 		return vigil
 	}
 	return user + CommentSep + vigil
+}
+
+// JobCommenter reads and writes a job's comment (Client does both).
+type JobCommenter interface {
+	Job(ctx context.Context, id string) (JobInfo, error)
+	SetJobComment(ctx context.Context, id, comment string) error
+}
+
+// commentAttempts bounds UpdateJobComment's rounds of read, write, read back.
+const commentAttempts = 4
+
+// UpdateJobComment sets the job's comment to next(the comment as it is)
+// when next says so (ok) and that changes it; written says it wrote. Slurm has no compare-and-set, so two nodes that read, change and
+// write the comment at once can lose one change. UpdateJobComment therefore
+// reads the comment back, after twice the time its own read and write took
+// (at least 50 ms, at most 2 s): another writer that read before its write
+// has written by then. When the comment it finds is not its own, it applies
+// next to that one and writes again if that changes it, for
+// commentAttempts rounds in all. next must merge (keep what others wrote
+// that it still wants), so that the writers converge.
+func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(old string) (string, bool)) (written bool, err error) {
+	start := time.Now()
+	info, err := c.Job(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	comment, ok := next(info.Comment)
+	if !ok || comment == info.Comment {
+		return false, nil
+	}
+	for i := 1; ; i++ {
+		if err := c.SetJobComment(ctx, id, comment); err != nil {
+			return written, err
+		}
+		written = true
+		if err := sleepCtx(ctx, min(max(2*time.Since(start), 50*time.Millisecond), 2*time.Second)); err != nil {
+			return true, nil // written; only the check was cut short
+		}
+		start = time.Now()
+		info, err = c.Job(ctx, id)
+		if err != nil {
+			return true, fmt.Errorf("reading back job %s's comment: %w", id, err)
+		}
+		if info.Comment == oneLine(comment) || i >= commentAttempts {
+			return true, nil
+		}
+		again, more := next(info.Comment)
+		if !more || again == info.Comment {
+			return true, nil
+		}
+		comment = again
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

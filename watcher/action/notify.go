@@ -93,22 +93,35 @@ func (a *Actor) updateComment(ctx context.Context, log logrus.FieldLogger, ev ha
 		return false, errors.New("job comment: no Slurm client")
 	}
 	job := a.jobID(ev)
-	info, err := a.Slurm.Job(ctx, job)
-	if err != nil {
-		return false, fmt.Errorf("job comment: read job %s: %w", job, err)
-	}
-	comment, dup := next(info.Comment)
-	if comment == info.Comment {
-		return dup, nil
-	}
 	if a.DryRun {
-		log.WithField("comment", comment).Warn("dry run: would set the job's comment")
+		info, err := a.Slurm.Job(ctx, job)
+		if err != nil {
+			return false, fmt.Errorf("job comment: read job %s: %w", job, err)
+		}
+		comment, dup := next(info.Comment)
+		if comment != info.Comment {
+			log.WithField("comment", comment).Warn("dry run: would set the job's comment")
+		}
 		return dup, nil
 	}
-	if err := a.Slurm.SetJobComment(ctx, job, comment); err != nil {
-		return dup, fmt.Errorf("job comment: %w", err)
+	// dup is what the first reading said: whether another node had
+	// announced this episode before this node looked.
+	var dup, read bool
+	var comment string
+	written, err := slurm.UpdateJobComment(ctx, a.Slurm, job, func(old string) (string, bool) {
+		c, d := next(old)
+		if !read {
+			read, dup = true, d
+		}
+		comment = c
+		return c, true
+	})
+	if err != nil {
+		return dup, fmt.Errorf("job comment: job %s: %w", job, err)
 	}
-	log.WithField("comment", comment).Info("job comment updated")
+	if written {
+		log.WithField("comment", comment).Info("job comment updated")
+	}
 	return dup, nil
 }
 
