@@ -114,7 +114,9 @@ EXIT STATUS
        config (each error logged on stderr at error level, recorded in the
        report and the vigil_config_valid metric at the paths of the last valid
        config, or nowhere; the node is never drained for it), a held job, a
-       skipped run
+       skipped run, or failures only of checks the fleet guard holds back
+       ([guard]: more than max_share of the nodes drained by vigil for that
+       check within the window; the report's "guarded" says why)
     1  the node is drained by vigil after this run: a check failed (or the
        budget ran out with on_budget_expiry = "fail"), or an earlier vigil
        drain stays because this run did not clear it (with --dry-run: would
@@ -125,6 +127,15 @@ EXIT STATUS
     4  --health only: a check failed but vigil drained nothing, because
        someone else holds the node (drain, down, maintenance) or scontrol
        failed; the log says which
+
+NOTIFICATIONS
+    [notify] webhook_url and mail tell the admins of each drain (node, check,
+    reason, device, value against threshold, job): one message each for the
+    first burst (5) drains of a check within the window (1h), then one
+    summary, then nothing until the window passes. A job's user hears of its
+    failed prolog when the job chose --vigil-notify (SPANK, within [policy]).
+    Counting uses the controller's drain reasons (scontrol show node -o); see
+    docs/notify.md.
 
 FILES
     /etc/vigil/vigil.toml                          config
