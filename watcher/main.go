@@ -402,6 +402,11 @@ ENVIRONMENT
         The job's action on a hang: notify, cancel or requeue, when [policy]
         hang_actions allows it. --action overrides it. vigil's SPANK plugin
         sets both from --vigil-hang-time and --vigil-hang-action.
+    VIGIL_NOTIFY, VIGIL_WEBHOOK_URL
+        The job's own notification choice (mail, webhook, none) and webhook,
+        from --vigil-notify and --vigil-webhook: added to what [watch] sends,
+        when [policy] notify and webhooks allow them; anything else is
+        dropped with a log line.
     SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURMD_NODENAME, SLURM_STEP_ID,
     SLURM_RESTART_COUNT
         Set by Slurm in the job step; they name the job, its user (mail), this
@@ -419,6 +424,10 @@ FILES
         takeover_periods.
     REPORT_DIR/vigil-hang-JOB-NODE-TIME.json
         One report per hang: what was flat, since when, the evidence, culprits.
+    REPORT_DIR/vigil-hang-JOB-NODE-TIME.html
+        The same hang as one self-contained page: the digest on top, one
+        chart per host (I/O, CPU, device utilisation and power), culprits
+        framed. The report's "html" names it.
 
 EXAMPLES
     In a batch script, before the training starts:
