@@ -101,12 +101,21 @@ check_timeout = "20s"`, disk("min_write_mib_s = 1000000"))
 
 	// The admin's DOWN and RESUME: whatever reason is left on the idle node
 	// holds nothing, and a failing disk check drains it for vigil.
-	for _, st := range []string{"State=DOWN", "State=RESUME"} {
-		if out, err := c.Command(t, "scontrol", "update", "NodeName="+node, st, "Reason=psu swapped"); err != nil {
-			t.Fatalf("admin %s: %v\n%s", st, err, out)
-		}
+	if out, err := c.Command(t, "scontrol", "update", "NodeName="+node, "State=DOWN", "Reason=psu swapped"); err != nil {
+		t.Fatalf("admin DOWN: %v\n%s", err, out)
 	}
-	n = c.WaitNode(t, node, 10*time.Second, func(n slurm.Node) bool { return n.ForeignState() == "" && !n.Drained() })
+	// Back in service: by the admin's RESUME, or by slurmctld itself when
+	// slurmd registers again (ReturnToService); slurmctld refuses a RESUME
+	// for a moment while it takes the node down.
+	back := func(n slurm.Node) bool { return n.ForeignState() == "" && !n.Drained() }
+	deadline = time.Now().Add(20 * time.Second)
+	for n = nodeState(t, c, node); !back(n); n = nodeState(t, c, node) {
+		out, err := c.Command(t, "scontrol", "update", "NodeName="+node, "State=RESUME")
+		if time.Now().After(deadline) {
+			t.Fatalf("node %+v not back in service; the last RESUME: %v\n%s", n, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	t.Logf("after the admin's resume: state %s, reason %q (stale: %v)", n.State, n.Reason, n.StaleReason())
 	s.write(t, `checks = ["disk"]`, disk("min_write_mib_s = 1000000"))
 	if out, code, _ := runAs(t, c, prolog, "--node", node, "--checks", "disk", "--config", s.config); code != 1 {

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 )
@@ -38,14 +39,16 @@ type JobCommenter interface {
 }
 
 // commentAttempts bounds UpdateJobComment's rounds of read, write, read back.
-const commentAttempts = 4
+const commentAttempts = 5
 
 // UpdateJobComment sets the job's comment to next(the comment as it is)
 // when next says so (ok) and that changes it; written says it wrote. Slurm has no compare-and-set, so two nodes that read, change and
 // write the comment at once can lose one change. UpdateJobComment therefore
-// reads the comment back, after twice the time its own read and write took
-// (at least 50 ms, at most 2 s): another writer that read before its write
-// has written by then. When the comment it finds is not its own, it applies
+// reads the comment back, after four times the time its own read and write
+// took (at least 250 ms, at most 4 s) and a random as much again: another
+// writer that read before its write has written by then, unless its
+// scontrol calls were that much slower, and writers that collided do not
+// meet again. When the comment it finds is not its own, it applies
 // next to that one and writes again if that changes it, for
 // commentAttempts rounds in all. next must merge (keep what others wrote
 // that it still wants), so that the writers converge.
@@ -64,7 +67,9 @@ func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(
 			return written, err
 		}
 		written = true
-		if err := sleepCtx(ctx, min(max(2*time.Since(start), 50*time.Millisecond), 2*time.Second)); err != nil {
+		d := min(max(4*time.Since(start), 250*time.Millisecond), 4*time.Second)
+		// The jitter keeps writers that collided from meeting again.
+		if err := sleepCtx(ctx, d+rand.N(d)); err != nil {
 			return true, nil // written; only the check was cut short
 		}
 		start = time.Now()

@@ -58,7 +58,7 @@ func TestUpdateJobComment(t *testing.T) {
 		{"nothing to change", "a", nil, "a", 0, false},
 		{"another writer replaced ours: merged again", "", []string{"b"}, "b a", 2, true},
 		{"two more writers", "", []string{"b", "b a c"}, "b a c", 2, true},
-		{"writers that never stop: bounded", "", []string{"b", "c", "d", "e", "f"}, "e", commentAttempts, true},
+		{"writers that never stop: bounded", "", []string{"b", "c", "d", "e", "f", "g"}, "f", commentAttempts, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
