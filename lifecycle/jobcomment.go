@@ -166,16 +166,9 @@ func (r *run) commentChecking(ctx context.Context) {
 		return
 	}
 	n := max(len(r.job.Nodes), 1)
-	// The first reading may hold the last run's failure, which "checking"
-	// replaces; a failure that appears after this node wrote is another
-	// node's, this run's, and stays.
-	first := true
-	checking := func(mine string) (string, bool) {
-		ok := first || !isFailedStatus(mine)
-		first = false
-		return CheckingStatus(n), ok
-	}
-	if err := r.setComment(ctx, checking); err != nil {
+	// "checking" replaces the last run's failure; written once, it gives
+	// way to a failure another node writes at the same moment.
+	if err := r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
 		r.log.WithError(err).Warn("setting the job's comment")
 		r.note("job comment not set: %v", err)
 	}
@@ -236,13 +229,19 @@ func (r *run) commentResult(ctx context.Context, code int) {
 }
 
 // setComment sets the job's comment with vigil's part replaced by
-// next(vigil's part), when next says so (slurm.UpdateJobComment: read,
-// write, read back and merge again when another node wrote at once).
+// next(vigil's part), when next says so: a node's failure through
+// slurm.UpdateJobComment (read, write, read back and merge again when
+// another node wrote at once), "checking" and "passed", which give way to
+// a failure, through slurm.WriteJobComment (once).
 func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) error {
 	cctx, cancel := r.actionCtx(ctx)
 	defer cancel()
+	update := slurm.WriteJobComment
+	if r.failure != "" {
+		update = slurm.UpdateJobComment
+	}
 	var status string
-	written, err := slurm.UpdateJobComment(cctx, r.commenter(), r.job.ID, func(old string) (string, bool) {
+	written, err := update(cctx, r.commenter(), r.job.ID, func(old string) (string, bool) {
 		_, mine := SplitJobComment(old)
 		st, ok := next(mine)
 		if !ok {

@@ -38,6 +38,25 @@ type JobCommenter interface {
 	SetJobComment(ctx context.Context, id, comment string) error
 }
 
+// WriteJobComment sets the job's comment to next(the comment as it is) when
+// next says so (ok) and that changes it, reading and writing once: for a
+// comment that may lose to another writer (vigil's "checking" and
+// "passed" give way to a node's failure). written says it wrote.
+func WriteJobComment(ctx context.Context, c JobCommenter, id string, next func(old string) (string, bool)) (written bool, err error) {
+	info, err := c.Job(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	comment, ok := next(info.Comment)
+	if !ok || comment == info.Comment {
+		return false, nil
+	}
+	if err := c.SetJobComment(ctx, id, comment); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // commentAttempts bounds UpdateJobComment's rounds of read, write, read back.
 const commentAttempts = 5
 
