@@ -49,7 +49,10 @@ type hostChart struct {
 	ID      string
 	Culprit bool
 	Reasons string // the culprit reasons given by the digests
-	SVG     template.HTML
+	// NoData: the page has no reading of this host (a host of the digest
+	// that this watcher never heard from).
+	NoData bool
+	SVG    template.HTML
 }
 
 // Render returns the page for d: digests and the hosts' latest verdicts
@@ -73,7 +76,8 @@ func Render(d Data) []byte {
 	}
 	for i, h := range hostNames(d) {
 		p.Charts = append(p.Charts, hostChart{Host: h, ID: "host-" + itoa(i), Culprit: culprits[h] != "", Reasons: culprits[h],
-			SVG: template.HTML(chart(h, d.Hosts[h], d.Events, from, to, d.Window))}) //nolint:gosec // chart escapes its text
+			NoData: len(d.Hosts[h]) == 0,
+			SVG:    template.HTML(chart(h, d.Hosts[h], d.Events, from, to, d.Window))}) //nolint:gosec // chart escapes its text
 	}
 	var b bytes.Buffer
 	if err := pageTmpl.Execute(&b, p); err != nil {

@@ -160,3 +160,22 @@ func TestEventsSplitLines(t *testing.T) {
 		t.Errorf("events = %+v", evs)
 	}
 }
+
+// A member's copy of the digest knows the job's other hosts from the digest
+// only: their sections say so instead of showing empty charts unexplained.
+func TestRenderHostWithoutReadings(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	d := Data{Window: 10 * time.Minute, Hosts: map[string][]Point{}}
+	for i := 0; i < 5; i++ {
+		d.Hosts["n1"] = append(d.Hosts["n1"], PointOf(trace.Sample{Time: t0.Add(time.Duration(i) * time.Minute), Host: "n1", CPUUsec: uint64(i) * 60e6}))
+	}
+	d.Events = []Event{{Time: t0.Add(5 * time.Minute), Event: hang.EventDigest, Cause: hang.CauseNetwork, Hosts: []string{"n1", "n2"},
+		Culprits: []hang.DigestCulprit{{Host: "n2", Reason: "TransportErrors"}}}}
+	page := string(Render(d))
+	if charts, marked := pagetest.Charts(page), pagetest.Culprits(page); strings.Join(charts, ",") != "n1,n2" || strings.Join(marked, ",") != "n2" {
+		t.Errorf("charts %v, culprits %v; want n1,n2 and n2", charts, marked)
+	}
+	if got := strings.Count(page, `class="none nodata"`); got != 1 || !strings.Contains(page, "No readings of n2 on this page") {
+		t.Errorf("%d no-readings notes, want one for n2:\n%s", got, page)
+	}
+}

@@ -48,7 +48,8 @@ pre { white-space: pre-wrap; font-size: .85em; margin: .2em 0 .2em 1.5em; }
 <main>
 {{range .Charts}}<section class="host{{if .Culprit}} culprit{{end}}" id="{{if .Culprit}}culprit-{{.Host}}{{else}}{{.ID}}{{end}}" data-host="{{.Host}}">
 <h2>{{.Host}}{{if .Culprit}}<span class="badge">culprit: {{.Reasons}}</span>{{end}}</h2>
-{{.SVG}}
+{{if .NoData}}<p class="none nodata">No readings of {{.Host}} on this page: the watcher that wrote it did not receive them. The page the job's coordinator wrote has every host's.</p>
+{{end}}{{.SVG}}
 </section>
 {{end}}</main>
 </body>
