@@ -112,19 +112,7 @@ func (w Webhook) sleep(ctx context.Context, d time.Duration) error {
 	if w.Sleep != nil {
 		return w.Sleep(ctx, d)
 	}
-	return Sleep(ctx, d)
-}
-
-// Sleep waits d, or until ctx ends (then it returns ctx's error).
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return osutil.Sleep(ctx, d)
 }
 
 // Runner runs one command with stdin: mail runs MailProg with it.

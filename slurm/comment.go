@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // CommentSep separates the user's part of a job comment from vigil's part
@@ -88,7 +90,7 @@ func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(
 		written = true
 		d := min(max(4*time.Since(start), 250*time.Millisecond), 4*time.Second)
 		// The jitter keeps writers that collided from meeting again.
-		if err := sleepCtx(ctx, d+rand.N(d)); err != nil {
+		if err := osutil.Sleep(ctx, d+rand.N(d)); err != nil {
 			return true, nil // written; only the check was cut short
 		}
 		start = time.Now()
@@ -104,16 +106,5 @@ func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(
 			return true, nil
 		}
 		comment = again
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -26,3 +26,15 @@ func Command(ctx context.Context, waitDelay time.Duration, argv ...string) *exec
 func KillGroup(pid int) error {
 	return syscall.Kill(-pid, syscall.SIGKILL)
 }
+
+// Sleep waits d, or until ctx ends; then it returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

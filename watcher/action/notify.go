@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -216,7 +217,7 @@ func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
 	if a.Sleep != nil {
 		return a.Sleep(ctx, d)
 	}
-	return notify.Sleep(ctx, d)
+	return osutil.Sleep(ctx, d)
 }
 
 // MailArgv is the MailProg command line, as slurmctld calls it:
