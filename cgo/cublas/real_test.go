@@ -1,7 +1,6 @@
 package cublas
 
 import (
-	"debug/elf"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -146,7 +145,7 @@ func TestCuBLASLt11And12Differ(t *testing.T) {
 // only b exports, sorted.
 func symbolDiff(t *testing.T, a, b string) (onlyA, onlyB []string) {
 	t.Helper()
-	sa, sb := cublasLtFuncs(t, a), cublasLtFuncs(t, b)
+	sa, sb := dltest.ELFFuncs(t, a, "cublasLt"), dltest.ELFFuncs(t, b, "cublasLt")
 	for n := range sa {
 		if !sb[n] {
 			onlyA = append(onlyA, n)
@@ -160,27 +159,4 @@ func symbolDiff(t *testing.T, a, b string) (onlyA, onlyB []string) {
 	slices.Sort(onlyA)
 	slices.Sort(onlyB)
 	return onlyA, onlyB
-}
-
-func cublasLtFuncs(t *testing.T, path string) map[string]bool {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatalf("%s: %v (bash .ci/deps-nvidia installs the real cuBLASLt 11 and 12)", path, err)
-	}
-	defer f.Close()
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	out := map[string]bool{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF && strings.HasPrefix(s.Name, "cublasLt") {
-			out[s.Name] = true
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s exports no cublasLt function", path)
-	}
-	return out
 }

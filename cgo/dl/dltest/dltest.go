@@ -5,8 +5,10 @@
 package dltest
 
 import (
+	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -56,4 +58,31 @@ func CheckSymbols(t testing.TB, lib *dl.Library, names []string) {
 			t.Errorf("%s lacks a symbol vigil binds: %v", lib.Path, err)
 		}
 	}
+}
+
+// ELFFuncs returns the functions whose names start with prefix that the
+// shared library at path defines in its ELF dynamic symbol table: what it
+// exports, read without loading it (a library built for a newer glibc
+// cannot be loaded here, but its exports can be read).
+func ELFFuncs(t testing.TB, path, prefix string) map[string]bool {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v (bash .ci/deps-nvidia installs the real libraries)", path, err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]bool{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF && strings.HasPrefix(s.Name, prefix) {
+			out[s.Name] = true
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s exports no %s function", path, prefix)
+	}
+	return out
 }
