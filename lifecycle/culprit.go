@@ -105,8 +105,9 @@ func (r *run) culpritRecheck() bool {
 		err      error
 	}
 	ch := make(chan result, 1)
+	lookup, job := culpritReports, r.job.ID
 	go func() {
-		f, p, err := culpritReports(dir, r.job.ID, node)
+		f, p, err := lookup(dir, job, node)
 		ch <- result{f, p, err}
 	}()
 	timeout := min(culpritLookupTimeout, max(time.Until(r.deadline)/10, time.Second))
