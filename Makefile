@@ -16,7 +16,7 @@ export CGO_ENABLED = 1
 BINS := bin/vigil-prolog bin/vigil-epilog bin/vigil-watch bin/vigil-baseline
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build deps run test test-short lint bench fuzz install clean
+.PHONY: all build deps run test test-short race lint bench fuzz install clean
 
 all: build
 
@@ -44,6 +44,9 @@ test: ## run every test: unit, fuzz seeds, and e2e on a real local Slurm (root)
 
 test-short: ## unit tests only: no Slurm cluster is started
 	$(GO) test -count=1 -short ./...
+
+race: ## the unit tests under the race detector
+	$(GO) test -race -count=1 -short ./...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
