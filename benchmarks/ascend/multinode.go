@@ -63,24 +63,15 @@ var multinodeThresholds = device.Thresholds{}
 // multinode is hccl-allreduce-multinode: registered so that it has
 // settings, a description and a place in reports; it runs only through
 // RunMultinode.
-type multinode struct{ cann *cann }
+type multinode struct {
+	device.MultinodeCheck
+	cann *cann
+}
 
-var shippedMultinode = &multinode{cann: sharedCANN}
+var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckName: MultinodeName, CheckVendor: benchmarks.VendorAscend,
+	Desc: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified"}, cann: sharedCANN}
 
 func init() { benchmarks.Register(shippedMultinode) }
-
-func (*multinode) Name() string              { return MultinodeName }
-func (*multinode) Kind() benchmarks.Kind     { return benchmarks.KindPerf }
-func (*multinode) Isolated() bool            { return true }
-func (*multinode) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
-
-// OffByDefault: alone on one node it can only say that it needs the others.
-func (*multinode) OffByDefault() bool { return true }
-
-// Description says what the check does, for --list-checks.
-func (*multinode) Description() string {
-	return "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified"
-}
 
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.
@@ -88,11 +79,6 @@ func (*multinode) Defaults() any {
 	s := MultinodeSettings{Libraries: DefaultLibraries(), CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
-}
-
-// Run says that the check needs the job's other nodes.
-func (c *multinode) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	return c.unknown(ReasonNeedsJobNodes, "%s", device.NeedsJobNodesMessage)
 }
 
 func (c *multinode) unknown(reason, format string, args ...any) benchmarks.Result {

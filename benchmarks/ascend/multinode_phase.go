@@ -8,11 +8,6 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
 
-// CrossNode marks hccl-allreduce-multinode as one the prolog's cross-node
-// phase runs (crossnet.Collective), like nccl-allreduce-multinode; outside
-// it the check is not applicable.
-func (*multinode) CrossNode() bool { return true }
-
 // Ranks is how many ranks this node brings: the job's NPUs (env.Devices),
 // or every NPU ACL shows when that is nil; 0 when CANN cannot be opened.
 func (c *multinode) Ranks(env *benchmarks.Env) int {

@@ -113,7 +113,7 @@ func TestMultinodeOnStub(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "hccl.log")
 	t.Setenv("STUBCANN_HCCL_LOG", log)
 	t.Setenv("HCCL_CONNECT_TIMEOUT", "10")
-	c := &multinode{cann: &cann{}}
+	c := &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}
 	res := runMNJob(t, c, libs, 20*time.Second, nil)
 	for _, n := range mnJob {
 		r := res[n.name]
@@ -215,7 +215,7 @@ func TestMultinodeFaults(t *testing.T) {
 			// Ranks left waiting in HcclCommInitRootInfo end on HCCL's own timeout.
 			t.Setenv("HCCL_CONNECT_TIMEOUT", "3")
 			t.Setenv(tt.env, tt.value)
-			res := runMNJob(t, &multinode{cann: &cann{}}, libs, tt.timeout, nil)
+			res := runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, tt.timeout, nil)
 			for node, w := range tt.want {
 				r := res[node]
 				if r.Status != w.status || r.Reason != w.reason || !strings.HasPrefix(r.Message, w.prefix) {
@@ -235,7 +235,7 @@ func TestMultinodeAbortEndsWaits(t *testing.T) {
 	t.Setenv("STUBCANN_HCCL_LOG", log)
 	t.Setenv("HCCL_CONNECT_TIMEOUT", "3")
 	t.Setenv("STUBCANN_HCCL_HANG_RANK", "0")
-	for n, r := range runMNJob(t, &multinode{cann: &cann{}}, libs, time.Second, nil) {
+	for n, r := range runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, time.Second, nil) {
 		if r.Reason != ReasonMultinodeHung {
 			t.Errorf("%s: %+v", n, r)
 		}
@@ -255,7 +255,7 @@ func TestMultinodeAbortEndsWaits(t *testing.T) {
 func TestMultinodeDuplicateRank(t *testing.T) {
 	libs := stubCANN(t)
 	t.Setenv("HCCL_CONNECT_TIMEOUT", "3")
-	res := runMNJob(t, &multinode{cann: &cann{}}, libs, 1500*time.Millisecond, func(i int, r MultinodeRole) MultinodeRole {
+	res := runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, 1500*time.Millisecond, func(i int, r MultinodeRole) MultinodeRole {
 		if i == 2 {
 			r.FirstRank = 1
 		}
@@ -283,7 +283,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 		r.Message != "needs the job's other nodes: runs in the prolog's cross-node phase" {
 		t.Errorf("alone: %+v", r)
 	}
-	m := &multinode{cann: &cann{}}
+	m := &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}
 	id, err := m.newRootInfo(env)
 	if err != nil {
 		t.Fatal(err)
@@ -309,10 +309,10 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 		t.Errorf("bytes = 16: %+v", r)
 	}
 	absent := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n", MultinodeName))
-	if _, err := (&multinode{cann: &cann{}}).newRootInfo(absent); !errors.Is(err, dl.ErrNotFound) {
+	if _, err := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).newRootInfo(absent); !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("NewRootInfo without CANN: %v", err)
 	}
-	if r := (&multinode{cann: &cann{}}).run(context.Background(), absent, MultinodeRole{ID: id, NRanks: 4}); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
+	if r := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).run(context.Background(), absent, MultinodeRole{ID: id, NRanks: 4}); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
 		t.Errorf("RunMultinode without CANN: %+v", r)
 	}
 }

@@ -18,17 +18,17 @@ import (
 const (
 	// ReasonNeedsJobNodes: the check was run alone; it runs in the
 	// prolog's cross-node phase (unknown).
-	ReasonNeedsJobNodes = "NeedsJobNodes"
+	ReasonNeedsJobNodes = device.ReasonNeedsJobNodes
 	// ReasonMultinodeHung: the communicator did not form, or an all-reduce
 	// did not finish, before the deadline (unknown: a node that never
 	// joined is as likely as this one; the cross-node phase compares).
-	ReasonMultinodeHung = "MultinodeHung"
+	ReasonMultinodeHung = device.ReasonMultinodeHung
 	// ReasonNCCLError: an NCCL call failed (unknown: a remote rank's fault
 	// reads the same here).
 	ReasonNCCLError = "NCCLError"
 	// ReasonInvalidRole: the rank assignment handed to RunMultinode does
 	// not fit this node's GPUs (unknown).
-	ReasonInvalidRole = "InvalidRole"
+	ReasonInvalidRole = device.ReasonInvalidRole
 )
 
 // MultinodeName is the registered name of the multi-node all-reduce.
@@ -65,24 +65,15 @@ type MultinodeRole struct {
 // multinode is nccl-allreduce-multinode: registered so that it has
 // settings, a description and a place in reports; it runs only through
 // RunMultinode.
-type multinode struct{ open Opener }
+type multinode struct {
+	device.MultinodeCheck
+	open Opener
+}
 
-var shippedMultinode = &multinode{open: OpenCUDA}
+var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckName: MultinodeName, CheckVendor: benchmarks.VendorNVIDIA,
+	Desc: "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified"}, open: OpenCUDA}
 
 func init() { benchmarks.Register(shippedMultinode) }
-
-func (*multinode) Name() string              { return MultinodeName }
-func (*multinode) Kind() benchmarks.Kind     { return benchmarks.KindPerf }
-func (*multinode) Isolated() bool            { return true }
-func (*multinode) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
-
-// OffByDefault: alone on one node it can only say that it needs the others.
-func (*multinode) OffByDefault() bool { return true }
-
-// Description says what the check does, for --list-checks.
-func (*multinode) Description() string {
-	return "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified"
-}
 
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.
@@ -92,11 +83,6 @@ func (*multinode) Defaults() any {
 	return &s
 }
 
-// Run says that the check needs the job's other nodes.
-func (c *multinode) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	return unknown(c.Name(), ReasonNeedsJobNodes, "needs the job's other nodes: runs in the prolog's cross-node phase")
-}
-
 func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 	s := c.Defaults().(*MultinodeSettings)
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
@@ -104,10 +90,6 @@ func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 	}
 	return s, s.Validate()
 }
-
-// CrossNode marks the check as one the prolog's cross-node phase runs
-// (crossnet.Collective); elsewhere it is not applicable.
-func (*multinode) CrossNode() bool { return true }
 
 // Ranks is how many ranks this node brings: the job's GPUs here
 // (env.Devices), or every GPU the driver shows when that is nil; 0 when

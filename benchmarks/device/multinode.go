@@ -33,6 +33,37 @@ const (
 // NeedsJobNodesMessage is the message of a multi-node check run alone.
 const NeedsJobNodesMessage = "needs the job's other nodes: runs in the prolog's cross-node phase"
 
+// MultinodeCheck is the registered face of a vendor's multi-node
+// all-reduce (nccl-allreduce-multinode, hccl-allreduce-multinode): a
+// performance check, isolated, off by default, run only by the prolog's
+// cross-node phase; run alone it says that it needs the job's other nodes.
+// The vendor's check embeds it and adds its settings and the phase's hooks.
+type MultinodeCheck struct {
+	CheckName   string
+	CheckVendor benchmarks.Vendor
+	Desc        string
+}
+
+func (m MultinodeCheck) Name() string              { return m.CheckName }
+func (MultinodeCheck) Kind() benchmarks.Kind       { return benchmarks.KindPerf }
+func (MultinodeCheck) Isolated() bool              { return true }
+func (m MultinodeCheck) Vendor() benchmarks.Vendor { return m.CheckVendor }
+
+// OffByDefault: alone on one node it can only say that it needs the others.
+func (MultinodeCheck) OffByDefault() bool { return true }
+
+// Description says what the check does, for --list-checks.
+func (m MultinodeCheck) Description() string { return m.Desc }
+
+// CrossNode marks the check as one the prolog's cross-node phase runs
+// (crossnet.Collective); elsewhere it is not applicable.
+func (MultinodeCheck) CrossNode() bool { return true }
+
+// Run says that the check needs the job's other nodes.
+func (m MultinodeCheck) Run(context.Context, *benchmarks.Env) benchmarks.Result {
+	return benchmarks.Result{Check: m.CheckName, Status: benchmarks.StatusUnknown, Reason: ReasonNeedsJobNodes, Message: NeedsJobNodesMessage}
+}
+
 // MultinodeRole is one node's part in a communicator spanning the job's
 // nodes, as the cross-node phase hands it out: the same for every vendor.
 type MultinodeRole struct {
