@@ -2,17 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +15,6 @@ import (
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
-	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // nodeTraining is a training step on every node of the job that writes for
@@ -53,43 +47,9 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 		addrs = append(addrs, fmt.Sprintf("%s=127.0.1.%d", n, i+1))
 	}
 
-	var mu sync.Mutex
-	var hooks []received
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		var b map[string]any
-		if err := json.Unmarshal(data, &b); err != nil {
-			t.Errorf("webhook body %q: %v", data, err)
-		}
-		mu.Lock()
-		hooks = append(hooks, received{time.Now(), b})
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	hooksOf := func(job string) []received {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []received
-		for _, h := range hooks {
-			if h.body["job"] == job {
-				out = append(out, h)
-			}
-		}
-		return out
-	}
+	hookURL, hooksOf := webhookRecorder(t)
 
-	accel := filepath.Join(t.TempDir(), "accel.jsonl")
-	var tr bytes.Buffer
-	w := trace.NewWriter(&tr)
-	for i := range 5 {
-		if err := w.Write(trace.Sample{Time: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC), Host: "gpu01",
-			Accel: []trace.Accel{{ID: "0", Util: 100, MemUsedMiB: 30000, PowerW: 80}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(accel, tr.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	accel := spinningAccelTrace(t)
 	port := 30000 + os.Getpid()%20000
 	submit := func(name, training string) (id, dir string) {
 		dir = filepath.Join(t.TempDir(), name)
@@ -98,7 +58,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 		}
 		watch := fmt.Sprintf("%s --period %s --window %s --grace %s --accel-trace %s --webhook-url %s/hook --report-dir %s "+
 			"--port %d --munge-socket %s --node-addrs %s --record %s/rec-%%j-%%N.jsonl",
-			bin, e2ePeriod, e2eWindow, e2eGrace, accel, srv.URL, dir, port, c.MungeSocket(), strings.Join(addrs, ","), dir)
+			bin, e2ePeriod, e2eWindow, e2eGrace, accel, hookURL, dir, port, c.MungeSocket(), strings.Join(addrs, ","), dir)
 		id = c.Sbatch(t, fmt.Sprintf(e2eScript, dir, watch, training), "-w", strings.Join(nodes, ","), "-N", "3", "--job-name", name)
 		return id, dir
 	}

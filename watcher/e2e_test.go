@@ -70,6 +70,56 @@ type received struct {
 	body map[string]any
 }
 
+// webhookRecorder starts a webhook receiver for the test; hooksOf returns
+// the bodies received so far for one job.
+func webhookRecorder(t *testing.T) (url string, hooksOf func(job string) []received) {
+	t.Helper()
+	var mu sync.Mutex
+	var hooks []received
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var b map[string]any
+		if err := json.Unmarshal(data, &b); err != nil {
+			t.Errorf("webhook body %q: %v", data, err)
+		}
+		mu.Lock()
+		hooks = append(hooks, received{time.Now(), b})
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func(job string) []received {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []received
+		for _, h := range hooks {
+			if h.body["job"] == job {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+}
+
+// spinningAccelTrace writes an accelerator trace of one device stuck at
+// 100% utilisation and 80 W, as in a spinning collective, and returns its
+// path (vigil-watch --accel-trace).
+func spinningAccelTrace(t *testing.T) string {
+	t.Helper()
+	accel := filepath.Join(t.TempDir(), "accel.jsonl")
+	var tr bytes.Buffer
+	w := trace.NewWriter(&tr)
+	for i := range 5 {
+		if err := w.Write(trace.Sample{Time: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC), Host: "gpu01",
+			Accel: []trace.Accel{{ID: "0", Util: 100, MemUsedMiB: 30000, PowerW: 80}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(accel, tr.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return accel
+}
+
 func TestE2EHangReported(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
@@ -84,45 +134,9 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 		t.Fatalf("the test cluster runs without proctrack/cgroup (no cgroup v1 freezer hierarchy at /sys/fs/cgroup/freezer): vigil-watch finds a job's processes through its cgroup")
 	}
 
-	var mu sync.Mutex
-	var hooks []received
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		var b map[string]any
-		if err := json.Unmarshal(data, &b); err != nil {
-			t.Errorf("webhook body %q: %v", data, err)
-		}
-		mu.Lock()
-		hooks = append(hooks, received{time.Now(), b})
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	hooksOf := func(job string) []received {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []received
-		for _, h := range hooks {
-			if h.body["job"] == job {
-				out = append(out, h)
-			}
-		}
-		return out
-	}
+	hookURL, hooksOf := webhookRecorder(t)
 
-	// Accelerators: one device stuck at 100% utilisation and 80 W, as in a
-	// spinning collective.
-	accel := filepath.Join(t.TempDir(), "accel.jsonl")
-	var tr bytes.Buffer
-	w := trace.NewWriter(&tr)
-	for i := range 5 {
-		if err := w.Write(trace.Sample{Time: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC), Host: "gpu01",
-			Accel: []trace.Accel{{ID: "0", Util: 100, MemUsedMiB: 30000, PowerW: 80}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(accel, tr.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	accel := spinningAccelTrace(t)
 
 	submit := func(name, node, training, extra string) (id, dir string) {
 		dir = filepath.Join(t.TempDir(), name)
@@ -131,7 +145,7 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 		}
 		// --port 0: each watcher acts for its own node (TestE2ECoordinatedDigest has the watchers meet).
 		watch := fmt.Sprintf("%s --period %s --window %s --grace %s --accel-trace %s --webhook-url %s/hook --mail --report-dir %s --record %s/rec-%%j-%%N.jsonl --port 0 %s",
-			bin, e2ePeriod, e2eWindow, e2eGrace, accel, srv.URL, dir, dir, extra)
+			bin, e2ePeriod, e2eWindow, e2eGrace, accel, hookURL, dir, dir, extra)
 		nodes := strings.Count(node, ",") + 1
 		id = c.Sbatch(t, fmt.Sprintf(e2eScript, dir, watch, training), "-w", node, "-N", strconv.Itoa(nodes), "--job-name", name)
 		return id, dir
