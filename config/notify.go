@@ -2,9 +2,10 @@ package config
 
 import (
 	"errors"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/vigil-hpc/vigil/notify"
 )
 
 // Notify is the [notify] section: whom vigil-prolog, vigil-epilog and
@@ -49,8 +50,7 @@ func DefaultNotify() Notify {
 func (n Notify) Validate(f *File) error {
 	var errs []error
 	if n.WebhookURL != "" {
-		u, err := url.Parse(n.WebhookURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if notify.CheckURL(n.WebhookURL) != nil {
 			errs = append(errs, f.Errorf("notify.webhook_url", "%q: want an http:// or https:// URL", n.WebhookURL))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
@@ -24,6 +25,22 @@ const DefaultMailProg = "/usr/bin/mail"
 // ErrPermanent marks a webhook answer that retrying will not fix (HTTP 4xx
 // other than 429, a malformed URL).
 var ErrPermanent = errors.New("permanent")
+
+// CheckURL reports whether u can be a webhook: an absolute http:// or
+// https:// URL with a host. Every setting that names a webhook ([notify],
+// [watch], the job's --vigil-webhook) is checked with it.
+func CheckURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case p.Scheme != "http" && p.Scheme != "https":
+		return errors.New("want an http:// or https:// URL")
+	case p.Host == "":
+		return errors.New("the URL has no host")
+	}
+	return nil
+}
 
 // Webhook POSTs JSON bodies to one URL.
 type Webhook struct {

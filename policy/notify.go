@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/notify"
 )
 
 // Channels of --vigil-notify and [policy] notify: how vigil tells the
@@ -72,14 +73,14 @@ func (r *Request) setWebhook(v string, bad func(string, ...any) error) error {
 // checkWebhookURL accepts an absolute http(s) URL with a host, without
 // user name, password or fragment.
 func checkWebhookURL(v string) error {
-	u, err := url.Parse(v)
-	switch {
-	case err != nil || strings.ContainsAny(v, " \t\r\n"):
+	if strings.ContainsAny(v, " \t\r\n") {
 		return fmt.Errorf("not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("want an http:// or https:// URL")
-	case u.Host == "":
-		return fmt.Errorf("the URL has no host")
+	}
+	if err := notify.CheckURL(v); err != nil {
+		return err
+	}
+	u, _ := url.Parse(v)
+	switch {
 	case u.User != nil:
 		return fmt.Errorf("the URL may not carry a user name or password")
 	case u.Fragment != "" || strings.Contains(v, "#"):

@@ -7,13 +7,13 @@ package watchcfg
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/notify"
 )
 
 // Section is the config file section vigil-watch reads.
@@ -163,7 +163,7 @@ func (s Settings) Validate(f *config.File) error {
 		bad("max_requeues", "%d: must be 0 or more", s.MaxRequeues)
 	}
 	if s.WebhookURL != "" {
-		if u, err := url.Parse(s.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if notify.CheckURL(s.WebhookURL) != nil {
 			bad("webhook_url", "%q: want an http:// or https:// URL", s.WebhookURL)
 		}
 	}
