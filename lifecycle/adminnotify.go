@@ -52,8 +52,6 @@ type adminState struct {
 	fleet []slurm.Node
 	// old is vigil's drain reason on the node before the run.
 	old string
-	// mailProg is the MailProg found, "" before it was looked up.
-	mailProg string
 }
 
 // fleetSlurm is the part of slurm.Client the guard and the notifications
@@ -228,19 +226,7 @@ func (r *run) mailProg(ctx context.Context) string {
 	if r.s.Notify.MailProg != "" {
 		return r.s.Notify.MailProg
 	}
-	if r.admin.mailProg != "" {
-		return r.admin.mailProg
-	}
-	r.admin.mailProg = notify.DefaultMailProg
-	if cli := r.fleetClient(); cli != nil {
-		cfg, err := cli.Config(ctx)
-		if p := strings.TrimSpace(cfg["MailProg"]); err == nil && p != "" && p != "(null)" {
-			r.admin.mailProg = p
-		} else if err != nil {
-			r.log.WithError(err).Warn("could not read Slurm's MailProg; using " + notify.DefaultMailProg + " (set [notify] mail_prog)")
-		}
-	}
-	return r.admin.mailProg
+	return r.slurmMailProg(ctx)
 }
 
 // firstLine is s up to its first sentence end or n bytes.

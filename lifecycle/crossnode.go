@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/cgo/munge"
+	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -180,23 +181,38 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 // query); only when that file cannot be read does it ask slurmctld
 // (`scontrol show config`), e.g. on a configless site.
 func (r *run) slurmSettings(ctx context.Context) map[string]string {
+	if r.slurmConf != nil {
+		return r.slurmConf
+	}
 	path, _ := SlurmConf(r.s.Prolog, r.o.Lookup)
 	if path == "" {
 		path = "/etc/slurm/slurm.conf"
 	}
 	conf, err := slurm.ReadConfFile(path)
-	if err == nil {
-		return conf
-	}
-	r.note("cross-node: reading %s: %v; asking slurmctld", path, err)
-	if cr, ok := r.rawSlurm().(configReader); ok {
-		cctx, cancel := r.actionCtx(ctx)
-		defer cancel()
-		if conf, err := cr.Config(cctx); err == nil {
-			return conf
+	if err != nil {
+		r.note("reading %s: %v; asking slurmctld", path, err)
+		conf = map[string]string{}
+		if cr, ok := r.rawSlurm().(configReader); ok {
+			cctx, cancel := r.actionCtx(ctx)
+			defer cancel()
+			if c, err := cr.Config(cctx); err == nil {
+				conf = c
+			} else {
+				r.log.WithError(err).Warn("could not read Slurm's settings from slurm.conf or slurmctld")
+			}
 		}
 	}
-	return map[string]string{}
+	r.slurmConf = conf
+	return conf
+}
+
+// slurmMailProg is Slurm's MailProg (slurmSettings), else
+// notify.DefaultMailProg.
+func (r *run) slurmMailProg(ctx context.Context) string {
+	if p, ok := slurm.MailProg(r.slurmSettings(ctx)); ok {
+		return p
+	}
+	return notify.DefaultMailProg
 }
 
 // nodeAddrs reads the job's node addresses with one scontrol call.

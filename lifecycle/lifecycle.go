@@ -143,6 +143,8 @@ type run struct {
 	admin adminState
 	// user is how the job's user is told of a failure (usernotify.go).
 	user userNotice
+	// slurmConf is Slurm's settings once read (slurmSettings); nil before.
+	slurmConf map[string]string
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the

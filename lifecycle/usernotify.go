@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
-	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // A job that chose --vigil-notify (mail, webhook) within [policy] hears of
@@ -160,10 +159,7 @@ func (r *run) userWebhook(ctx context.Context, log logrus.FieldLogger, url strin
 }
 
 func (r *run) userMail(ctx context.Context, log logrus.FieldLogger, m PrologFailure) {
-	prog := notify.DefaultMailProg
-	if p, ok := slurm.ConfValue(r.slurmSettings(ctx), "MailProg"); ok && p != "" && p != "(null)" {
-		prog = p
-	}
+	prog := r.slurmMailProg(ctx)
 	mail := notify.Mail{Prog: prog, Timeout: UserNotifyTimeout}
 	if err := mail.Send(ctx, r.job.User, m.Subject(), m.MailBody()); err != nil {
 		r.note("the job's user was not mailed of this failure: %v", err)

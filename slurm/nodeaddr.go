@@ -112,6 +112,14 @@ func ConfValue(cfg map[string]string, key string) (string, bool) {
 	return "", false
 }
 
+// MailProg returns the MailProg of a slurm.conf or `scontrol show config`
+// map, and whether one is set ("(null)", scontrol's word for unset, is none).
+func MailProg(cfg map[string]string) (string, bool) {
+	p, _ := ConfValue(cfg, "MailProg")
+	p = strings.TrimSpace(p)
+	return p, p != "" && p != "(null)"
+}
+
 // PrologFlagsAlloc reports whether a PrologFlags value ("Alloc,Contain",
 // "alloc", "(null)") holds Alloc, or a flag that implies it (Contain,
 // RunInJob imply Alloc in Slurm).

@@ -363,7 +363,7 @@ func discoverMailProg(ctx context.Context, c *slurm.Client, log logrus.FieldLogg
 		log.WithError(err).Warn("could not read Slurm's MailProg; using " + action.DefaultMailProg)
 		return action.DefaultMailProg
 	}
-	if p := strings.TrimSpace(cfg["MailProg"]); p != "" && p != "(null)" {
+	if p, ok := slurm.MailProg(cfg); ok {
 		return p
 	}
 	return action.DefaultMailProg
