@@ -28,18 +28,24 @@ func (j *judge) connectivity(v *Verdict) {
 	pinned := make([]int, n) // the round that pinned each culprit, 0 for none
 	good := make([]bool, n)  // known-good: measured in round one, no bad link
 	for i := range n {
-		good[i] = deg[i] > 0 && bad[i] == 0
+		good[i] = deg[i] > 0 && bad[i] == 0 && !j.absent[i]
 		if float64(bad[i]) > j.opt.BadShare*float64(deg[i]) && j.vouchers(i, deg, bad) >= j.opt.Witnesses {
 			pinned[i] = RoundPlan
 		}
 	}
 	var ambiguous []*pair
+	state := map[*pair]LinkState{}
 	for _, p := range j.r1.order {
-		if p.bad() && pinned[p.a] == 0 && pinned[p.b] == 0 {
+		switch {
+		case !p.bad() || pinned[p.a] != 0 || pinned[p.b] != 0:
+		case j.absent[p.a] || j.absent[p.b]:
+			// An absent node measures nothing more: its one bad
+			// link among good ones says nothing about either end.
+			state[p] = LinkUndecided
+		default:
 			ambiguous = append(ambiguous, p)
 		}
 	}
-	state := make(map[*pair]LinkState, len(ambiguous))
 	if j.second {
 		j.resolve(ambiguous, good, pinned, state)
 	} else {

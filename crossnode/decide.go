@@ -47,10 +47,13 @@ type Options struct {
 	// above this multiple of the job's median, and so are most of its
 	// links against the median link (default 2), LatencyFactor > 1.
 	LatencyFactor float64
-	// LatencySlack is how far above the median, in addition to
-	// LatencyFactor, a round-trip time must be to count as high, so that
-	// microseconds of jitter on a quiet fabric never do (default 100µs),
-	// 0 or more.
+	// LatencySlack is the floor of a high round-trip time: how far above
+	// the median, in addition to LatencyFactor, it must be to count
+	// (default 10ms), 0 or more. Round-trip times of best-of-5 pings on
+	// loopback with every CPU busy reached 2.3 ms (p99 1.4 ms, median
+	// 34µs; docs/prolog.md): scheduling delay, not the network. A path
+	// with retransmissions (200 ms RTO), a wrong route or a saturated
+	// queue is far above the floor.
 	LatencySlack time.Duration
 	// MaxNames is how many peer names a culprit's message lists before
 	// "+N more" (default 5), at least 1.
@@ -59,7 +62,7 @@ type Options struct {
 
 // DefaultOptions returns the thresholds Decide uses for zero fields.
 func DefaultOptions() Options {
-	return Options{BadShare: 0.5, Witnesses: 2, SlowFraction: 0.5, LatencyFactor: 2, LatencySlack: 100 * time.Microsecond, MaxNames: 5}
+	return Options{BadShare: 0.5, Witnesses: 2, SlowFraction: 0.5, LatencyFactor: 2, LatencySlack: 10 * time.Millisecond, MaxNames: 5}
 }
 
 // withDefaults fills the zero fields of o from DefaultOptions.
@@ -112,9 +115,12 @@ type Input struct {
 	// Nodes are the job's nodes, in the job's order (the order Plan was
 	// given); outputs list nodes in this order.
 	Nodes []string
-	// Absent are nodes of Nodes that never showed up at the rendezvous.
-	// Their links are no evidence against anyone, and they are never
-	// culprits: they are listed in Verdict.Absent.
+	// Absent are nodes of Nodes that never showed up at the rendezvous:
+	// listed in Verdict.Absent. They measure nothing, but the present
+	// nodes' probes of them (Measurements to an absent node in round one)
+	// judge them like any other node: an absent node that none of its
+	// probing peers could connect to is a culprit like a dead node that
+	// met. An absent node without probes is no evidence against anyone.
 	Absent []string
 	// Measurements are every directed measurement of round one and, on
 	// the second call, of round two.
@@ -198,6 +204,14 @@ type Verdict struct {
 	// Round RoundRetest), then to call Decide again with all measurements.
 	// Empty when nothing needs a re-test, and always on the second call.
 	Retests []Link
+	// RetestThroughput are the links whose throughput to measure again in
+	// round two (a transfer each way): the slow links of a node slow in
+	// round one, which is a culprit only when the repeat agrees.
+	RetestThroughput []Link
+	// Warnings are nodes slow in one round only: round one's suspects
+	// before the re-test, and those whose re-test did not agree. They are
+	// reported, never drained.
+	Warnings []Culprit
 	// Absent are the nodes that never showed up, as given, in node order.
 	Absent []string
 	// Unmeasured are nodes present but with no measured link.
@@ -336,6 +350,13 @@ func (j *judge) listNodes(v *Verdict) {
 		if l.State == LinkRetest || l.State == LinkUndecided {
 			unknown[j.idx[l.A]] = true
 			unknown[j.idx[l.B]] = true
+		}
+	}
+	for _, l := range v.BadLinks {
+		if l.State == LinkUndecided && (j.absent[j.idx[l.A]] || j.absent[j.idx[l.B]]) {
+			// One bad link with an absent node leaves the present end
+			// as its other links say.
+			unknown[j.idx[l.A]], unknown[j.idx[l.B]] = j.absent[j.idx[l.A]], j.absent[j.idx[l.B]]
 		}
 	}
 	for i, name := range j.names {

@@ -130,16 +130,18 @@ type round struct {
 }
 
 // newRounds folds the measurements among the indexed nodes into round one
-// and round two. Measurements naming a node outside idx, a node in skip
-// (absent), or the same node at both ends are left out and counted in
-// ignored.
+// and round two. Measurements naming a node outside idx, made by a node in
+// skip (absent: it sent none), towards an absent node in round two (it
+// takes no part in the re-tests), or with the same node at both ends are
+// left out and counted in ignored. A present node's probe of an absent
+// one in round one counts: it is how an absent node is judged.
 func newRounds(idx map[string]int, skip []bool, ms []Measurement) (r1, r2 round, ignored int) {
 	r1 = round{pairs: make(map[uint64]*pair, len(ms)/2), adj: make([][]*pair, len(skip))}
 	r2 = round{pairs: map[uint64]*pair{}, adj: make([][]*pair, len(skip))}
 	for _, m := range ms {
 		f, okf := idx[m.From]
 		t, okt := idx[m.To]
-		if !okf || !okt || f == t || skip[f] || skip[t] {
+		if !okf || !okt || f == t || skip[f] || (skip[t] && m.round() == RoundRetest) {
 			ignored++
 			continue
 		}

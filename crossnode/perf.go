@@ -3,6 +3,7 @@ package crossnode
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -18,7 +19,15 @@ type metric struct {
 	culprit func(c *Culprit)
 }
 
-// performance judges round one's throughput and round-trip times.
+// performance judges the throughput and round-trip times of round one,
+// and confirms them in round two. A node slow in round one is a suspect:
+// round one asks to measure its slow links again (Retests for round-trip
+// time, RetestThroughput for throughput), and on the second call the
+// suspect is a culprit only when the repeat agrees: more than half of its
+// re-measured links are still on the bad side of round one's median link.
+// A suspect whose repeat does not agree (or never came) is a Warning,
+// never a culprit: load and jitter make one bad round, a bad path makes
+// two.
 func (j *judge) performance(v *Verdict) {
 	frac, factor, slack := j.opt.SlowFraction, j.opt.LatencyFactor, j.opt.LatencySlack.Seconds()
 	bandwidth := metric{
@@ -42,10 +51,60 @@ func (j *judge) performance(v *Verdict) {
 		},
 	}
 	var jobMedian float64
-	v.Culprits, jobMedian = j.slowNodes(bandwidth, v.Culprits)
+	var slow []suspect
+	slow, jobMedian = j.slowNodes(bandwidth)
 	v.JobBytesPerSec = jobMedian
-	v.Culprits, jobMedian = j.slowNodes(latency, v.Culprits)
+	j.confirm(v, bandwidth, slow, &v.RetestThroughput)
+	slow, jobMedian = j.slowNodes(latency)
 	v.JobRTT = time.Duration(jobMedian * float64(time.Second))
+	j.confirm(v, latency, slow, &v.Retests)
+}
+
+// suspect is a node slow in round one: its entry, the median link it was
+// judged against, and its slow links.
+type suspect struct {
+	c          Culprit
+	linkMedian float64
+	links      []*pair
+}
+
+// confirm turns round one's suspects into re-tests (first call) or into
+// culprits and warnings (second call).
+func (j *judge) confirm(v *Verdict, m metric, slow []suspect, retests *[]Link) {
+	for _, s := range slow {
+		if !j.second {
+			v.Warnings = append(v.Warnings, s.c)
+			for _, p := range s.links {
+				l := Link{j.names[p.a], j.names[p.b]}
+				if !slices.Contains(*retests, l) {
+					*retests = append(*retests, l)
+				}
+			}
+			continue
+		}
+		measured, worse := 0, 0
+		for _, p := range s.links {
+			q := j.r2.link(p.a, p.b)
+			if q == nil {
+				continue
+			}
+			if x, ok := m.value(q); ok {
+				measured++
+				if m.worse(x, s.linkMedian) {
+					worse++
+					s.c.Against = append(s.c.Against, q.ms...)
+				}
+			}
+		}
+		if measured > 0 && 2*worse > measured {
+			s.c.Round = RoundRetest
+			s.c.Message += fmt.Sprintf(" (re-test: %d of %d again)", worse, measured)
+			v.Culprits = append(v.Culprits, s.c)
+		} else {
+			s.c.Message += fmt.Sprintf(" in one round only (re-test: %d of %d slow): not drained", worse, measured)
+			v.Warnings = append(v.Warnings, s.c)
+		}
+	}
 }
 
 // worst returns the worse of a link's measured, positive directions by
@@ -68,9 +127,9 @@ func worst(p *pair, get func(direction) float64, pick func(a, b float64) float64
 	return v, found
 }
 
-// slowNodes appends to cs the nodes slow by m, and returns the job's median
+// slowNodes returns the nodes slow by m in round one, and the job's median
 // of the nodes' medians (0 when no link has a value).
-func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
+func (j *judge) slowNodes(m metric) ([]suspect, float64) {
 	values := make([]float64, len(j.r1.order)) // by pair id; NaN: no value
 	all := make([]float64, 0, len(j.r1.order))
 	for _, p := range j.r1.order {
@@ -81,7 +140,7 @@ func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
 		}
 	}
 	if len(all) == 0 {
-		return cs, 0
+		return nil, 0
 	}
 	linkMedian := median(all)
 	scores := make([]float64, len(j.names))
@@ -100,6 +159,7 @@ func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
 		}
 	}
 	jobMedian := median(byNode)
+	var out []suspect
 	for i, links := range j.r1.adj {
 		peers, slow := 0, 0
 		for _, p := range links {
@@ -113,16 +173,18 @@ func (j *judge) slowNodes(m metric, cs []Culprit) ([]Culprit, float64) {
 		if peers < 2 || 2*slow <= peers || !m.worse(scores[i], jobMedian) {
 			continue
 		}
-		c := Culprit{Node: j.names[i], Round: RoundPlan, Value: scores[i], JobMedian: jobMedian, Peers: peers, BadPeers: slow}
+		s := suspect{c: Culprit{Node: j.names[i], Round: RoundPlan, Value: scores[i], JobMedian: jobMedian, Peers: peers, BadPeers: slow},
+			linkMedian: linkMedian}
 		for _, p := range links {
 			if x := values[p.id]; !math.IsNaN(x) && m.worse(x, linkMedian) {
-				c.Against = append(c.Against, p.ms...)
+				s.c.Against = append(s.c.Against, p.ms...)
+				s.links = append(s.links, p)
 			}
 		}
-		m.culprit(&c)
-		cs = append(cs, c)
+		m.culprit(&s.c)
+		out = append(out, s)
 	}
-	return cs, jobMedian
+	return out, jobMedian
 }
 
 // bitRate formats bytes per second as bits per second: "9.4 Gb/s", or

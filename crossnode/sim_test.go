@@ -87,16 +87,17 @@ func run(t testing.TB, nodes []string, partners int, seed uint64, absent []strin
 	if err != nil {
 		t.Fatalf("Decide round one: %v", err)
 	}
-	if !second || len(first.Retests) == 0 {
+	if !second || len(first.Retests)+len(first.RetestThroughput) == 0 {
 		return first, first
 	}
 	ms = append(ms, w.measure(first.Retests, RoundRetest)...)
+	ms = append(ms, w.measure(first.RetestThroughput, RoundRetest)...)
 	final, err = Decide(Input{Nodes: nodes, Absent: absent, Measurements: ms})
 	if err != nil {
 		t.Fatalf("Decide round two: %v", err)
 	}
-	if len(final.Retests) != 0 {
-		t.Errorf("round two asked for %d more re-tests", len(final.Retests))
+	if len(final.Retests)+len(final.RetestThroughput) != 0 {
+		t.Errorf("round two asked for %d more re-tests", len(final.Retests)+len(final.RetestThroughput))
 	}
 	return first, final
 }

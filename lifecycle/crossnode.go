@@ -27,6 +27,46 @@ type nodeAddresser interface {
 	NodeAddrs(ctx context.Context, nodes []string) (map[string]string, error)
 }
 
+// adminCommenter reads and sets a job's AdminComment: the relay of the
+// cross-node phase (crossnet.Relay).
+type adminCommenter interface {
+	Job(ctx context.Context, id string) (slurm.JobInfo, error)
+	SetJobAdminComment(ctx context.Context, id, text string) error
+}
+
+// jobRelay is crossnet.Relay over the job's AdminComment, which only
+// Slurm's administrators can set: a meeting's coordinator publishes its
+// word there, and a node that met nobody reads it. Each call is one
+// scontrol call, bounded like every other.
+type jobRelay struct {
+	c     adminCommenter
+	job   string
+	bound func(context.Context) (context.Context, context.CancelFunc)
+}
+
+func (j jobRelay) Read(ctx context.Context) (string, error) {
+	cctx, cancel := j.bound(ctx)
+	defer cancel()
+	info, err := j.c.Job(cctx, j.job)
+	if err != nil {
+		return "", err
+	}
+	return info.AdminComment(), nil
+}
+
+// Publish merges word into the AdminComment: two meetings of one job
+// (a partition) may publish at once, and the later write may drop the
+// other's word; the nodes it named then end unknown, never drained.
+func (j jobRelay) Publish(ctx context.Context, word string) error {
+	old, err := j.Read(ctx)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := j.bound(ctx)
+	defer cancel()
+	return j.c.SetJobAdminComment(cctx, j.job, crossnet.MergeWord(old, word))
+}
+
 // configReader reads `scontrol show config`.
 type configReader interface {
 	Config(ctx context.Context) (map[string]string, error)
@@ -73,9 +113,10 @@ func (r *run) jobNodes() []string {
 }
 
 // crossNode runs the cross-node phase for checks and returns their
-// results. Everything that keeps the phase from running makes them
-// unknown, never a fail.
-func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check) []benchmarks.Result {
+// results; failing are this node's failed local checks, which the phase
+// counts across the job's nodes for the guard (r.jobFailing). Everything
+// that keeps the phase from running makes them unknown, never a fail.
+func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing []string) []benchmarks.Result {
 	if len(checks) == 0 {
 		return nil
 	}
@@ -103,7 +144,9 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check) []benchm
 				Message: err.Error(), Attempts: 1})
 		}
 	} else {
-		out = p.Run(pctx)
+		p.Failing = failing
+		o := p.RunJob(pctx)
+		out, r.jobFailing = o.Results, o.JobFailing
 		if m, ok := p.Auth.(rendezvous.Munge); ok {
 			m.Client.Close()
 		}
@@ -171,10 +214,14 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 	if err != nil {
 		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
+	var relay crossnet.Relay
+	if ac, ok := r.rawSlurm().(adminCommenter); ok {
+		relay = jobRelay{c: ac, job: cfg.Job, bound: r.actionCtx}
+	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
 		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log,
 		Settings: func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) },
-		Devices:  r.job.GPUs, Timeouts: timeouts}, "", nil
+		Devices:  r.job.GPUs, Timeouts: timeouts, Relay: relay}, "", nil
 }
 
 // slurmSettings reads slurm.conf as scontrol would find it (no slurmctld

@@ -115,10 +115,29 @@ func lastGuardAlert(fleet []slurm.Node, check string) time.Time {
 	return last
 }
 
-// guardMessage says what the guard did, with the numbers and what to do.
-func guardMessage(g config.Guard, check, node string, drained, nodes int) string {
-	return fmt.Sprintf("guarded: %s: %d of %d nodes (%.0f%%) drained by vigil for %s within %v, above [guard] max_share %.0f%%: not draining %s for %s; check its thresholds ([checks.%s]), then resume the drained nodes (sinfo -R)",
-		check, drained, nodes, 100*float64(drained)/float64(nodes), check, g.Window, 100*g.MaxShare, node, check, check)
+// withJob adds to drained (other nodes drained for a check) the job's
+// nodes that fail it now, but self; sorted, each once. The prologs of one
+// job start together, so none of them sees the others' drains yet: the
+// cross-node phase counted them.
+func withJob(drained, job []string, self string) []string {
+	for _, n := range job {
+		if n != self && !slices.Contains(drained, n) {
+			drained = append(drained, n)
+		}
+	}
+	slices.Sort(drained)
+	return drained
+}
+
+// guardMessage says what the guard did, with the numbers and what to do;
+// inJob is how many of the job's nodes fail the check now (0: not known).
+func guardMessage(g config.Guard, check, node string, drained, nodes, inJob int) string {
+	job := ""
+	if inJob > 1 {
+		job = fmt.Sprintf(" (%d of them failing it in this job now)", inJob)
+	}
+	return fmt.Sprintf("guarded: %s: %d of %d nodes (%.0f%%) drained by vigil for %s within %v%s, above [guard] max_share %.0f%%: not draining %s for %s; check its thresholds ([checks.%s]), then resume the drained nodes (sinfo -R)",
+		check, drained, nodes, 100*float64(drained)/float64(nodes), check, g.Window, job, 100*g.MaxShare, node, check, check)
 }
 
 // guard applies the guard to the run's failed checks before the drain rule
@@ -138,12 +157,18 @@ func (r *run) guard(ctx context.Context, results []benchmarks.Result) []benchmar
 	out := slices.Clone(results)
 	now := r.o.Now()
 	for _, check := range failed {
-		drained := len(drainedFor(fleet, check, r.rep.Node, now, r.s.Guard.Window)) + 1
+		job := r.jobFailing[check]
+		drained := len(withJob(drainedFor(fleet, check, r.rep.Node, now, r.s.Guard.Window), job, r.rep.Node)) + 1
 		v := guardFor(r.s.Guard, drained, len(fleet), lastGuardAlert(fleet, check), now)
 		if !v.Active {
 			continue
 		}
-		msg := guardMessage(r.s.Guard, check, r.rep.Node, drained, len(fleet))
+		// The job's nodes are guarded together: the first of those that
+		// failed the check sends the one alert.
+		if len(job) > 0 && slices.Min(job) != r.rep.Node {
+			v.Alert = false
+		}
+		msg := guardMessage(r.s.Guard, check, r.rep.Node, drained, len(fleet), len(job))
 		r.rep.Guarded = append(r.rep.Guarded, report.Guarded{Check: check, Drained: drained, Nodes: len(fleet),
 			MaxShare: r.s.Guard.MaxShare, Message: msg})
 		r.note("%s", msg)

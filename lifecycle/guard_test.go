@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,9 +93,30 @@ func TestGuardMarks(t *testing.T) {
 
 func TestGuardMessage(t *testing.T) {
 	g := config.Guard{MaxShare: 0.1, MinNodes: 3, Window: time.Hour}
-	got := guardMessage(g, "gemm", "n7", 12, 100)
+	got := guardMessage(g, "gemm", "n7", 12, 100, 0)
 	want := "guarded: gemm: 12 of 100 nodes (12%) drained by vigil for gemm within 1h0m0s, above [guard] max_share 10%: not draining n7 for gemm; check its thresholds ([checks.gemm]), then resume the drained nodes (sinfo -R)"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestGuardCountsTheJob: the prologs of one job start together and none
+// sees the others drained yet; the job's failing nodes (as the cross-node
+// phase counted them) join the fleet's drains, each node once.
+func TestGuardCountsTheJob(t *testing.T) {
+	g := config.Guard{MaxShare: 0.1, MinNodes: 3, Window: time.Hour}
+	job := []string{"n1", "n2", "n3", "n4", "n5"}
+	names := withJob([]string{"n2", "n9"}, job, "n3")
+	if want := []string{"n1", "n2", "n4", "n5", "n9"}; !slices.Equal(names, want) {
+		t.Fatalf("withJob = %v, want %v", names, want)
+	}
+	if v := guardFor(g, len(withJob(nil, job, "n3"))+1, 5, time.Time{}, time.Now()); !v.Active || !v.Alert {
+		t.Errorf("a whole 5-node job failing one check: %+v, want guarded", v)
+	}
+	if v := guardFor(g, len(withJob(nil, []string{"n3"}, "n3"))+1, 5, time.Time{}, time.Now()); v.Active {
+		t.Errorf("one failing node of five: %+v, want a drain", v)
+	}
+	if got := guardMessage(g, "disk", "n3", 5, 5, 5); !strings.Contains(got, "(5 of them failing it in this job now)") {
+		t.Errorf("message %q", got)
 	}
 }

@@ -145,6 +145,9 @@ type run struct {
 	user userNotice
 	// slurmConf is Slurm's settings once read (slurmSettings); nil before.
 	slurmConf map[string]string
+	// jobFailing is, per check, the nodes of the job that failed it, as
+	// the cross-node phase's coordinator counted them (nil without one).
+	jobFailing map[string][]string
 }
 
 // Run runs the suite once and acts on the verdict. It returns inside the
@@ -261,7 +264,7 @@ func (r *run) do(ctx context.Context) int {
 	r.commentChecking(ctx)
 	local, cross := r.splitCrossNode(r.selectChecks())
 	out := r.runChecks(ctx, local)
-	out.Results = append(out.Results, r.crossNode(ctx, cross)...)
+	out.Results = append(out.Results, r.crossNode(ctx, cross, failedChecks(out.Results))...)
 	r.rep.Results = out.Results
 	r.rep.BudgetExpired = out.BudgetExpired
 	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB

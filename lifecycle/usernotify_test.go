@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -180,5 +182,20 @@ func TestUserNotifyFailureKeepsVerdict(t *testing.T) {
 	}
 	if strings.Contains(notes, "secret") {
 		t.Errorf("notes show the job's webhook path:\n%s", notes)
+	}
+}
+
+// TestPrologFailureNamesTheIsolatedNode: the user's notice of a node cut
+// off from its peers names it, the peers it could not reach and why.
+func TestPrologFailureNamesTheIsolatedNode(t *testing.T) {
+	rep := &report.Report{Job: "7", Node: "n3", Results: []benchmarks.Result{{Check: "net-connect", Status: benchmarks.StatusFail,
+		Reason: "NetIsolated", Device: "to:n1,n2,n4",
+		Message: "cannot reach n1,n2,n4 (connect timed out or failed, 2 tries of 2s); 3 nodes met without it (coordinator n1) and none could reach it; slurmd reaches it"}}}
+	m := NewPrologFailure(rep, "alice", "")
+	if want := "vigil: job 7: n3 failed net-connect (NetIsolated to:n1,n2,n4); the job is requeued"; m.Text != want {
+		t.Errorf("text %q, want %q", m.Text, want)
+	}
+	if body := string(m.MailBody()); !strings.Contains(body, "3 nodes met without it") || !strings.Contains(m.Subject(), "n3 failed") {
+		t.Errorf("mail %q %q", m.Subject(), body)
 	}
 }

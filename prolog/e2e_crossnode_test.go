@@ -114,15 +114,21 @@ func slowPath(t *testing.T, addr, rate string) {
 // faultRun submits a job on n nodes, waits for the faulty node's drain,
 // checks that no other node drained and that the job was requeued, then
 // releases it and waits for it to complete on healthy nodes.
-func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty, wantReason string) {
+// It returns the job id and the job's comment while it waited, requeued.
+func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty, wantReason string) (string, string) {
 	t.Helper()
-	job := c.Sbatch(t, "echo ran on $SLURM_JOB_NODELIST\n", "-N", strconv.Itoa(nodes))
+	// The batch script starts once the batch host's prolog is done, and a
+	// slower prolog elsewhere (a cut-off node decides last) requeues it
+	// later: a script that ends at once would take no comment ("Job has
+	// already finished"). Real jobs run longer than the prologs.
+	job := c.Sbatch(t, "sleep 8; echo ran on $SLURM_JOB_NODELIST\n", "-N", strconv.Itoa(nodes))
 	n := c.WaitNode(t, faulty, 40*time.Second, func(n slurm.Node) bool { return n.Drained() })
 	if !strings.HasPrefix(n.Reason, wantReason) {
 		t.Fatalf("%s drained with %q, want %q...", faulty, n.Reason, wantReason)
 	}
 	t.Logf("%s: %s", faulty, n.Reason)
 	c.WaitJob(t, job, 30*time.Second, "PENDING")
+	comment := c.JobInfo(t, job).Comment
 	if info := c.JobInfo(t, job); info.Restarts < 1 {
 		t.Errorf("job %s not requeued: %+v", job, info)
 	}
@@ -145,7 +151,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 			t.Fatalf("scontrol %v: %v\n%s", args, err, out)
 		}
 	}
-	c.WaitJob(t, job, 40*time.Second, "COMPLETED")
+	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
 	got := c.JobOutput(job)
 	ran, _ := slurm.ExpandHostlist(strings.TrimSpace(strings.TrimPrefix(got, "ran on ")))
 	if len(ran) != nodes || slices.Contains(ran, faulty) {
@@ -156,6 +162,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 			t.Errorf("report of %s: verdict %s, action %+v", faulty, r.Verdict, r.Action)
 		}
 	}
+	return job, comment
 }
 
 // TestE2ENetConnect: with no fault a 3-node job passes net-connect and

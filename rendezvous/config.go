@@ -49,6 +49,9 @@ type Config struct {
 	// LocalAddr is the source address members dial from; empty lets the
 	// kernel choose.
 	LocalAddr string
+	// Dial connects from local (LocalAddr) to remote ("host:port"); nil
+	// means TCP. Tests put a fabric with faults here.
+	Dial func(ctx context.Context, local, remote string) (net.Conn, error)
 	// Advertise is the address a member announces in its hello; empty
 	// means the local address of its connection to the coordinator.
 	Advertise string
@@ -71,6 +74,18 @@ type Config struct {
 	// Round bounds a Gather, Broadcast or Scatter whose context has no
 	// deadline (default DefaultRound).
 	Round time.Duration
+	// Fallbacks is how many fallback coordinators are tried, in sorted
+	// order after the first, when this node could not meet the one before
+	// it (0: none, the default). A node that could not reach coordinator
+	// k, or that coordinated k alone, joins k+1; node k+1 leads the next
+	// meeting when it could not meet k itself. So one dead node, the
+	// coordinator included, leaves the others a meeting. Fallbacks are
+	// tried only while at least two nodes can still take part.
+	Fallbacks int
+	// FallbackJoin is how long a fallback coordinator waits for the
+	// others, and a member tries to reach it (default Join/2, at least
+	// one second).
+	FallbackJoin time.Duration
 	// MaxMessage is the largest message body accepted, in bytes (default
 	// DefaultMaxMessage, at most HardMaxMessage).
 	MaxMessage int
@@ -98,6 +113,9 @@ func (c *Config) defaults() {
 	if c.Round == 0 {
 		c.Round = DefaultRound
 	}
+	if c.FallbackJoin == 0 {
+		c.FallbackJoin = max(c.Join/2, time.Second)
+	}
 	if c.MaxMessage == 0 {
 		c.MaxMessage = DefaultMaxMessage
 	}
@@ -119,8 +137,10 @@ func (c *Config) validate() ([]string, error) {
 		return nil, fmt.Errorf("rendezvous: no authenticator")
 	case c.MaxMessage < minBody || c.MaxMessage > HardMaxMessage:
 		return nil, fmt.Errorf("rendezvous: MaxMessage %d out of range %d-%d", c.MaxMessage, minBody, HardMaxMessage)
-	case c.Join < 0 || c.Skew < 0 || c.IOTimeout < 0 || c.Round < 0:
+	case c.Join < 0 || c.Skew < 0 || c.IOTimeout < 0 || c.Round < 0 || c.FallbackJoin < 0:
 		return nil, fmt.Errorf("rendezvous: negative duration")
+	case c.Fallbacks < 0 || c.Fallbacks > MaxFallbacks:
+		return nil, fmt.Errorf("rendezvous: %d fallback coordinators, want 0 to %d", c.Fallbacks, MaxFallbacks)
 	case len(c.Offer) > c.MaxMessage/4:
 		return nil, fmt.Errorf("rendezvous: offer of %d bytes, at most %d", len(c.Offer), c.MaxMessage/4)
 	}
@@ -143,6 +163,10 @@ func (c *Config) validate() ([]string, error) {
 	}
 	return out, nil
 }
+
+// MaxFallbacks bounds Config.Fallbacks: each fallback costs a
+// FallbackJoin on the nodes that need it.
+const MaxFallbacks = 4
 
 // Coordinator returns the coordinator of a job's nodes: the first name in
 // sorted order, so that every node picks the same one without talking.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -78,8 +80,21 @@ func (s *Session) lead(ctx context.Context, deadline time.Time) error {
 			Warn("rendezvous: nodes did not join by the deadline")
 	}
 	payload := encodeRoster(r)
-	s.scatter(KindRoster, "", payload, nil)
+	s.scatter(KindRoster, s.label(), payload, nil)
 	return nil
+}
+
+// allJoined reports whether every node that this meeting waits for has
+// joined: all the others for the first coordinator; for a fallback, the
+// nodes after it in sorted order (those before it are presumed lost,
+// though they may still join while it waits). Called with s.mu held.
+func (s *Session) allJoined() bool {
+	for _, n := range s.nodes[s.epoch+1:] {
+		if _, ok := s.peers[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // accept runs until the listener closes. Each connection gets a bounded
@@ -129,7 +144,13 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 		}
 	}()
 	peer := c.RemoteAddr().String()
-	e, err := s.recv(c, time.Now().Add(s.cfg.IOTimeout), expect{kind: KindHello})
+	e, err := s.recv(c, time.Now().Add(s.cfg.IOTimeout), expect{kind: KindHello, label: s.label()})
+	if errors.Is(err, io.EOF) {
+		// Closed before a byte: a peer's reachability probe (the
+		// cross-node phase probes the port of nodes that did not meet).
+		s.log.WithField("peer", peer).Debug("rendezvous: probed")
+		return
+	}
 	if err != nil {
 		s.reject(peer, fmt.Errorf("hello: %w", err))
 		return
@@ -148,7 +169,7 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 		payload := encodeRoster(s.roster)
 		s.mu.Unlock()
 		s.log.WithFields(logrus.Fields{"peer": peer, "member": e.From}).Warn("rendezvous: late hello answered with the roster")
-		env := s.envelope(KindRoster, e.From, "", payload)
+		env := s.envelope(KindRoster, e.From, s.label(), payload)
 		env.Round = 0
 		if err := s.send(c, env, env.Binding()); err != nil {
 			s.log.WithError(err).Warn("rendezvous: late roster not sent")
@@ -163,7 +184,7 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 	hellos[e.From] = h
 	s.stats.Joined = time.Since(s.start)
 	keep = true
-	if len(s.peers) == len(s.nodes)-1 {
+	if s.allJoined() {
 		select {
 		case s.full <- struct{}{}:
 		default:

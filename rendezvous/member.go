@@ -23,23 +23,19 @@ const (
 // join is a member's side of the join: reach the coordinator, say hello,
 // and wait for the roster. Failures before a valid roster are retried
 // until the join deadline.
-func (s *Session) join(ctx context.Context, start time.Time) error {
-	dialUntil := start.Add(s.cfg.Join)
+func (s *Session) join(ctx context.Context, start time.Time, join time.Duration) error {
+	dialUntil := start.Add(join)
 	rosterUntil := dialUntil.Add(s.cfg.Skew)
-	cerr := &CoordinatorError{Coordinator: s.coord, Absent: true, Wait: s.cfg.Join}
+	cerr := &CoordinatorError{Coordinator: s.coord, Absent: true, Wait: join}
 	addr, err := s.address(ctx, s.coord)
 	if err != nil {
 		cerr.Err = err
 		return cerr
 	}
 	target := net.JoinHostPort(addr, strconv.Itoa(s.cfg.Port))
-	d := net.Dialer{}
-	if s.cfg.LocalAddr != "" {
-		ip := net.ParseIP(s.cfg.LocalAddr)
-		if ip == nil {
-			return fmt.Errorf("rendezvous: local address %q is not an IP address", s.cfg.LocalAddr)
-		}
-		d.LocalAddr = &net.TCPAddr{IP: ip}
+	dial, err := s.dialer()
+	if err != nil {
+		return err
 	}
 	backoff := firstBackoff
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -62,7 +58,7 @@ func (s *Session) join(ctx context.Context, start time.Time) error {
 		s.stats.Dials++
 		s.mu.Unlock()
 		dctx, cancel := context.WithDeadline(ctx, minTime(dialUntil, now.Add(s.cfg.IOTimeout)))
-		c, err := d.DialContext(dctx, "tcp", target)
+		c, err := dial(dctx, s.cfg.LocalAddr, target)
 		cancel()
 		if err != nil {
 			cerr.Err = err
@@ -102,6 +98,22 @@ func (s *Session) join(ctx context.Context, start time.Time) error {
 	return cerr
 }
 
+// dialer is Config.Dial, else TCP from Config.LocalAddr.
+func (s *Session) dialer() (func(ctx context.Context, local, remote string) (net.Conn, error), error) {
+	if s.cfg.Dial != nil {
+		return s.cfg.Dial, nil
+	}
+	d := net.Dialer{}
+	if s.cfg.LocalAddr != "" {
+		ip := net.ParseIP(s.cfg.LocalAddr)
+		if ip == nil {
+			return nil, fmt.Errorf("rendezvous: local address %q is not an IP address", s.cfg.LocalAddr)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	return func(ctx context.Context, _, remote string) (net.Conn, error) { return d.DialContext(ctx, "tcp", remote) }, nil
+}
+
 // hello sends this node's hello on c and reads the roster.
 func (s *Session) hello(c net.Conn, rosterUntil time.Time) (Roster, error) {
 	h := hello{Addr: s.cfg.Advertise, Offer: s.cfg.Offer}
@@ -114,15 +126,15 @@ func (s *Session) hello(c net.Conn, rosterUntil time.Time) (Roster, error) {
 	if err != nil {
 		return Roster{}, err
 	}
-	e := s.envelope(KindHello, s.coord, "", payload)
+	e := s.envelope(KindHello, s.coord, s.label(), payload)
 	if err := s.send(c, e, e.Binding()); err != nil {
 		return Roster{}, err
 	}
-	r, err := s.recv(c, rosterUntil, expect{kind: KindRoster, from: s.coord})
+	r, err := s.recv(c, rosterUntil, expect{kind: KindRoster, from: s.coord, label: s.label()})
 	if err != nil {
 		return Roster{}, fmt.Errorf("roster: %w", err)
 	}
-	return decodeRoster(r.Payload, s.nodes)
+	return decodeRoster(r.Payload, s.nodes, s.epoch)
 }
 
 func minTime(a, b time.Time) time.Time {

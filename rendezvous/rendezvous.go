@@ -27,6 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,13 +64,23 @@ type CoordinatorError struct {
 	Wait time.Duration
 	// Err is the last error seen.
 	Err error
+	// Earlier are the errors of the coordinators tried before this one
+	// (Config.Fallbacks), in order.
+	Earlier []error
 }
 
 func (e *CoordinatorError) Error() string {
-	if e.Absent {
-		return fmt.Sprintf("unknown: coordinator %s absent (not reached within %s: %v)", e.Coordinator, e.Wait, e.Err)
+	var b strings.Builder
+	for _, err := range e.Earlier {
+		b.WriteString(strings.TrimPrefix(err.Error(), "unknown: "))
+		b.WriteString("; then ")
 	}
-	return fmt.Sprintf("unknown: coordinator %s lost: %v", e.Coordinator, e.Err)
+	if e.Absent {
+		fmt.Fprintf(&b, "coordinator %s absent (not reached within %s: %v)", e.Coordinator, e.Wait, e.Err)
+	} else {
+		fmt.Fprintf(&b, "coordinator %s lost: %v", e.Coordinator, e.Err)
+	}
+	return "unknown: " + b.String()
 }
 
 // Is matches ErrCoordinatorAbsent or ErrCoordinatorLost.
@@ -158,14 +170,16 @@ type hello struct {
 // rounds (Gather, Broadcast, Scatter) must be called in the same order on
 // every node, one at a time; Close may be called at any time.
 type Session struct {
-	cfg    Config
-	nodes  []string
-	member map[string]bool
-	coord  string
-	log    logrus.FieldLogger
-	roster Roster
-	round  uint32
-	start  time.Time
+	cfg     Config
+	nodes   []string
+	member  map[string]bool
+	coord   string
+	log     logrus.FieldLogger
+	roster  Roster
+	round   uint32
+	start   time.Time
+	epoch   int     // the meeting: coordinator nodes[epoch]
+	earlier []error // the meetings tried before this one
 
 	conn net.Conn // member: the link to the coordinator
 
@@ -191,6 +205,10 @@ const maxRejectLines = 64
 // reach the coordinator gets a *CoordinatorError matching
 // ErrCoordinatorAbsent after Config.Join; one that reached it but got no
 // roster, one matching ErrCoordinatorLost after Join+Skew at most.
+//
+// With Config.Fallbacks, a node that could not meet coordinator k (or
+// that coordinated it alone) tries the next one in sorted order, each
+// within FallbackJoin; the error then names every coordinator tried.
 func Meet(ctx context.Context, cfg Config) (*Session, error) {
 	start := time.Now()
 	cfg.defaults()
@@ -198,23 +216,77 @@ func Meet(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, nodes: nodes, coord: nodes[0], member: map[string]bool{},
-		log: cfg.Log.WithFields(logrus.Fields{"job": cfg.Job, "node": cfg.Self})}
+	var earlier []error
+	for epoch := 0; ; epoch++ {
+		join := cfg.Join
+		if epoch > 0 {
+			join, start = cfg.FallbackJoin, time.Now()
+		}
+		s := newSession(cfg, nodes, epoch, start)
+		if s.Coordinator() {
+			err = s.lead(ctx, start.Add(join))
+		} else {
+			err = s.join(ctx, start, join)
+			s.stats.Joined = time.Since(start)
+		}
+		// A fallback needs two nodes that may still take part: its
+		// coordinator and one after it.
+		more := epoch < cfg.Fallbacks && len(nodes)-(epoch+1) >= 2 && ctx.Err() == nil
+		var ce *CoordinatorError
+		switch {
+		case err == nil && (!more || !s.alone()):
+			s.earlier = earlier
+			return s, nil
+		case err == nil:
+			s.log.WithField("epoch", epoch).Warn("rendezvous: no other node met this coordinator; trying the next one")
+			earlier = append(earlier, fmt.Errorf("coordinator %s (this node) met nobody within %s", s.coord, join))
+			s.Close()
+		case more && errors.As(err, &ce):
+			s.log.WithField("epoch", epoch).WithError(err).Warn("rendezvous: trying the next coordinator")
+			earlier = append(earlier, err)
+			s.Close()
+		default:
+			s.Close()
+			if errors.As(err, &ce) {
+				ce.Earlier = earlier
+			}
+			return nil, err
+		}
+	}
+}
+
+// newSession is this node's session of one meeting: coordinator
+// nodes[epoch].
+func newSession(cfg Config, nodes []string, epoch int, start time.Time) *Session {
+	s := &Session{cfg: cfg, nodes: nodes, coord: nodes[epoch], epoch: epoch, member: map[string]bool{},
+		log: cfg.Log.WithFields(logrus.Fields{"job": cfg.Job, "node": cfg.Self}), start: start}
 	for _, n := range nodes {
 		s.member[n] = true
 	}
-	s.start = start
-	if s.Coordinator() {
-		err = s.lead(ctx, start.Add(cfg.Join))
-	} else {
-		err = s.join(ctx, start)
-		s.stats.Joined = time.Since(start)
+	return s
+}
+
+// alone reports whether this node coordinated a meeting nobody else came
+// to.
+func (s *Session) alone() bool {
+	return s.Coordinator() && len(s.nodes) > 1 && len(s.roster.Present()) == 1
+}
+
+// Epoch is the meeting this session belongs to: 0 for the first
+// coordinator, k for the k-th fallback.
+func (s *Session) Epoch() int { return s.epoch }
+
+// Earlier are the meetings this node tried and could not join before
+// this one (empty without fallbacks).
+func (s *Session) Earlier() []error { return s.earlier }
+
+// label is the label of this meeting's hellos and roster: empty for the
+// first, so that its messages are as they always were.
+func (s *Session) label() string {
+	if s.epoch == 0 {
+		return ""
 	}
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return "fallback-" + strconv.Itoa(s.epoch)
 }
 
 // Coordinator is true on the coordinating node.
@@ -422,8 +494,9 @@ func encodeRoster(r Roster) []byte {
 	return b
 }
 
-// decodeRoster reads encodeRoster's form for the given sorted nodes.
-func decodeRoster(b []byte, nodes []string) (Roster, error) {
+// decodeRoster reads encodeRoster's form for the given sorted nodes, sent
+// by nodes[coord].
+func decodeRoster(b []byte, nodes []string, coord int) (Roster, error) {
 	bad := func(format string, args ...any) (Roster, error) {
 		return Roster{}, fmt.Errorf("%w: roster: %s", ErrUnexpected, fmt.Sprintf(format, args...))
 	}
@@ -433,7 +506,7 @@ func decodeRoster(b []byte, nodes []string) (Roster, error) {
 	if n := binary.BigEndian.Uint32(b); uint64(n) != uint64(len(nodes)) {
 		return bad("%d nodes, the job has %d", n, len(nodes))
 	}
-	r := Roster{Coordinator: nodes[0], Members: make([]Member, len(nodes))}
+	r := Roster{Coordinator: nodes[coord], Members: make([]Member, len(nodes))}
 	p := b[4:]
 	for i, name := range nodes {
 		if len(p) < 1 || p[0] > 1 {
@@ -458,8 +531,8 @@ func decodeRoster(b []byte, nodes []string) (Roster, error) {
 	if len(p) != 0 {
 		return bad("%d bytes after the last node", len(p))
 	}
-	if !r.Members[0].Present {
-		return bad("coordinator %s absent from its own roster", nodes[0])
+	if !r.Members[coord].Present {
+		return bad("coordinator %s absent from its own roster", nodes[coord])
 	}
 	return r, nil
 }

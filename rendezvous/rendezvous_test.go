@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -301,5 +303,86 @@ func TestSingleNodeJob(t *testing.T) {
 	got := gatherAll(t, res, "solo")
 	if string(got[s.names[0]]) != "solo" {
 		t.Errorf("gathered %v", got)
+	}
+}
+
+// TestFallbackCoordinatorWhenTheFirstIsDead: the first coordinator never
+// starts; with one fallback the other nodes meet the second, which lists
+// the first absent, and every round works over the new meeting.
+func TestFallbackCoordinatorWhenTheFirstIsDead(t *testing.T) {
+	const join = time.Second
+	s := newSim(t, 4, join)
+	res := s.run(map[int]bool{0: true}, func(_ int, c *Config) { c.Fallbacks = 1 })
+	for i, r := range res[1:] {
+		if r.err != nil {
+			t.Fatalf("%s: %v", s.names[i+1], r.err)
+		}
+		if got := r.s.Roster(); got.Coordinator != s.names[1] || !slices.Equal(got.Absent(), s.names[:1]) {
+			t.Errorf("%s: roster %+v, want coordinator %s and %s absent", s.names[i+1], got, s.names[1], s.names[0])
+		}
+		if r.s.Epoch() != 1 || len(r.s.Earlier()) != 1 {
+			t.Errorf("%s: epoch %d, earlier %v", s.names[i+1], r.s.Epoch(), r.s.Earlier())
+		}
+		// The fallback waits for nobody: every node after it came.
+		if r.at > join+time.Second {
+			t.Errorf("%s met after %s, want about the join deadline %s", s.names[i+1], r.at, join)
+		}
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, r := range res[2:] {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.s.Gather(ctx, "links", []byte(r.s.cfg.Self)) }()
+	}
+	got, err := res[1].s.Gather(ctx, "links", []byte("lead"))
+	wg.Wait()
+	if err != nil || len(got) != 3 {
+		t.Fatalf("gather over the fallback: %v, %v", got, err)
+	}
+}
+
+// TestCoordinatorAloneTriesTheFallback: the first coordinator is cut off
+// (nobody reaches it, it reaches nobody); the others meet the fallback,
+// and the cut-off node, alone first, fails to join the fallback and says
+// which coordinators it tried.
+func TestCoordinatorAloneTriesTheFallback(t *testing.T) {
+	const join = time.Second
+	s := newSim(t, 4, join)
+	res := s.run(nil, func(i int, c *Config) {
+		c.Fallbacks = 1
+		if i == 0 {
+			// Node 0 listens on a loopback address nobody dials, and
+			// dials the others at one where nothing listens.
+			c.Addrs = map[string]string{}
+			for k := range s.addrs {
+				c.Addrs[k] = "127.255.255.254"
+			}
+			c.Addrs[s.names[0]] = "127.255.255.253"
+			c.LocalAddr = ""
+		}
+	})
+	if !errors.Is(res[0].err, ErrCoordinatorAbsent) {
+		t.Fatalf("cut-off coordinator: err %v, want it absent from the fallback", res[0].err)
+	}
+	if msg := res[0].err.Error(); !strings.Contains(msg, "met nobody") || !strings.Contains(msg, "coordinator "+s.names[1]) {
+		t.Errorf("error %q does not name both coordinators tried", msg)
+	}
+	for i, r := range res[1:] {
+		if r.err != nil {
+			t.Fatalf("%s: %v", s.names[i+1], r.err)
+		}
+		if !slices.Equal(r.s.Roster().Absent(), s.names[:1]) {
+			t.Errorf("%s: absent %v, want %v", s.names[i+1], r.s.Roster().Absent(), s.names[:1])
+		}
+	}
+}
+
+// TestNoFallbackForTwoNodes: a fallback needs two nodes that may take
+// part; a 2-node job whose coordinator is dead gets the plain error.
+func TestNoFallbackForTwoNodes(t *testing.T) {
+	s := newSim(t, 2, time.Second)
+	res := s.run(map[int]bool{0: true}, func(_ int, c *Config) { c.Fallbacks = 2 })
+	if !errors.Is(res[1].err, ErrCoordinatorAbsent) || strings.Contains(res[1].err.Error(), "then") {
+		t.Fatalf("err = %v, want the first coordinator absent and no fallback", res[1].err)
 	}
 }

@@ -405,15 +405,15 @@ func TestRosterEncoding(t *testing.T) {
 		{Name: "n1", Present: true, Addr: "10.0.0.1", Offer: []byte("o1")},
 		{Name: "n2"},
 		{Name: "n3", Present: true, Addr: "10.0.0.3"}}}
-	got, err := decodeRoster(encodeRoster(r), nodes)
+	got, err := decodeRoster(encodeRoster(r), nodes, 0)
 	if err != nil || !reflect.DeepEqual(got, r) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	if _, err := decodeRoster(encodeRoster(r), nodes[:2]); !errors.Is(err, ErrUnexpected) {
+	if _, err := decodeRoster(encodeRoster(r), nodes[:2], 0); !errors.Is(err, ErrUnexpected) {
 		t.Errorf("roster of another node list: err = %v", err)
 	}
 	r.Members[0].Present = false
-	if _, err := decodeRoster(encodeRoster(r), nodes); !errors.Is(err, ErrUnexpected) {
+	if _, err := decodeRoster(encodeRoster(r), nodes, 0); !errors.Is(err, ErrUnexpected) {
 		t.Errorf("roster without its coordinator: err = %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("message without a valid seal accepted: %+v", e)
 		}
 		// The payload parsers must not panic either.
-		if r, err := decodeRoster(e.Payload, s.nodes); err == nil {
+		if r, err := decodeRoster(e.Payload, s.nodes, 0); err == nil {
 			if again := encodeRoster(r); !bytes.Equal(again, e.Payload) {
 				t.Fatalf("roster does not re-encode to itself")
 			}

@@ -418,6 +418,30 @@ func (c *Client) SetJobComment(ctx context.Context, id, comment string) error {
 	return nil
 }
 
+// SetJobAdminComment replaces the job's AdminComment with
+// `scontrol update JobId=ID AdminComment=TEXT`, made one line like a
+// comment. Only Slurm's administrators (root, SlurmUser, operators) may
+// set it, so its text is the administrators' word, never the user's.
+func (c *Client) SetJobAdminComment(ctx context.Context, id, text string) error {
+	if err := checkJobID(id); err != nil {
+		return err
+	}
+	out, err := c.scontrol(ctx, "update", "JobId="+id, "AdminComment="+oneLine(text))
+	if err != nil {
+		return jobErr("setting the admin comment of", id, err, out)
+	}
+	return nil
+}
+
+// AdminComment is the job's AdminComment as `scontrol show job` printed
+// it ("" when it has none).
+func (j JobInfo) AdminComment() string {
+	if c := j.Fields["AdminComment"]; c != "(null)" {
+		return c
+	}
+	return ""
+}
+
 // Requeue requeues the job with `scontrol requeue ID`, or
 // `scontrol requeuehold ID` (held until released) when hold is true.
 func (c *Client) Requeue(ctx context.Context, id string, hold bool) error {

@@ -346,6 +346,9 @@ func TestJobCommands(t *testing.T) {
 		}, []string{sc, "show", "job", "-o", "3"}},
 		{"comment", func(c *Client) error { return c.SetJobComment(ctx, "3", "vigil: hung \"x\"\non cn1") },
 			[]string{sc, "update", "JobId=3", "Comment=vigil: hung 'x' on cn1"}},
+		{"admin comment", func(c *Client) error {
+			return c.SetJobAdminComment(ctx, "3", "site note\nvigil-net:0:n1:3:n3")
+		}, []string{sc, "update", "JobId=3", "AdminComment=site note vigil-net:0:n1:3:n3"}},
 		{"requeue", func(c *Client) error { return c.Requeue(ctx, "12", false) }, []string{sc, "requeue", "12"}},
 		{"requeuehold", func(c *Client) error { return c.Requeue(ctx, "12", true) }, []string{sc, "requeuehold", "12"}},
 		{"cancel", func(c *Client) error { return c.Cancel(ctx, "12") }, []string{bin + "/scancel", "12"}},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
 // Check names (the same as crossnode's).
@@ -80,6 +81,10 @@ type ConnectSettings struct {
 	// Partners is how many random peers each node is paired with beyond
 	// its ring neighbours.
 	Partners int `toml:"partners"`
+	// Fallbacks is how many fallback coordinators (the next nodes in
+	// sorted order) a node tries when it cannot meet the one before, so
+	// that a dead coordinator blinds nobody; each waits Join/2.
+	Fallbacks int `toml:"fallbacks"`
 }
 
 // Validate reports out-of-range settings.
@@ -99,6 +104,8 @@ func (s *ConnectSettings) Validate() error {
 		return benchmarks.BadSetting("pings", "%d: want 1 to 1000", s.Pings)
 	case s.Partners < 0 || s.Partners > 16:
 		return benchmarks.BadSetting("partners", "%d: want 0 to 16", s.Partners)
+	case s.Fallbacks < 0 || s.Fallbacks > rendezvous.MaxFallbacks:
+		return benchmarks.BadSetting("fallbacks", "%d: want 0 to %d", s.Fallbacks, rendezvous.MaxFallbacks)
 	}
 	return nil
 }
@@ -147,7 +154,7 @@ func init() {
 // DefaultConnect returns the shipped [checks.net-connect].
 func DefaultConnect() *ConnectSettings {
 	return &ConnectSettings{Port: DefaultPort, Join: 10 * time.Second, ConnectTimeout: 2 * time.Second,
-		Tries: 2, Pings: 5, Partners: crossnode.DefaultPartners}
+		Tries: 2, Pings: 5, Partners: crossnode.DefaultPartners, Fallbacks: 1}
 }
 
 // DefaultBandwidth returns the shipped [checks.net-bandwidth].

@@ -172,6 +172,23 @@ type prober struct {
 // connect opens a connection to remote with up to Tries tries and sends
 // op; it returns the status of the last try and its error.
 func (p *prober) connect(ctx context.Context, remote string, op byte) (net.Conn, crossnode.Status, error) {
+	return p.tries(ctx, remote, func(c net.Conn) error {
+		_ = c.SetDeadline(time.Now().Add(p.conn.ConnectTimeout))
+		_, err := c.Write([]byte{op})
+		return err
+	})
+}
+
+// reach connects to remote with up to Tries tries, sending nothing. A
+// refused connect ends the tries at once: the peer's host answered.
+func (p *prober) reach(ctx context.Context, remote string) (net.Conn, crossnode.Status, error) {
+	return p.tries(ctx, remote, nil)
+}
+
+// tries dials remote up to Tries times, each within ConnectTimeout, and
+// runs then (if any) on the connection; it returns the status of the last
+// try and its error.
+func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) error) (net.Conn, crossnode.Status, error) {
 	var err error
 	st := crossnode.Failed
 	for try := 0; try < p.conn.Tries && ctx.Err() == nil; try++ {
@@ -179,14 +196,17 @@ func (p *prober) connect(ctx context.Context, remote string, op byte) (net.Conn,
 		var c net.Conn
 		c, err = p.dial(cctx, p.local, remote)
 		cancel()
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(p.conn.ConnectTimeout))
-			if _, err = c.Write([]byte{op}); err == nil {
-				return c, crossnode.OK, nil
+		if err == nil && then != nil {
+			if err = then(c); err != nil {
+				c.Close()
 			}
-			c.Close()
 		}
-		st = statusOf(err)
+		if err == nil {
+			return c, crossnode.OK, nil
+		}
+		if st = statusOf(err); st == crossnode.Refused && then == nil {
+			break
+		}
 	}
 	if err == nil {
 		err = ctx.Err()

@@ -15,6 +15,8 @@ import (
 // check (without values: each node adds its own measurements).
 type nodeOutcome struct {
 	Results []Verdict `json:"results"`
+	// JobFailing is, per check, the nodes of the job that fail it.
+	JobFailing map[string][]string `json:"job_failing,omitempty"`
 }
 
 // Verdict is one check's outcome for one node, as the coordinator tells
@@ -37,10 +39,10 @@ const maxPeerNames = 4
 
 // outcomes computes each present node's outcome from the verdict.
 // peers holds the verdicts of the PeerChecks (check → node → verdict).
-func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict) map[string][]byte {
+func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string) map[string][]byte {
 	per := map[string][]byte{}
 	for _, n := range roster.Present() {
-		o := nodeOutcome{}
+		o := nodeOutcome{JobFailing: failing}
 		for _, c := range checks {
 			if _, ok := lookupCollective(c); ok {
 				continue // its own rounds follow
@@ -78,13 +80,29 @@ func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
 		texts = append(texts, c.Text())
 	}
 	var notes []string
+	for _, w := range v.Warnings {
+		if w.Node == node && w.Check == check {
+			notes = append(notes, "warning: "+w.Message)
+		}
+	}
 	for _, l := range v.BadLinks {
 		if (l.A == node || l.B == node) && l.State != crossnode.LinkBlamed {
 			notes = append(notes, fmt.Sprintf("bad link %s-%s (%s)", l.A, l.B, l.State))
 		}
 	}
-	if len(v.Absent) > 0 {
-		notes = append(notes, "absent (their prologs never met): "+strings.Join(v.Absent, ","))
+	var cut, away []string
+	for _, a := range v.Absent {
+		if cs := v.CulpritsOf(a); len(cs) > 0 {
+			cut = append(cut, a+" ("+cs[0].Message+")")
+		} else {
+			away = append(away, a)
+		}
+	}
+	if len(cut) > 0 {
+		notes = append(notes, "cut off, never met: "+strings.Join(cut, ", "))
+	}
+	if len(away) > 0 {
+		notes = append(notes, "absent (their prologs never met): "+strings.Join(away, ","))
 	}
 	switch {
 	case out.Status == benchmarks.StatusFail:
@@ -128,9 +146,6 @@ func peerToken(c crossnode.Culprit) string {
 			peers = append(peers, p)
 		}
 	}
-	if len(peers) == 0 {
-		return ""
-	}
 	prefix := "with:"
 	switch {
 	case strings.HasPrefix(c.Message, "unreachable from"):
@@ -138,12 +153,7 @@ func peerToken(c crossnode.Culprit) string {
 	case strings.HasPrefix(c.Message, "cannot reach"):
 		prefix = "to:"
 	}
-	more := ""
-	if len(peers) > maxPeerNames {
-		more = fmt.Sprintf("+%d", len(peers)-maxPeerNames)
-		peers = peers[:maxPeerNames]
-	}
-	return prefix + strings.Join(peers, ",") + more
+	return peerList(prefix, peers)
 }
 
 // results turns this node's outcome into results, with its own

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -54,6 +56,14 @@ type Phase struct {
 	// Listen opens the measurement endpoint's listener on addr
 	// ("host:port"); nil means TCP.
 	Listen func(addr string) (net.Listener, error)
+	// Failing are the local checks that failed on this node before the
+	// phase: the coordinator counts them across the job's nodes, so that
+	// the guard sees a whole job failing one check at once (Outcome).
+	Failing []string
+	// Relay carries a meeting's word to the nodes that met none of its
+	// nodes (the job's AdminComment in production); nil: none, so a node
+	// cut off from every peer ends unknown, never fails.
+	Relay Relay
 	// Log gets the phase's log lines; nil means logrus' standard logger.
 	Log logrus.FieldLogger
 }
@@ -61,11 +71,24 @@ type Phase struct {
 // ends are the peers' measurement endpoints, "addr:port" by node.
 type ends map[string]string
 
+// Outcome is what the phase tells one node.
+type Outcome struct {
+	// Results has one result per check of Phase.Checks, for this node.
+	Results []benchmarks.Result
+	// JobFailing lists, per check, the nodes of the job that met and
+	// failed it (a local check before the phase, or a cross-node check
+	// in it), sorted; nil when this node met nobody.
+	JobFailing map[string][]string
+}
+
 // Run runs the phase within ctx's deadline and returns one result per
 // check of p.Checks, for this node only. Nothing in the meeting itself
 // fails a check: a node that cannot meet, measure or hear its outcome
 // gets unknown.
-func (p Phase) Run(ctx context.Context) []benchmarks.Result {
+func (p Phase) Run(ctx context.Context) []benchmarks.Result { return p.RunJob(ctx).Results }
+
+// RunJob is Run with what the coordinator saw of the whole job.
+func (p Phase) RunJob(ctx context.Context) Outcome {
 	start := time.Now()
 	if p.Log == nil {
 		p.Log = logrus.StandardLogger()
@@ -73,15 +96,15 @@ func (p Phase) Run(ctx context.Context) []benchmarks.Result {
 	if p.Dial == nil {
 		p.Dial = dialTCP
 	}
-	out, err := p.run(ctx)
+	o, err := p.run(ctx, start)
 	if err != nil {
-		out = p.all(benchmarks.StatusUnknown, reasonOf(err), err.Error())
+		o = Outcome{Results: p.all(benchmarks.StatusUnknown, reasonOf(err), err.Error())}
 	}
-	for i := range out {
-		out[i].Duration = time.Since(start)
-		out[i].Attempts = 1
+	for i := range o.Results {
+		o.Results[i].Duration = time.Since(start)
+		o.Results[i].Attempts = 1
 	}
-	return out
+	return o
 }
 
 // setupError marks errors before the meeting.
@@ -112,10 +135,10 @@ func (p Phase) has(check string) bool {
 	return false
 }
 
-func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
+func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 	local := p.Addrs[p.Self]
 	if local == "" {
-		return nil, setupError{fmt.Errorf("no address for this node %s", p.Self)}
+		return Outcome{}, setupError{fmt.Errorf("no address for this node %s", p.Self)}
 	}
 	listen := p.Listen
 	if listen == nil {
@@ -123,47 +146,58 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 	}
 	ln, err := listen(net.JoinHostPort(local, strconv.Itoa(p.Connect.DataPort)))
 	if err != nil {
-		return nil, setupError{fmt.Errorf("measurement endpoint: %w", err)}
+		return Outcome{}, setupError{fmt.Errorf("measurement endpoint: %w", err)}
 	}
 	ep := serve(ln)
 	defer ep.Close()
 	offer := binary.BigEndian.AppendUint16(nil, uint16(ep.Port()))
 	s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: p.Job, Restart: p.Restart, Self: p.Self, Nodes: p.Nodes,
 		Port: p.Connect.Port, Addrs: p.Addrs, LocalAddr: local, Advertise: local, Auth: p.Auth, UID: 0,
-		Join: p.Connect.Join, Offer: offer, Log: p.Log})
-	if err != nil {
-		return nil, fmt.Errorf("rendezvous: %w", err)
+		Join: p.Connect.Join, Fallbacks: p.Connect.Fallbacks, Offer: offer, Log: p.Log,
+		Dial: func(ctx context.Context, local, remote string) (net.Conn, error) { return p.Dial(ctx, local, remote) }})
+	var ce *rendezvous.CoordinatorError
+	switch {
+	case errors.As(err, &ce):
+		// No coordinator could be reached: is it this node's network?
+		return Outcome{Results: p.alone(ctx, start, err)}, nil
+	case err != nil:
+		return Outcome{}, fmt.Errorf("rendezvous: %w", err)
 	}
 	defer s.Close()
 	st := s.Stats()
-	p.Log.WithFields(logrus.Fields{"node": p.Self, "coordinator": s.Coordinator(), "rdv_links": st.Links,
+	p.Log.WithFields(logrus.Fields{"node": p.Self, "coordinator": s.Coordinator(), "epoch": s.Epoch(), "rdv_links": st.Links,
 		"rdv_dials": st.Dials, "joined": st.Joined.String()}).Debug("cross-node: met")
 	roster := s.Roster()
+	if len(roster.Present()) == 1 {
+		s.Close()
+		return Outcome{Results: p.alone(ctx, start, errors.New("unknown: coordinated a meeting that no other node came to"))}, nil
+	}
 	e := ends{}
 	for _, m := range roster.Members {
 		if m.Present && len(m.Offer) == 2 {
 			e[m.Name] = net.JoinHostPort(m.Addr, strconv.Itoa(int(binary.BigEndian.Uint16(m.Offer))))
 		}
 	}
-	mine := nodeReport{Peers: p.readPeers()}
+	mine := nodeReport{Peers: p.readPeers(), Failing: p.Failing}
 	pr := &prober{self: p.Self, local: local, dial: p.Dial, conn: p.Connect}
 	if p.has(Connect) || p.has(Bandwidth) {
 		links, err := crossnode.Plan(roster.Present(), p.Connect.Partners, seedOf(p.Job))
 		if err != nil {
-			return nil, err
+			return Outcome{}, err
 		}
 		if p.has(Bandwidth) {
 			pr.bw = &p.Bandwidth
 		}
 		mine.Measurements = p.measure(ctx, pr, links, crossnode.RoundPlan, e)
+		mine.Measurements = append(mine.Measurements, p.probeAbsent(ctx, pr, roster)...)
 	}
 	payload, err := p.judge(ctx, s, mine, pr, e, roster)
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	var o nodeOutcome
 	if err := json.Unmarshal(payload, &o); err != nil {
-		return nil, fmt.Errorf("no outcome from coordinator %s (%d bytes: %v)", s.CoordinatorName(), len(payload), err)
+		return Outcome{}, fmt.Errorf("no outcome from coordinator %s (%d bytes: %v)", s.CoordinatorName(), len(payload), err)
 	}
 	out := p.results(o, mine)
 	for _, c := range p.Checks {
@@ -171,7 +205,7 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 			out = append(out, p.collective(ctx, s, cc))
 		}
 	}
-	return out, nil
+	return Outcome{Results: out, JobFailing: o.JobFailing}, nil
 }
 
 // nodeReport is what a node sends the coordinator in a round: its own
@@ -180,6 +214,8 @@ func (p Phase) run(ctx context.Context) ([]benchmarks.Result, error) {
 type nodeReport struct {
 	Measurements []crossnode.Measurement `json:"measurements,omitempty"`
 	Peers        map[string]Report       `json:"peers,omitempty"`
+	// Failing are the node's failed local checks (round one only).
+	Failing []string `json:"failing,omitempty"`
 }
 
 // judge runs the rounds: gather round one, re-test if the coordinator
@@ -191,27 +227,36 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	if err != nil {
 		return nil, err
 	}
-	in := crossnode.Input{Nodes: roster.Present(), Options: crossnode.Options{SlowFraction: p.Bandwidth.SlowFraction}}
+	var all []string
+	for _, m := range roster.Members {
+		all = append(all, m.Name)
+	}
+	in := crossnode.Input{Nodes: all, Absent: roster.Absent(), Options: crossnode.Options{SlowFraction: p.Bandwidth.SlowFraction}}
 	var v crossnode.Verdict
 	var reports map[string]map[string]Report
+	var failing map[string][]string
 	if s.Coordinator() {
 		in.Measurements, reports = collect(got, p.Log)
+		failing = localFailures(got)
 		if v, err = crossnode.Decide(in); err != nil {
 			return nil, err
 		}
 	}
-	b, err := s.Broadcast(ctx, "retests", mustJSON(v.Retests))
+	b, err := s.Broadcast(ctx, "retests", mustJSON(retestPlan{Links: v.Retests, Throughput: v.RetestThroughput}))
 	if err != nil {
 		return nil, err
 	}
-	var retests []crossnode.Link
+	var retests retestPlan
 	if err := json.Unmarshal(b, &retests); err != nil {
 		return nil, fmt.Errorf("re-tests from the coordinator: %w", err)
 	}
-	if len(retests) > 0 {
+	if len(retests.Links)+len(retests.Throughput) > 0 {
 		ping := *pr
 		ping.bw = nil
-		again := nodeReport{Measurements: p.measure(ctx, &ping, retests, crossnode.RoundRetest, e)}
+		again := nodeReport{Measurements: p.measure(ctx, &ping, retests.Links, crossnode.RoundRetest, e)}
+		if pr.bw != nil && len(retests.Throughput) > 0 {
+			again.Measurements = append(again.Measurements, p.measure(ctx, pr, retests.Throughput, crossnode.RoundRetest, e)...)
+		}
 		gctx2, cancel2 := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
 		defer cancel2()
 		if got, err = s.Gather(gctx2, "retests", mustJSON(again)); err != nil {
@@ -227,11 +272,20 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	}
 	var per map[string][]byte
 	if s.Coordinator() {
-		per = outcomes(v, roster, p.Checks, p.judgePeers(reports, v.Absent))
+		peers := p.judgePeers(reports, v.Absent)
+		per = outcomes(v, roster, p.Checks, peers, jobFailing(failing, v, peers))
 		p.Log.WithFields(logrus.Fields{"culprits": len(v.Culprits), "bad_links": len(v.BadLinks),
 			"absent": v.Absent, "unknown": v.Unknown}).Info("cross-node verdict")
+		p.publish(ctx, v, len(roster.Present()))
 	}
 	return s.Scatter(ctx, "outcome", per)
+}
+
+// retestPlan is what round two measures: connects and round trips of
+// Links, and also the throughput of Throughput.
+type retestPlan struct {
+	Links      []crossnode.Link `json:"links,omitempty"`
+	Throughput []crossnode.Link `json:"throughput,omitempty"`
 }
 
 // gatherCtx leaves the coordinator time to answer before the members'
@@ -273,6 +327,53 @@ func collect(got map[string][]byte, log logrus.FieldLogger) ([]crossnode.Measure
 	return all, peers
 }
 
+// localFailures reads the failed local checks of each node's round-one
+// report: check → nodes.
+func localFailures(got map[string][]byte) map[string][]string {
+	out := map[string][]string{}
+	for node, b := range got {
+		var r nodeReport
+		if json.Unmarshal(b, &r) != nil {
+			continue
+		}
+		for _, c := range r.Failing {
+			out[c] = append(out[c], node)
+		}
+	}
+	return out
+}
+
+// jobFailing is, per check, every node of the job that fails it: the local
+// failures the nodes reported, the culprits of the links (absent ones
+// included: they fail themselves), and the PeerChecks' fails. Sorted.
+func jobFailing(local map[string][]string, v crossnode.Verdict, peers map[string]map[string]Verdict) map[string][]string {
+	out := map[string][]string{}
+	add := func(check, node string) {
+		if !slices.Contains(out[check], node) {
+			out[check] = append(out[check], node)
+		}
+	}
+	for c, nodes := range local {
+		for _, n := range nodes {
+			add(c, n)
+		}
+	}
+	for _, c := range v.Culprits {
+		add(c.Check, c.Node)
+	}
+	for c, byNode := range peers {
+		for n, pv := range byNode {
+			if pv.Status == benchmarks.StatusFail {
+				add(c, n)
+			}
+		}
+	}
+	for c := range out {
+		slices.Sort(out[c])
+	}
+	return out
+}
+
 // measure measures this node's direction of each of its links: the
 // connect and round-trip times to every peer at once, then, with a
 // bandwidth check, the transfers one after another.
@@ -308,6 +409,34 @@ func (p Phase) measure(ctx context.Context, pr *prober, links []crossnode.Link, 
 		out[i].Round = round
 	}
 	return out
+}
+
+// probeAbsent probes the rendezvous port of each absent node that is this
+// node's peer in the plan over all the job's nodes: the evidence that
+// judges a node that never met (Decide). Nothing is probed when all came.
+func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Roster) []crossnode.Measurement {
+	absent := roster.Absent()
+	if len(absent) == 0 {
+		return nil
+	}
+	var all []string
+	for _, m := range roster.Members {
+		all = append(all, m.Name)
+	}
+	links, err := crossnode.Plan(all, p.Connect.Partners, seedOf(p.Job))
+	if err != nil {
+		return nil
+	}
+	var peers []string
+	for _, l := range links {
+		switch {
+		case l.A == p.Self && slices.Contains(absent, l.B):
+			peers = append(peers, l.B)
+		case l.B == p.Self && slices.Contains(absent, l.A):
+			peers = append(peers, l.A)
+		}
+	}
+	return p.probePorts(ctx, pr, peers)
 }
 
 // probe runs one measurement, or records a peer without an endpoint.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,21 +90,23 @@ func TestPhaseAllPass(t *testing.T) {
 	}
 }
 
-// TestPhaseDeadNode: the connects towards one node fail both ways; it
-// alone fails net-connect, with its peers in the message and the device.
+// TestPhaseDeadNode: the data connects towards one node fail both ways
+// while it still meets the others (its rendezvous port works); it alone
+// fails net-connect, with its peers in the message and the device.
 func TestPhaseDeadNode(t *testing.T) {
 	names, addrs := rdvtest.Cluster(4)
 	dead := names[2]
-	dial := func(self string) Dialer {
-		return func(ctx context.Context, local, remote string) (net.Conn, error) {
-			if self == dead || strings.HasPrefix(remote, addrs[dead]+":") {
+	got := jobWith(t, 4, []string{Connect}, func(p *Phase) {
+		rdv := ":" + strconv.Itoa(p.Connect.Port)
+		self := p.Self
+		p.Dial = func(ctx context.Context, local, remote string) (net.Conn, error) {
+			if (self == dead || strings.HasPrefix(remote, addrs[dead]+":")) && !strings.HasSuffix(remote, rdv) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}
 			return dialTCP(ctx, local, remote)
 		}
-	}
-	got := job(t, 4, []string{Connect}, dial)
+	})
 	for _, n := range names {
 		r := status(got[n], Connect)
 		if n != dead {
