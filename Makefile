@@ -78,6 +78,7 @@ install: build ## install the binaries, the SPANK plugin and its plugstack.conf 
 	@echo "    PrologFlags=Alloc,Contain"
 	@echo "    Epilog=$(BINDIR)/vigil-epilog"
 	@echo "    HealthCheckProgram=$(BINDIR)/vigil-health"
+	@echo "    HealthCheckInterval=300"
 	@echo "config: $(VIGIL_TOML) (the plugin and vigil-watch read it; vigil-prolog reads /etc/vigil/vigil.toml unless VIGIL_CONFIG says otherwise); every key with its default: $(VIGIL_TOML).example"
 
 clean:

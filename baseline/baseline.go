@@ -12,10 +12,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -99,41 +99,46 @@ type Group struct {
 // the health facts do not.
 var units = map[string]bool{"TFLOPS": true, "us": true, "ms": true, "GB/s": true, "MiB/s": true}
 
-// diskKeys maps the disk check's value names to its config keys, which
-// hold for every node rather than per device model.
-var diskKeys = map[string]string{
-	"write_mib_s":     "min_write_mib_s",
-	"read_mib_s":      "min_read_mib_s",
-	"read_latency_ms": "max_latency_ms",
-}
-
-// gemmSized is a GEMM value name with its size ("tflops_bf16_8192").
-var gemmSized = regexp.MustCompile(`^(tflops_[a-z0-9]+)_([0-9]+)$`)
-
-// configKey returns the config key of a value name, whether it is per
-// model, and the GEMM size it names (0 when none).
-func configKey(check, name string) (key string, perModel bool, size int) {
-	if check == "disk" {
-		return diskKeys[name], false, 0
-	}
-	if m := gemmSized.FindStringSubmatch(name); m != nil {
-		fmt.Sscan(m[2], &size)
-		return m[1], true, size
-	}
-	if strings.HasSuffix(name, "_p99") {
-		return "", true, 0
-	}
-	return name, true, 0
-}
-
 // Read reads every *.json report in the sources' directories and returns
 // one group per metric with its samples: for each node and check, the
 // values of the newest report (by start time) in which the check recorded
 // any, so that older runs and health-only runs do not count. Files that
-// are not reports are skipped and named in the notes.
+// are not reports are skipped and named in the notes, and so are the
+// per-link values of PerLinkChecks, which are not device metrics.
 func Read(sources []Source) (groups []*Group, notes []string, err error) {
-	type nodeCheck struct{ model, node, check string }
+	newest, notes, err := newestReports(sources)
+	if err != nil {
+		return nil, nil, err
+	}
+	byKey := map[Key]*Group{}
+	perLink := map[string]int{}
+	for k, r := range newest {
+		for _, res := range r.Results {
+			if res.Check != k.check {
+				continue
+			}
+			if isPerLink(res.Check) {
+				perLink[res.Check] += len(res.Values)
+				continue
+			}
+			addSamples(byKey, k.model, r.Node, res)
+		}
+	}
+	for _, g := range byKey {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Key.less(groups[j].Key) })
+	return groups, append(notes, perLinkNotes(perLink)...), nil
+}
+
+// nodeCheck identifies one check on one node of one model.
+type nodeCheck struct{ model, node, check string }
+
+// newestReports returns, per model, node and check, the newest report in
+// which the check recorded values, and a note per file that is not a report.
+func newestReports(sources []Source) (map[nodeCheck]*report.Report, []string, error) {
 	newest := map[nodeCheck]*report.Report{}
+	var notes []string
 	for _, src := range sources {
 		if _, err := os.Stat(src.Dir); err != nil {
 			return nil, nil, fmt.Errorf("baseline: %w", err)
@@ -156,34 +161,39 @@ func Read(sources []Source) (groups []*Group, notes []string, err error) {
 			}
 		}
 	}
-	byKey := map[Key]*Group{}
-	for k, r := range newest {
-		for _, res := range r.Results {
-			if res.Check != k.check {
-				continue
-			}
-			for _, v := range res.Values {
-				if !units[v.Unit] || math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
-					continue
-				}
-				key := Key{Model: k.model, Check: k.check, Name: v.Name}
-				if _, perModel, _ := configKey(k.check, v.Name); !perModel {
-					key.Model = "" // one limit for every node: pool the models
-				}
-				g := byKey[key]
-				if g == nil {
-					g = &Group{Key: key, Unit: v.Unit, Lower: v.Op == "<=" || (v.Op == "" && (v.Unit == "us" || v.Unit == "ms"))}
-					byKey[key] = g
-				}
-				g.Samples = append(g.Samples, Sample{Node: r.Node, Device: v.Device, Value: v.Value, Threshold: v.Threshold})
-			}
+	return newest, notes, nil
+}
+
+// addSamples adds the performance values of res, measured on node of
+// model, to their groups in byKey.
+func addSamples(byKey map[Key]*Group, model, node string, res benchmarks.Result) {
+	for _, v := range res.Values {
+		if !units[v.Unit] || math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+			continue
+		}
+		key := Key{Model: model, Check: res.Check, Name: v.Name}
+		if _, perModel, _ := configKey(res.Check, v.Name); !perModel {
+			key.Model = "" // one limit for every node: pool the models
+		}
+		g := byKey[key]
+		if g == nil {
+			g = &Group{Key: key, Unit: v.Unit, Lower: v.Op == "<=" || (v.Op == "" && (v.Unit == "us" || v.Unit == "ms"))}
+			byKey[key] = g
+		}
+		g.Samples = append(g.Samples, Sample{Node: node, Device: v.Device, Value: v.Value, Threshold: v.Threshold})
+	}
+}
+
+// perLinkNotes names the per-link values left out, one note per check.
+func perLinkNotes(perLink map[string]int) []string {
+	var notes []string
+	for _, c := range PerLinkChecks {
+		if n := perLink[c]; n > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d values left out: they are per link (node to peer), not device "+
+				"metrics, and are judged against the job's own links, so no fleet threshold applies", c, n))
 		}
 	}
-	for _, g := range byKey {
-		groups = append(groups, g)
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].Key.less(groups[j].Key) })
-	return groups, notes, nil
+	return notes
 }
 
 func (k Key) less(o Key) bool {

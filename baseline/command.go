@@ -25,7 +25,10 @@ const commandUsage = `usage: vigil-baseline [--model MODEL] [--html FILE] [MODEL
 Reads the JSON reports in each REPORT_DIR (the newest report per node and
 check that recorded values) and prints, per device model and metric,
 count, median, MAD, percentiles, the outlier devices, and proposed limits
-as TOML for [checks.NAME.thresholds."MODEL"]. Reports do not name the
+as TOML for [checks.NAME.thresholds."MODEL"] (and [checks.disk]): only the
+keys the checks compare values with, so that the TOML loads in
+vigil-prolog --check-config. The per-link values of net-connect and
+net-bandwidth are left out (named on stderr). Reports do not name the
 device model: give it per directory (H100=/srv/reports/h100) or for all
 plain directories with --model.
 

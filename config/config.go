@@ -84,9 +84,11 @@ func Load(path string) (*File, error) {
 func (f *File) Source() []byte { return f.data }
 
 // Line returns the line that defines the dotted key (or its nearest
-// enclosing table), 0 when the file does not mention it.
+// enclosing table), 0 when the file does not mention it. Parts of key may
+// be quoted (`checks.gemm.thresholds."H100 PCIe".tflops_bf16`, as the TOML
+// decoder names keys).
 func (f *File) Line(key string) int {
-	for k := key; k != ""; {
+	for k := normKey(key); k != ""; {
 		if l, ok := f.lines[k]; ok {
 			return l
 		}

@@ -60,6 +60,9 @@ type Prolog struct {
 	// RunDir holds vigil's per-job files; the epilog removes them.
 	RunDir string `toml:"run_dir"`
 	// SlurmBinDir is where scontrol lives (the prolog runs without PATH).
+	// A directory without an executable scontrol makes the config invalid
+	// (checked on the node when the config is loaded, by every run and by
+	// --check-config).
 	SlurmBinDir string `toml:"slurm_bin_dir"`
 	// SlurmConf is the cluster's slurm.conf, passed to scontrol as
 	// SLURM_CONF when the environment has none (HealthCheckProgram runs
@@ -79,6 +82,12 @@ type Prolog struct {
 	// (vigil-JOBID-NODE.json) owned by the job's user; "workdir" means the
 	// job's working directory (SLURM_JOB_WORK_DIR); empty writes none.
 	ResultDir string `toml:"result_dir"`
+	// MaxRequeues is how many times a batch job whose prolog failed on a
+	// node vigil drained goes back to the queue by itself (vigil requeues
+	// it, unheld, before the prolog exits) to run on healthy nodes; past
+	// it, or at 0, Slurm holds the job as without vigil ("launch failed
+	// requeued held") until someone releases it.
+	MaxRequeues int `toml:"max_requeues"`
 }
 
 // ResultDirWorkdir is the ResultDir value that means the job's working directory.
@@ -118,6 +127,7 @@ func DefaultProlog() Prolog {
 		SlurmTimeout:   30 * time.Second,
 		KeepReports:    200,
 		JobComment:     true,
+		MaxRequeues:    3,
 	}
 }
 
@@ -163,6 +173,9 @@ func (p Prolog) Validate(f *File) error {
 	}
 	if p.KeepReports < 0 {
 		errs = append(errs, f.Errorf("prolog.keep_reports", "%d: must be 0 or more", p.KeepReports))
+	}
+	if p.MaxRequeues < 0 || p.MaxRequeues > 100 {
+		errs = append(errs, f.Errorf("prolog.max_requeues", "%d: want 0 (Slurm holds the job) to 100", p.MaxRequeues))
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -64,6 +65,9 @@ func (r *run) act(ctx context.Context) int {
 		return ExitOK
 	}
 	if !n.OwnedByVigil() || n.ForeignState() != "" {
+		if rep.Verdict == benchmarks.StatusPass && r.liftPrologError(ctx, *n) {
+			return ExitOK
+		}
 		rep.Action = report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
 		return ExitOK
 	}
@@ -169,12 +173,42 @@ func (r *run) drain(ctx context.Context, plan drainPlan, failCode int) int {
 	case err != nil:
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("draining the node")
+		r.rememberFailedDrain(plan.Reason, err)
 		return notDrained
 	}
 	rep.Action.Done = true
 	r.log.WithField("reason", plan.Reason).Warn("node drained")
 	r.notifyDrain(ctx, plan)
+	r.requeueJob(ctx)
 	return failCode
+}
+
+// requeueJob puts the job whose prolog failed on this (now drained) node
+// back in the queue, unheld, so that it runs on healthy nodes: Slurm would
+// hold it ("launch failed requeued held") until someone releases it. It
+// does so at most [prolog] max_requeues times per job (the job's restart
+// count); 0 keeps Slurm's hold. Another failing node of the job may have
+// requeued it first: then scontrol refuses, which is fine. A job that
+// cannot be requeued (an interactive one) is left to Slurm.
+func (r *run) requeueJob(ctx context.Context) {
+	if r.o.Mode != ModeProlog || r.job == nil || r.job.ID == "" {
+		return
+	}
+	log := r.log.WithFields(logrus.Fields{"job": r.job.ID, "restarts": r.job.RestartCount, "max_requeues": r.s.Prolog.MaxRequeues})
+	if r.job.RestartCount >= r.s.Prolog.MaxRequeues {
+		r.rep.Action.Requeue = "held"
+		log.Warn("the job was requeued [prolog] max_requeues times already: Slurm holds it (release it with scontrol release JOBID)")
+		return
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	if err := r.client().Requeue(cctx, r.job.ID, false); err != nil {
+		r.rep.Action.Requeue = "not requeued by vigil: " + err.Error()
+		log.WithError(err).Info("requeueing the job (another node of the job may have done it, or it is not a batch job): Slurm requeues and holds it")
+		return
+	}
+	r.rep.Action.Requeue = "requeued"
+	log.Info("job requeued, unheld: it runs again on healthy nodes after Slurm's requeue delay")
 }
 
 // stay keeps vigil's drain because the run did not clear every check its
@@ -190,9 +224,7 @@ func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int
 	}
 	r.note("%s stays drained: %s", rep.Node, keptSummary(plan.Kept))
 	r.log.WithFields(logrus.Fields{"reason": plan.Reason, "kept": keptSummary(plan.Kept)}).
-		Warn(rep.Node + " stays drained by vigil: " + keptSummary(plan.Kept) +
-			" (re-test with vigil-prolog --node " + rep.Node + " --checks " + keptChecks(plan.Kept) +
-			", or resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME)")
+		Warn(rep.Node + " stays drained by vigil: " + keptSummary(plan.Kept) + " (" + retestHint(rep.Node, keptNames(plan.Kept)) + ")")
 	if plan.Reason != old {
 		cctx, cancel := r.actionCtx(ctx)
 		defer cancel()
@@ -203,6 +235,17 @@ func (r *run) stay(ctx context.Context, plan drainPlan, old string, failCode int
 		}
 	}
 	return failCode
+}
+
+// keptNames are the kept checks' names, the pseudo-check budget left out.
+func keptNames(kept []keptCheck) []string {
+	var names []string
+	for _, k := range kept {
+		if k.Entry.Check != benchmarks.BudgetCheck {
+			names = append(names, k.Entry.Check)
+		}
+	}
+	return names
 }
 
 // keptChecks lists the kept checks for a --checks flag ("gemm,disk").
@@ -222,4 +265,33 @@ func keptChecks(kept []keptCheck) string {
 // nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
 func nodeState(n slurm.Node) string {
 	return strings.Join(append([]string{n.State}, n.Flags...), "+")
+}
+
+// retestHint says how to re-test checks on node, for logs and notices: a
+// local check with `vigil-prolog --node N --checks ...`; a cross-node
+// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
+// the node and its peers, so the way is to resume the node once its cause
+// is fixed and let the next multi-node job's prolog check it again.
+func retestHint(node string, checks []string) string {
+	var local, cross []string
+	for _, c := range checks {
+		if ch, ok := benchmarks.Lookup(c); ok && crossnet.IsCrossNode(ch) {
+			cross = append(cross, c)
+		} else {
+			local = append(local, c)
+		}
+	}
+	resume := "scontrol update NodeName=" + node + " State=RESUME"
+	var parts []string
+	if len(local) > 0 {
+		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
+	}
+	if len(cross) > 0 {
+		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
+			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
+	}
+	if len(local) > 0 || len(cross) == 0 {
+		parts = append(parts, "or resume by hand: "+resume)
+	}
+	return strings.Join(parts, "; ")
 }

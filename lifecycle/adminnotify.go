@@ -68,10 +68,7 @@ func (r *run) fleetClient() fleetSlurm {
 	if r.o.DryRun {
 		return nil
 	}
-	if r.o.Slurm == nil {
-		return NewSlurmClient(r.s.Prolog, r.o.Lookup)
-	}
-	f, _ := r.o.Slurm.(fleetSlurm)
+	f, _ := r.rawSlurm().(fleetSlurm)
 	return f
 }
 
@@ -143,8 +140,8 @@ func (r *run) sendDrained(ctx context.Context, plan drainPlan, checks []string) 
 	if r.rep.Job != "" {
 		job = " (job " + r.rep.Job + ")"
 	}
-	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s. Re-test: vigil-prolog --node %s --checks %s; resume: scontrol update NodeName=%s State=RESUME",
-		r.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, r.rep.Node, strings.Join(checks, ","), r.rep.Node)
+	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s. Then: %s",
+		r.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, retestHint(r.rep.Node, checks))
 	fields := map[string]any{"event": "drain", "node": r.rep.Node, "job": r.rep.Job, "mode": r.rep.Mode,
 		"reason": plan.Reason, "checks": items}
 	r.sendNotice(ctx, "drain", checks, text, fields)

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -12,6 +13,7 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/munge"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/rendezvous"
+	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -147,6 +149,7 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 		p.Failing = failing
 		o := p.RunJob(pctx)
 		out, r.jobFailing = o.Results, o.JobFailing
+		r.noteBadLinks(ctx, o)
 		if m, ok := p.Auth.(rendezvous.Munge); ok {
 			m.Client.Close()
 		}
@@ -161,6 +164,31 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 		}
 	}
 	return out
+}
+
+// noteBadLinks records the job's bad links that blame nobody: in this
+// node's report (those it is an end of; all of them on the coordinator),
+// hence the textfile's vigil_net_bad_link, in the job's comment (with
+// "passed"), and in one admin notice from the coordinator.
+func (r *run) noteBadLinks(ctx context.Context, o crossnet.Outcome) {
+	if len(o.BadLinks) == 0 {
+		return
+	}
+	var names []string
+	for _, l := range o.BadLinks {
+		names = append(names, l.String())
+		if o.Coordinator || l.A == r.rep.Node || l.B == r.rep.Node {
+			r.rep.BadLinks = append(r.rep.BadLinks, report.BadLink{A: l.A, B: l.B, State: l.State})
+		}
+	}
+	r.badLinks = names
+	text := fmt.Sprintf("vigil: job %s: bad link %s; nobody was drained (link-fault: both ends work with the job's other nodes, so the path between them is at fault: check its cabling, switch ports, routes and firewalls; undecided: the measurements could not tell which end)",
+		r.job.ID, strings.Join(names, ", "))
+	r.log.WithField("bad_links", strings.Join(names, ", ")).Warn(text)
+	if o.Coordinator && r.s.Notify.Enabled() && !r.o.DryRun {
+		r.sendNotice(ctx, "bad_link", []string{crossnet.Connect}, text,
+			map[string]any{"event": "bad_link", "job": r.job.ID, "node": r.rep.Node, "links": o.BadLinks})
+	}
 }
 
 func (r *run) checkTimeout(name string) time.Duration {
@@ -282,10 +310,15 @@ func (r *run) nodeAddrs(ctx context.Context, nodes []string) (map[string]string,
 	return addrs, nil
 }
 
-// rawSlurm is the run's Slurm client without the logging wrapper.
+// rawSlurm is the run's Slurm client without the logging wrapper: one per
+// run, so that a slurmctld found unreachable once is not tried again by
+// every later call (slurm.Client's latch).
 func (r *run) rawSlurm() Slurm {
 	if r.o.Slurm != nil {
 		return r.o.Slurm
 	}
-	return NewSlurmClient(r.s.Prolog, r.o.Lookup)
+	if r.raw == nil {
+		r.raw = NewSlurmClient(r.s.Prolog, r.o.Lookup)
+	}
+	return r.raw
 }

@@ -216,7 +216,11 @@ func (r *run) readFleet(ctx context.Context) []slurm.Node {
 	fleet, err := cli.Nodes(cctx)
 	if err != nil {
 		r.note("reading the cluster's nodes: %v: the guard did not act and notifications are not rate limited", err)
-		r.log.WithError(err).Error("reading the cluster's nodes with scontrol: the guard ([guard]) cannot act this run; check [prolog] slurm_bin_dir and slurm_conf")
+		hint := "check [prolog] slurm_bin_dir and slurm_conf"
+		if slurm.ControllerDown(err) {
+			hint = "slurmctld cannot be reached"
+		}
+		r.log.WithError(err).Error("reading the cluster's nodes with scontrol: the guard ([guard]) cannot act this run; " + hint)
 		return nil
 	}
 	r.admin.fleet = fleet

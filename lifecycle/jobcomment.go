@@ -219,8 +219,12 @@ func (r *run) commentResult(ctx context.Context, code int) {
 		}
 	case code == ExitOK && r.rep.Verdict == benchmarks.StatusPass && r.firstNode():
 		d := r.o.Now().Sub(r.rep.Start)
+		status := PassedStatus(d)
+		if len(r.badLinks) > 0 {
+			status += "; bad link " + strings.Join(r.badLinks, ", ") + ", nobody drained"
+		}
 		err := r.setComment(ctx, func(mine string) (string, bool) {
-			return PassedStatus(d), !isFailedStatus(mine)
+			return status, !isFailedStatus(mine)
 		})
 		if err != nil {
 			r.log.WithError(err).Warn("setting the job's comment")

@@ -145,6 +145,12 @@ type run struct {
 	user userNotice
 	// slurmConf is Slurm's settings once read (slurmSettings); nil before.
 	slurmConf map[string]string
+	// badLinks are the job's bad links that blame nobody ("n2-n3
+	// (link-fault)"), for the job's comment.
+	badLinks []string
+	// raw is the run's own scontrol client (rawSlurm) when Options.Slurm
+	// is nil.
+	raw *slurm.Client
 	// jobFailing is, per check, the nodes of the job that failed it, as
 	// the cross-node phase's coordinator counted them (nil without one).
 	jobFailing map[string][]string
@@ -404,9 +410,8 @@ func (r *run) client() Slurm {
 		return nil
 	}
 	if r.cli == nil {
-		cli := r.o.Slurm
-		if cli == nil {
-			cli = NewSlurmClient(r.s.Prolog, r.o.Lookup)
+		cli := r.rawSlurm()
+		if r.o.Slurm == nil {
 			r.checkSlurmConf()
 		}
 		conf, _ := SlurmConf(r.s.Prolog, r.o.Lookup)

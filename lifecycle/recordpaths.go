@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -91,14 +92,33 @@ func LastRecordPaths(dir, configPath string) (RecordPaths, error) {
 	return p, nil
 }
 
+// ErrCorruptState is wrapped by the error of RememberRecordPaths when the
+// state file could not be read as JSON: it was kept aside (CorruptName)
+// with the other configs' entries in it, and a new one was written.
+var ErrCorruptState = errors.New("state file corrupt")
+
+// CorruptName is where a corrupt state file is kept aside at now:
+// record-paths.json.corrupt-20261130T120000Z.
+func CorruptName(file string, now time.Time) string {
+	return file + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+}
+
 // RememberRecordPaths stores p as the record paths of the valid config
 // file configPath in the state file in dir (atomically; only when they
-// changed). It returns whether the file was written.
+// changed). It returns whether the file was written. A state file that is
+// not valid JSON is never overwritten in place: it is renamed to
+// CorruptName (the other configs' entries stay in it, for a person to
+// restore), a new one holding p is written, and the error, wrapping
+// ErrCorruptState, names both; the bool is then true.
 func RememberRecordPaths(dir, configPath string, p RecordPaths, now time.Time) (bool, error) {
 	file := filepath.Join(dir, StateFileName)
 	st, err := readState(file)
+	var corrupt error
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		st = recordState{} // unreadable: start again
+		if corrupt = keepAside(file, now, err); !errors.Is(corrupt, ErrCorruptState) {
+			return false, corrupt // neither readable nor movable: leave it alone
+		}
+		st = recordState{}
 	}
 	if st.Configs == nil {
 		st.Configs = map[string]RecordPaths{}
@@ -109,17 +129,33 @@ func RememberRecordPaths(dir, configPath string, p RecordPaths, now time.Time) (
 	}
 	p.Since = now.UTC()
 	st.Configs[key] = p
+	if err := writeState(dir, file, st); err != nil {
+		return false, errors.Join(corrupt, err)
+	}
+	return true, corrupt
+}
+
+// keepAside renames the unreadable state file to CorruptName and returns
+// an error wrapping ErrCorruptState that names it, or, when it cannot be
+// moved, an error that does not.
+func keepAside(file string, now time.Time, readErr error) error {
+	aside := CorruptName(file, now)
+	if err := os.Rename(file, aside); err != nil {
+		return fmt.Errorf("state %v; cannot keep it aside, leaving it alone: %w", readErr, err)
+	}
+	return fmt.Errorf("%w: %v; kept it aside as %s (the other configs' record paths are in it) and started a new one", ErrCorruptState, readErr, aside)
+}
+
+// writeState writes st to file (in dir) atomically.
+func writeState(dir, file string, st recordState) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, err
+		return err
 	}
-	if err := report.WriteAtomic(file, append(b, '\n'), 0o644); err != nil {
-		return false, err
-	}
-	return true, nil
+	return report.WriteAtomic(file, append(b, '\n'), 0o644)
 }
 
 // stateDir is where the record paths of the last valid config are kept.
@@ -140,18 +176,31 @@ func (r *run) rememberRecordPaths() {
 		return
 	}
 	p := r.s.Prolog
-	if _, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now()); err != nil {
+	_, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
+	switch {
+	case errors.Is(err, ErrCorruptState):
+		r.note("record paths: %v", err)
+		r.log.WithError(err).Error("CORRUPT STATE FILE: kept aside; restore the other configs' entries from it if they matter")
+	case err != nil:
 		r.log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
 	}
 }
 
 // useLastRecordPaths points a run with a broken config at the record paths
-// of the last valid one (a flag or environment override still wins), or,
-// without one, at nothing: then the errors are on stderr only. A broken
-// file never sends records anywhere else, not even to the defaults.
+// of the last valid one (a flag or environment override still wins). A
+// broken file never sends reports or per-job files anywhere else, not even
+// to the defaults. Without a last valid config (none seen, or the state
+// file unreadable) only the Prometheus textfile is written, so that
+// vigil_config_valid 0 reaches the alert: see fallbackTextfile.
 func (r *run) useLastRecordPaths() {
 	p := &r.s.Prolog
 	last, err := LastRecordPaths(r.stateDir(), r.s.Path)
+	gauge := ""
+	if err != nil && !r.s.Explicit["textfile"] {
+		own, named := r.s.File.String("prolog.textfile") // not p.Textfile: a broken [prolog] decodes part way
+		gauge = fallbackTextfile(named || r.s.File.Has("prolog.textfile"), own, config.DefaultProlog().Textfile)
+		last.Textfile = gauge
+	}
 	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "textfile": &p.Textfile, "run_dir": &p.RunDir} {
 		if r.s.Explicit[key] {
 			continue // set by flag or environment, not by the broken file
@@ -166,11 +215,44 @@ func (r *run) useLastRecordPaths() {
 		}
 	}
 	if err != nil {
-		r.note("config invalid and %v: no report or textfile written", err)
-		r.log.WithField("config", r.s.Path).WithError(err).Error("INVALID CONFIG: no valid config was seen before, so vigil writes no report or textfile; the errors are on stderr only")
+		r.noteNoRecordPaths(err, gauge)
 		return
 	}
 	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(r.stateDir(), StateFileName))
 	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile": p.Textfile}).
 		Error("INVALID CONFIG: recording where the last valid config said")
+}
+
+// noteNoRecordPaths says, in the report and at error level, that a broken
+// config found no record paths of a valid one (err says why), and where
+// the textfile went (gauge; "" when nowhere).
+func (r *run) noteNoRecordPaths(err error, gauge string) {
+	log := r.log.WithField("config", r.s.Path).WithError(err)
+	if gauge == "" {
+		r.note("config invalid and %v: no report or textfile written", err)
+		log.Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable), so vigil writes no report or textfile; the errors are on stderr only")
+		return
+	}
+	r.note("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, gauge)
+	log.WithField("textfile", gauge).Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable): no report written, only the textfile, so that vigil_config_valid 0 can alert")
+}
+
+// fallbackTextfile is where a run with a broken config and no record paths
+// of a valid one writes its textfile: the textfile the broken file names
+// (named: it sets the key; value: its value), else the shipped default def
+// (where node_exporter's textfile collector reads by default), and only
+// when that is an absolute path into a directory that exists, since a
+// broken config creates nothing. "" means no textfile.
+func fallbackTextfile(named bool, value, def string) string {
+	path := def
+	if named {
+		path = value
+	}
+	if path == "" || !filepath.IsAbs(path) {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return path
 }

@@ -386,7 +386,7 @@ func TestBudgetExpiry(t *testing.T) {
 		wantCode  int
 		wantCalls string
 	}{
-		{"fail", ExitFail, "drain n1 vigil: budget BudgetExpired"},
+		{"fail", ExitFail, "drain n1 vigil: budget BudgetExpired|requeue 77 hold=false"},
 		{"hold", ExitOK, "requeue 77 hold=true"},
 	}
 	for _, tt := range tests {

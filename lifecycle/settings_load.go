@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -66,10 +68,10 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	}
 	s.File = f
 	if err := f.Decode("prolog", &s.Prolog); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, withValidKeys(err, "prolog", s.Prolog)...)
 	}
 	if err := f.Decode("epilog", &s.Epilog); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, withValidKeys(err, "epilog", s.Epilog)...)
 	}
 	s.Watch = watchcfg.Default()
 	if err := s.Watch.Load(f); err != nil {
@@ -95,7 +97,13 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	for k := range flags {
 		s.Explicit[k] = true
 	}
-	if err := s.Prolog.Validate(f); err != nil {
+	var binErr error
+	if f.Has("prolog.slurm_bin_dir") || s.Explicit["slurm_bin_dir"] {
+		// Only a directory someone named: the default (/usr/bin) on a
+		// machine without Slurm must not make a dry run's config invalid.
+		binErr = checkSlurmBinDir(f, s.Prolog.SlurmBinDir)
+	}
+	if err := errors.Join(s.Prolog.Validate(f), binErr); err != nil {
 		errs = append(errs, renameOverridden(err, env, flags)...)
 	}
 	if err := s.Epilog.Validate(f); err != nil {
@@ -155,6 +163,40 @@ func CheckSettings(f *config.File, name string) (any, error) {
 		return v, f.Errorf(section+"."+se.Key, "%s", se.Msg)
 	}
 	return v, f.Errorf(section, "%v", err)
+}
+
+// withValidKeys splits err, a Decode error of section into v, and adds
+// the section's valid keys to each unknown-key error, so that a typo
+// ("bugdet") comes with the right spelling.
+func withValidKeys(err error, section string, v any) []error {
+	var out []error
+	for _, e := range splitErrors(err) {
+		if errors.Is(e, config.ErrUnknownKey) {
+			e = fmt.Errorf("%w (keys of [%s]: %s)", e, section, strings.Join(config.Keys(v), ", "))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkSlurmBinDir reports a [prolog] slurm_bin_dir (named in the file,
+// the environment or a flag) that holds no executable scontrol:
+// vigil could then neither read a node's state nor drain it. It names the
+// key and line like every other config error.
+func checkSlurmBinDir(f *config.File, dir string) error {
+	const key = "prolog.slurm_bin_dir"
+	if !filepath.IsAbs(dir) {
+		return f.Errorf(key, "%q: want an absolute path (the prolog runs without PATH)", dir)
+	}
+	scontrol := filepath.Join(dir, "scontrol")
+	fi, err := os.Stat(scontrol)
+	switch {
+	case err != nil:
+		return f.Errorf(key, "%q: no scontrol there (%v); set it to the directory of Slurm's client programs", dir, err)
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return f.Errorf(key, "%q: %s is not an executable program", dir, scontrol)
+	}
+	return nil
 }
 
 // renameOverridden splits err into its errors and names the flag or the

@@ -59,6 +59,12 @@ type loggedSlurm struct {
 }
 
 func (l loggedSlurm) failed(err error, what string) {
+	if slurm.ControllerDown(err) {
+		l.log.WithError(err).Error("scontrol failed " + what + ": slurmctld cannot be reached (\"Unable to contact slurm controller\", or no answer within [prolog] slurm_timeout); " +
+			"later scontrol calls of this run are not tried. If this prolog fails, Slurm drains the node with \"Prolog error\"; " +
+			"vigil remembers its failed drain and lifts that drain on the node's next passing run")
+		return
+	}
 	var ce *slurm.CommandError
 	if !errors.As(err, &ce) {
 		return // not a failing command: a foreign drain, an unknown node

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -108,7 +109,10 @@ func TestE2ENetIsolated(t *testing.T) {
 }
 
 func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
-	c, s, _ := crossSetup(t, 5, `"net-connect"`, f)
+	hooks := &hookSink{}
+	srv := httptest.NewServer(hooks)
+	defer srv.Close()
+	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nwebhook_url = %q\n", srv.URL), f)
 
 	// (d) every node healthy.
 	job := c.Sbatch(t, "echo ok\n", "-N", "4")
@@ -164,6 +168,7 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 	// (c) only the path n2-n3 blocked: both ends work with the rest. Once
 	// between two members (the job on n1-n4), once between the
 	// coordinator and a member (the job on n2-n5).
+	hooks.take() // the drain notices of (a) and (b)
 	for _, on := range [][]string{c.Nodes[:4], c.Nodes[1:]} {
 		restore := blockLink(t, c.NodeAddrs[1], c.NodeAddrs[2])
 		job = c.Sbatch(t, "echo ok\n", "-N", "4", "-w", strings.Join(on, ","))
@@ -186,6 +191,22 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 		}
 		if named < 2 {
 			t.Errorf("(c) job on %v: the bad link %s-%s is named by %d nodes' results, want both ends", on, c.Nodes[1], c.Nodes[2], named)
+		}
+		// What the user and the admins see of it: the comment, one notice
+		// from the coordinator (and none about drains).
+		link := c.Nodes[1] + "-" + c.Nodes[2]
+		if comment := c.JobInfo(t, job).Comment; !strings.Contains(comment, "bad link "+link) {
+			t.Errorf("(c) job on %v: comment %q does not name the bad link", on, comment)
+		}
+		var notices []string
+		for _, b := range hooks.take() {
+			text, _ := b["text"].(string)
+			notices = append(notices, event(b)+": "+text)
+		}
+		if len(notices) != 1 || !strings.HasPrefix(notices[0], "bad_link: ") || !strings.Contains(notices[0], link) {
+			t.Errorf("(c) job on %v: notices %q, want one bad_link notice naming %s", on, notices, link)
+		} else {
+			t.Logf("(c) notice: %s", notices[0])
 		}
 		for _, n := range c.Nodes {
 			if nodeState(t, c, n).Drained() {

@@ -30,6 +30,7 @@ var families = []struct{ name, help string }{
 	{"vigil_check_value", "A value a check measured or read, per device."},
 	{"vigil_check_threshold", "The limit a check compared a value with."},
 	{"vigil_guard_active", "1 for a check that failed but did not drain the node: too many nodes were drained for it ([guard])."},
+	{"vigil_net_bad_link", "1 for a bad link of the last job's cross-node phase with this node at one end that blames neither end (nobody drained), by peer and state (link-fault, undecided)."},
 }
 
 // MetricNames are the names of the metric families vigil writes to its
@@ -88,6 +89,14 @@ func seriesOf(r *Report) series {
 	}
 	for _, g := range r.Guarded {
 		s.add("vigil_guard_active", m, "1", "check", g.Check)
+	}
+	for _, l := range r.BadLinks {
+		switch r.Node {
+		case l.A:
+			s.add("vigil_net_bad_link", m, "1", "peer", l.B, "state", l.State)
+		case l.B:
+			s.add("vigil_net_bad_link", m, "1", "peer", l.A, "state", l.State)
+		}
 	}
 	return s
 }

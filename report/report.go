@@ -59,6 +59,11 @@ type Report struct {
 	Dropped []Dropped `json:"dropped,omitempty"`
 	// Action is what vigil did (or, in a dry run, would do) about the node and job.
 	Action Action `json:"action"`
+	// BadLinks are the bad links of the job's cross-node phase that
+	// blame neither end ("n2-n3 (link-fault)"): nobody is drained for
+	// them. Each end's report lists those it is an end of; the
+	// coordinator's lists all.
+	BadLinks []BadLink `json:"bad_links,omitempty"`
 	// Notes are things a reader should know (missing pieces, warnings).
 	Notes []string `json:"notes,omitempty"`
 	// ExitCode is the program's exit code.
@@ -165,6 +170,21 @@ type Action struct {
 	Kept []string `json:"kept,omitempty"`
 	// Killed lists processes the epilog killed (PIDs).
 	Killed []int `json:"killed,omitempty"`
+	// Requeue says what became of the job after this node was drained in
+	// its prolog: "requeued" (vigil put it back in the queue, unheld),
+	// "held" (Slurm holds it: [prolog] max_requeues reached or 0), or why
+	// the requeue failed.
+	Requeue string `json:"requeue,omitempty"`
+}
+
+// BadLink is one bad link between two nodes of the job.
+type BadLink struct {
+	A string `json:"a"`
+	B string `json:"b"`
+	// State is "link-fault" (both ends work with the others: the path
+	// between them is at fault) or "undecided" (the measurements could
+	// not tell).
+	State string `json:"state"`
 }
 
 // Counts returns how many results passed, failed and were unknown.

@@ -63,7 +63,8 @@ func sampleReport() *Report {
 		ExitCode: 1,
 		Guarded: []Guarded{{Check: "gemm", Drained: 12, Nodes: 100, MaxShare: 0.1,
 			Message: "gemm: 12 of 100 nodes (12%) drained by vigil for gemm within 1h0m0s, above [guard] max_share 10%: not draining for gemm; check its thresholds"}},
-		Notices: []Notice{{Kind: "drain", Checks: []string{"ecc"}, To: "webhook", Sent: true}},
+		Notices:  []Notice{{Kind: "drain", Checks: []string{"ecc"}, To: "webhook", Sent: true}},
+		BadLinks: []BadLink{{A: "gpu07", B: "gpu08", State: "link-fault"}},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -99,6 +100,9 @@ const ReasonPrefix = "vigil:"
 const MaxReasonLen = 256
 
 var (
+	// ErrControllerDown: an earlier command of the client could not reach
+	// slurmctld, so this one was not run (Client.run).
+	ErrControllerDown = errors.New("slurm: slurmctld unreachable")
 	// ErrNotOurs is returned when vigil declines to touch a node another party drained.
 	ErrNotOurs = errors.New("slurm: node state set by someone else")
 	// ErrNoSuchNode is returned when Slurm does not know the node.
@@ -117,6 +121,12 @@ type Client struct {
 	BinDir  string        // where scontrol/scancel live; "" means /usr/bin (then PATH)
 	Timeout time.Duration // per command; 0 means 30s
 	Env     []string      // extra environment for the commands (SLURM_CONF=...); used when Runner is nil, an *ExecRunner or an EnvRunner
+
+	// down is the first error that said slurmctld cannot be reached:
+	// once set, every later command fails at once with it (wrapping
+	// ErrControllerDown), so that a run with the controller down spends
+	// one command's timeout, not one per call.
+	down atomic.Pointer[CommandError]
 }
 
 // DefaultTimeout is the per-command timeout when Client.Timeout is 0.
@@ -156,16 +166,45 @@ func (c *Client) bin(name string) string {
 }
 
 func (c *Client) run(ctx context.Context, argv ...string) ([]byte, error) {
+	if d := c.down.Load(); d != nil {
+		return nil, fmt.Errorf("%w: not running %s after %v", ErrControllerDown, strings.Join(argv, " "), d)
+	}
 	t := c.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
+	var out []byte
+	var err error
 	if er, ok := c.Runner.(EnvRunner); ok {
-		return er.RunEnv(ctx, argv, append([]string(nil), c.Env...))
+		out, err = er.RunEnv(ctx, argv, append([]string(nil), c.Env...))
+	} else {
+		out, err = c.runner().Run(ctx, argv)
 	}
-	return c.runner().Run(ctx, argv)
+	var ce *CommandError
+	if errors.As(err, &ce) && (controllerDown(ce.Output()) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil) {
+		// slurmctld could not be reached, or did not answer within the
+		// timeout: later commands would wait as long for nothing.
+		c.down.CompareAndSwap(nil, ce)
+	}
+	return out, err
+}
+
+// controllerDown reports whether scontrol's output says slurmctld could
+// not be reached.
+func controllerDown(out string) bool {
+	return strings.Contains(out, "Unable to contact slurm controller")
+}
+
+// ControllerDown reports whether err says slurmctld could not be reached
+// ("Unable to contact slurm controller") or did not answer within the
+// client's timeout, from this command or an earlier one of the same
+// client.
+func ControllerDown(err error) bool {
+	var ce *CommandError
+	return errors.Is(err, ErrControllerDown) ||
+		errors.As(err, &ce) && (controllerDown(ce.Output()) || errors.Is(ce.Err, context.DeadlineExceeded))
 }
 
 func (c *Client) scontrol(ctx context.Context, args ...string) ([]byte, error) {
@@ -355,6 +394,28 @@ func (c *Client) Resume(ctx context.Context, node string) (bool, error) {
 		return false, fmt.Errorf("slurm: not resuming %s: %w", node, err)
 	}
 	if !n.Drained() || !n.OwnedByVigil() {
+		return false, nil
+	}
+	if _, err := c.scontrol(ctx, "update", "NodeName="+node, "State=RESUME"); err != nil {
+		return false, fmt.Errorf("slurm: resuming %s: %w", node, err)
+	}
+	return true, nil
+}
+
+// ResumeIfReason resumes the node only while it is drained with exactly
+// reason (one that is not vigil's, such as Slurm's own "Prolog error") and
+// in no state another party owns (down, maintenance, reboot...): (true,
+// nil). Any other node is left alone: (false, nil). The same race as
+// Resume applies.
+func (c *Client) ResumeIfReason(ctx context.Context, node, reason string) (bool, error) {
+	if err := checkNodeName(node); err != nil {
+		return false, err
+	}
+	n, err := c.Node(ctx, node)
+	if err != nil {
+		return false, fmt.Errorf("slurm: not resuming %s: cannot read its state: %w", node, err)
+	}
+	if !n.Drained() || n.Reason != reason || n.ForeignState() != "" {
 		return false, nil
 	}
 	if _, err := c.scontrol(ctx, "update", "NodeName="+node, "State=RESUME"); err != nil {

@@ -451,3 +451,30 @@ func TestClientEnvReachesEnvRunner(t *testing.T) {
 		t.Error("the runner got the client's slice, not a copy")
 	}
 }
+
+// TestControllerDownFailsFast: the first command that cannot reach
+// slurmctld (scontrol's real words) spends its timeout; every later
+// command of the client fails at once, matching ErrControllerDown.
+func TestControllerDownFailsFast(t *testing.T) {
+	down := &CommandError{Argv: []string{bin + "/scontrol", "show", "node", "-o", "n1"}, ExitCode: 1,
+		Stderr: "slurm_load_node error: Unable to contact slurm controller (connect failure)", Err: errors.New("exit status 1")}
+	c, f := newClient(reply{err: down})
+	ctx := context.Background()
+	if _, err := c.Node(ctx, "n1"); !ControllerDown(err) {
+		t.Fatalf("first call: %v, want the controller down", err)
+	}
+	err := c.Drain(ctx, "n1", "vigil: gemm GEMMBelowThreshold")
+	if !errors.Is(err, ErrControllerDown) || !ControllerDown(err) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Fatalf("second call: %v, want ErrControllerDown naming the first error", err)
+	}
+	if len(f.calls) != 1 {
+		t.Errorf("%d commands run, want 1: %v", len(f.calls), f.calls)
+	}
+	other := &CommandError{ExitCode: 1, Stderr: "Invalid node name specified", Err: errors.New("exit status 1")}
+	c2, f2 := newClient(reply{err: other}, reply{out: ""})
+	c2.Node(ctx, "n9")
+	c2.Resume(ctx, "n9")
+	if ControllerDown(other) || len(f2.calls) < 2 {
+		t.Errorf("another error latched the client: %v", f2.calls)
+	}
+}

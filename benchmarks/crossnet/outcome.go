@@ -17,6 +17,8 @@ type nodeOutcome struct {
 	Results []Verdict `json:"results"`
 	// JobFailing is, per check, the nodes of the job that fail it.
 	JobFailing map[string][]string `json:"job_failing,omitempty"`
+	// BadLinks are the job's bad links that blame nobody.
+	BadLinks []LinkNote `json:"bad_links,omitempty"`
 }
 
 // Verdict is one check's outcome for one node, as the coordinator tells
@@ -39,10 +41,10 @@ const maxPeerNames = 4
 
 // outcomes computes each present node's outcome from the verdict.
 // peers holds the verdicts of the PeerChecks (check → node → verdict).
-func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string) map[string][]byte {
+func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string, links []LinkNote) map[string][]byte {
 	per := map[string][]byte{}
 	for _, n := range roster.Present() {
-		o := nodeOutcome{JobFailing: failing}
+		o := nodeOutcome{JobFailing: failing, BadLinks: links}
 		for _, c := range checks {
 			if _, ok := lookupCollective(c); ok {
 				continue // its own rounds follow

@@ -79,7 +79,25 @@ type Outcome struct {
 	// failed it (a local check before the phase, or a cross-node check
 	// in it), sorted; nil when this node met nobody.
 	JobFailing map[string][]string
+	// BadLinks are the job's bad links that blame neither end (a bad
+	// link between healthy nodes, or one the measurements could not
+	// settle): nobody is drained for them, so they are reported.
+	BadLinks []LinkNote
+	// Coordinator is set on the node that coordinated the meeting: it
+	// alone notifies about the job as a whole.
+	Coordinator bool
 }
+
+// LinkNote is one bad link of the job, for the report, the metrics and
+// the job's comment.
+type LinkNote struct {
+	A     string `json:"a"`
+	B     string `json:"b"`
+	State string `json:"state"`
+}
+
+// String is "A-B (state)".
+func (l LinkNote) String() string { return l.A + "-" + l.B + " (" + l.State + ")" }
 
 // Run runs the phase within ctx's deadline and returns one result per
 // check of p.Checks, for this node only. Nothing in the meeting itself
@@ -205,7 +223,7 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 			out = append(out, p.collective(ctx, s, cc))
 		}
 	}
-	return Outcome{Results: out, JobFailing: o.JobFailing}, nil
+	return Outcome{Results: out, JobFailing: o.JobFailing, BadLinks: o.BadLinks, Coordinator: s.Coordinator()}, nil
 }
 
 // nodeReport is what a node sends the coordinator in a round: its own
@@ -273,7 +291,7 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	var per map[string][]byte
 	if s.Coordinator() {
 		peers := p.judgePeers(reports, v.Absent)
-		per = outcomes(v, roster, p.Checks, peers, jobFailing(failing, v, peers))
+		per = outcomes(v, roster, p.Checks, peers, jobFailing(failing, v, peers), linkNotes(v))
 		p.Log.WithFields(logrus.Fields{"culprits": len(v.Culprits), "bad_links": len(v.BadLinks),
 			"absent": v.Absent, "unknown": v.Unknown}).Info("cross-node verdict")
 		p.publish(ctx, v, len(roster.Present()))
@@ -370,6 +388,17 @@ func jobFailing(local map[string][]string, v crossnode.Verdict, peers map[string
 	}
 	for c := range out {
 		slices.Sort(out[c])
+	}
+	return out
+}
+
+// linkNotes are the verdict's bad links that blame nobody.
+func linkNotes(v crossnode.Verdict) []LinkNote {
+	var out []LinkNote
+	for _, l := range v.BadLinks {
+		if l.State != crossnode.LinkBlamed {
+			out = append(out, LinkNote{A: l.A, B: l.B, State: string(l.State)})
+		}
 	}
 	return out
 }

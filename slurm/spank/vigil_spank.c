@@ -29,7 +29,7 @@
  *   optional /usr/local/lib/vigil/vigil_spank.so [config=/etc/vigil/vigil.toml]
  *       [prolog=/usr/local/bin/vigil-prolog] [watcher=/usr/local/bin/vigil-watch]
  *       [watch=off|auto|config] [state_dir=/run/vigil/spank]
- *       [watch_log=%w/vigil-watch-%j-%n.log] [policy_timeout=10]
+ *       [watch_log=%o/vigil-watch-%j-%n.log] [policy_timeout=10]
  *
  * Built with `gcc -fPIC -shared` against libslurm-dev's <slurm/spank.h>; it
  * links no library.
@@ -78,6 +78,7 @@ static struct {
 	int watch;
 	int policy_timeout; /* seconds */
 	int parsed;
+	int args_rc; /* parse_args' result: -1 when an argument is unknown */
 } cfg;
 
 /* The job's option values, as given. */
@@ -136,17 +137,24 @@ static void copy(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src);
 }
 
+/*
+ * parse_args reads the plugstack.conf arguments once; it returns -1 (every
+ * time) when one of them is unknown or malformed, after saying which at
+ * error level. slurm_spank_init then fails, so that a `required` plugin
+ * refuses the job at sbatch, salloc and srun rather than run it with a
+ * setting that was not meant (watch=sometimes would leave jobs unwatched).
+ */
 static int parse_args(int ac, char **av)
 {
 	int i, rc = 0;
 
 	if (cfg.parsed)
-		return 0;
+		return cfg.args_rc;
 	copy(cfg.config, sizeof(cfg.config), "/etc/vigil/vigil.toml");
 	copy(cfg.prolog, sizeof(cfg.prolog), "/usr/local/bin/vigil-prolog");
 	copy(cfg.watcher, sizeof(cfg.watcher), "/usr/local/bin/vigil-watch");
 	copy(cfg.state_dir, sizeof(cfg.state_dir), "/run/vigil/spank");
-	copy(cfg.watch_log, sizeof(cfg.watch_log), "%w/vigil-watch-%j-%n.log");
+	copy(cfg.watch_log, sizeof(cfg.watch_log), "%o/vigil-watch-%j-%n.log");
 	cfg.watch = WATCH_OFF;
 	cfg.policy_timeout = 10;
 	for (i = 0; i < ac; i++) {
@@ -177,12 +185,14 @@ static int parse_args(int ac, char **av)
 		else {
 			slurm_error("vigil: plugstack.conf: unknown argument \"%s\" "
 				    "(known: config= prolog= watcher= watch=off|auto|config "
-				    "state_dir= watch_log= policy_timeout=)", a);
+				    "state_dir= watch_log= policy_timeout=SECONDS); "
+				    "a required plugin refuses jobs until the line is fixed", a);
 			rc = -1;
 		}
 #undef KEY
 	}
 	cfg.parsed = 1;
+	cfg.args_rc = rc;
 	return rc;
 }
 
@@ -379,7 +389,9 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	spank_context_t ctx = spank_context();
 	int i;
 
-	parse_args(ac, av);
+	if (parse_args(ac, av) < 0 && (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR))
+		/* Refused where the job is submitted, never on a node (no drain on a doubt). */
+		return -1;
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
 	if ((ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) && cfg.watch != WATCH_OFF &&
@@ -484,6 +496,7 @@ static const char *handoff_vars[][2] = {
 	{ "SLURM_CLUSTER_NAME", "SLURM_CLUSTER_NAME" },
 	{ "SLURM_JOB_USER", "SLURM_JOB_USER" },
 	{ "SLURM_JOB_WORK_DIR", "SLURM_JOB_WORK_DIR" },
+	{ "SLURM_JOB_STDOUT", "VIGIL_JOB_STDOUT" },
 	{ "SLURM_JOB_PARTITION", "SLURM_JOB_PARTITION" },
 	{ "SLURM_NODELIST", "SLURM_JOB_NODELIST" },
 	{ "SLURM_JOB_GPUS", "SLURM_JOB_GPUS" },
@@ -619,9 +632,39 @@ static void read_handoff(const char *path, struct env *e)
 	unlink(path);
 }
 
-/* expand_log replaces %j (job), %n (node), %u (user), %w (work dir), %%. */
+/*
+ * output_dir is the directory of the batch job's standard output
+ * (SLURM_JOB_STDOUT of the prolog, handed over as VIGIL_JOB_STDOUT; its
+ * file name may still hold Slurm's %j patterns), relative paths taken from
+ * workdir; workdir itself when there is none (an interactive job), when
+ * the path has no directory, or when the directory holds a '%' pattern.
+ */
+static void output_dir(char *out, size_t n, const char *stdout_path, const char *workdir)
+{
+	const char *slash;
+	int len;
+
+	if (!stdout_path || !*stdout_path || !(slash = strrchr(stdout_path, '/'))) {
+		copy(out, n, workdir);
+		return;
+	}
+	len = (int)(slash - stdout_path);
+	if (memchr(stdout_path, '%', (size_t)len)) {
+		copy(out, n, workdir);
+		return;
+	}
+	if (stdout_path[0] == '/')
+		snprintf(out, n, "%.*s", len ? len : 1, stdout_path);
+	else
+		snprintf(out, n, "%s/%.*s", workdir, len, stdout_path);
+}
+
+/*
+ * expand_log replaces %j (job), %n (node), %u (user), %w (work dir), %o
+ * (the directory of the job's output), %%.
+ */
 static void expand_log(char *out, size_t n, const char *pat, const char *job,
-		       const char *node, const char *user, const char *workdir)
+		       const char *node, const char *user, const char *workdir, const char *outdir)
 {
 	size_t o = 0;
 	const char *p;
@@ -635,6 +678,7 @@ static void expand_log(char *out, size_t n, const char *pat, const char *job,
 			case 'n': sub = node; break;
 			case 'u': sub = user; break;
 			case 'w': sub = workdir; break;
+			case 'o': sub = outdir; break;
 			case '%': sub = "%"; break;
 			}
 		}
@@ -728,7 +772,7 @@ static void start_watcher(spank_t sp)
 	uint32_t job = 0, restarts = 0;
 	const char *node = getenv("SLURMD_NODENAME");
 	char jobs[32], uids[32], gids[32], rs[32];
-	char path[VIGIL_PATH_MAX], logpath[VIGIL_PATH_MAX];
+	char path[VIGIL_PATH_MAX], logpath[VIGIL_PATH_MAX], outdir[VIGIL_PATH_MAX];
 	char pwbuf[4096];
 	struct passwd pw, *pwp = NULL;
 	gid_t groups[256];
@@ -792,8 +836,9 @@ static void start_watcher(spank_t sp)
 	workdir = env_get(&e, "SLURM_JOB_WORK_DIR");
 	if (!workdir || !*workdir)
 		workdir = pwp ? pwp->pw_dir : "/";
+	output_dir(outdir, sizeof(outdir), env_get(&e, "VIGIL_JOB_STDOUT"), workdir);
 	expand_log(logpath, sizeof(logpath), cfg.watch_log, jobs, node,
-		   user[0] ? user : uids, workdir);
+		   user[0] ? user : uids, workdir, outdir);
 
 	ncg = extern_cgroups(job, cgs);
 

@@ -247,6 +247,11 @@ hang_actions = ["notify", "cancel"]
 		append([]string{"--vigil-hang-time=2m", "--vigil-hang-action=cancel"}, nobody...)...)
 	multiJob := c.Sbatch(t, "sleep 6\n", "-N", "3")
 	offJob := c.Sbatch(t, "sleep 2\n", "--vigil-hang-time=off")
+	outDir := filepath.Join(c.Dir, "jobs", "logs")
+	if err := os.MkdirAll(outDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	outJob := c.Sbatch(t, "sleep 4\n", "--output="+filepath.Join(outDir, "train-%j.out"))
 
 	// Without vigil-prolog on the submit host nothing is parsed there;
 	// the node's watcher clamps a window beyond the bound. (Clients read
@@ -285,6 +290,16 @@ hang_actions = ["notify", "cancel"]
 		c.WaitJob(t, multiJob, 30*time.Second, "COMPLETED")
 		if !waitFor(10*time.Second, func() bool { return len(watchers(watcher, multiJob)) == 0 }) {
 			t.Fatalf("watchers left after job %s ended: %+v", multiJob, watchers(watcher, multiJob))
+		}
+	})
+
+	t.Run("the watcher's log goes with the job's output, not into the working directory", func(t *testing.T) {
+		if !waitFor(20*time.Second, func() bool {
+			m, _ := filepath.Glob(filepath.Join(outDir, "vigil-watch-"+outJob+"-*.log"))
+			return len(m) == 1
+		}) {
+			m, _ := filepath.Glob(filepath.Join(c.Dir, "jobs", "vigil-watch-"+outJob+"-*.log"))
+			t.Fatalf("no vigil-watch-%s-NODE.log beside the job's output in %s (in the working directory: %v)", outJob, outDir, m)
 		}
 	})
 

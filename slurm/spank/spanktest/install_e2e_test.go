@@ -55,6 +55,11 @@ func TestE2EInstallPrefix(t *testing.T) {
 	if !strings.Contains(string(out), strings.TrimSpace(want)) || !strings.Contains(string(out), "include "+filepath.Dir(conf)+"/*.conf") {
 		t.Errorf("make install did not print the line and the include to add:\n%s", out)
 	}
+	for _, l := range readmeSlurmConf(t) {
+		if l = strings.ReplaceAll(l, "/opt/vigil", prefix); !strings.Contains(string(out), "    "+l+"\n") {
+			t.Errorf("the README says make install prints %s; it printed:\n%s", l, out)
+		}
+	}
 	for _, f := range []string{prolog, watcher, filepath.Join(prefix, "bin", "vigil-epilog"), filepath.Join(prefix, "bin", "vigil-health"), cfg + ".example"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("make install: %v", err)
@@ -90,6 +95,32 @@ func TestE2EInstallPrefix(t *testing.T) {
 			t.Fatalf("watchers of job %s from %s: %+v, want 1\n%s", id, watcher, ws, c.Dump(id))
 		}
 		c.WaitJob(t, id, 30*time.Second, "COMPLETED")
+	})
+
+	t.Run("an unknown argument on a required line refuses jobs", func(t *testing.T) {
+		defer os.WriteFile(c.PlugStackConf, []byte("include "+filepath.Dir(conf)+"/*.conf\n"), 0o644)
+		bad := strings.Replace(want, "watch=auto", "watch=sometimes", 1)
+		msg := `vigil: plugstack.conf: unknown argument "watch=sometimes" (known: config= prolog= watcher= watch=off|auto|config`
+		for _, client := range [][]string{{"sbatch", "--wrap=true"}, {"srun", "true"}, {"salloc", "true"}} {
+			if err := os.WriteFile(c.PlugStackConf, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.Command(t, client[0], client[1:]...)
+			if err == nil {
+				t.Errorf("%s ran a job under a required plugin with watch=sometimes:\n%s", client[0], out)
+			}
+			if !strings.Contains(out, msg) {
+				t.Errorf("%s said:\n%s\nwant %q", client[0], out, msg)
+			}
+		}
+		// optional: the same error, and the job runs (the argument at its default).
+		if err := os.WriteFile(c.PlugStackConf, []byte(strings.Replace(bad, "required ", "optional ", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Command(t, "sbatch", "--wrap=true")
+		if err != nil || !strings.Contains(out, msg) {
+			t.Errorf("sbatch under an optional plugin with watch=sometimes: err %v, said:\n%s", err, out)
+		}
 	})
 
 	t.Run("missing binaries are errors at sbatch", func(t *testing.T) {
