@@ -6,6 +6,9 @@ import (
 	"html/template"
 	"image/color"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -83,11 +86,20 @@ func WriteHTML(w io.Writer, groups []*Group) error {
 }
 
 // plotGroup draws g's histogram with its limits and outliers as SVG.
+// The x axis spans the values (limitRange); a limit far outside them is
+// named in the legend, not drawn, so that the bars do not all sit in one
+// corner. The plot is drawn inside a margin, with room between legend
+// entries and under the tick labels, because the browser may render the
+// text in a wider font than the one the layout was measured with.
 func plotGroup(g *Group) (template.HTML, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s %s %s", orDash(g.Model), g.Check, g.Name)
+	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = g.Unit
-	p.Y.Label.Text = "devices"
+	p.X.Label.Padding = vg.Points(4)
+	p.Y.Label.Text = countNoun(g)
+	p.X.Tick.Marker = compactTicks{}
+	p.Y.Tick.Marker = compactTicks{}
 	vals := make(plotter.Values, len(g.Samples))
 	for i, s := range g.Samples {
 		vals[i] = s.Value
@@ -102,15 +114,9 @@ func plotGroup(g *Group) (template.HTML, error) {
 	for _, b := range h.Bins {
 		top = max(top, b.Weight)
 	}
-	if g.Current != nil {
-		if err := addLimit(p, *g.Current, top, color.RGBA{R: 110, G: 110, B: 110, A: 255}, true, "current "+limitText(g.Current, g.Lower)); err != nil {
-			return "", err
-		}
-	}
-	if g.HasProposal {
-		if err := addLimit(p, g.Proposed, top, color.RGBA{R: 200, G: 30, B: 30, A: 255}, false, "proposed "+proposedText(g)); err != nil {
-			return "", err
-		}
+	lo, hi := limitRange(g)
+	if err := addLimits(p, g, top, lo, hi); err != nil {
+		return "", err
 	}
 	if err := addOutliers(p, g.Outliers, top); err != nil {
 		return "", err
@@ -118,12 +124,15 @@ func plotGroup(g *Group) (template.HTML, error) {
 	// Room above the bars for the legend, and beside the outliers on the
 	// bad side for their names.
 	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = 0, 1.6*top
+	p.Legend.Padding = vg.Points(3)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Y.Min, p.Y.Max = 0, 1.9*top
+	p.X.Min, p.X.Max = lo, hi
 	if g.Lower && len(g.Outliers) > 0 {
 		p.X.Max += 0.15 * (p.X.Max - p.X.Min)
 	}
 	c := vgsvg.New(7*vg.Inch, 3.5*vg.Inch)
-	p.Draw(draw.New(c))
+	p.Draw(draw.Crop(draw.New(c), vg.Points(6), -vg.Points(24), vg.Points(4), -vg.Points(6)))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", err
@@ -133,6 +142,101 @@ func plotGroup(g *Group) (template.HTML, error) {
 		svg = svg[i:] // inline: no XML declaration
 	}
 	return template.HTML(svg), nil
+}
+
+// countNoun is what g's histogram counts: nodes for values without a
+// device or of a node's file system ("/scratch"), else devices.
+func countNoun(g *Group) string {
+	for _, s := range g.Samples {
+		if s.Device != "" && !strings.HasPrefix(s.Device, "/") {
+			return "devices"
+		}
+	}
+	return "nodes"
+}
+
+// limitRange is the x axis of g's plot: the values' range, widened by a
+// tenth of it (at least 5% of the median) each way, and to each limit
+// that lies within five times that range of the values. A limit further
+// away is left off the chart (addLimits names it).
+func limitRange(g *Group) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range g.Samples {
+		lo, hi = math.Min(lo, s.Value), math.Max(hi, s.Value)
+	}
+	pad := math.Max(0.1*(hi-lo), 0.05*math.Abs(g.Stats.Median))
+	if pad == 0 {
+		pad = 1
+	}
+	vlo, vhi := lo, hi
+	lo, hi = lo-pad, hi+pad
+	for _, l := range limits(g) {
+		if onChart(l.x, vlo, vhi) {
+			lo, hi = math.Min(lo, l.x-pad), math.Max(hi, l.x+pad)
+		}
+	}
+	if vlo >= 0 {
+		lo = math.Max(lo, 0) // no negative throughput or latency
+	}
+	return lo, hi
+}
+
+// onChart reports whether a limit at x is close enough to the values in
+// [lo, hi] to be drawn: within five times their spread (or half the
+// largest value) of them.
+func onChart(x, lo, hi float64) bool {
+	reach := 5 * math.Max(hi-lo, 0.1*math.Abs(hi))
+	return x >= lo-reach && x <= hi+reach
+}
+
+// limit is a limit line of a plot.
+type limit struct {
+	x      float64
+	name   string
+	c      color.Color
+	dashed bool
+}
+
+// limits are g's current and proposed limits.
+func limits(g *Group) []limit {
+	var out []limit
+	if g.Current != nil {
+		out = append(out, limit{*g.Current, "current " + limitText(g.Current, g.Lower), color.RGBA{R: 110, G: 110, B: 110, A: 255}, true})
+	}
+	if g.HasProposal {
+		out = append(out, limit{g.Proposed, "proposed " + proposedText(g), color.RGBA{R: 200, G: 30, B: 30, A: 255}, false})
+	}
+	return out
+}
+
+// addLimits draws g's limits within [lo, hi]; one outside is named in the
+// legend as off the chart.
+func addLimits(p *plot.Plot, g *Group, top, lo, hi float64) error {
+	for _, l := range limits(g) {
+		name := l.name
+		if l.x < lo || l.x > hi {
+			name += " (off the chart)"
+		}
+		if err := addLimit(p, l.x, top, l.c, l.dashed, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactTicks are plot.DefaultTicks with labels in the fewest digits
+// that tell them apart ("1750", not "1750.00").
+type compactTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (compactTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
 
 // addLimit draws a vertical line at x, dashed or solid, with a legend entry.
@@ -161,7 +265,7 @@ func addOutliers(p *plot.Plot, os []Sample, top float64) error {
 	for i, o := range os {
 		pts = append(pts, plotter.XY{X: o.Value, Y: 0})
 		if i < maxLabels {
-			lab.XYs = append(lab.XYs, plotter.XY{X: o.Value, Y: top * (0.15 + 0.1*float64(i%5))})
+			lab.XYs = append(lab.XYs, plotter.XY{X: o.Value, Y: top * (0.15 + 0.2*float64(i%5))})
 			lab.Labels = append(lab.Labels, o.Label())
 		}
 	}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -69,7 +70,15 @@ type invocation struct {
 // realMain parses the command line, runs the watch loop or replay, and maps
 // the result to an exit code.
 func realMain(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
-	inv, code := parseArgs(args, lookup, stdout, stderr)
+	var said bytes.Buffer
+	inv, code := parseArgs(args, lookup, stdout, io.MultiWriter(stderr, &said))
+	if code == exitUsage && !inv.replay {
+		// A watcher that vigil's SPANK plugin started logs to a file the
+		// user may never read: the job's comment and output say it too.
+		if err := loop.TellNotWatching(ctx, lookup, said.String()); err != nil {
+			fmt.Fprintf(stderr, "vigil-watch: telling the job's user: %v\n", err)
+		}
+	}
 	if code >= 0 {
 		return code
 	}
@@ -107,10 +116,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 // in one line per problem), else -1.
 func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) (invocation, int) {
 	var inv invocation
-	inv.replay = len(args) > 0 && args[0] == "replay"
-	if inv.replay {
-		args = args[1:]
-	}
+	inv.replay, args = splitReplay(args)
 	help := "vigil-watch --help"
 	if inv.replay {
 		help = "vigil-watch replay --help"
@@ -176,6 +182,32 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	inv.settings = s
 	inv.files = fs.Args()
 	return inv, -1
+}
+
+// splitReplay finds the replay subcommand: first, or after flags
+// ("vigil-watch --config X replay FILE"); it returns the arguments without
+// it. A word that is a flag's value ("--record replay") is not it.
+func splitReplay(args []string) (bool, []string) {
+	fs := flags(false, new(loop.Settings), new(cli), io.Discard)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "replay" {
+			return true, append(slices.Clone(args[:i]), args[i+1:]...)
+		}
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return false, args
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++ // its value
+			}
+		}
+	}
+	return false, args
 }
 
 // reportInvalid writes each error of a flag or an environment variable in
@@ -298,7 +330,7 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
 	fs.Var(windowFlag{&s.Window}, "window", "hang `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+watchcfg.EnvWindow+". A job is reported one window after its last progress")
 	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
-	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window")
+	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window. A job's own shorter "+watchcfg.EnvWindow+" cuts it to that window")
 	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
 	fs.Float64Var(&s.MinCoverage, "min-coverage", s.MinCoverage, "fraction of a window's samples that must be present before it is judged")
 	fs.Float64Var(&s.UtilStddev, "util-stddev", s.UtilStddev, "largest standard deviation of a device's utilisation, in `percentage points`, that counts as flat")
@@ -314,15 +346,15 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.WebhookURL, "webhook-url", s.WebhookURL, "POST a JSON notification (Slack-compatible \"text\") to this `URL`")
 	fs.BoolVar(&s.Mail, "mail", s.Mail, "mail the job's user through Slurm's MailProg")
 	fs.BoolVar(&s.Comment, "comment", s.Comment, "record the hang in the job's comment (--comment=false to leave it alone)")
-	fs.StringVar(&s.ReportDir, "report-dir", s.ReportDir, "`dir`ectory for the JSON hang reports (default: the working directory)")
+	fs.StringVar(&s.ReportDir, "report-dir", s.ReportDir, "`dir`ectory for the JSON hang reports (default: the working directory); the log, webhook and mail name them by absolute path")
 	fs.StringVar(&c.record, "record", "", "append every sample as one JSON line to `file` (for replay); %N is replaced by the node name, %j by the job id")
 	fs.StringVar(&c.accelTrace, "accel-trace", "", "read accelerator samples from a recorded trace `file` instead of NVML/DCMI")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
 	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warning, error")
 	fs.IntVar(&s.Port, "port", s.Port, "base TCP `port` of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone")
-	fs.StringVar(&s.MungeSocket, "munge-socket", s.MungeSocket, "munged's socket `path` (default: libmunge's)")
-	fs.StringVar(&c.nodeAddrs, "node-addrs", "", "`node=addr,...`: the addresses of the job's nodes for the watchers' meeting, where node names do not resolve")
+	fs.StringVar(&s.MungeSocket, "munge-socket", s.MungeSocket, "munged's socket `path` (default: slurm.conf's AuthInfo socket=, else libmunge's)")
+	fs.StringVar(&c.nodeAddrs, "node-addrs", "", "`node=addr,...`: the addresses of the job's nodes for the watchers' meeting (default: each node's NodeAddr from scontrol show node)")
 	return fs
 }
 
@@ -346,6 +378,7 @@ const watchHelp = `NAME
 SYNOPSIS
     vigil-watch [OPTIONS]
     vigil-watch replay [OPTIONS] FILE... (- for standard input)
+    vigil-watch --config FILE replay [OPTIONS] FILE...
 
 DESCRIPTION
     vigil-watch runs inside a job as one task per node and samples the job on
@@ -383,6 +416,21 @@ DESCRIPTION
     SIGTERM or when the job's cgroup leaves the node. (When a batch script
     ends, Slurm kills the remaining steps, this one included.)
 
+    One watcher per job and node: a second vigil-watch of the same job on
+    the same node (the site's SPANK plugin started one with watch=auto, and
+    the batch script has an srun ... vigil-watch line too) logs which one
+    watches and exits 0 without acting. Where the site starts watchers, set
+    the job's options with --vigil-hang-time and friends instead.
+
+    The watchers meet at the addresses Slurm has for the job's nodes
+    (NodeAddr, one scontrol show node call; --node-addrs overrides), so
+    node names need not resolve. A meeting that was wanted and failed is a
+    warning with the reason.
+
+    When the flags, environment or config are not valid (exit 2) inside a
+    job, the job's comment says "vigil: not watching: WHY" and the batch
+    host appends the same to the job's standard error file.
+
     vigil-watch replay runs the rule offline over traces recorded with
     --record (one file per host, merged by time; - reads standard input) and
     prints one JSON line per event, to tune the thresholds on your own jobs.
@@ -398,6 +446,8 @@ ENVIRONMENT
         The job's own hang window: minutes as a bare number ("45") or a
         Go duration ("90s", "2h"). --window overrides it. The [policy]
         section of the config bounds it (min_hang_time, max_hang_time).
+        A window shorter than the start-up grace cuts the grace to it
+        (--grace overrides).
     VIGIL_HANG_ACTION
         The job's action on a hang: notify, cancel or requeue, when [policy]
         hang_actions allows it. --action overrides it. vigil's SPANK plugin

@@ -59,13 +59,13 @@ webhook_url = "https://hooks.example.org/x"
 		{"defaults", []string{"--config", empty}, nil, 30 * time.Minute, 10 * time.Minute, time.Minute},
 		{"file", []string{"--config", cfg}, nil, 20 * time.Minute, 10 * time.Minute, 30 * time.Second},
 		{"env over file, minutes", []string{"--config", cfg}, []string{"VIGIL_HANG_DETECT_TIME", "45"}, 45 * time.Minute, 10 * time.Minute, 30 * time.Second},
-		{"env over file, duration", []string{"--config", cfg}, []string{"VIGIL_HANG_DETECT_TIME", "90s"}, 90 * time.Second, 10 * time.Minute, 30 * time.Second},
+		{"env over file, duration, and the job's grace", []string{"--config", cfg}, []string{"VIGIL_HANG_DETECT_TIME", "90s"}, 90 * time.Second, 90 * time.Second, 30 * time.Second},
 		{"flag over env", []string{"--config", cfg, "--window", "2m", "--period", "10s"}, []string{"VIGIL_HANG_DETECT_TIME", "45"}, 2 * time.Minute, 10 * time.Minute, 10 * time.Second},
 		{"flag window in minutes", []string{"--config", cfg, "--window", "1.5"}, nil, 90 * time.Second, 10 * time.Minute, 30 * time.Second},
 		{"grace set", []string{"--config", cfg, "--grace", "0s"}, nil, 20 * time.Minute, 0, 30 * time.Second},
 		{"grace in the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n")}, nil, 30 * time.Minute, time.Hour, time.Minute},
 		{"grace flag over the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n"), "--grace", "5m"}, nil, 30 * time.Minute, 5 * time.Minute, time.Minute},
-		{"short window shortens the default period", []string{"--config", empty}, []string{"VIGIL_HANG_DETECT_TIME", "2"}, 2 * time.Minute, 10 * time.Minute, 20 * time.Second},
+		{"short job window shortens the default period and the grace", []string{"--config", empty}, []string{"VIGIL_HANG_DETECT_TIME", "2"}, 2 * time.Minute, 2 * time.Minute, 20 * time.Second},
 		{"short window, tiny", []string{"--config", empty, "--window", "3s"}, nil, 3 * time.Second, 10 * time.Minute, time.Second},
 		{"period from the file stays", []string{"--config", cfg, "--window", "2m"}, nil, 2 * time.Minute, 10 * time.Minute, 30 * time.Second},
 	} {
@@ -280,5 +280,30 @@ func TestReplay(t *testing.T) {
 	stderr.Reset()
 	if code := realMain(context.Background(), []string{"replay", "/nonexistent/trace"}, env(), &stdout, &stderr); code != exitError {
 		t.Errorf("replay of a missing file: exit %d", code)
+	}
+}
+
+// TestReplayAfterFlags: the replay subcommand may follow the flags
+// ("vigil-watch --config X replay FILE"); a flag's value named replay is
+// not the subcommand.
+func TestReplayAfterFlags(t *testing.T) {
+	conf := writeConfig(t, "[watch]\nwindow = \"20m\"\n")
+	for _, tc := range []struct {
+		args   []string
+		replay bool
+		files  []string
+	}{
+		{[]string{"replay", "a.jsonl"}, true, []string{"a.jsonl"}},
+		{[]string{"--config", conf, "replay", "a.jsonl"}, true, []string{"a.jsonl"}},
+		{[]string{"--config=" + conf, "replay", "--window", "10m", "-"}, true, []string{"-"}},
+		{[]string{"--dry-run", "--record", "replay"}, false, nil},
+	} {
+		inv, code := parseArgs(tc.args, env(), io.Discard, io.Discard)
+		if code != -1 || inv.replay != tc.replay || strings.Join(inv.files, " ") != strings.Join(tc.files, " ") {
+			t.Errorf("parseArgs(%q) = replay %v files %q code %d, want replay %v files %q", tc.args, inv.replay, inv.files, code, tc.replay, tc.files)
+		}
+	}
+	if inv, _ := parseArgs([]string{"--config", conf, "replay", "a.jsonl"}, env(), io.Discard, io.Discard); inv.settings.Window != 20*time.Minute {
+		t.Errorf("replay after --config: window %v, want the file's 20m", inv.settings.Window)
 	}
 }

@@ -332,9 +332,13 @@ func message(ev hang.Event) string {
 	return ev.Reason
 }
 
-// Since is when the hang began: the event's evidence "since" when it carries
-// one (RFC 3339 text or a time.Time), else window before the event.
+// Since is when the hang began: the event's Since, or its evidence "since"
+// when it carries one (RFC 3339 text or a time.Time), else window before
+// the event.
 func Since(ev hang.Event, window time.Duration) time.Time {
+	if !ev.Since.IsZero() {
+		return ev.Since
+	}
 	switch v := ev.Evidence["since"].(type) {
 	case time.Time:
 		return v

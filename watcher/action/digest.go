@@ -63,10 +63,11 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 
 // HandleJobRecovered announces, on the job's coordinator, that no host of
 // the job is hung any more after a hang whose digest was computed at
-// digest: the job's comment says so, and the webhook gets a "recovered"
+// digest, hung since since (the digest's; zero: one window before the
+// digest): the job's comment says so, and the webhook gets a "recovered"
 // notification about the job (its host is this node).
-func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest time.Time) error {
-	since := digest.Add(-a.Window)
+func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error {
+	since = a.digestSince(digest, since)
 	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: EventRecovered, Reason: "JobRecovered",
 		Message: "no host of the job is hung any more"}
 	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": EventRecovered})
@@ -94,9 +95,19 @@ func (a *Actor) jobOf(d hang.DigestEvent) string {
 	return d.Job
 }
 
+// digestSince is since when a hang whose digest came at digest was hung:
+// since, the digest's own (the last progress of the first host to stall),
+// or, from a digest without one (an older coordinator's), one window
+// before the digest.
+func (a *Actor) digestSince(digest, since time.Time) time.Time {
+	if since.IsZero() {
+		return digest.Add(-a.Window)
+	}
+	return since
+}
+
 // digestReport is the hang report of a digest: about this node, blaming
-// the digest's culprits. The hang began about one window before the
-// digest's first verdict; Since is one window before the digest.
+// the digest's culprits. Since is the digest's since (digestSince).
 func (a *Actor) digestReport(d hang.DigestEvent) Report {
 	dg := &hangreport.Digest{Cause: d.Cause, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
 	culprits := []string{}
@@ -106,7 +117,7 @@ func (a *Actor) digestReport(d hang.DigestEvent) Report {
 	}
 	return Report{
 		V: ReportVersion, Event: EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
-		Time: d.Time.UTC(), Since: d.Time.Add(-a.Window).UTC(), Window: a.Window.String(),
+		Time: d.Time.UTC(), Since: a.digestSince(d.Time, d.Since).UTC(), Window: a.Window.String(),
 		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
 		Actions: a.plannedActions(), Digest: dg,
 	}

@@ -108,7 +108,7 @@ func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
 func TestJobRecoveredFromTheCoordinator(t *testing.T) {
 	f := newFixture(t)
 	f.slurm.comment = "my run; vigil: hung since 2026-11-29T10:00:00Z, network: gpu04 (TransportErrors)"
-	if err := f.actor.HandleJobRecovered(context.Background(), t0.Add(time.Hour), t0); err != nil {
+	if err := f.actor.HandleJobRecovered(context.Background(), t0.Add(time.Hour), t0, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "my run; vigil: recovered at 2026-11-29T11:30:00Z (hung since 2026-11-29T10:00:00Z)"; f.slurm.comment != want {

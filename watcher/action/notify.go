@@ -264,18 +264,29 @@ func MailBody(r Report) []byte {
 	}
 	fmt.Fprintf(&b, "Actions:  %s\n\n", strings.Join(r.Actions, ", "))
 	if r.Digest != nil {
-		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n\nEvidence:\n",
+		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n\n",
 			r.Digest.Cause, culpritList(r.Digest), strings.Join(r.Digest.Hosts, ","), r.Digest.Hint)
-		ev, _ := json.MarshalIndent(r.Digest.Culprits, "", "  ")
-		b.Write(ev)
-		b.WriteByte('\n')
+		if len(r.Digest.Culprits) == 0 {
+			b.WriteString("Evidence: none against any host (no host stands out); see the report.\n")
+			return b.Bytes()
+		}
+		writeEvidence(&b, r.Digest.Culprits)
 		return b.Bytes()
 	}
+	if len(r.Evidence) == 0 {
+		b.WriteString("Evidence: none recorded.\n")
+		return b.Bytes()
+	}
+	writeEvidence(&b, r.Evidence)
+	return b.Bytes()
+}
+
+// writeEvidence writes "Evidence:" and v as indented JSON.
+func writeEvidence(b *bytes.Buffer, v any) {
 	b.WriteString("Evidence:\n")
-	ev, _ := json.MarshalIndent(r.Evidence, "", "  ")
+	ev, _ := json.MarshalIndent(v, "", "  ")
 	b.Write(ev)
 	b.WriteByte('\n')
-	return b.Bytes()
 }
 
 // ExecRunner runs a command in its own process group with stdin, killing

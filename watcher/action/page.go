@@ -50,5 +50,5 @@ func digestEvent(r Report) hangview.Event {
 		cs = append(cs, hang.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
 	}
 	return hangview.Event{Time: r.Time, Job: r.Job, Event: hang.EventDigest, Cause: r.Digest.Cause,
-		Culprits: cs, Hint: r.Digest.Hint, Hosts: r.Digest.Hosts}
+		Culprits: cs, Hint: r.Digest.Hint, Hosts: r.Digest.Hosts, Since: r.Since}
 }

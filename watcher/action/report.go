@@ -128,6 +128,11 @@ func (a *Actor) writeReport(log logrus.FieldLogger, r *Report) error {
 	if dir == "" {
 		dir = "."
 	}
+	// Absolute, so that the log, the webhook's receiver and the mail's
+	// reader can find the files.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	path := filepath.Join(dir, ReportName(r.Job, r.Host, r.Time))
 	if a.DryRun {
 		log.WithField("report", path).Warn("dry run: would write the hang report")
@@ -139,11 +144,24 @@ func (a *Actor) writeReport(log logrus.FieldLogger, r *Report) error {
 		return fmt.Errorf("hang report: %w", err)
 	}
 	if err := osutil.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		r.Actions = withoutReport(r.Actions)
 		return fmt.Errorf("hang report: %w", err)
 	}
 	r.Path = path
 	log.WithFields(logrus.Fields{"report": path, "html": r.HTML}).Info(ReportLine(path, r.HTML))
 	return nil
+}
+
+// withoutReport is the actions without "report": the notifications must
+// not promise a file that could not be written (a full disk).
+func withoutReport(acts []string) []string {
+	out := make([]string, 0, len(acts))
+	for _, a := range acts {
+		if a != "report" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ReportLine is the log message about a written report:

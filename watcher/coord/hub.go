@@ -27,6 +27,7 @@ type Hub struct {
 	suppress  bool
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
 	announced time.Time       // the digest of the open hang, zero when none is open
+	since     time.Time       // the announced digest's since
 	log       logrus.FieldLogger
 	// Seen, when set, is given every host's reading that Ingest takes in,
 	// with the state change it carries (the live hang report's page).
@@ -36,12 +37,15 @@ type Hub struct {
 // JobRecovered is the end of an announced hang of the job: no host is hung
 // any more. Its JSON form is one line of the event stream:
 //
-//	{"time":T,"job":J,"event":"recovered","digest":T0}
+//	{"time":T,"job":J,"event":"recovered","digest":T0,"since":S}
 type JobRecovered struct {
 	Time   time.Time `json:"time"`
 	Job    string    `json:"job"`
 	Event  string    `json:"event"`  // hang.EventRecovered
 	Digest time.Time `json:"digest"` // when the hang's digest was computed
+	// Since is the digest's since: when the hang began (zero when the
+	// digest had none).
+	Since time.Time `json:"since,omitzero"`
 }
 
 type hubHost struct {
@@ -58,7 +62,7 @@ func NewHub(job string, c hang.Config, nodes []string, inherited *hang.DigestEve
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	h := &Hub{job: job, ep: hang.NewEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
+	h := &Hub{job: job, ep: hang.NewLiveEpisodes(c), hosts: map[string]*hubHost{}, inherited: inherited, log: log}
 	if nodes != nil {
 		h.nodes = map[string]bool{}
 		for _, n := range nodes {
@@ -81,7 +85,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		h.started = true
 		h.suppress = h.inherited != nil && h.anyHung()
 		if h.suppress {
-			h.announced = h.inherited.Time
+			h.announced, h.since = h.inherited.Time, h.inherited.Since
 		}
 	}
 	for _, r := range recs {
@@ -96,7 +100,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	var out []Out
 	if !h.announced.IsZero() && !h.anyHung() {
 		out = append(out, Out{Event: JobRecovered{Time: now, Job: h.job, Event: hang.EventRecovered,
-			Digest: h.announced}, Notify: true})
+			Digest: h.announced, Since: h.since}, Notify: true})
 		h.announced = time.Time{}
 	}
 	for _, e := range h.ep.Due(now) {
@@ -108,7 +112,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 			continue
 		}
 		if ok {
-			h.announced = d.Time
+			h.announced, h.since = d.Time, d.Since
 		}
 		out = append(out, Out{Event: e, Notify: ok})
 	}
@@ -160,7 +164,7 @@ func (h *Hub) records(sums map[string]Summary) []hubRecord {
 			if s.State == hang.StateOK {
 				kind = hang.EventRecovered
 			}
-			evs = []hang.Event{{Time: r.Time, Host: name, Job: h.job, Event: kind, Reason: s.Reason}}
+			evs = []hang.Event{{Time: r.Time, Host: name, Job: h.job, Event: kind, Reason: s.Reason, Since: s.Since}}
 			hh.state = s.State
 		}
 		recs = append(recs, hubRecord{s: r, evs: evs})

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -77,10 +78,18 @@ type Node struct {
 	excluded map[string]bool
 	cancel   context.CancelFunc
 	done     chan struct{}
-	log      logrus.FieldLogger
+	log      logrus.FieldLogger // Config.Log through sessionLog
+	closing  atomic.Bool        // Close has begun
 }
 
 var errAlone = errors.New("no other watcher of the job takes part")
+
+// tickBye is the payload of the coordinator's last tick (sayBye).
+const tickBye = "bye"
+
+// errCoordinatorStopped is a member's end of rounds when the coordinator
+// said it stops.
+var errCoordinatorStopped = errors.New("the coordinator stopped")
 
 // Start meets the job's other watchers. It always returns a usable Node:
 // when the job has one node, or no meeting is possible, the node is lone
@@ -97,6 +106,7 @@ func Start(ctx context.Context, cfg Config) *Node {
 	}
 	n := &Node{cfg: cfg, pend: newPending(), lone: NewLone(cfg.Hang), excluded: map[string]bool{},
 		done: make(chan struct{}), log: cfg.Log}
+	n.log = sessionLog(cfg.Log, &n.closing) // the session's and this node's
 	ctx, n.cancel = context.WithCancel(ctx)
 	if len(distinct(cfg.Nodes)) < 2 {
 		n.log.Info("a one-node job: this watcher acts for its node alone")
@@ -236,13 +246,22 @@ func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 			return
 		}
 		lost := s.CoordinatorName()
-		n.log.WithError(err).WithField("coordinator", lost).Warn("the job's coordinator is lost; the next node in order takes over")
+		if errors.Is(err, errCoordinatorStopped) {
+			n.log.WithField("coordinator", lost).Info("the job's coordinator stopped; the next node in order takes over")
+		} else {
+			n.log.WithError(err).WithField("coordinator", lost).Warn("the job's coordinator is lost; the next node in order takes over")
+		}
 		n.mu.Lock()
 		n.excluded[lost] = true
 		n.mu.Unlock()
+		stopped := errors.Is(err, errCoordinatorStopped)
 		s, err = n.meet(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case stopped: // the job's watchers are most likely all stopping
+				n.log.WithError(err).Info("no coordinator after the coordinator stopped: this watcher acts for its own node")
+			default:
 				n.log.WithError(err).Warn("no coordinator after the takeover: this watcher acts for its own node")
 			}
 			n.mu.Lock()
@@ -266,10 +285,13 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 	wait := time.Duration(n.cfg.Takeover)*n.cfg.Hang.Period + n.gatherWait()
 	for {
 		tctx, cancel := context.WithTimeout(ctx, wait)
-		_, err := s.Broadcast(tctx, labelTick, nil)
+		tick, err := s.Broadcast(tctx, labelTick, nil)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("no tick for %v: %w", wait, err)
+		}
+		if string(tick) == tickBye {
+			return errCoordinatorStopped
 		}
 		b, err := n.pend.take().Encode()
 		if err != nil {
@@ -337,14 +359,32 @@ func (n *Node) meet(ctx context.Context) (*rendezvous.Session, error) {
 
 // Close leaves the session and waits for the member's side to end.
 func (n *Node) Close() {
-	n.cancel()
+	n.closing.Store(true)
 	n.mu.Lock()
-	s := n.sess
+	s, role := n.sess, n.role
 	n.mu.Unlock()
+	if role == roleCoordinator && s != nil {
+		n.sayBye(s)
+	}
+	n.cancel()
 	if s != nil {
 		s.Close()
 	}
 	<-n.done
+}
+
+// byeWait bounds the coordinator's farewell at Close.
+const byeWait = time.Second
+
+// sayBye is the coordinator's last tick: it carries tickBye, so that the
+// members, waiting for the next period's tick, know the coordinator stops
+// (as every watcher does when the job ends) rather than failed.
+func (n *Node) sayBye(s *rendezvous.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), byeWait)
+	defer cancel()
+	if _, err := s.Broadcast(ctx, labelTick, []byte(tickBye)); err != nil {
+		n.log.WithError(err).Debug("coordinator: farewell")
+	}
 }
 
 func distinct(nodes []string) []string {

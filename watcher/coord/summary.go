@@ -34,8 +34,12 @@ const MaxSummaryLogs = 256
 // Summary is what a watcher tells the coordinator about its node once per
 // period.
 type Summary struct {
-	State  string        `json:"state"`            // hang.StateOK, StateSuspect or StateHung
-	Reason string        `json:"reason,omitempty"` // of the node's latest event
+	State  string `json:"state"`            // hang.StateOK, StateSuspect or StateHung
+	Reason string `json:"reason,omitempty"` // of the node's latest event
+	// Since is, while the node is suspect or hung, since when its I/O
+	// stayed below the threshold (the detector's "since": its last
+	// progress); zero while it is ok.
+	Since  time.Time     `json:"since,omitzero"`
 	Sample *trace.Sample `json:"sample,omitempty"` // the latest reading (processes, I/O, CPU, devices); nil before the first
 	Logs   []LogLine     `json:"logs,omitempty"`   // matched lines since the previous summary
 	// Dropped counts the matched lines left out since the previous summary.
@@ -95,11 +99,11 @@ func (p *pending) observe(s trace.Sample, evs []hang.Event) {
 		p.sum.Reason = ev.Reason
 		switch ev.Event {
 		case hang.EventSuspect:
-			p.sum.State = hang.StateSuspect
+			p.sum.State, p.sum.Since = hang.StateSuspect, ev.Since
 		case hang.EventHung:
-			p.sum.State = hang.StateHung
+			p.sum.State, p.sum.Since = hang.StateHung, ev.Since
 		case hang.EventRecovered:
-			p.sum.State = hang.StateOK
+			p.sum.State, p.sum.Since = hang.StateOK, time.Time{}
 		}
 	}
 }
@@ -120,7 +124,7 @@ func (p *pending) take() Summary {
 type Lone struct{ ep *hang.Episodes }
 
 // NewLone returns the view of a lone watcher with the detector's configuration.
-func NewLone(c hang.Config) *Lone { return &Lone{ep: hang.NewEpisodes(c)} }
+func NewLone(c hang.Config) *Lone { return &Lone{ep: hang.NewLiveEpisodes(c)} }
 
 // Observe takes one record of the node and the detector's events for it.
 func (l *Lone) Observe(s trace.Sample, evs []hang.Event) { l.ep.Observe(s, evs) }

@@ -15,6 +15,13 @@
 // per counter, of the positive differences between consecutive samples: a
 // drop counts as zero (neither progress nor negative progress) and the lower
 // value becomes the baseline, so a new process's I/O counts from its start.
+// The sum starts at the newest readable sample at or before the window's
+// start, so that the interval in which the window starts counts whole: the
+// I/O is judged over at least one window, whatever the jitter of the
+// sampling moments. So a host that stops making progress is suspect at its
+// first sample one window or more after the newest sample that showed
+// progress (the events' "since"): between one window and one window plus
+// a period after the stall, never earlier.
 // This can hide real I/O in the one period in which a process exited, and it
 // can count a process's history a second time when it becomes readable again
 // or when an exited child's counters are added to its parent's at reaping;
@@ -228,11 +235,16 @@ func (h *host) push(s *trace.Sample) {
 }
 
 // window fills h.win with the points of the window ending at now, oldest
-// first.
-func (d *Detector) window(h *host, now time.Time) []*point {
+// first, and returns with them its I/O baseline: the newest readable point
+// at or before the window's start (nil when the ring holds none). The I/O
+// over the window counts from the baseline, so that the interval in which
+// the window's start falls counts whole: the I/O is judged over at least
+// one window, whatever the jitter of the sampling moments.
+func (d *Detector) window(h *host, now time.Time) (win []*point, base *point) {
 	start := now.Add(-d.c.Window)
 	h.win = h.win[:0]
-	for i := h.n - 1; i >= 0; i-- {
+	i := h.n - 1
+	for ; i >= 0; i-- {
 		p := &h.ring[(h.head+i)%len(h.ring)]
 		if p.t.Before(start) {
 			break
@@ -240,7 +252,15 @@ func (d *Detector) window(h *host, now time.Time) []*point {
 		h.win = append(h.win, p)
 	}
 	slices.Reverse(h.win)
-	return h.win
+	if len(h.win) > 0 && h.win[0].ioOK && h.win[0].t.Equal(start) {
+		return h.win, nil // the window starts on a readable sample
+	}
+	for ; i >= 0; i-- {
+		if p := &h.ring[(h.head+i)%len(h.ring)]; p.ioOK {
+			return h.win, p
+		}
+	}
+	return h.win, nil
 }
 
 func pos(a, b uint64) uint64 {
@@ -266,9 +286,11 @@ type ioSummary struct {
 	n                         int // readable points
 }
 
-func ioOver(win []*point) ioSummary {
+// ioOver sums the I/O progress over win, from base (when not nil: the
+// baseline before the window, not counted as a point of it).
+func ioOver(base *point, win []*point) ioSummary {
 	var s ioSummary
-	var prev *point
+	prev := base
 	for _, p := range win {
 		if !p.ioOK {
 			continue
@@ -314,8 +336,8 @@ func (d *Detector) sinceNoProgress(h *host) time.Time {
 }
 
 func (d *Detector) judge(h *host, s *trace.Sample) []Event {
-	win := d.window(h, s.Time)
-	io := ioOver(win)
+	win, base := d.window(h, s.Time)
+	io := ioOver(base, win)
 	cov := float64(io.n) / d.expected()
 	evidence := func() map[string]any {
 		ev := map[string]any{
@@ -381,6 +403,9 @@ func (d *Detector) judge(h *host, s *trace.Sample) []Event {
 		h.state = stateSuspect
 		ev := usageEvidence()
 		out = append(out, mk(EventSuspect, ReasonUsageNotFlat, "usage is no longer flat: "+u.message(), ev))
+	}
+	for i := range out {
+		out[i].Since = h.since
 	}
 	return out
 }

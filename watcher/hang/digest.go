@@ -56,9 +56,13 @@ type DigestCulprit struct {
 // DigestEvent is the digest of one hang episode of a job. Its JSON form is
 // one line of the event stream:
 //
-//	{"time":T,"job":J,"event":"digest","cause":C,"culprits":[{"host":H,"reason":R,"evidence":{...}}],"hint":"...","hosts":[...]}
+//	{"time":T,"since":S,"job":J,"event":"digest","cause":C,"culprits":[{"host":H,"reason":R,"evidence":{...}}],"hint":"...","hosts":[...]}
 type DigestEvent struct {
-	Time     time.Time       `json:"time"`
+	Time time.Time `json:"time"`
+	// Since is when the hang began: the earliest "since" of the
+	// episode's hung verdicts, the last I/O progress of the first host to
+	// stall (zero when unknown: a digest of an older coordinator).
+	Since    time.Time       `json:"since,omitzero"`
 	Job      string          `json:"job"`
 	Event    string          `json:"event"` // EventDigest
 	Cause    string          `json:"cause"` // one of the Cause constants

@@ -12,17 +12,29 @@ import (
 // straggler event is due: it is what the live coordinator does with the
 // watchers' summaries, over a trace.
 //
+// Digests and stragglers come at the job's rounds, as the live
+// coordinator gives them once per period after its own sample. On a
+// tracker from NewLiveEpisodes every call of Due is a round (the
+// coordinator's Hub, a lone watcher); on one from NewEpisodes (a replay)
+// the rounds are the readings of the job's first host in name order, the
+// node whose watcher coordinates (rendezvous.Coordinator), or, while its
+// readings are more than two periods older than a peer's (its watcher is
+// gone and another took over), of the next host in name order.
+//
 // A hang episode of a job opens at the first hung event of one of its
-// hosts; its digest is due one Config.Period later (so that the verdicts
-// of the other hosts, sampled at other moments of the period, are in), and
-// is computed from every host's state and the matched lines of all hosts
-// from DigestLookback windows before the first verdict. The episode closes
-// when no host of the job is hung any more after one of them recovered;
-// the next hung event opens a new one. While no host of a job is suspect
-// or hung, the straggler rule runs once per period; a host it names is
-// reported once, until the rule no longer names it.
+// hosts; its digest is due at the first round at least one Config.Period
+// later (so that the verdicts of the other hosts, sampled at other moments
+// of the period, are in), and is computed from every host's state and the
+// matched lines of all hosts from DigestLookback windows before the first
+// verdict. Its Since is the earliest "since" of the episode's hung events
+// before it: when the I/O of the first host to stall stopped. The episode
+// closes when no host of the job is hung any more after one of them
+// recovered; the next hung event opens a new one. While no host of a job
+// is suspect or hung, the straggler rule runs at every round; a host it
+// names is reported once, until the rule no longer names it.
 type Episodes struct {
 	c    Config
+	live bool // every Due is a round
 	jobs map[string]*jobTrack
 }
 
@@ -33,9 +45,11 @@ type jobTrack struct {
 	last       time.Time         // the job's latest record
 	open       bool              // a hang episode is open
 	opened     time.Time         // its first hung event
+	since      time.Time         // the earliest since of its hung events
+	round      time.Time         // replay: the latest reading of the round's host
+	judged     time.Time         // replay: the latest round judged
 	digested   bool              // its digest was given
 	recovered  bool              // a host recovered since it opened
-	nextCheck  time.Time         // of the straggler rule
 	stragglers map[string]bool   // hosts named in their current episode
 }
 
@@ -64,8 +78,15 @@ const maxHostLogs = 256
 // maxRanks bounds the ranks whose progress is kept per host.
 const maxRanks = 64
 
-// NewEpisodes returns an empty tracker for configuration c.
+// NewEpisodes returns an empty tracker for configuration c whose rounds
+// are read from the records (a replay).
 func NewEpisodes(c Config) *Episodes { return &Episodes{c: c, jobs: map[string]*jobTrack{}} }
+
+// NewLiveEpisodes returns an empty tracker for configuration c for a caller
+// that calls Due once per round, after the round's records.
+func NewLiveEpisodes(c Config) *Episodes {
+	return &Episodes{c: c, live: true, jobs: map[string]*jobTrack{}}
+}
 
 func (e *Episodes) job(id string) *jobTrack {
 	j := e.jobs[id]
@@ -101,6 +122,9 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 		h.moved = s.Time
 	}
 	h.latest, h.read = s, true
+	if e.roundHost(j, s) {
+		j.round = s.Time
+	}
 	if u, ok := meanUtil(s); ok && !s.HasMissing("accel") {
 		h.util = append(h.util, utilPoint{s.Time, u})
 	}
@@ -121,7 +145,10 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 	case EventHung:
 		h.state = StateHung
 		if !j.open {
-			j.open, j.opened, j.digested, j.recovered = true, ev.Time, false, false
+			j.open, j.opened, j.since, j.digested, j.recovered = true, ev.Time, time.Time{}, false, false
+		}
+		if !j.digested && !ev.Since.IsZero() && (j.since.IsZero() || ev.Since.Before(j.since)) {
+			j.since = ev.Since
 		}
 	case EventRecovered:
 		h.state = StateOK
@@ -194,22 +221,48 @@ func (e *Episodes) Due(now time.Time) []any {
 	end := now.IsZero()
 	for _, id := range ids {
 		j := e.jobs[id]
-		if !end && !j.last.Before(now) {
-			continue // records at j.last may still come
+		if !end && (!j.last.Before(now) || !e.isRound(j)) {
+			continue // records at j.last may still come, or no round
 		}
 		if j.open && !j.digested && (end || !j.last.Before(j.opened.Add(e.c.Period))) {
 			j.digested = true
-			out = append(out, Digest(e.digestInput(id, j), e.c))
+			d := Digest(e.digestInput(id, j), e.c)
+			d.Since = j.since
+			out = append(out, d)
 			j.closeEpisode()
 		}
-		if !end && !j.open && !j.last.Before(j.nextCheck) {
-			j.nextCheck = j.last.Add(e.c.Period)
+		if !end && !j.open {
 			for _, ev := range e.stragglers(id, j) {
 				out = append(out, ev)
 			}
 		}
 	}
 	return out
+}
+
+// roundHost reports whether reading s is of the host whose readings are
+// j's rounds in a replay: no host before it in name order has a reading
+// less than two periods older than s.
+func (e *Episodes) roundHost(j *jobTrack, s trace.Sample) bool {
+	for name, h := range j.hosts {
+		if name < s.Host && h.read && s.Time.Sub(h.latest.Time) <= 2*e.c.Period {
+			return false
+		}
+	}
+	return true
+}
+
+// isRound reports whether j is at a round that Due has not judged yet:
+// always when live, else when the round host's reading is j's latest record.
+func (e *Episodes) isRound(j *jobTrack) bool {
+	if e.live {
+		return true
+	}
+	if j.round.IsZero() || !j.round.Equal(j.last) || !j.round.After(j.judged) {
+		return false
+	}
+	j.judged = j.round
+	return true
 }
 
 // digestInput gathers what the digest of j's open episode is computed from.

@@ -54,6 +54,10 @@ type Event struct {
 	Reason   string         `json:"reason"`            // stable token, one of the Reason constants
 	Message  string         `json:"message,omitempty"` // for people
 	Evidence map[string]any `json:"evidence"`          // see above
+	// Since is, on suspect and hung events, since when the I/O stayed
+	// below the threshold: the newest sample that showed progress (the
+	// evidence's "since", at full precision); zero otherwise.
+	Since time.Time `json:"-"`
 }
 
 // DeviceStats summarises one accelerator over the window (evidence of hung).

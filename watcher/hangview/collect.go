@@ -55,6 +55,7 @@ type Event struct {
 	Culprits []hang.DigestCulprit `json:"culprits"` // digests: the culprit hosts
 	Hint     string               `json:"hint"`     // digests: what the job's user can do
 	Hosts    []string             `json:"hosts"`    // digests: every host of the job
+	Since    time.Time            `json:"since"`    // digests: when the hang began (zero: not given)
 }
 
 // Collector gathers what a replay reads and prints, for the page: the

@@ -34,14 +34,19 @@ type page struct {
 	Window   string
 	From, To string
 	Digests  []Event
+	// NoDigest says, when there is no digest, what the page shows
+	// instead: this watcher's own hung verdicts, or that there was none.
+	NoDigest string
 	Verdicts []verdict
 	Charts   []hostChart
 }
 
-// verdict is a host's latest state in the replay.
+// verdict is a host's row in the page's table: its latest state as this
+// page knows it, and what the digests blame it for.
 type verdict struct {
 	Host, State, Reason, Time, Message string
 	Culprit                            bool
+	Blame                              string // "culprit: REASONS", "" when the digests name it not
 }
 
 type hostChart struct {
@@ -50,9 +55,12 @@ type hostChart struct {
 	Culprit bool
 	Reasons string // the culprit reasons given by the digests
 	// NoData: the page has no reading of this host (a host of the digest
-	// that this watcher never heard from).
+	// that this watcher never heard from): no chart, a note instead.
 	NoData bool
-	SVG    template.HTML
+	// NoAccel: no device reading of this host in the charts' range: its
+	// chart has no device panels, and a note says why.
+	NoAccel bool
+	SVG     template.HTML
 }
 
 // Render returns the page for d: digests and the hosts' latest verdicts
@@ -74,10 +82,17 @@ func Render(d Data) []byte {
 			p.Digests = append(p.Digests, e)
 		}
 	}
+	if len(p.Digests) == 0 {
+		p.NoDigest = noDigest(d)
+	}
 	for i, h := range hostNames(d) {
-		p.Charts = append(p.Charts, hostChart{Host: h, ID: "host-" + itoa(i), Culprit: culprits[h] != "", Reasons: culprits[h],
-			NoData: len(d.Hosts[h]) == 0,
-			SVG:    template.HTML(chart(h, d.Hosts[h], d.Events, from, to, d.Window))}) //nolint:gosec // chart escapes its text
+		c := hostChart{Host: h, ID: "host-" + itoa(i), Culprit: culprits[h] != "", Reasons: culprits[h],
+			NoData: len(d.Hosts[h]) == 0}
+		if !c.NoData {
+			c.NoAccel = !hasAccel(d.Hosts[h], from, to)
+			c.SVG = template.HTML(chart(h, d.Hosts[h], d.Events, from, to, d.Window)) //nolint:gosec // chart escapes its text
+		}
+		p.Charts = append(p.Charts, c)
 	}
 	var b bytes.Buffer
 	if err := pageTmpl.Execute(&b, p); err != nil {
@@ -146,8 +161,21 @@ func culpritReasons(evs []Event) map[string]string {
 	return m
 }
 
-// verdicts is every host's latest suspect, hung or recovered event ("ok"
-// for a host without one).
+// Table states of a host without a verdict on the page.
+const (
+	// StateNoVerdict: the page has the host's readings and no suspect or
+	// hung verdict of it, but a digest names it a culprit ("ok" would say
+	// it is fine).
+	StateNoVerdict = "no verdict"
+	// StateUnknown: the page has neither readings nor verdicts of the host
+	// (a host of the digest on another node's copy): it cannot tell.
+	StateUnknown = "unknown here"
+)
+
+// verdicts is every host's row: its latest suspect, hung or recovered
+// event; "ok" for a host with readings and no event; StateNoVerdict for
+// such a host that a digest blames; StateUnknown for a host the page has
+// no reading of.
 func verdicts(d Data, culprits map[string]string) []verdict {
 	latest := map[string]Event{}
 	for _, e := range d.Events {
@@ -159,12 +187,38 @@ func verdicts(d Data, culprits map[string]string) []verdict {
 	var out []verdict
 	for _, h := range hostNames(d) {
 		v := verdict{Host: h, State: "ok", Culprit: culprits[h] != ""}
-		if e, ok := latest[h]; ok {
+		if v.Culprit {
+			v.Blame = "culprit: " + culprits[h]
+		}
+		e, ok := latest[h]
+		switch {
+		case ok:
 			v.State, v.Reason, v.Time, v.Message = e.Event, e.Reason, stamp(e.Time), e.Message
+		case len(d.Hosts[h]) == 0:
+			v.State, v.Message = StateUnknown, "no readings or verdicts of "+h+" on this page: the page of the job's coordinator has them"
+		case v.Culprit:
+			v.State, v.Message = StateNoVerdict, "no suspect or hung verdict of its own; the digest names it for the evidence above"
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// noDigest is what a page without a digest says: the hosts hung on it
+// (a watcher's report of its own node: the digest is the coordinator's),
+// or that there was no hang.
+func noDigest(d Data) string {
+	var hung []string
+	for _, v := range verdicts(d, nil) {
+		if v.State == hang.EventHung {
+			hung = append(hung, v.Host+" at "+v.Time+" ("+v.Reason+")")
+		}
+	}
+	if len(hung) == 0 {
+		return "No hang episode: no host is hung on this page, and there is no digest."
+	}
+	return "Hung: " + strings.Join(hung, ", ") + ". No digest on this page: it is one watcher's report of its own node; " +
+		"a digest (cause and culprits across the job's nodes) comes from the job's coordinator."
 }
 
 // hostNames is every host of the readings and of the events, sorted.

@@ -31,7 +31,8 @@ type series struct {
 }
 
 // seriesOf turns a host's points within [from, to] into the four panels:
-// I/O rate, CPU rate, device utilisation and device power. Rates are over
+// I/O rate, CPU rate, device utilisation and device power (the last two
+// only when some point has a device reading). Rates are over
 // consecutive drawn points; a counter that dropped (a process exited)
 // or could not be read leaves a gap.
 func seriesOf(ps []Point, from, to time.Time) []series {
@@ -66,7 +67,20 @@ func seriesOf(ps []Point, from, to time.Time) []series {
 			out[k].vs = append(out[k].vs, v)
 		}
 	}
+	if !hasAccel(ps, from, to) {
+		out = out[:2]
+	}
 	return out
+}
+
+// hasAccel reports whether some point within [from, to] has a device reading.
+func hasAccel(ps []Point, from, to time.Time) bool {
+	for _, p := range within(ps, from, to) {
+		if !math.IsNaN(p.Util) || !math.IsNaN(p.PowerW) {
+			return true
+		}
+	}
+	return false
 }
 
 func within(ps []Point, from, to time.Time) []Point {

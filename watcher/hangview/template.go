@@ -33,15 +33,16 @@ pre { white-space: pre-wrap; font-size: .85em; margin: .2em 0 .2em 1.5em; }
 <p class="meta">window {{.Window}}; charts from {{.From}} to {{.To}}</p>
 {{range .Digests}}<section class="digest">
 <h2>Digest {{.Time.UTC.Format "2006-01-02T15:04:05Z07:00"}}: <span class="cause">{{.Cause}}</span></h2>
-<p>{{.Hint}}</p>
+{{if not .Since.IsZero}}<p class="since">hung since {{.Since.UTC.Format "2006-01-02T15:04:05Z07:00"}}</p>
+{{end}}<p>{{.Hint}}</p>
 {{if .Culprits}}<ul class="culprits">{{range .Culprits}}
 <li><a href="#culprit-{{.Host}}">{{.Host}}</a>: {{.Reason}}{{with index .Evidence "lines"}}{{range .}}<pre>{{.}}</pre>{{end}}{{end}}</li>{{end}}
 </ul>{{else}}<p class="none">no culprit host named</p>{{end}}
 </section>
-{{else}}<p class="none">No hang episode: no digest.</p>
+{{else}}<p class="none nodigest">{{.NoDigest}}</p>
 {{end}}<table class="verdicts">
-<tr><th>host</th><th>latest event</th><th>reason</th><th>time</th><th>message</th></tr>
-{{range .Verdicts}}<tr{{if .Culprit}} class="culprit"{{end}}><td>{{.Host}}</td><td>{{.State}}</td><td>{{.Reason}}</td><td>{{.Time}}</td><td>{{.Message}}</td></tr>
+<tr><th>host</th><th>state</th><th>reason</th><th>time</th><th>message</th><th>digest</th></tr>
+{{range .Verdicts}}<tr{{if .Culprit}} class="culprit"{{end}}><td>{{.Host}}</td><td>{{.State}}</td><td>{{.Reason}}</td><td>{{.Time}}</td><td>{{.Message}}</td><td>{{.Blame}}</td></tr>
 {{end}}</table>
 <p class="legend"><span style="color:#e67e22">- - suspect</span><span style="color:#c0392b">| hung</span><span style="color:#27ae60">| recovered</span><span style="background:#fde0dc">shaded: the window before a hung verdict</span></p>
 </header>
@@ -49,6 +50,7 @@ pre { white-space: pre-wrap; font-size: .85em; margin: .2em 0 .2em 1.5em; }
 {{range .Charts}}<section class="host{{if .Culprit}} culprit{{end}}" id="{{if .Culprit}}culprit-{{.Host}}{{else}}{{.ID}}{{end}}" data-host="{{.Host}}">
 <h2>{{.Host}}{{if .Culprit}}<span class="badge">culprit: {{.Reasons}}</span>{{end}}</h2>
 {{if .NoData}}<p class="none nodata">No readings of {{.Host}} on this page: the watcher that wrote it did not receive them. The page the job's coordinator wrote has every host's.</p>
+{{end}}{{if .NoAccel}}<p class="none noaccel">No accelerator readings of {{.Host}} in this time range: its chart shows I/O and CPU only.</p>
 {{end}}{{.SVG}}
 </section>
 {{end}}</main>

@@ -130,7 +130,9 @@ type digestRecorder struct {
 	notify []bool
 }
 
-func (d *digestRecorder) HandleJobRecovered(context.Context, time.Time, time.Time) error { return nil }
+func (d *digestRecorder) HandleJobRecovered(context.Context, time.Time, time.Time, time.Time) error {
+	return nil
+}
 
 func (d *digestRecorder) HandleDigest(_ context.Context, ev hang.DigestEvent, notify bool) error {
 	d.got, d.notify = append(d.got, ev), append(d.notify, notify)

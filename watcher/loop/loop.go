@@ -67,10 +67,11 @@ type JobView interface {
 
 // DigestHandler acts on a digest of the job (*action.Actor): notify says
 // this node announces it (the coordinator); otherwise it is recorded only.
-// HandleJobRecovered announces the end of a hang the digest announced.
+// HandleJobRecovered announces the end, at t, of a hang the digest
+// announced; since is the digest's (zero: unknown).
 type DigestHandler interface {
 	HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error
-	HandleJobRecovered(ctx context.Context, t, digest time.Time) error
+	HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error
 }
 
 // Viewer keeps this node's readings and the detector's events for the
@@ -234,7 +235,7 @@ func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 			err = l.Digests.HandleDigest(ctx, e, o.Notify)
 		case coord.JobRecovered:
 			if o.Notify {
-				err = l.Digests.HandleJobRecovered(ctx, e.Time, e.Digest)
+				err = l.Digests.HandleJobRecovered(ctx, e.Time, e.Digest, e.Since)
 			}
 		}
 		if err != nil {

@@ -3,6 +3,7 @@ package loop
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
@@ -60,6 +61,21 @@ func (e *InvalidError) Error() string { return errors.Join(e.Errs...).Error() }
 // Unwrap returns the errors.
 func (e *InvalidError) Unwrap() []error { return e.Errs }
 
+// jobGrace is the start-up grace of a job: the site's grace, cut to the
+// job's own window when the job chose one shorter (--vigil-hang-time,
+// VIGIL_HANG_DETECT_TIME), so that a job that asks to be judged in two
+// minutes is not first made to wait the site's ten. The job's say is
+// bounded as its window is: window is the job's window after the [policy]
+// bounds (min_hang_time, max_hang_time), so the grace never drops below
+// min_hang_time, and never grows past the site's grace. The file's and
+// the flags' windows leave the grace alone.
+func jobGrace(grace, asked, window time.Duration) time.Duration {
+	if asked <= 0 {
+		return grace
+	}
+	return min(grace, window)
+}
+
 // Resolve is the one place vigil-watch's settings are put together, in
 // this order: the defaults, the file's [watch], the job's environment (its
 // window, VIGIL_HANG_DETECT_TIME, its action, VIGIL_HANG_ACTION, and how
@@ -93,6 +109,7 @@ func Resolve(src Sources) (Resolved, error) {
 	if job != nil {
 		w := job.Apply(s.Window, s.Action)
 		s.Window, s.Action, out.Warnings = w.Window, w.Action, w.Warnings
+		s.Grace = jobGrace(s.Grace, job.Request.Window, s.Window)
 		n := job.Notify()
 		s.Mail = s.Mail || n.Mail
 		s.JobWebhookURL = n.WebhookURL

@@ -100,8 +100,14 @@ func TestResolve(t *testing.T) {
 			if s.Window != tc.window || s.Action != tc.action || len(res.Warnings) != tc.warns {
 				t.Fatalf("window %v action %q warnings %q; want %v %q and %d warnings", s.Window, s.Action, res.Warnings, tc.window, tc.action, tc.warns)
 			}
-			if s.Grace != 10*time.Minute {
-				t.Errorf("grace %v follows something; want the default 10m", s.Grace)
+			// The job's own window (the environment) caps its grace;
+			// nothing else moves it.
+			grace := 10 * time.Minute
+			if tc.env[watchcfg.EnvWindow] != "" && tc.env[watchcfg.EnvWindow] != "off" && tc.window < grace && tc.flags == nil {
+				grace = tc.window
+			}
+			if s.Grace != grace {
+				t.Errorf("grace %v; want %v", s.Grace, grace)
 			}
 		})
 	}
@@ -116,22 +122,46 @@ func TestResolve(t *testing.T) {
 	})
 }
 
-func TestSettingsGraceDoesNotFollowWindow(t *testing.T) {
-	resolve := func(window string) Settings {
+// TestSettingsJobGrace: a job that asks for a short window gets a grace
+// no longer than it (bounded below by [policy] min_hang_time, as its
+// window is); a long window, or one from the file or the flags, keeps the
+// site's grace.
+func TestSettingsJobGrace(t *testing.T) {
+	resolve := func(file, window string, fl *Flags) Settings {
 		t.Helper()
-		res, err := Resolve(Sources{Lookup: envOf(map[string]string{watchcfg.EnvWindow: window}), Flags: Flags{Values: DefaultSettings()}})
+		f, err := config.Parse(strings.NewReader(file), "vigil.toml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.Settings
+		src := Sources{File: f, Lookup: envOf(map[string]string{watchcfg.EnvWindow: window}), Flags: Flags{Values: DefaultSettings()}}
+		if fl != nil {
+			src.Flags = *fl
+		}
+		res, err := Resolve(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Settings.Final()
 	}
-	// A short window keeps the start-up grace: the first verdict comes at
-	// 10m, and a late stall is still reported 7m after the last progress.
-	if f := resolve("7").Final(); f.Window != 7*time.Minute || f.Grace != 10*time.Minute || f.FirstVerdict() != 10*time.Minute {
-		t.Errorf("window %v grace %v first verdict %v, want 7m 10m 10m", f.Window, f.Grace, f.FirstVerdict())
+	// --vigil-hang-time=2: judged two minutes after the start, not ten.
+	if f := resolve("", "2", nil); f.Window != 2*time.Minute || f.Grace != 2*time.Minute || f.FirstVerdict() != 2*time.Minute {
+		t.Errorf("window %v grace %v first verdict %v, want 2m 2m 2m", f.Window, f.Grace, f.FirstVerdict())
 	}
-	if f := resolve("2h").Final(); f.Grace != 10*time.Minute || f.FirstVerdict() != 2*time.Hour {
+	// The policy's floor bounds the job's grace as it bounds its window.
+	if f := resolve("[policy]\nmin_hang_time = \"5m\"\n", "2", nil); f.Window != 5*time.Minute || f.Grace != 5*time.Minute {
+		t.Errorf("with min_hang_time 5m: window %v grace %v, want 5m 5m", f.Window, f.Grace)
+	}
+	if f := resolve("", "2h", nil); f.Grace != 10*time.Minute || f.FirstVerdict() != 2*time.Hour {
 		t.Errorf("2h window: grace %v first verdict %v, want 10m 2h", f.Grace, f.FirstVerdict())
+	}
+	// The file's window and the flags leave the grace alone.
+	if f := resolve("[watch]\nwindow = \"3m\"\n", "", nil); f.Grace != 10*time.Minute {
+		t.Errorf("file window 3m: grace %v, want 10m", f.Grace)
+	}
+	fl := DefaultSettings()
+	fl.Grace = 8 * time.Minute
+	if f := resolve("", "2", &Flags{Values: fl, Keys: []string{"grace"}}); f.Grace != 8*time.Minute {
+		t.Errorf("--grace 8m with a 2m job window: grace %v, want 8m", f.Grace)
 	}
 	if err := DefaultSettings().Final().Validate(nil); err != nil {
 		t.Errorf("defaults do not validate: %v", err)

@@ -75,11 +75,7 @@ func Watch(ctx context.Context, o Options) error {
 	if root == "" {
 		root = "/"
 	}
-	lookup := o.Lookup
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
-	job, err := slurm.JobFromEnv(lookup)
+	job, err := slurm.JobFromEnv(o.lookup())
 	if err != nil {
 		if errors.Is(err, slurm.ErrNotInJob) {
 			return ErrNotInJob
@@ -87,6 +83,11 @@ func Watch(ctx context.Context, o Options) error {
 		return fmt.Errorf("vigil-watch: %w", err)
 	}
 	log = log.WithFields(logrus.Fields{"job": job.ID, "node": job.NodeName})
+	release, alone := claimJob(job, o.clock(), log)
+	if alone {
+		return nil
+	}
+	defer release()
 
 	cg := &cgroups{root: filepath.Join(root, "sys", "fs", "cgroup"), job: job}
 	if err := cg.refresh(); err != nil {
@@ -114,10 +115,7 @@ func Watch(ctx context.Context, o Options) error {
 		actor.Quiet = c.Coordinated
 	}
 
-	clock := o.Clock
-	if clock == nil {
-		clock = RealClock{}
-	}
+	clock := o.clock()
 	loop := &Loop{
 		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
@@ -328,6 +326,46 @@ func ascendDevices(lookup func(string) (string, bool)) []string {
 		}
 	}
 	return nil
+}
+
+func (o Options) clock() Clock {
+	if o.Clock == nil {
+		return RealClock{}
+	}
+	return o.Clock
+}
+
+// claimJob takes the job's claim on this node (Claim). done is true when
+// another watcher of the job already runs here: it is said, and this one
+// should end at once with success. A claim that cannot be checked is
+// logged and watching goes on without it.
+func claimJob(job *slurm.Job, clock Clock, log logrus.FieldLogger) (release func(), done bool) {
+	step := job.StepID
+	if step == "" {
+		step = "none"
+	}
+	release, err := Claim(job.ID, job.NodeName, step, job.UID, clock.Now())
+	var claimed *ClaimedError
+	switch {
+	case errors.As(err, &claimed):
+		log.WithFields(logrus.Fields{"holder_pid": claimed.Holder.PID, "holder_step": claimed.Holder.Step}).
+			Warn(AlreadyWatched(job, claimed.Holder))
+		return release, true
+	case err != nil:
+		log.WithError(err).Warn("could not make sure this is the job's only watcher on this node")
+	}
+	return release, false
+}
+
+// AlreadyWatched is what a second watcher of a job on a node says before it
+// exits 0.
+func AlreadyWatched(job *slurm.Job, h Holder) string {
+	msg := fmt.Sprintf("vigil-watch already watches job %s on %s (%s); this one exits, its options unused", job.ID, job.NodeName, h)
+	if h.Step == "extern" {
+		msg += ": the site starts a watcher for every job (watch=auto); drop the srun ... vigil-watch line " +
+			"and set the job's options with --vigil-hang-time, --vigil-hang-action, --vigil-notify"
+	}
+	return msg
 }
 
 func (o Options) lookup() func(string) (string, bool) {
