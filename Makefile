@@ -15,6 +15,8 @@ export CGO_ENABLED = 1
 
 BINS := bin/vigil-prolog bin/vigil-epilog bin/vigil-watch bin/vigil-baseline
 TEST_TIMEOUT ?= 30m
+STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 .PHONY: all build deps run test test-short race lint bench fuzz install clean
 
@@ -48,10 +50,12 @@ test-short: ## unit tests only: no Slurm cluster is started
 race: ## the unit tests under the race detector
 	$(GO) test -race -count=1 -short ./...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck (make deps installs it)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@test -x "$(STATICCHECK)" || { echo "$(STATICCHECK) not found: run make deps (go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))"; exit 1; }
+	$(STATICCHECK) ./...
 
 bench: ## print vigil's performance figures
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

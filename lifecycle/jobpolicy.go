@@ -77,13 +77,3 @@ func (r *run) drop(check, reason string) {
 	r.rep.Dropped = append(r.rep.Dropped, report.Dropped{Check: check, Reason: reason})
 	r.log.WithFields(logrus.Fields{"check": check, "reason": reason}).Warn("dropped a check the job asked for (--vigil-checks)")
 }
-
-// ranCheck reports whether results hold a result of the named check.
-func ranCheck(results []benchmarks.Result, check string) bool {
-	for _, res := range results {
-		if res.Check == check {
-			return true
-		}
-	}
-	return false
-}

@@ -28,11 +28,11 @@ func TestE2EControllerDownDuringProlog(t *testing.T) {
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	marks := t.TempDir()
 	started, fail := filepath.Join(marks, "started"), filepath.Join(marks, "fail")
-	s := newSetup(t, fmt.Sprintf(`checks = ["command"]
+	s := newSetup(t, `checks = ["command"]
 budget = "60s"
 check_timeout = "20s"
 slurm_timeout = "20s"
-retries = 0`), fmt.Sprintf(`[checks.command]
+retries = 0`, fmt.Sprintf(`[checks.command]
 command = ["sh", "-c", "touch %s; sleep 3; test ! -e %s"]
 `, started, fail))
 	wrapper := s.wrapper(t, bin)

@@ -20,12 +20,6 @@ import (
 // once (MUNGE credentials are made by munged, one request each).
 const sendWorkers = 32
 
-// joined is a member's accepted hello.
-type joined struct {
-	conn  net.Conn
-	hello hello
-}
-
 // lead is the coordinator's join: listen, accept hellos until all nodes
 // joined or the deadline, then send everyone the roster.
 func (s *Session) lead(ctx context.Context, deadline time.Time) error {

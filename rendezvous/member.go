@@ -111,7 +111,9 @@ func (s *Session) dialer() (func(ctx context.Context, local, remote string) (net
 		}
 		d.LocalAddr = &net.TCPAddr{IP: ip}
 	}
-	return func(ctx context.Context, _, remote string) (net.Conn, error) { return d.DialContext(ctx, "tcp", remote) }, nil
+	return func(ctx context.Context, _, remote string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", remote)
+	}, nil
 }
 
 // hello sends this node's hello on c and reads the roster.

@@ -159,31 +159,8 @@ type failure struct {
 	reason, device, msg string
 }
 
-func (r *result) add(m devcheck.Metric, prefix string, vals []benchmarks.Value, fs []devcheck.Finding) {
-	r.values = append(r.values, vals...)
-	for _, f := range fs {
-		r.fails = append(r.fails, failure{f.Reason(m, prefix), f.Device, f.Message})
-	}
-}
-
 func (r *result) fail(reason, device, format string, args ...any) {
 	r.fails = append(r.fails, failure{reason, device, fmt.Sprintf(format, args...)})
-}
-
-// deviceError records an error of one device's measurement: a fail for
-// faults and hangs, an unknown otherwise.
-func (r *result) deviceError(device string, err error) {
-	c := classify(r.check, err)
-	f := failure{c.Reason, device, fmt.Sprintf("%s: %s", device, c.Message)}
-	if c.Status == benchmarks.StatusFail {
-		r.fails = append(r.fails, f)
-	} else {
-		r.unknowns = append(r.unknowns, f)
-	}
-}
-
-func (r *result) note(format string, args ...any) {
-	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
 func (r *result) done(pass string) benchmarks.Result {

@@ -24,7 +24,9 @@ type daemon struct {
 	err  error // set before done is closed
 }
 
-func startDaemon(name, logFile, bin string, args ...string) (*daemon, error) {
+// startDaemon starts bin with args and PATH (plus env) in its own process
+// group, its output appended to logFile.
+func startDaemon(name, logFile string, env []string, bin string, args ...string) (*daemon, error) {
 	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -32,7 +34,7 @@ func startDaemon(name, logFile, bin string, args ...string) (*daemon, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.Env = []string{"PATH=" + searchPath}
+	cmd.Env = append([]string{"PATH=" + searchPath}, env...)
 	cmd.Dir = filepath.Dir(logFile)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -167,6 +169,9 @@ func (c *Cluster) stop(t testing.TB) {
 	c.ctld.stop(10 * time.Second)
 	c.munge.stop(5 * time.Second)
 	killed := cleanCgroups(c.Nodes)
+	if c.opts.Cgroup == CgroupV2 {
+		killed += cleanCgroupV2(c.CgroupRoot)
+	}
 	if killed > 0 {
 		t.Logf("slurmtest: killed %d leftover job processes", killed)
 	}
@@ -274,11 +279,11 @@ func sweepStale() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		var nodes []string
-		for _, l := range readLines(filepath.Join(dir, "nodes")) {
-			nodes = append(nodes, l)
-		}
+		nodes := readLines(filepath.Join(dir, "nodes"))
 		cleanCgroups(nodes)
+		for _, cg := range readLines(filepath.Join(dir, "cgroup")) {
+			cleanCgroupV2(cg)
+		}
 		_ = os.RemoveAll(dir)
 	}
 }

@@ -123,7 +123,7 @@ func ParseNodeAddrs(v string) (map[string]string, error) {
 	for _, kv := range strings.Split(v, ",") {
 		name, addr, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || name == "" || addr == "" {
-			return nil, fmt.Errorf("--node-addrs %q: want node=address,...", kv)
+			return nil, fmt.Errorf("--node-addrs %q: want node=address, comma-separated", kv)
 		}
 		out[name] = addr
 	}

@@ -67,7 +67,8 @@ func decodeChunks(chunks <-chan chunk, pool *sync.Pool) {
 		// Decoded samples hold no references into the chunk (strings are
 		// copied), so its buffer can serve again.
 		if cap(j.data) >= chunkSize {
-			pool.Put(j.data[:0])
+			b := j.data[:0]
+			pool.Put(&b)
 		}
 		j.res <- chunkResult{out, err}
 	}
@@ -149,8 +150,8 @@ func (c *chunker) run() {
 // buffer returns a buffer that starts with carry and has room for
 // chunkSize more bytes, from the pool where one is large enough.
 func (c *chunker) buffer(carry []byte) []byte {
-	if b, ok := c.pool.Get().([]byte); ok && cap(b) >= len(carry)+chunkSize {
-		return append(b[:0], carry...)
+	if b, ok := c.pool.Get().(*[]byte); ok && cap(*b) >= len(carry)+chunkSize {
+		return append((*b)[:0], carry...)
 	}
 	data := make([]byte, len(carry), len(carry)+chunkSize)
 	copy(data, carry)

@@ -84,10 +84,8 @@ func TestE2ESpankNotify(t *testing.T) {
 	plugstack := fmt.Sprintf("required %s config=%s prolog=%s watcher=%s watch=auto state_dir=%s\n",
 		so, cfg, prolog, watcher, filepath.Join(dir, "state"))
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Prolog: wrapper, PrologFlags: "Alloc,Contain", PlugStack: plugstack})
-	first, second := c.Nodes[0], c.Nodes[1]
-	if second < first {
-		first, second = second, first
-	}
+	// The second node in sorted order fails its check.
+	second := max(c.Nodes[0], c.Nodes[1])
 	for _, n := range c.Nodes {
 		if err := os.WriteFile(filepath.Join(dir, n+".toml"), []byte(nodeConf(n, false)), 0o644); err != nil {
 			t.Fatal(err)
