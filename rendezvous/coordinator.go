@@ -205,6 +205,18 @@ func (s *Session) link(name string) net.Conn {
 	return s.peers[name]
 }
 
+// leave closes the link of a member that closed it; later rounds skip it.
+func (s *Session) leave(name string, c net.Conn) {
+	s.mu.Lock()
+	if s.peers[name] == c {
+		delete(s.peers, name)
+		s.left++
+	}
+	s.mu.Unlock()
+	c.Close()
+	s.log.WithField("member", name).Info("rendezvous: member closed its link")
+}
+
 // drop closes a member's link after a failure; later rounds skip it.
 func (s *Session) drop(name string, c net.Conn, err error) {
 	s.mu.Lock()
@@ -268,6 +280,12 @@ func (s *Session) gather(label string, payload []byte, deadline time.Time) map[s
 		go func() {
 			defer wg.Done()
 			e, err := s.recv(c, deadline, expect{kind: KindGather, round: s.round, label: label, from: name})
+			if errors.Is(err, io.EOF) {
+				// The member closed its link (its job step ended first):
+				// it left, nothing was rejected.
+				s.leave(name, c)
+				return
+			}
 			if err != nil {
 				s.reject(c.RemoteAddr().String(), fmt.Errorf("gather %q from %s: %w", label, name, err))
 				s.drop(name, c, err)

@@ -158,7 +158,10 @@ func (s *Session) Gather(ctx context.Context, label string, payload []byte) (map
 	}
 	if s.Coordinator() {
 		got := s.gather(label, payload, s.deadline(ctx))
-		if missing := len(s.roster.Present()) - len(got); missing > 0 {
+		s.mu.Lock()
+		left := s.left
+		s.mu.Unlock()
+		if missing := len(s.roster.Present()) - len(got) - left; missing > 0 {
 			s.log.WithFields(logrus.Fields{"label": label, "missing": missing}).Warn("rendezvous: gather incomplete")
 		}
 		return got, nil

@@ -192,6 +192,7 @@ type Session struct {
 	wg       sync.WaitGroup
 	stats    Stats
 	logged   int
+	left     int // coordinator: members that closed their links
 	closed   bool
 }
 

@@ -8,9 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -20,87 +17,50 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/internal/osutil"
-	"github.com/vigil-hpc/vigil/internal/pci"
+	nvxid "github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // ReasonKernelLogUnreadable: the kernel log could not be read (unknown).
-// A fault XID fails the check with the reason "XID<n>" ("XID79").
+// A fault XID fails the check with the reason "XID<n>" ("XID79"); an XID
+// caused by an earlier one ("45, ... caused by previous Xid 48") with the
+// earlier one's ("XID48").
 const ReasonKernelLogUnreadable = "KernelLogUnreadable"
 
-// xidInfo describes one XID.
-type xidInfo struct {
-	// what the driver reports.
-	what string
-	// fault is true for hardware faults that make the node unfit; false for
-	// errors a job causes itself (they are recorded, never fail the check).
-	fault bool
-}
-
-// xidTable is the curated list of XIDs vigil knows, after NVIDIA's XID
-// catalogue. XIDs not listed are recorded and do not fail the check unless
-// fault_xids lists them.
-var xidTable = map[int]xidInfo{
-	13:  {"graphics engine exception", false},
-	31:  {"GPU memory page fault", false},
-	43:  {"GPU stopped processing", false},
-	45:  {"preemptive cleanup, due to previous errors", false},
-	68:  {"video decoder exception", false},
-	69:  {"graphics engine class error", false},
-	48:  {"double-bit ECC error", true},
-	61:  {"internal micro-controller breakpoint/warning", true},
-	62:  {"internal micro-controller halt", true},
-	63:  {"ECC page retirement or row remapping event", true},
-	64:  {"ECC page retirement or row remapping failure", true},
-	74:  {"NVLink error", true},
-	79:  {"GPU has fallen off the bus", true},
-	92:  {"high single-bit ECC error rate", true},
-	94:  {"contained ECC error", true},
-	95:  {"uncontained ECC error", true},
-	119: {"GSP RPC timeout", true},
-	120: {"GSP error", true},
-	140: {"unrecovered ECC error", true},
-}
-
-// defaultFaultXIDs lists the XIDs of xidTable that are hardware faults, sorted.
-func defaultFaultXIDs() []int {
-	var out []int
-	for x, info := range xidTable {
-		if info.fault {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// xidLine matches the driver's XID message, e.g.
-// "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
-var xidLine = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+)(?:\.[0-7])?\): (\d+),\s*(.*)`)
-
-// xidEvent is one XID found in the kernel log.
+// xidEvent is one XID found in the kernel log: the driver's line as
+// internal/xid reads it (JSON keys "xid", "pci", "text", "previous"), and
+// where it was.
 type xidEvent struct {
-	XID int `json:"xid"`
-	// PCI is the device's PCI address as the driver prints it, normalised
-	// ("0000:3b:00").
-	PCI string `json:"pci"`
+	nvxid.Event
 	// Seq is the kmsg sequence number, 0 when read from a text file.
 	Seq uint64 `json:"seq,omitempty"`
-	// Text is the driver's message after the XID number.
-	Text string `json:"text"`
 }
 
 // parseXID returns the XID event in a log message, if there is one.
 func parseXID(l logLine) (xidEvent, bool) {
-	m := xidLine.FindStringSubmatch(l.text)
-	if m == nil {
+	ev, ok := nvxid.Parse(l.text)
+	if !ok {
 		return xidEvent{}, false
 	}
-	x, err := strconv.Atoi(m[2])
-	if err != nil {
-		return xidEvent{}, false
-	}
-	return xidEvent{XID: x, PCI: pci.Normalise(m[1]), Seq: l.seq, Text: strings.TrimSpace(m[3])}, true
+	return xidEvent{Event: ev, Seq: l.seq}, true
 }
+
+// faultRule decides which XID events fail the check: those whose Blame
+// (the XID itself, or the earlier one it says caused it) is in
+// fault_xids, unless the line says the device needs nothing (an XID 154
+// naming no recovery action, an NVLink5 XID marked Nonfatal). With the
+// shipped fault_xids (nvxid.Faults) this is exactly nvxid.Event.Fault,
+// the watcher's rule.
+type faultRule map[int]bool
+
+func newFaultRule(codes []int) faultRule {
+	r := faultRule{}
+	for _, x := range codes {
+		r[x] = true
+	}
+	return r
+}
+
+func (r faultRule) fails(ev xidEvent) bool { return r[ev.Blame()] && !ev.Benign() }
 
 // xidState is what the xid check remembers between runs.
 type xidState struct {
@@ -129,7 +89,8 @@ type xidSettings struct {
 	Root string `toml:"root"`
 	// StateDir holds the last-read position and the faults seen this boot.
 	StateDir string `toml:"state_dir"`
-	// FaultXIDs are the XIDs that fail the check; it replaces the curated list.
+	// FaultXIDs are the XIDs that fail the check; it replaces the
+	// catalogue's faults (internal/xid).
 	FaultXIDs []int `toml:"fault_xids"`
 	// Sticky keeps failing on a fault XID until the node reboots; when
 	// false only XIDs logged since the last run count.
@@ -156,7 +117,7 @@ func (*xid) Description() string {
 
 // Defaults returns the shipped settings of [checks.xid].
 func (*xid) Defaults() any {
-	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: defaultFaultXIDs(), Sticky: true}
+	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: nvxid.Faults(), Sticky: true}
 }
 
 // Validate reports missing paths and impossible XIDs.
@@ -207,10 +168,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		t.Unknown("", ReasonKernelLogUnreadable, "kernel log %s: %v", source, err)
 	}
 
-	faultSet := map[int]bool{}
-	for _, x := range s.FaultXIDs {
-		faultSet[x] = true
-	}
+	rule := newFaultRule(s.FaultXIDs)
 	var events []xidEvent
 	for _, l := range lines {
 		if ev, ok := parseXID(l); ok {
@@ -218,7 +176,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		}
 	}
 	for _, ev := range events {
-		if faultSet[ev.XID] {
+		if rule.fails(ev) {
 			cur.Faults = append(cur.Faults, ev)
 		}
 	}
@@ -235,7 +193,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	if s.Sticky {
 		faults = cur.Faults
 	}
-	c.record(t, env, events, faults, faultSet)
+	c.record(t, env, events, faults, rule)
 	return t.Result(fmt.Sprintf("no fault XIDs (%d XID messages since the last check)", len(events)))
 }
 
@@ -281,7 +239,7 @@ func readKernelLog(source string, cur *xidState, fresh bool) ([]logLine, error) 
 // those that are not faults), and each fault among faults as a failure.
 // XIDs of devices the job does not own are left out; those of devices NVML
 // does not know (maybe off the bus) always count.
-func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, faultSet map[int]bool) {
+func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, rule faultRule) {
 	devices := c.pciToDevice()
 	var allowed map[string]bool // device names the job owns; nil: all
 	if env != nil && env.Devices != nil {
@@ -302,32 +260,47 @@ func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, f
 			continue
 		}
 		st := benchmarks.StatusPass
-		if faultSet[ev.XID] {
+		if rule.fails(ev) {
 			st = benchmarks.StatusFail
 		}
-		t.Value(dev, "xid", float64(ev.XID), "", nil, "", st)
-		if !faultSet[ev.XID] {
-			t.Note("%s XID %d (%s)", dev, ev.XID, describeXID(ev.XID, false))
+		t.Value(dev, "xid", float64(ev.Code), "", nil, "", st)
+		if st != benchmarks.StatusFail {
+			t.Note("%s XID %d (%s)", dev, ev.Code, describeXID(ev.Event, false))
 		}
 	}
 	for _, ev := range faults {
 		dev, mine := name(ev)
-		if !mine || !faultSet[ev.XID] {
+		if !mine || !rule.fails(ev) {
 			continue
 		}
-		t.Fail(dev, fmt.Sprintf("XID%d", ev.XID), "%s XID %d (%s): %s", dev, ev.XID, describeXID(ev.XID, true), ev.Text)
+		t.Fail(dev, fmt.Sprintf("XID%d", ev.Blame()), "%s XID %d (%s): %s (remedy: %s)",
+			dev, ev.Code, describeXID(ev.Event, true), ev.Text, ev.Remedy())
 	}
 }
 
-// describeXID names an XID for messages.
-func describeXID(x int, fault bool) string {
-	if info, ok := xidTable[x]; ok {
-		if !info.fault && !fault {
-			return "job error: " + info.what
-		}
-		return info.what
+// describeXID names an XID for messages: the catalogue's words, the
+// earlier XID that caused it, and, for one that does not fail, "job
+// error" when it is the job's own: NVIDIA's action is to restart the
+// application, or the driver's robust-channel recovery (the
+// ROBUST_CHANNEL_* XIDs) already tore the job's channel down. Others
+// (a row remap done, a high corrected-error rate) are only named.
+func describeXID(ev nvxid.Event, failing bool) string {
+	info, ok := nvxid.Lookup(ev.Code)
+	if !ok {
+		return "unlisted"
 	}
-	return "unlisted"
+	d := info.What
+	if ev.Previous > 0 {
+		d += fmt.Sprintf(", caused by XID %d", ev.Previous)
+		if p, ok := nvxid.Lookup(ev.Previous); ok {
+			d += ": " + p.What
+		}
+	}
+	if !failing && (info.Remedy == nvxid.RemedyRestartApp ||
+		info.Remedy == nvxid.RemedyNone && strings.HasPrefix(info.Mnemonic, "ROBUST_CHANNEL_")) {
+		d = "job error: " + d
+	}
+	return d
 }
 
 // pciToDevice maps PCI addresses as XID messages print them ("0000:3b:00")

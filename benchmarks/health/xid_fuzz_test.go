@@ -72,11 +72,11 @@ func FuzzParseXID(f *testing.F) {
 		if !ok {
 			return
 		}
-		if ev.XID < 0 || ev.Seq != l.seq || ev.Text != strings.TrimSpace(ev.Text) ||
+		if ev.Code < 0 || ev.Seq != l.seq || ev.Text != strings.TrimSpace(ev.Text) ||
 			ev.PCI != pci.Normalise(ev.PCI) || ev.PCI != strings.ToLower(ev.PCI) {
 			t.Fatalf("%q: event %+v", b, ev)
 		}
-		rec := fmt.Sprintf("4,%d,%d,-;NVRM: Xid (PCI:%s): %d, %s\n", ev.Seq, l.usec, ev.PCI, ev.XID, ev.Text)
+		rec := fmt.Sprintf("4,%d,%d,-;NVRM: Xid (PCI:%s): %d, %s\n", ev.Seq, l.usec, ev.PCI, ev.Code, ev.Text)
 		if again, ok := parseXID(parseLogLine([]byte(rec))); !ok || again != ev {
 			t.Fatalf("%+v written as %q reads back as %+v, %v", ev, rec, again, ok)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	nvxid "github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // logSource is where newLogRoot puts the kernel log fixture, below the root.
@@ -61,10 +62,13 @@ func TestParseXID(t *testing.T) {
 		want xidEvent
 	}{
 		{"4,2107,733100001,-;NVRM: Xid (PCI:0000:3a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", true,
-			xidEvent{XID: 79, PCI: "0000:3a:00", Seq: 2107, Text: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}},
+			xidEvent{Event: nvxid.Event{Code: 79, PCI: "0000:3a:00", Text: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}, Seq: 2107}},
 		{"Nov 29 14:55:40 n7 kernel: [ 3240.118812] NVRM: Xid (PCI:0000:DB:00): 48, pid=9001, name=python, An uncorrectable double bit error", true,
-			xidEvent{XID: 48, PCI: "0000:db:00", Text: "pid=9001, name=python, An uncorrectable double bit error"}},
-		{"NVRM: Xid (PCI:0000:01:00.0): 13, Graphics Exception", true, xidEvent{XID: 13, PCI: "0000:01:00", Text: "Graphics Exception"}},
+			xidEvent{Event: nvxid.Event{Code: 48, PCI: "0000:db:00", Text: "pid=9001, name=python, An uncorrectable double bit error"}}},
+		{"NVRM: Xid (PCI:0000:01:00.0): 13, Graphics Exception", true, xidEvent{Event: nvxid.Event{Code: 13, PCI: "0000:01:00", Text: "Graphics Exception"}}},
+		// NVIDIA/open-gpu-kernel-modules issue 1150 (driver 590.48.01): a cleanup caused by an NVLink5 error.
+		{"4,9100,1,-;NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149", true,
+			xidEvent{Event: nvxid.Event{Code: 45, PCI: "0000:dc:00", Text: "pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149", Previous: 149}, Seq: 9100}},
 		{"6,1022,11234890,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module", false, xidEvent{}},
 		{"NVRM: GPU 0000:3a:00.0: GPU has fallen off the bus.", false, xidEvent{}},
 	}
@@ -77,16 +81,16 @@ func TestParseXID(t *testing.T) {
 	}
 }
 
-func TestXIDTable(t *testing.T) {
-	for _, x := range []int{48, 63, 64, 74, 79, 92, 94, 95, 119, 120} {
-		assert.True(t, xidTable[x].fault, "XID %d is a hardware fault", x)
+// TestXIDDefaults: the shipped fault_xids are the catalogue's faults.
+func TestXIDDefaults(t *testing.T) {
+	s := (&xid{}).Defaults().(*xidSettings)
+	assert.Equal(t, nvxid.Faults(), s.FaultXIDs)
+	for _, x := range []int{48, 64, 74, 79, 95, 119, 120, 140, 154} {
+		assert.Contains(t, s.FaultXIDs, x, "XID %d is a fault", x)
 	}
-	for _, x := range []int{13, 31, 43, 45} {
-		info, ok := xidTable[x]
-		assert.True(t, ok && !info.fault, "XID %d is the job's own", x)
+	for _, x := range []int{13, 31, 43, 45, 63, 68, 69, 92, 94, 121} {
+		assert.NotContains(t, s.FaultXIDs, x, "XID %d needs nothing beyond the application", x)
 	}
-	assert.Contains(t, defaultFaultXIDs(), 79)
-	assert.NotContains(t, defaultFaultXIDs(), 13)
 }
 
 func TestXID(t *testing.T) {
@@ -180,7 +184,7 @@ func TestXIDSinceLastCheck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, info.Size(), st.Offset)
 	require.Len(t, st.Faults, 1)
-	assert.Equal(t, 79, st.Faults[0].XID)
+	assert.Equal(t, 79, st.Faults[0].Code)
 
 	// After a reboot the old fault is gone and the old lines are not read again.
 	setBootID(t, root, "boot-2")
@@ -188,16 +192,22 @@ func TestXIDSinceLastCheck(t *testing.T) {
 	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
 	assert.Empty(t, r.Values)
 
-	// A new fault, and an unfinished line that is read once complete.
-	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1). RST: No, D-RST: No\nNov 29 16:01:03 n7 kernel: [ 11.0] NVRM: Xid (PCI:0000:2a:00): 95,")
+	// A contained ECC error is the job's (NVIDIA: restart the
+	// application); a new fault, and an unfinished line that is read once
+	// complete.
+	appendLog(t, root, "Nov 29 16:01:01 n7 kernel: [ 9.0] NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1). RST: No, D-RST: No\n")
+	r = run()
+	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
+	assert.Contains(t, r.Message, "gpu0 XID 94 (job error: contained ECC error)")
+	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=77, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, subpartition 0.\nNov 29 16:01:03 n7 kernel: [ 11.0] NVRM: Xid (PCI:0000:2a:00): 95,")
 	r = run()
 	assert.Equal(t, benchmarks.StatusFail, r.Status, r.Message)
-	assert.Equal(t, "XID94", r.Reason)
+	assert.Equal(t, "XID48", r.Reason)
 	assert.Equal(t, "gpu0", r.Device)
 	assert.Len(t, r.Values, 1)
 	appendLog(t, root, " pid=78, name=python, Uncontained: FBHUB\n")
 	r = run()
-	assert.Equal(t, "XID94", r.Reason, "the first fault of this boot still leads")
+	assert.Equal(t, "XID48", r.Reason, "the first fault of this boot still leads")
 	assert.Contains(t, r.Message, "gpu1 XID 95 (uncontained ECC error)")
 	assert.Len(t, r.Values, 1)
 
@@ -246,13 +256,13 @@ func TestXIDDryRun(t *testing.T) {
 	assert.Equal(t, r.Message, real.Message)
 	before := dirSnapshot(t, state)
 	require.Contains(t, before, "xid-state.json")
-	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1)\n")
+	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 95, pid=77, name=python, Uncontained: FBHUB\n")
 	r = run(true, "sticky = false")
-	assert.Equal(t, "XID94", r.Reason, r.Message)
+	assert.Equal(t, "XID95", r.Reason, r.Message)
 	assert.Len(t, r.Values, 1, "only the line logged since the real run")
 	assert.Equal(t, before, dirSnapshot(t, state), "a dry run leaves the state as it was")
 	r = run(true, "sticky = false")
-	assert.Equal(t, "XID94", r.Reason, "the position did not move, so the line counts again")
+	assert.Equal(t, "XID95", r.Reason, "the position did not move, so the line counts again")
 }
 
 // dirSnapshot maps the names of the files in dir to their contents.

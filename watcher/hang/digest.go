@@ -69,6 +69,10 @@ type DigestEvent struct {
 	Culprits []DigestCulprit `json:"culprits"`
 	Hint     string          `json:"hint"`  // what the job's user can do, one or two sentences
 	Hosts    []string        `json:"hosts"` // every host of the job, sorted
+	// JobEvidence are lines of the job's output that name no host and
+	// support the cause when no host could be named (a CUDA error with no
+	// prefix): they never make a culprit.
+	JobEvidence []string `json:"job_evidence,omitempty"`
 }
 
 // HostView is what the digest knows of one host of the job from its
@@ -82,8 +86,13 @@ type HostView struct {
 
 // LogEvidence is one matched line of a host.
 type LogEvidence struct {
-	Time   time.Time
-	Host   string
+	Time time.Time
+	// Host printed the line (joblog.Attribute); "" for a line of the
+	// job's output that names no host: job-level evidence, which may
+	// support a cause and never makes a culprit.
+	Host string
+	// Reader is the node whose watcher read the line ("" when not known).
+	Reader string
 	Stream string // trace.StreamStdout, StreamStderr or StreamKmsg
 	Line   string
 	Match  joblog.Match
@@ -129,8 +138,44 @@ func Digest(in DigestInput, c Config) DigestEvent {
 			break
 		}
 	}
+	if d.Cause == CauseUnknown {
+		d.Cause, d.JobEvidence = jobLevelCause(ev)
+	}
 	d.Hint = hint(d, ev)
 	return d
+}
+
+// jobLevelCause is the cause that the lines naming no host support when
+// no rule named a culprit: a device fault, a transport error, then a
+// crash, in that order, with the lines; CauseUnknown without any.
+func jobLevelCause(ev evidence) (string, []string) {
+	for _, k := range []struct {
+		cause string
+		is    func(joblog.Match) bool
+	}{
+		{CauseBadDevice, func(m joblog.Match) bool { return m.Fault }},
+		{CauseNetwork, isNet},
+		{CauseRankFailed, isCrash},
+	} {
+		var ls []LogEvidence
+		for _, l := range ev.job {
+			if k.is(l.Match) {
+				ls = append(ls, l)
+			}
+		}
+		if len(ls) > 0 {
+			return k.cause, lines(ls)
+		}
+	}
+	return CauseUnknown, nil
+}
+
+// firstOf is the first of lines, "" for none.
+func firstOf(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0]
 }
 
 // digestHosts lists the hosts of the job: those with readings and those
@@ -141,7 +186,9 @@ func digestHosts(in DigestInput) []string {
 		seen[h.Host] = true
 	}
 	for _, l := range in.Logs {
-		seen[l.Host] = true
+		if l.Host != "" {
+			seen[l.Host] = true
+		}
 	}
 	out := make([]string, 0, len(seen))
 	for h := range seen {
@@ -154,12 +201,17 @@ func digestHosts(in DigestInput) []string {
 // evidence is the matched lines of a digest's input by host and kind.
 type evidence struct {
 	byHost map[string][]LogEvidence
-	hosts  []string // hosts with lines, sorted
+	hosts  []string      // hosts with lines, sorted
+	job    []LogEvidence // lines that name no host (job-level)
 }
 
 func newEvidence(in DigestInput) evidence {
 	e := evidence{byHost: map[string][]LogEvidence{}}
 	for _, l := range in.Logs {
+		if l.Host == "" {
+			e.job = append(e.job, l)
+			continue
+		}
 		if _, ok := e.byHost[l.Host]; !ok {
 			e.hosts = append(e.hosts, l.Host)
 		}
@@ -206,6 +258,11 @@ func hint(d DigestEvent, ev evidence) string {
 		names = append(names, c.Host)
 	}
 	who := strings.Join(names, ",")
+	if len(names) == 0 && d.Cause != CauseUnknown {
+		return fmt.Sprintf("The job's output shows %s (%s) but no line names the host that printed it: "+
+			"run with srun --label, or look for the rank in the job's output, to find the host; nothing was re-checked or drained.",
+			d.Cause, firstOf(d.JobEvidence))
+	}
 	switch d.Cause {
 	case CauseBadDevice:
 		return fmt.Sprintf("A device fault on %s stopped the job: the host is being re-checked and drained if it fails; "+

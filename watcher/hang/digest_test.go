@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -16,6 +17,17 @@ import (
 func logAt(host string, m int, stream, line string) trace.Sample {
 	return trace.Sample{V: 1, Time: t0.Add(time.Duration(m) * time.Minute), Host: host, Job: "4242",
 		Log: &trace.Log{Stream: stream, Line: line}}
+}
+
+// layoutAt is the step's layout record the live watcher writes on the
+// batch host: task i on hosts[i], one task per rank.
+func layoutAt(hosts ...string) trace.Sample {
+	l := joblog.Layout{Nodes: hosts, Tasks: map[int]string{}}
+	for i, h := range hosts {
+		l.Tasks[i] = h
+	}
+	b, _ := json.Marshal(l)
+	return logAt(hosts[0], 0, trace.StreamLayout, string(b))
 }
 
 // withLogs interleaves the hosts' readings and the log records in time
@@ -101,6 +113,7 @@ func digestTraces() map[string][]trace.Sample {
 			host("gpu03", 33, training, at(stuck, 30)), host("gpu04", 34, training, at(stuck, 30))),
 		// gpu03's rank crashes with a CUDA error; its processes exit.
 		"digest-rank-failed": withLogs([]trace.Sample{
+			layoutAt("gpu01", "gpu02", "gpu03"),
 			logAt("gpu03", 30, trace.StreamStderr, "[rank2]: Traceback (most recent call last):"),
 			logAt("gpu03", 30, trace.StreamStderr, "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered"),
 		}, host("gpu01", 41, training, at(stuck, 30)), host("gpu02", 42, training, at(stuck, 30)), host("gpu03", 43, training, at(dead, 30))),
@@ -109,7 +122,7 @@ func digestTraces() map[string][]trace.Sample {
 		"digest-data-stall": withLogs([]trace.Sample{retried("gpu01", 26), retried("gpu01", 27)},
 			host("gpu01", 51, training, at(stuck, 25)), host("gpu02", 52, training, at(deadlocked, 25)), host("gpu03", 53, training, at(stuck, 25))),
 		// gpu03 is in another collective at the same sequence number.
-		"digest-different-progress": withLogs(cat(
+		"digest-different-progress": withLogs(cat([]trace.Sample{layoutAt("gpu01", "gpu02", "gpu03", "gpu04")},
 			watchdogLine("gpu01", 0, 38, "ALLREDUCE", 1233), watchdogLine("gpu02", 1, 38, "ALLREDUCE", 1233),
 			watchdogLine("gpu03", 2, 38, "BROADCAST", 1233), watchdogLine("gpu04", 3, 38, "ALLREDUCE", 1233)),
 			host("gpu01", 61, training, at(stuck, 30)), host("gpu02", 62, training, at(stuck, 30)),

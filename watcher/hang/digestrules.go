@@ -74,9 +74,10 @@ func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
 // isNet is an NCCL transport error.
 func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 
-// isCrash is a traceback or a CUDA error.
+// isCrash is a traceback, a CUDA error or srun's word that a task ended
+// badly.
 func isCrash(m joblog.Match) bool {
-	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError
+	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError || m.Kind == joblog.KindTaskExit
 }
 
 // rankFailed names the hosts whose processes are gone or few, or whose

@@ -1,6 +1,7 @@
 package hang
 
 import (
+	"encoding/json"
 	"sort"
 	"time"
 
@@ -51,6 +52,7 @@ type jobTrack struct {
 	digested   bool              // its digest was given
 	recovered  bool              // a host recovered since it opened
 	stragglers map[string]bool   // hosts named in their current episode
+	layout     joblog.Layout     // the step's layout, from its layout record
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -113,6 +115,10 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if s.Time.After(j.last) {
 		j.last = s.Time
 	}
+	if s.IsLog() && s.Log.Stream == trace.StreamLayout {
+		j.observeLayout(s.Log.Line)
+		return
+	}
 	h := j.host(s.Host)
 	if s.IsLog() {
 		e.observeLog(j, h, s)
@@ -157,6 +163,29 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 	}
 }
 
+// observeLayout takes the step's layout record (joblog.Layout as JSON); a
+// record that does not decode is ignored.
+func (j *jobTrack) observeLayout(text string) {
+	var l joblog.Layout
+	if json.Unmarshal([]byte(text), &l) == nil {
+		j.layout = l
+	}
+}
+
+// attribution is the layout that attributes the job's lines: the step's,
+// with the job's hosts seen so far when it names no nodes (an older trace
+// without a layout record).
+func (j *jobTrack) attribution() joblog.Layout {
+	l := j.layout
+	if len(l.Nodes) == 0 {
+		for name := range j.hosts {
+			l.Nodes = append(l.Nodes, name)
+		}
+		sort.Strings(l.Nodes)
+	}
+	return l
+}
+
 // closeEpisode closes the open episode once its digest is given, a host
 // recovered and no host is hung.
 func (j *jobTrack) closeEpisode() {
@@ -179,8 +208,20 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if !ok {
 		return
 	}
+	// A kernel-log line is its own host's; a line of the job's output
+	// belongs to the host it names (joblog.Attribute), never to the node
+	// that read the file: "" when it names none (job-level evidence).
+	from := s.Host
+	if s.Log.Stream != trace.StreamKmsg {
+		from = joblog.Attribute(s.Log.Line, j.attribution()).Host
+		if from != "" {
+			h = j.host(from)
+		}
+	}
 	if m.Kind == joblog.KindNCCLAddr {
-		j.addrs[m.Addr] = s.Host
+		if from != "" {
+			j.addrs[m.Addr] = from
+		}
 		return
 	}
 	if m.Kind == joblog.KindProgress && (len(h.ranks) < maxRanks || h.ranks[m.Rank] != nil) {
@@ -198,7 +239,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
 	}
-	h.logs = append(h.logs, LogEvidence{Time: s.Time, Host: s.Host, Stream: s.Log.Stream, Line: line, Match: m})
+	h.logs = append(h.logs, LogEvidence{Time: s.Time, Host: from, Reader: s.Host, Stream: s.Log.Stream, Line: line, Match: m})
 	cut := s.Time.Add(-time.Duration(DigestLookback+1) * e.c.Window)
 	i := 0
 	for i < len(h.logs) && (h.logs[i].Time.Before(cut) || len(h.logs)-i > maxHostLogs) {

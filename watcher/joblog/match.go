@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // Kind says what a matched line is.
@@ -40,14 +42,19 @@ const (
 	KindCUDAError Kind = "cuda-error"
 	// KindProgress: a progress line with an epoch and/or a step number.
 	KindProgress Kind = "progress"
-	// KindXID: an NVIDIA XID event in the kernel log (XID; Fault when it
-	// implicates the device rather than the application).
+	// KindXID: an NVIDIA XID event in the kernel log (XID; Fault when
+	// package internal/xid, the catalogue the xid check uses too, calls it
+	// a fault: the device needs more than a restart of the application).
 	KindXID Kind = "xid"
 	// KindECC: an uncorrectable ECC error in the kernel log.
 	KindECC Kind = "ecc"
 	// KindNPUError: an Ascend NPU's DCMI error code, as the watcher renders
 	// it (Code; Fault when the NPU's health was a major or critical alarm).
 	KindNPUError Kind = "npu-error"
+	// KindTaskExit: srun says a task of the job ended badly ("srun: error:
+	// gpu03: task 2: Exited with exit code 1", "... Killed"); the line
+	// names the host (Attribute).
+	KindTaskExit Kind = "task-exit"
 )
 
 // Match is what one line says. Numbers a line does not carry are -1.
@@ -71,16 +78,7 @@ type Match struct {
 // MaxLine is the longest line kept, in bytes; a longer one is cut.
 const MaxLine = 2048
 
-// FaultXIDs are the XIDs that implicate the device, its memory, its links
-// or its firmware rather than the application (NVIDIA's XID catalogue).
-// Application XIDs (13, 31, 43, 45, ...) are matched but not faults.
-var FaultXIDs = map[int]bool{
-	48: true, 61: true, 62: true, 63: true, 64: true, 68: true, 69: true, 74: true, 79: true,
-	92: true, 94: true, 95: true, 119: true, 120: true, 121: true, 140: true,
-}
-
 var (
-	reXID       = regexp.MustCompile(`NVRM: Xid \([^)]*\): (\d+)`)
 	reNPUCode   = regexp.MustCompile(`dcmi: npu\d+ \(PCI:[^)]*\) error code (0x[0-9a-f]{8}), `)
 	reRank      = regexp.MustCompile(`(?i)\brank\s*[=:]?\s*(\d+)`)
 	reSeq       = regexp.MustCompile(`SeqNum=(\d+)`)
@@ -114,6 +112,9 @@ func Line(line string) (Match, bool) {
 		ok = nccl(line, &m)
 	case strings.Contains(line, "WorkNCCL(") || strings.Contains(line, "NCCL work:"):
 		ok = watchdog(line, &m)
+	case reSrunErr.MatchString(line) && (strings.Contains(line, "Exited with exit code") || strings.Contains(line, "Killed") ||
+		strings.Contains(line, "Segmentation fault") || strings.Contains(line, "Aborted") || strings.Contains(line, "terminated")):
+		m.Kind, ok = KindTaskExit, true
 	case strings.Contains(line, "Traceback (most recent call last)"):
 		m.Kind, ok = KindTraceback, true
 	case strings.Contains(line, "CUDA error") || strings.Contains(line, "CUDA_ERROR_") ||
@@ -131,13 +132,16 @@ func Line(line string) (Match, bool) {
 	return m, true
 }
 
-// kernel matches an XID line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=...".
+// kernel matches an XID line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=...",
+// read and classified by package internal/xid (an XID caused by an
+// earlier one is that one's effect; XID 154 is what the action it names
+// needs), as the prolog's and epilog's xid check classifies it.
 func kernel(line string, m *Match) bool {
-	x := num(reXID, line, 1<<16)
-	if x < 0 {
+	ev, ok := xid.Parse(line)
+	if !ok {
 		return false
 	}
-	m.Kind, m.XID, m.Fault = KindXID, int(x), FaultXIDs[int(x)]
+	m.Kind, m.XID, m.Fault = KindXID, ev.Code, ev.Fault()
 	return true
 }
 

@@ -3,6 +3,8 @@ package joblog
 import (
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // TestLine is the curated table of lines seen in the field (and their
@@ -23,6 +25,23 @@ func TestLine(t *testing.T) {
 			with(func(m *Match) { m.Kind, m.XID = KindXID, 13 }), true},
 		{"application xid 31", "NVRM: Xid (PCI:0000:3b:00): 31, pid=4321, name=python, Ch 00000010, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000. Fault is of type FAULT_PDE ACCESS_TYPE_READ",
 			with(func(m *Match) { m.Kind, m.XID = KindXID, 31 }), true},
+		// NVIDIA's catalogue: 68 and 69 are RESTART_APP (internal/xid). No real XID 68 line was
+		// found: this one is in the driver's form with the catalogue's description.
+		{"video decoder exception is the application's", "NVRM: Xid (PCI:0000:3b:00): 68, pid=4321, name=python, NVDEC0 Exception",
+			with(func(m *Match) { m.Kind, m.XID = KindXID, 68 }), true},
+		// NVIDIA/NVSentinel, syslog-health-monitor parser tests.
+		{"graphics class error is the application's", "NVRM: Xid (PCI:0001:ab:cd): 69, pid=1310987, name=train.3, Class Error: ChId 0008, Class 0000cbc0, Offset 00000184, Data ffffffff, ErrorCode 00000004",
+			with(func(m *Match) { m.Kind, m.XID = KindXID, 69 }), true},
+		// NVIDIA/open-gpu-kernel-modules issue 1150: the cleanup is the NVLink5 error's effect.
+		{"cleanup caused by an nvlink error", "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
+			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 45, true }), true},
+		{"recovery action: reboot", "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 154, true }), true},
+		{"recovery action: none", "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+			with(func(m *Match) { m.Kind, m.XID = KindXID, 154 }), true},
+		// NVIDIA/NVSentinel issue 1357.
+		{"nonfatal nvlink5 error", "NVRM: Xid (PCI:0000:c5:00): 145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 (0x04084507 0x00000004 0x00000000 0x00000000 0x00000000 0x00000000",
+			with(func(m *Match) { m.Kind, m.XID = KindXID, 145 }), true},
 		{"uncorrectable ecc", "NVRM: GPU at PCI:0000:3b:00: GPU-1234: Uncorrectable ECC error detected",
 			with(func(m *Match) { m.Kind, m.Fault = KindECC, true }), true},
 		{"npu fault code", "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm (fault)",
@@ -111,7 +130,7 @@ func FuzzLine(f *testing.F) {
 				t.Fatalf("negative number in %+v", m)
 			}
 		}
-		if m.Kind == KindXID && (m.XID < 0 || m.Fault != FaultXIDs[m.XID]) {
+		if ev, ok := xid.Parse(line[:min(len(line), MaxLine)]); m.Kind == KindXID && (!ok || m.XID != ev.Code || m.Fault != ev.Fault()) {
 			t.Fatalf("xid match %+v", m)
 		}
 		if (m.Kind == KindNPUError) != (m.Code != "") {

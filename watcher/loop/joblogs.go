@@ -3,11 +3,11 @@ package loop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -32,10 +32,12 @@ const MaxLogLinesPerPoll = 256
 //
 // The job's output files hold the lines of every rank of the job, and
 // exist on the batch host (or on a shared file system, where every node
-// sees them): only the watcher on the batch host follows them, and a line
-// counts for the host it names (NCCL's "gpu02:4100:4177 [3] NCCL ..."
-// prefix, when that is one of the job's nodes), else for the batch host.
-// Kernel log lines are always this node's.
+// sees them): only the watcher on the batch host follows them. Each record
+// is stamped with this node, the one that read it; which host printed a
+// line is told from its own text and the step's layout by the digest
+// (joblog.Attribute), live and in replay alike, so a line that names no
+// host is never charged to the batch host. The first poll writes the
+// layout record (trace.StreamLayout). Kernel log lines are this node's.
 //
 // Device adds the kernel-log lines the device library renders from its own
 // fault reports (NVML's XID and ECC events; DCMI's error codes and
@@ -45,7 +47,11 @@ const MaxLogLinesPerPoll = 256
 // lines have no kernel twin that joblog matches.
 type JobLogs struct {
 	Host, Job string
-	Nodes     []string // the job's nodes, to which a line's prefix may attribute it
+	Nodes     []string // the job's nodes, recorded in the layout record
+	// Layout is the step's layout (tasks and ranks by host) where known;
+	// its Nodes default to Nodes.
+	Layout  joblog.Layout
+	laidOut bool // the layout record was written
 	// Device gives the device library's fault lines; nil reads none.
 	Device    DeviceLines
 	streams   []logStream
@@ -131,16 +137,21 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 		return nil
 	}
 	var out []trace.Sample
+	if !j.laidOut && len(j.streams) > 0 {
+		j.laidOut = true
+		l := j.Layout
+		if len(l.Nodes) == 0 {
+			l.Nodes = j.Nodes
+		}
+		if b, err := json.Marshal(l); err == nil {
+			out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
+				Log: &trace.Log{Stream: trace.StreamLayout, Line: string(b)}})
+		}
+	}
 	keep := func(stream, line string) {
 		if len(out) < MaxLogLinesPerPoll {
 			if _, ok := joblog.Line(line); ok {
-				host := j.Host
-				if stream != trace.StreamKmsg {
-					if h := LineHost(line, j.Nodes); h != "" {
-						host = h
-					}
-				}
-				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: host, Job: j.Job,
+				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
 					Log: &trace.Log{Stream: stream, Line: line}})
 			}
 		}
@@ -188,27 +199,6 @@ func (j *JobLogs) deviceLines() []string {
 		log.WithError(err).Warn("could not read the devices' fault events; said once, the watcher goes on")
 	}
 	return lines
-}
-
-// ncclPrefix is NCCL's "host:pid:tid [dev] NCCL" at the start of a line
-// (after srun --label's "N: " or a launcher's "[rank]:" when present).
-var ncclPrefix = regexp.MustCompile(`^(?:\s*\d+: |\[[^\]]*\]:\s*)?([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] NCCL `)
-
-// LineHost is the job's node a line of the job's output names as its
-// source ("gpu02:4100:4177 [3] NCCL WARN ..." names gpu02, also as
-// gpu02.cluster.example), or "" when it names none of nodes.
-func LineHost(line string, nodes []string) string {
-	m := ncclPrefix.FindStringSubmatch(line)
-	if m == nil {
-		return ""
-	}
-	short, _, _ := strings.Cut(m[1], ".")
-	for _, n := range nodes {
-		if n == m[1] || n == short {
-			return n
-		}
-	}
-	return ""
 }
 
 // readKmsg reads the kernel log records available now from /dev/kmsg

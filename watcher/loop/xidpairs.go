@@ -1,10 +1,7 @@
 package loop
 
 import (
-	"regexp"
-	"strconv"
-
-	"github.com/vigil-hpc/vigil/internal/pci"
+	nvxid "github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // The two sources of kernel-log lines about the devices.
@@ -35,21 +32,14 @@ type xidKey struct {
 	xid int
 }
 
-// reXIDAddr is an XID line's PCI address (with or without the function)
-// and its number.
-var reXIDAddr = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+)(?:\.[0-7])?\): (\d+)`)
-
-// lineXID is the XID and the PCI address of an XID line.
+// lineXID is the XID and the PCI address of an XID line (nvxid.Parse, the
+// one parser of the driver's line).
 func lineXID(line string) (xidKey, bool) {
-	m := reXIDAddr.FindStringSubmatch(line)
-	if m == nil {
+	e, ok := nvxid.Parse(line)
+	if !ok {
 		return xidKey{}, false
 	}
-	x, err := strconv.Atoi(m[2])
-	if err != nil {
-		return xidKey{}, false
-	}
-	return xidKey{pci: pci.Normalise(m[1]), xid: x}, true
+	return xidKey{pci: e.PCI, xid: e.Code}, true
 }
 
 // next starts a poll and forgets the lines older than the previous one.

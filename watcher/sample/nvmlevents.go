@@ -9,6 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/internal/pci"
+	"github.com/vigil-hpc/vigil/internal/xid"
 )
 
 // EventTypes are the NVML events NVMLEvents registers for: XID critical
@@ -197,44 +198,31 @@ func busAddr(d nvml.Device) (addr string) {
 	return addr
 }
 
-// xidWords names the XIDs seen most often, in a few words, after NVIDIA's
-// XID catalogue. The watcher cannot use the epilog's check (package
-// health), whose table also decides what fails a node; joblog.FaultXIDs
-// decides what is evidence here.
-var xidWords = map[int]string{
-	13:  "graphics engine exception",
-	31:  "GPU memory page fault",
-	43:  "GPU stopped processing",
-	45:  "preemptive cleanup, due to previous errors",
-	48:  "double-bit ECC error",
-	61:  "internal micro-controller breakpoint/warning",
-	62:  "internal micro-controller halt",
-	63:  "ECC page retirement or row remapping event",
-	64:  "ECC page retirement or row remapping failure",
-	74:  "NVLink error",
-	79:  "GPU has fallen off the bus",
-	92:  "high single-bit ECC error rate",
-	94:  "contained ECC error",
-	95:  "uncontained ECC error",
-	119: "GSP RPC timeout",
-	120: "GSP error",
-	140: "unrecovered ECC error",
-	999: "unknown XID",
+// unknownXID is the XID NVML reports for an XID it cannot name.
+const unknownXID = 999
+
+// xidWords names an XID in a few words, from the catalogue the watcher
+// and the xid check share (internal/xid), which also decides what is a
+// fault.
+func xidWords(code int) string {
+	if info, ok := xid.Lookup(code); ok {
+		return info.What
+	}
+	if code == unknownXID {
+		return "unknown XID"
+	}
+	return "XID"
 }
 
 // XIDLine is the kernel-log line of an XID event NVML reported on the GPU
 // at the PCI address addr ("0000:18:00"; "" when unknown), in the driver's
 // own form, the process unknown: "NVRM: Xid (PCI:0000:18:00): 79,
 // pid='<unknown>', name=<unknown>, GPU has fallen off the bus (NVML event)".
-func XIDLine(addr string, xid int) string {
-	what := xidWords[xid]
-	if what == "" {
-		what = "XID"
-	}
+func XIDLine(addr string, code int) string {
 	if addr == "" {
 		addr = "unknown"
 	}
-	return fmt.Sprintf("NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s (NVML event)", addr, xid, what)
+	return fmt.Sprintf("NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s (NVML event)", addr, code, xidWords(code))
 }
 
 // ECCLine is the kernel-log line of a double-bit ECC event NVML reported on

@@ -202,7 +202,7 @@ func TestNVMLEventsWaitFails(t *testing.T) {
 	// cannot tell: still a line, its address unknown.
 	other := &mock.Device{GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) { return nvml.PciInfo{}, nvml.ERROR_GPU_IS_LOST }}
 	if l, ok := e.line(nvml.EventData{Device: other, EventType: nvml.EventTypeXidCriticalError, EventData: 150}); !ok ||
-		l != "NVRM: Xid (PCI:unknown): 150, pid='<unknown>', name=<unknown>, XID (NVML event)" {
+		l != "NVRM: Xid (PCI:unknown): 150, pid='<unknown>', name=<unknown>, NVLink MSE error (NVML event)" {
 		t.Errorf("line %q", l)
 	}
 }

@@ -105,6 +105,11 @@ const (
 	StreamStdout = "stdout" // the job's standard output file
 	StreamStderr = "stderr" // the job's standard error file
 	StreamKmsg   = "kmsg"   // the kernel log (XID events, ECC errors)
+	// StreamLayout marks the record of the job step's layout (which host
+	// holds which task and rank, joblog.Layout as JSON in Line), that
+	// attributes the job's output lines to the hosts that printed them.
+	// Older readers see a log line that matches nothing.
+	StreamLayout = "layout"
 )
 
 // Log is one matched line of the job's output or of the kernel log.
