@@ -69,6 +69,9 @@ type DigestEvent struct {
 	Culprits []DigestCulprit `json:"culprits"`
 	Hint     string          `json:"hint"`  // what the job's user can do, one or two sentences
 	Hosts    []string        `json:"hosts"` // every host of the job, sorted
+	// Chain lists, when several causes named culprits, each with the time
+	// its anomaly first showed, earliest first: the first is the cause.
+	Chain []string `json:"chain,omitempty"`
 	// JobEvidence are lines of the job's output that name no host and
 	// support the cause when no host could be named (a CUDA error with no
 	// prefix): they never make a culprit.
@@ -131,11 +134,17 @@ func Digest(in DigestInput, c Config) DigestEvent {
 	d := DigestEvent{Time: in.Time, Job: in.Job, Event: EventDigest, Cause: CauseUnknown,
 		Culprits: []DigestCulprit{}, Hosts: digestHosts(in)}
 	ev := newEvidence(in)
-	for _, r := range digestRules {
-		if cs := r.find(in, ev, c); len(cs) > 0 {
-			sort.Slice(cs, func(i, j int) bool { return cs[i].Host < cs[j].Host })
-			d.Cause, d.Culprits = r.cause, cs
-			break
+	if hits := ruleHits(in, ev, c); len(hits) > 0 {
+		w := winner(hits)
+		d.Cause, d.Culprits = w.cause, w.culprits
+		if len(hits) > 1 {
+			sort.SliceStable(hits, func(i, j int) bool {
+				a, b := hits[i].first, hits[j].first
+				return !a.IsZero() && (b.IsZero() || a.Before(b))
+			})
+			for _, h := range hits {
+				d.Chain = append(d.Chain, h.String())
+			}
 		}
 	}
 	if d.Cause == CauseUnknown {
@@ -143,6 +152,75 @@ func Digest(in DigestInput, c Config) DigestEvent {
 	}
 	d.Hint = hint(d, ev)
 	return d
+}
+
+// ruleHit is a rule that named culprits, and when its anomaly first
+// showed in a line (zero for none).
+type ruleHit struct {
+	cause    string
+	culprits []DigestCulprit
+	first    time.Time
+}
+
+// String is "network at 10:30:01Z (gpu03)".
+func (h ruleHit) String() string {
+	var names []string
+	for _, c := range h.culprits {
+		names = append(names, c.Host)
+	}
+	at := ""
+	if !h.first.IsZero() {
+		at = " at " + h.first.UTC().Format("15:04:05Z")
+	}
+	return h.cause + at + " (" + strings.Join(names, ",") + ")"
+}
+
+// winner is the cause among hits (in digestRules' order): the first, unless
+// a later one's anomaly showed in a line strictly before the current
+// choice's (both seen in lines: a cause known from telemetry alone, such as
+// a host whose processes are gone, has no time to compare and keeps its
+// place).
+func winner(hits []ruleHit) ruleHit {
+	w := hits[0]
+	for _, h := range hits[1:] {
+		if !h.first.IsZero() && !w.first.IsZero() && h.first.Before(w.first) {
+			w = h
+		}
+	}
+	return w
+}
+
+// ruleHits runs every rule and returns those that named culprits, in
+// digestRules' order, each with its anomaly's first time.
+func ruleHits(in DigestInput, ev evidence, c Config) []ruleHit {
+	var hits []ruleHit
+	for _, r := range digestRules {
+		cs := r.find(in, ev, c)
+		if len(cs) == 0 {
+			continue
+		}
+		sort.Slice(cs, func(i, j int) bool { return cs[i].Host < cs[j].Host })
+		h := ruleHit{cause: r.cause, culprits: cs}
+		if r.shows != nil {
+			h.first = ev.first(r.shows)
+		}
+		hits = append(hits, h)
+	}
+	return hits
+}
+
+// first is the time of the earliest line of any host for which keep
+// holds, zero for none.
+func (e evidence) first(keep func(joblog.Match) bool) time.Time {
+	var t time.Time
+	for _, h := range e.hosts {
+		for _, l := range e.of(h, keep) {
+			if t.IsZero() || l.Time.Before(t) {
+				t = l.Time
+			}
+		}
+	}
+	return t
 }
 
 // jobLevelCause is the cause that the lines naming no host support when

@@ -74,3 +74,31 @@ func TestTaskExitNamesItsHost(t *testing.T) {
 		t.Fatalf("digest %+v, want rank-failed gpu03", d)
 	}
 }
+
+// TestCauseByTime: a transport error at 10:30 on gpu01's link to gpu03,
+// then tracebacks of ranks that exit because of it at 10:31: the earliest
+// anomaly explains what follows, so the cause is network, and the digest
+// lists the chain it saw. The same lines the other way round (a crash,
+// then the peers' transport errors) stay rank-failed.
+func TestCauseByTime(t *testing.T) {
+	ib := "gpu01:100:200 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.3<52318> with error 12, opcode 1, len 0, vendor err 129"
+	ib2 := "gpu02:100:200 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.3<52318> with error 12, opcode 1, len 0, vendor err 129"
+	tb := "Traceback (most recent call last):"
+	at := func(l LogEvidence, m int) LogEvidence { l.Time = t0.Add(time.Duration(m) * time.Minute); return l }
+	addrs := map[string]string{"10.0.0.3": "gpu03"}
+	for _, tt := range []struct {
+		name  string
+		logs  []LogEvidence
+		cause string
+	}{
+		{"transport errors first", []LogEvidence{at(lg("gpu01", ib), 30), at(lg("gpu02", ib2), 30), at(lg("gpu04", tb), 31)}, CauseNetwork},
+		{"a crash first", []LogEvidence{at(lg("gpu04", tb), 29), at(lg("gpu01", ib), 30), at(lg("gpu02", ib2), 30)}, CauseRankFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "7", Hosts: views(4), Logs: tt.logs, Addrs: addrs}, DefaultConfig())
+			if d.Cause != tt.cause || len(d.Chain) != 2 || !strings.HasPrefix(d.Chain[0], tt.cause+" at ") {
+				t.Errorf("cause %s, chain %q; want %s first", d.Cause, d.Chain, tt.cause)
+			}
+		})
+	}
+}

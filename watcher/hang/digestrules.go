@@ -21,20 +21,26 @@ const (
 	DigestBehindInSteps    = "BehindInSteps"    // fewer steps than its peers
 )
 
-// digestRule names culprits for cause.
+// digestRule names culprits for cause; shows is the kind of line that
+// shows its anomaly (nil for a rule of telemetry only), whose earliest
+// time orders the causes.
 type digestRule struct {
 	cause string
 	find  func(in DigestInput, ev evidence, c Config) []DigestCulprit
+	shows func(joblog.Match) bool
 }
 
-// digestRules are tried in this order; the first that names a culprit
-// gives the cause.
+// digestRules are the causes, each with the rule that names its culprits,
+// in their order of precedence. Of those that name culprits, the first
+// gives the cause unless a later one's anomaly showed in the job's lines
+// strictly earlier (winner): the earliest anomaly explains what follows (a
+// transport error, then ranks that exit because of it, is network).
 var digestRules = []digestRule{
-	{CauseBadDevice, badDevice},
-	{CauseRankFailed, rankFailed},
-	{CauseNetwork, network},
-	{CauseDataStall, dataStall},
-	{CauseDifferentProgress, differentProgress},
+	{CauseBadDevice, badDevice, func(m joblog.Match) bool { return m.Fault }},
+	{CauseRankFailed, rankFailed, isCrash},
+	{CauseNetwork, network, isNet},
+	{CauseDataStall, dataStall, nil},
+	{CauseDifferentProgress, differentProgress, func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }},
 }
 
 // badDevice names every host with a fault XID, an Ascend NPU error code
