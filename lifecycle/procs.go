@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // DeviceHolders finds the processes that hold device files open.
@@ -161,9 +165,14 @@ func JobDevices(indices []int) []string {
 	return out
 }
 
-// killLeftovers kills what still holds the job's devices (epilog).
+// killLeftovers kills what is left of the job on this node (epilog): the
+// processes in its cgroup, then what still holds its devices.
 func (r *run) killLeftovers() {
-	if !r.s.Epilog.KillProcesses || r.job == nil || len(r.job.GPUs) == 0 {
+	if !r.s.Epilog.KillProcesses || r.job == nil {
+		return
+	}
+	r.killCgroupLeftovers()
+	if len(r.job.GPUs) == 0 {
 		return
 	}
 	h := r.o.Holders
@@ -196,4 +205,41 @@ func (r *run) killLeftovers() {
 		r.note("killing leftover processes: %v", err)
 	}
 	r.log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
+}
+
+// killCgroupLeftovers empties and removes the job's cgroup when it outlived
+// the job: by the time slurmd runs the epilog every step has ended and
+// slurmstepd has removed the cgroup, so one still there holds leftovers
+// (v2: cgroup.kill, then rmdir deepest first; v1: thaw, SIGKILL, rmdir).
+// No cgroup, or no cgroup hierarchy at Root, is the normal case and quiet.
+func (r *run) killCgroupLeftovers() {
+	root := filepath.Join(r.o.Root, "sys", "fs", "cgroup")
+	jc, err := slurm.FindJobCgroup(root, r.job.ID, r.job.UID, r.job.NodeName)
+	if errors.Is(err, slurm.ErrNoJobCgroup) || errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		r.note("finding the job's cgroup: %v", err)
+		return
+	}
+	pids, err := slurm.CgroupPIDs(jc.Dirs())
+	if err != nil || len(pids) == 0 {
+		return // gone meanwhile, or empty: slurmstepd's own rmdir is racing us
+	}
+	if r.o.DryRun {
+		r.note("would kill processes left in the job's cgroup %s: %v", jc.ProcsDir(), pids)
+		return
+	}
+	sleep := r.o.Sleep
+	if sleep == nil {
+		sleep = time.Sleep
+	}
+	// SIGKILL from cgroup.kill needs no grace, only time to land.
+	killed, err := slurm.KillJobCgroup(jc, max(r.s.Epilog.KillGrace, 2*time.Second), sleep)
+	r.rep.Action.Killed = append(r.rep.Action.Killed, killed...)
+	if err != nil {
+		r.note("cleaning the job's cgroup: %v", err)
+	}
+	r.note("killed processes left in the job's cgroup %s: %v", jc.ProcsDir(), killed)
+	r.log.WithFields(logrus.Fields{"pids": fmt.Sprint(killed), "cgroup": jc.ProcsDir()}).Warn("killed processes left in the job's cgroup")
 }

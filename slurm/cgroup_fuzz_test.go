@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,7 +95,8 @@ func FuzzFindJobCgroup(f *testing.F) {
 	f.Add("5", "", 0)
 	f.Add("..", "..", -1)
 	f.Add("1", "", 0)
-	roots, err := filepath.Glob(filepath.Join("testdata", "cgroup", "*"))
+	roots, err := filepath.Glob(filepath.Join("testdata", "cgroup", "*", ""))
+	roots = slices.DeleteFunc(roots, func(r string) bool { fi, err := os.Stat(r); return err != nil || !fi.IsDir() })
 	if err != nil || len(roots) == 0 {
 		f.Fatal("no fixture trees", err)
 	}

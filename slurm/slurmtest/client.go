@@ -4,6 +4,7 @@ package slurmtest
 // job submission, and waiting for jobs and nodes.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -177,4 +178,53 @@ func (c *Cluster) node(name string) (slurm.Node, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return c.Client().Node(ctx, name)
+}
+
+// Dump returns sinfo, squeue, the job (when id is not empty), the nodes and
+// the tails of every daemon log, for failure messages.
+func (c *Cluster) Dump(id string) string {
+	var b strings.Builder
+	add := func(name string, args ...string) {
+		out, err := c.run(context.Background(), name, args...)
+		fmt.Fprintf(&b, "$ %s %s\n%s", name, strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	add("sinfo", "-N", "-l")
+	add("sinfo", "-R")
+	add("squeue", "-l")
+	if id != "" {
+		add("scontrol", "show", "job", id)
+		if out := c.JobOutput(id); out != "" {
+			fmt.Fprintf(&b, "--- job %s output\n%s\n", id, out)
+		}
+	}
+	b.WriteString(c.logTails(30))
+	return b.String()
+}
+
+// logTails returns the last n lines of each daemon log under Dir/log.
+func (c *Cluster) logTails(n int) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
+	for _, f := range files {
+		// A daemon's .out repeats its .log (run in the foreground it writes
+		// both); the .out alone matters when the daemon died before opening the log.
+		if strings.HasSuffix(f, ".out") {
+			if fi, err := os.Stat(strings.TrimSuffix(f, ".out") + ".log"); err == nil && fi.Size() > 0 {
+				continue
+			}
+		}
+		data, err := os.ReadFile(f)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "--- %s (last %d lines)\n%s\n", f, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
 }

@@ -51,7 +51,11 @@ func (c *Cluster) writeFiles(bins map[string]string) error {
 		return err
 	}
 
-	if err := os.WriteFile(filepath.Join(etc, "cgroup.conf"), []byte(cgroupConf(c.Version)), 0o644); err != nil {
+	cg := cgroupConf(c.Version)
+	if c.opts.Cgroup == CgroupV2 {
+		cg = cgroupConfV2()
+	}
+	if err := os.WriteFile(filepath.Join(etc, "cgroup.conf"), []byte(cg), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(c.PlugStackConf, []byte(o.PlugStack), 0o644)
@@ -119,7 +123,11 @@ func (c *Cluster) baseConf() []string {
 	add("ReturnToService=2")
 	add("MpiDefault=none")
 	add("SwitchType=switch/none")
-	add("JobAcctGatherType=jobacct_gather/cgroup")
+	if c.CgroupPlugin == "cgroup/v2" {
+		add("JobAcctGatherType=jobacct_gather/linux") // .../cgroup kills slurmd under v2 here
+	} else {
+		add("JobAcctGatherType=jobacct_gather/cgroup")
+	}
 	add("AccountingStorageType=accounting_storage/none")
 	add("JobCompType=jobcomp/none")
 	add("InactiveLimit=0")

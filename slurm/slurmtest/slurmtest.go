@@ -11,7 +11,6 @@ package slurmtest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +63,10 @@ type Options struct {
 	// Root runs munge and Slurm from this Debian root (Flavour.Root, built
 	// by .ci/slurm-root) instead of the host's packages; see root.go.
 	Root string
+	// Cgroup picks cgroup/v1 or cgroup/v2 (CgroupV2: Slurm's v2 plugin in
+	// the host's cgroup2 mount, jobs under Cluster.CgroupRoot; see
+	// cgroupv2.go). The zero value is v1 where the machine has it.
+	Cgroup CgroupMode
 }
 
 // Cluster is a running cluster.
@@ -85,10 +88,19 @@ type Cluster struct {
 	// PlugStackConf is the path of plugstack.conf (PlugStackConfig=); write
 	// it and call Restart for slurmd to load the new plugins.
 	PlugStackConf string
-	// CgroupPlugin is "cgroup/v1" when the cluster tracks jobs with
-	// proctrack/cgroup and task/cgroup, or "" when the machine has no cgroup
-	// v1 freezer hierarchy and the cluster falls back to proctrack/linuxproc.
+	// CgroupPlugin is "cgroup/v1" or "cgroup/v2" when the cluster tracks
+	// jobs with proctrack/cgroup and task/cgroup, or "" when the machine has
+	// no cgroup v1 freezer hierarchy and the cluster falls back to
+	// proctrack/linuxproc.
 	CgroupPlugin string
+	// CgroupRoot is where this test process finds the job cgroups: the
+	// directory that jobs, prologs and epilogs see as /sys/fs/cgroup. It is
+	// /sys/fs/cgroup for cgroup/v1, and for cgroup/v2 the cluster's own
+	// directory under the host's cgroup2 mount
+	// (/sys/fs/cgroup/unified/<Name>), which holds
+	// system.slice/<node>_slurmstepd.scope/job_<id>/... Pass it as the root
+	// of slurm.FindJobCgroup.
+	CgroupRoot string
 	// Version is the cluster's Slurm version as scontrol --version prints
 	// it ("22.05.8", "24.11.5").
 	Version string
@@ -102,6 +114,7 @@ type Cluster struct {
 
 	opts    Options
 	rootBin string // Dir/rootbin when the cluster runs from Options.Root
+	preload string // the cgroup v2 LD_PRELOAD library (CgroupV2)
 	mu      sync.Mutex
 	munge   *daemon
 	ctld    *daemon
@@ -241,6 +254,11 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 	if c.Version, err = c.slurmVersion(); err != nil {
 		return nil, err
 	}
+	if o.Cgroup == CgroupV2 {
+		if err := c.prepareV2(); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.writeFiles(bins); err != nil {
 		return nil, fmt.Errorf("writing configuration: %w", err)
 	}
@@ -294,8 +312,14 @@ func newCluster(o Options) (*Cluster, error) {
 		c.NodeAddrs = append(c.NodeAddrs, addr)
 	}
 	c.Env = []string{"SLURM_CONF=" + c.Conf, "PATH=" + clientPath()}
-	if freezerAvailable() {
-		c.CgroupPlugin = "cgroup/v1"
+	switch {
+	case o.Cgroup == CgroupV2:
+		c.CgroupPlugin = "cgroup/v2"
+	case freezerAvailable():
+		c.CgroupPlugin, c.CgroupRoot = "cgroup/v1", cgroupRoot
+	case o.Cgroup == CgroupV1:
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("slurmtest: CgroupV1 needs the cgroup v1 freezer hierarchy at %s", filepath.Join(cgroupRoot, "freezer"))
 	}
 	return c, nil
 }
@@ -308,7 +332,7 @@ func (c *Cluster) startMunge(bins map[string]string) error {
 		return fmt.Errorf("mungekey: %v: %s", err, out)
 	}
 	var err error
-	c.munge, err = startDaemon("munged", filepath.Join(c.Dir, "log", "munged.log"), bins["munged"],
+	c.munge, err = startDaemon("munged", filepath.Join(c.Dir, "log", "munged.log"), nil, bins["munged"],
 		"-F", "--key-file="+key, "--socket="+c.mungeSocket(),
 		"--pid-file="+filepath.Join(c.Dir, "run", "munged.pid"),
 		"--seed-file="+filepath.Join(c.Dir, "munge", "seed"), "--num-threads=2")
@@ -331,7 +355,7 @@ func (c *Cluster) startMunge(bins map[string]string) error {
 // answers scontrol ping.
 func (c *Cluster) startCtld(bins map[string]string) error {
 	var err error
-	c.ctld, err = startDaemon("slurmctld", filepath.Join(c.Dir, "log", "slurmctld.out"), bins["slurmctld"],
+	c.ctld, err = startDaemon("slurmctld", filepath.Join(c.Dir, "log", "slurmctld.out"), nil, bins["slurmctld"],
 		"-D", "-i", "-f", c.Conf)
 	if err != nil {
 		return err
@@ -353,8 +377,7 @@ func (c *Cluster) startCtld(bins map[string]string) error {
 func (c *Cluster) startSlurmds(bins map[string]string, ports []*port) error {
 	for i, n := range c.Nodes {
 		ports[i].release()
-		d, err := startDaemon("slurmd-"+n, filepath.Join(c.Dir, "log", "slurmd-"+n+".out"), bins["slurmd"],
-			"-D", "-N", n, "-f", c.Conf)
+		d, err := c.startSlurmd(bins["slurmd"], n)
 		if err != nil {
 			return err
 		}
@@ -461,7 +484,7 @@ func (c *Cluster) Restart(t testing.TB) {
 	stopAll(c.slurmds, 15*time.Second)
 	c.slurmds = nil
 	for _, n := range c.Nodes {
-		d, err := startDaemon("slurmd-"+n, filepath.Join(c.Dir, "log", "slurmd-"+n+".out"), bin, "-D", "-N", n, "-f", c.Conf)
+		d, err := c.startSlurmd(bin, n)
 		if err != nil {
 			t.Fatalf("slurmtest: %v", err)
 		}
@@ -497,55 +520,6 @@ func (c *Cluster) slurmdStarts(node string) int {
 	return n
 }
 
-// Dump returns sinfo, squeue, the job (when id is not empty), the nodes and
-// the tails of every daemon log, for failure messages.
-func (c *Cluster) Dump(id string) string {
-	var b strings.Builder
-	add := func(name string, args ...string) {
-		out, err := c.run(context.Background(), name, args...)
-		fmt.Fprintf(&b, "$ %s %s\n%s", name, strings.Join(args, " "), out)
-		if err != nil {
-			fmt.Fprintf(&b, "(%v)\n", err)
-		}
-	}
-	add("sinfo", "-N", "-l")
-	add("sinfo", "-R")
-	add("squeue", "-l")
-	if id != "" {
-		add("scontrol", "show", "job", id)
-		if out := c.JobOutput(id); out != "" {
-			fmt.Fprintf(&b, "--- job %s output\n%s\n", id, out)
-		}
-	}
-	b.WriteString(c.logTails(30))
-	return b.String()
-}
-
-// logTails returns the last n lines of each daemon log under Dir/log.
-func (c *Cluster) logTails(n int) string {
-	var b strings.Builder
-	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
-	for _, f := range files {
-		// A daemon's .out repeats its .log (run in the foreground it writes
-		// both); the .out alone matters when the daemon died before opening the log.
-		if strings.HasSuffix(f, ".out") {
-			if fi, err := os.Stat(strings.TrimSuffix(f, ".out") + ".log"); err == nil && fi.Size() > 0 {
-				continue
-			}
-		}
-		data, err := os.ReadFile(f)
-		if err != nil || len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > n {
-			lines = lines[len(lines)-n:]
-		}
-		fmt.Fprintf(&b, "--- %s (last %d lines)\n%s\n", f, len(lines), strings.Join(lines, "\n"))
-	}
-	return b.String()
-}
-
 // randomName returns a short lower-case name (a letter, then letters/digits)
 // that no other cluster's nodes on this host use.
 func randomName() string {
@@ -553,7 +527,8 @@ func randomName() string {
 	for {
 		b := []byte{letters[rand.IntN(26)], letters[rand.IntN(26)], letters[rand.IntN(26)], letters[rand.IntN(26)]}
 		name := string(b)
-		if m, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "slurm_"+name+"*")); len(m) == 0 {
+		m, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "slurm_"+name+"*"))
+		if len(m) == 0 && !isDir(filepath.Join(unifiedMount, "vst"+name)) {
 			return name
 		}
 	}
