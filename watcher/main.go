@@ -4,7 +4,8 @@
 //
 //	srun --overlap --ntasks-per-node=1 vigil-watch &
 //
-// `vigil-watch replay FILE` runs the same rule offline over a recorded trace.
+// `vigil-watch replay FILE` runs the same rule offline over a recorded trace;
+// `vigil-watch rules test FILE` shows what each line of a log means.
 // See `vigil-watch --help` and docs/watch.md.
 package main
 
@@ -70,6 +71,9 @@ type invocation struct {
 // realMain parses the command line, runs the watch loop or replay, and maps
 // the result to an exit code.
 func realMain(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rules" {
+		return runRules(args[1:], stdout, stderr)
+	}
 	var said bytes.Buffer
 	inv, code := parseArgs(args, lookup, stdout, io.MultiWriter(stderr, &said))
 	if code == exitUsage && !inv.replay {
@@ -379,6 +383,8 @@ SYNOPSIS
     vigil-watch [OPTIONS]
     vigil-watch replay [OPTIONS] FILE... (- for standard input)
     vigil-watch --config FILE replay [OPTIONS] FILE...
+    vigil-watch rules test [--config FILE] [--kmsg] [--nodes N,...] [--all] FILE...
+    vigil-watch rules list [--config FILE]
 
 DESCRIPTION
     vigil-watch runs inside a job as one task per node and samples the job on

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/linerules"
 	"github.com/vigil-hpc/vigil/notify"
 )
 
@@ -33,6 +34,11 @@ type Settings struct {
 	// sixth of the window, at least 1 s); it is cleared when the file or a
 	// flag sets period.
 	PeriodIsDefault bool `toml:"-"`
+	// Rules are the site's line rules ([[watch.rules]]): what a line of the
+	// job's output or of the kernel log means, added to the shipped rules
+	// or replacing one of the same name (linerules.Spec; `vigil-watch rules
+	// test` shows their effect).
+	Rules []linerules.Spec `toml:"rules"`
 	// Action is the opt-in automatic action on a hung job: "none" (or its
 	// other name "notify": notify only), "cancel" or "requeue".
 	Action string `toml:"action"`
@@ -124,6 +130,11 @@ func (s *Settings) Load(f *config.File) error {
 	return nil
 }
 
+// LineRules compiles the site's line rules.
+func (s Settings) LineRules() (linerules.Set, error) {
+	return linerules.Compile(s.Rules, linerules.Kinds)
+}
+
 // Final returns s with the derived values filled in: an unset Period is at
 // most a sixth of the Window (so that VIGIL_HANG_DETECT_TIME=2 alone gives
 // 20 s samples), at least 1 s.
@@ -178,6 +189,9 @@ func (s Settings) Validate(f *config.File) error {
 	}
 	if s.TakeoverPeriods < 1 || s.TakeoverPeriods > 100 {
 		bad("takeover_periods", "%d: want 1 to 100", s.TakeoverPeriods)
+	}
+	if _, err := s.LineRules(); err != nil {
+		bad("rules", "%v", err)
 	}
 	if len(errs) == 0 {
 		if err := s.Hang.Validate(); err != nil {

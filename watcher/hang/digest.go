@@ -209,6 +209,17 @@ func ruleHits(in DigestInput, ev evidence, c Config) []ruleHit {
 	return hits
 }
 
+// firstAll is first over the job-level lines too.
+func (e evidence) firstAll(keep func(joblog.Match) bool) time.Time {
+	t := e.first(keep)
+	for _, l := range e.job {
+		if keep(l.Match) && (t.IsZero() || l.Time.Before(t)) {
+			t = l.Time
+		}
+	}
+	return t
+}
+
 // first is the time of the earliest line of any host for which keep
 // holds, zero for none.
 func (e evidence) first(keep func(joblog.Match) bool) time.Time {
@@ -225,8 +236,11 @@ func (e evidence) first(keep func(joblog.Match) bool) time.Time {
 
 // jobLevelCause is the cause that the lines naming no host support when
 // no rule named a culprit: a device fault, a transport error, then a
-// crash, in that order, with the lines; CauseUnknown without any.
+// crash, in that order, with the lines; CauseUnknown without any. A crash
+// after a collective timed out (PyTorch's watchdog takes the process down
+// and the launcher reports its exit) is the timeout's effect, not a cause.
 func jobLevelCause(ev evidence) (string, []string) {
+	timedOut := ev.firstAll(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog })
 	for _, k := range []struct {
 		cause string
 		is    func(joblog.Match) bool
@@ -237,7 +251,7 @@ func jobLevelCause(ev evidence) (string, []string) {
 	} {
 		var ls []LogEvidence
 		for _, l := range ev.job {
-			if k.is(l.Match) {
+			if k.is(l.Match) && (k.cause != CauseRankFailed || timedOut.IsZero() || l.Time.Before(timedOut)) {
 				ls = append(ls, l)
 			}
 		}

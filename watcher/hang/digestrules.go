@@ -1,6 +1,7 @@
 package hang
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/vigil-hpc/vigil/watcher/joblog"
@@ -19,6 +20,7 @@ const (
 	DigestBehindInWork     = "BehindInWork"     // fewer completed NCCL works than its peers
 	DigestOtherEpoch       = "OtherEpoch"       // another epoch than its peers
 	DigestBehindInSteps    = "BehindInSteps"    // fewer steps than its peers
+	DigestIOStalled        = "IOStalled"        // the kernel says its I/O is stuck (hung task, NFS not responding)
 )
 
 // digestRule names culprits for cause; shows is the kind of line that
@@ -39,7 +41,7 @@ var digestRules = []digestRule{
 	{CauseBadDevice, badDevice, func(m joblog.Match) bool { return m.Fault }},
 	{CauseRankFailed, rankFailed, isCrash},
 	{CauseNetwork, network, isNet},
-	{CauseDataStall, dataStall, nil},
+	{CauseDataStall, dataStall, isStall},
 	{CauseDifferentProgress, differentProgress, func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }},
 }
 
@@ -83,8 +85,13 @@ func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 // isCrash is a traceback, a CUDA error or srun's word that a task ended
 // badly.
 func isCrash(m joblog.Match) bool {
-	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError || m.Kind == joblog.KindTaskExit
+	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError || m.Kind == joblog.KindTaskExit ||
+		m.Kind == joblog.KindOOMKill
 }
+
+// isStall is the kernel's word that the host's I/O is stuck: a task
+// blocked for minutes, an NFS server that stopped answering.
+func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Kind == joblog.KindNFS }
 
 // rankFailed names the hosts whose processes are gone or few, or whose
 // watcher fell silent (the telemetry culprit rules), and the hosts with a
@@ -265,7 +272,24 @@ func dataStall(in DigestInput, ev evidence, c Config) []DigestCulprit {
 		if u, ok := meanUtil(cu.sample); ok {
 			e["util"] = round(u)
 		}
+		if ls := ev.of(cu.Host, isStall); len(ls) > 0 {
+			e["lines"] = lines(ls)
+		}
 		out = append(out, DigestCulprit{Host: cu.Host, Reason: cu.Reason, Evidence: e})
+	}
+	// The kernel's own word names the hosts whose I/O is stuck, when not
+	// every host says it (a shared file system down for all is no culprit).
+	var stalled []string
+	for _, h := range ev.hosts {
+		if len(ev.of(h, isStall)) > 0 && !slices.ContainsFunc(out, func(c DigestCulprit) bool { return c.Host == h }) {
+			stalled = append(stalled, h)
+		}
+	}
+	if all := len(digestHosts(in)); len(stalled) > 0 && (all <= 1 || len(stalled) < all) {
+		for _, h := range stalled {
+			ls := ev.of(h, isStall)
+			out = append(out, DigestCulprit{Host: h, Reason: DigestIOStalled, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
+		}
 	}
 	return out
 }

@@ -204,7 +204,7 @@ func (j *jobTrack) anyHung() bool {
 }
 
 func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
-	m, ok := joblog.Line(s.Log.Line)
+	m, ok := joblog.LineIn(s.Log.Stream, s.Log.Line)
 	if !ok {
 		return
 	}

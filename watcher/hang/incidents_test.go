@@ -139,7 +139,7 @@ func incidentTrace(in incident) []trace.Sample {
 			} else {
 				host = in.BatchHost
 			}
-			if _, ok := joblog.Line(line); !ok {
+			if _, ok := joblog.LineIn(b.Stream, line); !ok {
 				continue
 			}
 			logs = append(logs, trace.Sample{V: trace.Version, Time: incidentT0.Add(time.Duration(m) * time.Minute),
@@ -264,7 +264,7 @@ func judge(name string, in incident, v verdict) score {
 	} else if !s.CauseRight {
 		kinds := map[string]bool{}
 		for _, r := range v.Recorded {
-			m, _ := joblog.Line(r.Log.Line)
+			m, _ := joblog.LineIn(r.Log.Stream, r.Log.Line)
 			kinds[string(m.Kind)] = true
 		}
 		why = append(why, fmt.Sprintf("the matched lines (%s) lead to %s", strings.Join(sortedSet(kinds), ", "), v.Cause))

@@ -73,6 +73,7 @@ type Match struct {
 	Fault     bool   `json:"fault"`     // a device fault (fault XID, uncorrectable ECC, NPU error code in a major alarm)
 	Epoch     int64  `json:"epoch"`
 	Step      int64  `json:"step"`
+	Rule      string `json:"rule,omitempty"` // the line rule that matched, "" for the built-in parsers
 }
 
 // MaxLine is the longest line kept, in bytes; a longer one is cut.
@@ -94,8 +95,16 @@ var (
 )
 
 // Line returns what line says, and false for a line that matches nothing
-// known (most lines). It is a pure function: safe for concurrent use.
-func Line(line string) (Match, bool) {
+// known (most lines): LineIn for a line of the job's output.
+func Line(line string) (Match, bool) { return LineIn("", line) }
+
+// LineIn returns what a line of stream ("kmsg" for the kernel log, else
+// the job's output) says: XID and Ascend DCMI lines are parsed first, then
+// the line rules (the shipped rules.toml, overridden by the site's
+// [[watch.rules]]: SetSiteRules), then NCCL's own lines, PyTorch's
+// watchdog and progress lines. A rule of kind ignore silences a line. It
+// is safe for concurrent use.
+func LineIn(stream, line string) (Match, bool) {
 	if len(line) > MaxLine {
 		line = line[:MaxLine]
 	}
@@ -106,27 +115,25 @@ func Line(line string) (Match, bool) {
 		ok = kernel(line, &m)
 	case strings.Contains(line, "dcmi: npu") && strings.Contains(line, "error code"):
 		ok = npuError(line, &m)
-	case containsFold(line, "uncorrectable") && containsFold(line, "ECC"):
-		m.Kind, m.Fault, ok = KindECC, true, true
-	case strings.Contains(line, "NCCL WARN") || strings.Contains(line, "NCCL INFO"):
-		ok = nccl(line, &m)
-	case strings.Contains(line, "WorkNCCL(") || strings.Contains(line, "NCCL work:"):
-		ok = watchdog(line, &m)
-	case reSrunErr.MatchString(line) && (strings.Contains(line, "Exited with exit code") || strings.Contains(line, "Killed") ||
-		strings.Contains(line, "Segmentation fault") || strings.Contains(line, "Aborted") || strings.Contains(line, "terminated")):
-		m.Kind, ok = KindTaskExit, true
-	case strings.Contains(line, "Traceback (most recent call last)"):
-		m.Kind, ok = KindTraceback, true
-	case strings.Contains(line, "CUDA error") || strings.Contains(line, "CUDA_ERROR_") ||
-		strings.Contains(line, "illegal memory access") || strings.Contains(line, "CUDA out of memory"):
-		m.Kind, ok = KindCUDAError, true
 	default:
-		ok = progress(line, &m)
+		var hit bool
+		if hit, ok = byRule(line, stream, &m); hit {
+			break
+		}
+		switch {
+		case strings.Contains(line, "NCCL WARN") || strings.Contains(line, "NCCL INFO"):
+			ok = nccl(line, &m)
+		case strings.Contains(line, "WorkNCCL(") || strings.Contains(line, "NCCL work:"):
+			ok = watchdog(line, &m)
+		default:
+			ok = progress(line, &m)
+		}
 	}
 	if !ok {
 		return Match{}, false
 	}
-	if m.Kind != KindXID && m.Kind != KindECC && m.Kind != KindNPUError {
+	if m.Kind != KindXID && m.Kind != KindECC && m.Kind != KindNPUError && m.Kind != KindOOMKill &&
+		m.Kind != KindHungTask && m.Kind != KindNFS {
 		m.Rank = int(num(reRank, line, 1<<20))
 	}
 	return m, true

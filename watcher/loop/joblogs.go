@@ -150,7 +150,7 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 	}
 	keep := func(stream, line string) {
 		if len(out) < MaxLogLinesPerPoll {
-			if _, ok := joblog.Line(line); ok {
+			if _, ok := joblog.LineIn(stream, line); ok {
 				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
 					Log: &trace.Log{Stream: stream, Line: line}})
 			}

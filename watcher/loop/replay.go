@@ -32,6 +32,9 @@ func Replay(paths []string, html string, s Settings, stdin io.Reader, stdout, st
 	if err := s.Validate(nil); err != nil {
 		return err
 	}
+	if err := UseSiteRules(s); err != nil {
+		return err
+	}
 	if len(paths) == 0 {
 		return fmt.Errorf("%w: no trace given", ErrReplayArgs)
 	}

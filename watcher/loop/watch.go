@@ -64,7 +64,7 @@ var ErrNotInJob = errors.New("vigil-watch must run inside a Slurm job (srun --ov
 // leaves the node or ctx ends (SIGTERM). Both end it cleanly with nil.
 func Watch(ctx context.Context, o Options) error {
 	s := o.Settings.Final()
-	if err := s.Validate(nil); err != nil {
+	if err := errors.Join(s.Validate(nil), UseSiteRules(s)); err != nil {
 		return err
 	}
 	log := o.Log

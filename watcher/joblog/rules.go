@@ -1,0 +1,102 @@
+package joblog
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/vigil-hpc/vigil/internal/linerules"
+)
+
+// Kinds of lines the shipped rules name, beside those of match.go.
+const (
+	// KindOOMKill: the kernel's OOM killer killed a process of the host.
+	KindOOMKill Kind = "oom-kill"
+	// KindHungTask: the kernel reports a task blocked for minutes (I/O).
+	KindHungTask Kind = "hung-task"
+	// KindNFS: an NFS server stopped answering the host.
+	KindNFS Kind = "nfs"
+)
+
+// RuleKinds are the evidence kinds a line rule may name (linerules.Kinds:
+// a test keeps it equal to this package's kinds).
+func RuleKinds() []string { return linerules.Kinds }
+
+//go:embed rules.toml
+var shippedRules string
+
+var (
+	shippedOnce sync.Once
+	shipped     linerules.Set
+	shippedErr  error
+	// active are the rules Line uses: the shipped ones, overridden by the
+	// site's (SetSiteRules) once the program has read its config.
+	active atomic.Pointer[linerules.Set]
+)
+
+// ShippedRules are the rules of rules.toml, compiled.
+func ShippedRules() (linerules.Set, error) {
+	shippedOnce.Do(func() {
+		var f struct {
+			Rule []linerules.Spec `toml:"rule"`
+		}
+		md, err := toml.Decode(shippedRules, &f)
+		if err == nil && len(md.Undecoded()) > 0 {
+			err = fmt.Errorf("unknown keys %v", md.Undecoded())
+		}
+		if err == nil {
+			shipped, err = linerules.Compile(f.Rule, RuleKinds())
+		}
+		if err != nil {
+			shippedErr = fmt.Errorf("joblog: the shipped rules.toml: %w", err)
+		}
+	})
+	return shipped, shippedErr
+}
+
+// SetSiteRules makes Line use the shipped rules overridden by site's (a
+// site rule of a shipped rule's name replaces it; the others come first).
+// Programs call it once, after reading [[watch.rules]], before matching.
+func SetSiteRules(site linerules.Set) {
+	s, _ := ShippedRules()
+	all := s.Override(site)
+	active.Store(&all)
+}
+
+// ActiveRules are the rules in force (ShippedRules, overridden by the
+// site's after SetSiteRules).
+func ActiveRules() linerules.Set { return rules() }
+
+// rules are the rules in force.
+func rules() linerules.Set {
+	if r := active.Load(); r != nil {
+		return *r
+	}
+	s, _ := ShippedRules()
+	return s
+}
+
+// byRule applies the first rule that matches line, if any: ok reports a
+// match, keep whether the line is evidence (false for a rule of kind
+// ignore).
+func byRule(line, stream string, m *Match) (ok, keep bool) {
+	s := linerules.StreamOutput
+	if stream == "kmsg" {
+		s = linerules.StreamKmsg
+	}
+	r, peer, found := rules().Match(line, s)
+	if !found {
+		return false, false
+	}
+	if r.Kind == linerules.KindIgnore {
+		return true, false
+	}
+	m.Kind, m.Fault, m.Peer = Kind(r.Kind), r.Fault, peer
+	m.Rule = r.Name
+	m.GDR = m.Kind == KindNCCLNet && (strings.Contains(line, "GDR") || containsFold(line, "GPUDirect"))
+	return true, true
+}
