@@ -444,8 +444,11 @@ func (c *cgroups) refresh() error {
 }
 
 // StepDirs lists the step directories (step_*) below each job cgroup
-// directory, leaving out step_<ownStep>. With ownStep "" (not run as a step)
-// it returns jobDirs themselves. A job directory that has vanished is an
+// directory, leaving out step_<ownStep>. Under cgroup v2 a step holds its
+// slurmstepd in step_*/slurm beside the tasks in step_*/user: then the
+// step's user directory is listed, so that slurmstepd's CPU and I/O never
+// count as the job's progress. With ownStep "" (not run as a step) it
+// returns jobDirs themselves. A job directory that has vanished is an
 // error wrapping os.ErrNotExist.
 func StepDirs(jobDirs []string, ownStep string) ([]string, error) {
 	if ownStep == "" {
@@ -459,7 +462,11 @@ func StepDirs(jobDirs []string, ownStep string) ([]string, error) {
 		}
 		for _, e := range ents {
 			if e.IsDir() && strings.HasPrefix(e.Name(), "step_") && e.Name() != "step_"+ownStep {
-				out = append(out, filepath.Join(d, e.Name()))
+				step := filepath.Join(d, e.Name())
+				if fi, err := os.Stat(filepath.Join(step, "user")); err == nil && fi.IsDir() {
+					step = filepath.Join(step, "user")
+				}
+				out = append(out, step)
 			}
 		}
 	}

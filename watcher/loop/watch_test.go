@@ -325,3 +325,28 @@ func TestStepDirs(t *testing.T) {
 		t.Errorf("vanished job dir: %v", err)
 	}
 }
+
+// TestStepDirsV2: under cgroup v2 a step's slurmstepd sits in
+// step_*/slurm beside its tasks in step_*/user (the real layout of Slurm
+// 22.05 and 24.11): only the user directory is the job's.
+func TestStepDirsV2(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"job_7/step_batch/slurm", "job_7/step_batch/user/task_special", "job_7/step_0/slurm",
+		"job_7/step_0/user/task_0", "job_7/step_1/slurm", "job_7/step_1/user/task_0"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := StepDirs([]string{filepath.Join(root, "job_7")}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel []string
+	for _, g := range got {
+		r, _ := filepath.Rel(root, g)
+		rel = append(rel, r)
+	}
+	if want := "job_7/step_0/user job_7/step_batch/user"; strings.Join(rel, " ") != want {
+		t.Errorf("StepDirs = %v, want %s", rel, want)
+	}
+}
