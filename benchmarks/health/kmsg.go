@@ -2,84 +2,37 @@ package health
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 )
 
-// logLine is one kernel log message.
-type logLine struct {
-	// seq is the kmsg sequence number (0 for plain text lines).
-	seq uint64
-	// usec is the kmsg time stamp in microseconds since boot (0 for plain text).
-	usec uint64
-	// text is the message without the kmsg header.
-	text string
-}
+// logLine is one kernel log message (kmsg.Record: the one parser of the
+// kernel log, shared with the watcher).
+type logLine = kmsg.Record
 
-// kmsgHeader matches the "priority,sequence,microseconds,flags[,...];"
-// prefix of a /dev/kmsg record.
-var kmsgHeader = regexp.MustCompile(`^(\d+),(\d+),(\d+),[^;]*;`)
-
-// parseLogLine reads one record or line: a /dev/kmsg record (its
-// continuation lines, which start with a space, are dropped) or a plain
-// text line as syslog writes it.
-func parseLogLine(b []byte) logLine {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
-	}
-	m := kmsgHeader.FindSubmatchIndex(b)
-	if m == nil {
-		return logLine{text: string(b)}
-	}
-	seq, err1 := strconv.ParseUint(string(b[m[4]:m[5]]), 10, 64)
-	usec, err2 := strconv.ParseUint(string(b[m[6]:m[7]]), 10, 64)
-	if err1 != nil || err2 != nil {
-		// Out of range: not a record the kernel wrote. Read as text, so
-		// that a saturated sequence number cannot move the saved
-		// position past every later record.
-		return logLine{text: string(b)}
-	}
-	return logLine{seq: seq, usec: usec, text: string(b[m[1]:])}
-}
+// parseLogLine reads one /dev/kmsg record or plain text line.
+func parseLogLine(b []byte) logLine { return kmsg.Parse(b) }
 
 // readKmsg reads every record of a /dev/kmsg character device whose
 // sequence number is above after (all records when all is true), without
 // blocking. It returns the records and the highest sequence number seen.
 func readKmsg(path string, after uint64, all bool) ([]logLine, uint64, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := kmsg.Open(path)
 	if err != nil {
-		return nil, after, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, after, err
 	}
 	defer syscall.Close(fd)
-	last := after
-	var out []logLine
-	buf := make([]byte, 16<<10) // a record is at most 8 KiB
-	for {
-		n, err := syscall.Read(fd, buf)
-		switch {
-		case errors.Is(err, syscall.EAGAIN):
-			return out, last, nil
-		case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EINTR):
-			continue // records overwritten before we read them, or a signal
-		case err != nil:
-			return out, last, &os.PathError{Op: "read", Path: path, Err: err}
-		case n == 0:
-			return out, last, nil
-		}
-		l := parseLogLine(buf[:n])
-		if !all && l.seq <= after {
-			continue
-		}
-		out = append(out, l)
-		last = max(last, l.seq)
+	out, last, err := kmsg.ReadAvailable(fd, after, all, 0)
+	if err != nil {
+		err = &os.PathError{Op: "read", Path: path, Err: err}
 	}
+	return out, last, err
 }
 
 // fileIdentity tells one log file from the file that replaced it.

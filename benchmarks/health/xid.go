@@ -37,11 +37,11 @@ type xidEvent struct {
 
 // parseXID returns the XID event in a log message, if there is one.
 func parseXID(l logLine) (xidEvent, bool) {
-	ev, ok := nvxid.Parse(l.text)
+	ev, ok := nvxid.Parse(l.Text)
 	if !ok {
 		return xidEvent{}, false
 	}
-	return xidEvent{Event: ev, Seq: l.seq}, true
+	return xidEvent{Event: ev, Seq: l.Seq}, true
 }
 
 // faultRule decides which XID events fail the check: those whose Blame

@@ -55,28 +55,28 @@ func FuzzParseXID(f *testing.F) {
 	addKmsgSeeds(f, false)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l := parseLogLine(b)
-		if strings.Contains(l.text, "\n") {
-			t.Fatalf("%q: message spans lines: %q", b, l.text)
+		if strings.Contains(l.Text, "\n") {
+			t.Fatalf("%q: message spans lines: %q", b, l.Text)
 		}
 		first, _, _ := bytes.Cut(b, []byte{'\n'})
-		if !bytes.HasSuffix(first, []byte(l.text)) {
-			t.Fatalf("%q: message %q is not the end of the first line", b, l.text)
+		if !bytes.HasSuffix(first, []byte(l.Text)) {
+			t.Fatalf("%q: message %q is not the end of the first line", b, l.Text)
 		}
-		if l.seq != 0 {
+		if l.Seq != 0 {
 			h, _, _ := bytes.Cut(first, []byte{';'})
-			if f := bytes.Split(h, []byte{','}); len(f) < 3 || string(f[1]) == "" || parseSeq(f[1]) != l.seq {
-				t.Fatalf("%q: sequence %d is not the record's", b, l.seq)
+			if f := bytes.Split(h, []byte{','}); len(f) < 3 || string(f[1]) == "" || parseSeq(f[1]) != l.Seq {
+				t.Fatalf("%q: sequence %d is not the record's", b, l.Seq)
 			}
 		}
 		ev, ok := parseXID(l)
 		if !ok {
 			return
 		}
-		if ev.Code < 0 || ev.Seq != l.seq || ev.Text != strings.TrimSpace(ev.Text) ||
+		if ev.Code < 0 || ev.Seq != l.Seq || ev.Text != strings.TrimSpace(ev.Text) ||
 			ev.PCI != pci.Normalise(ev.PCI) || ev.PCI != strings.ToLower(ev.PCI) {
 			t.Fatalf("%q: event %+v", b, ev)
 		}
-		rec := fmt.Sprintf("4,%d,%d,-;NVRM: Xid (PCI:%s): %d, %s\n", ev.Seq, l.usec, ev.PCI, ev.Code, ev.Text)
+		rec := fmt.Sprintf("4,%d,%d,-;NVRM: Xid (PCI:%s): %d, %s\n", ev.Seq, l.Usec, ev.PCI, ev.Code, ev.Text)
 		if again, ok := parseXID(parseLogLine([]byte(rec))); !ok || again != ev {
 			t.Fatalf("%+v written as %q reads back as %+v, %v", ev, rec, again, ok)
 		}
@@ -119,14 +119,14 @@ func FuzzReadLogFile(f *testing.F) {
 				continue
 			}
 			if line[0] != ' ' {
-				texts = append(texts, parseLogLine(line).text)
+				texts = append(texts, parseLogLine(line).Text)
 				bounds = append(bounds, pos)
 			}
 			pos += int64(len(line))
 		}
 		got := make([]string, len(all))
 		for i, l := range all {
-			got[i] = l.text
+			got[i] = l.Text
 		}
 		if !slices.Equal(got, texts) {
 			t.Fatalf("read %q, want %q", got, texts)

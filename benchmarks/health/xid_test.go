@@ -310,7 +310,7 @@ func TestReadKmsgDevice(t *testing.T) {
 	}
 	has := func(lines []logLine, s string) bool {
 		for _, l := range lines {
-			if strings.Contains(l.text, s) {
+			if strings.Contains(l.Text, s) {
 				return true
 			}
 		}
@@ -329,7 +329,7 @@ func TestReadKmsgDevice(t *testing.T) {
 	assert.False(t, has(lines, marker+" one"), "records up to the last position are skipped")
 	assert.Greater(t, last2, last)
 	for _, l := range lines {
-		assert.Greater(t, l.seq, last)
+		assert.Greater(t, l.Seq, last)
 	}
 
 	// The whole check over the real device: readable, nothing unknown.

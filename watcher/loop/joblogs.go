@@ -1,16 +1,15 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 
 	"github.com/sirupsen/logrus"
 
@@ -104,15 +103,15 @@ func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string
 	}
 	// A raw descriptor: through os.File, the runtime's poller would park a
 	// read of /dev/kmsg until the kernel logs something.
-	kmsg := filepath.Join(root, "dev", "kmsg")
-	fd, err := syscall.Open(kmsg, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	kmsgPath := filepath.Join(root, "dev", "kmsg")
+	fd, err := kmsg.Open(kmsgPath)
 	if err == nil {
 		if _, err = syscall.Seek(fd, 0, io.SeekEnd); err != nil { // only what the kernel says from now on
 			syscall.Close(fd)
 		}
 	}
 	if err != nil {
-		log.WithError(&os.PathError{Op: "open", Path: kmsg, Err: err}).Info("the kernel log is not readable by the job's user " +
+		log.WithError(err).Info("the kernel log is not readable by the job's user " +
 			"(dmesg_restrict=1 restricts /dev/kmsg to root): its XID and ECC lines are not collected; " +
 			"NVML's fault events (or DCMI's error codes) still are where the devices give them, and the epilog's re-check still sees the node's devices")
 	} else {
@@ -202,30 +201,13 @@ func (j *JobLogs) deviceLines() []string {
 }
 
 // readKmsg reads the kernel log records available now from /dev/kmsg
-// (one record per read, "prio,seq,time,flags;message", continuation lines
-// starting with a space) and returns their messages.
+// (kmsg.ReadAvailable, the one reader of the kernel log), their messages
+// only, at most 4096 a poll.
 func readKmsg(fd int) []string {
-	var out []string
-	buf := make([]byte, 8192)
-	for range 4096 {
-		n, err := syscall.Read(fd, buf)
-		if n > 0 {
-			for _, rec := range bytes.Split(buf[:n], []byte{'\n'}) {
-				if len(rec) == 0 || rec[0] == ' ' {
-					continue
-				}
-				if i := bytes.IndexByte(rec, ';'); i >= 0 {
-					rec = rec[i+1:]
-				}
-				out = append(out, string(rec))
-			}
-		}
-		if errors.Is(err, syscall.EPIPE) { // records overwritten before we read them
-			continue
-		}
-		if err != nil || n <= 0 { // EAGAIN: nothing more for now
-			break
-		}
+	recs, _, _ := kmsg.ReadAvailable(fd, 0, true, 4096)
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Text
 	}
 	return out
 }
