@@ -1,0 +1,161 @@
+package realjob
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+)
+
+// observed is what a job showed: the answer the table's row asserts.
+type observed struct {
+	state    string
+	verdict  *event // the first hung event of any watcher
+	digest   []hook // the webhooks with a digest
+	hooks    int
+	cause    string
+	culprits []int
+}
+
+func observe(j *job, state string, hooks []hook) observed {
+	o := observed{state: state, hooks: len(hooks)}
+	for _, e := range events(j.dir) {
+		if e.Event == "hung" && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
+			e := e
+			o.verdict = &e
+		}
+	}
+	for _, h := range hooks {
+		dg, _ := h.body["digest"].(map[string]any)
+		if dg == nil {
+			continue
+		}
+		o.digest = append(o.digest, h)
+		o.cause, _ = dg["cause"].(string)
+		cs, _ := dg["culprits"].([]any)
+		for _, c := range cs {
+			host, _ := c.(map[string]any)["host"].(string)
+			o.culprits = append(o.culprits, slices.Index(j.hosts, host))
+		}
+	}
+	return o
+}
+
+// check asserts the job's row and prints the measured times from the
+// fault to the first verdict and to the digest.
+func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, hooks []hook) {
+	o := observe(j, state, hooks)
+	at, faulted := faultTime(j.dir)
+	measure := "no fault noted"
+	if faulted {
+		measure = "fault→verdict " + since(at, o.verdict != nil, func() time.Time { return o.verdict.Time }) +
+			", fault→digest " + since(at, len(o.digest) > 0, func() time.Time { return o.digest[0].at })
+	}
+	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v cause %q culprits %v",
+		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.cause, o.culprits)
+	defer func() {
+		if t.Failed() {
+			dump(t, c, j)
+		}
+	}()
+	w := j.want
+	if !faulted {
+		t.Errorf("the job never reached its fault (no %s/fault)", j.dir)
+	}
+	if o.state != w.state {
+		t.Errorf("job state %s, want %s", o.state, w.state)
+	}
+	if (o.verdict != nil) != w.verdict {
+		t.Errorf("hung verdict %v, want %v", o.verdict, w.verdict)
+	}
+	switch {
+	case w.digest && (len(o.digest) != 1 || o.hooks != 1):
+		t.Errorf("%d webhooks (%d with a digest), want exactly one, with the digest", o.hooks, len(o.digest))
+	case w.digest && (o.cause != w.cause || !slices.Equal(o.culprits, w.culprits)):
+		t.Errorf("digest cause %q culprits %v (of %v), want %q %v", o.cause, o.culprits, j.hosts, w.cause, w.culprits)
+	case w.digest && !strings.Contains(comment, "vigil: hung since"):
+		t.Errorf("job comment %q, want vigil's hang note", comment)
+	case !w.digest && o.hooks != 0:
+		t.Errorf("%d webhooks, want none", o.hooks)
+	}
+	if out := c.JobOutput(j.id); !strings.Contains(out, w.output) {
+		t.Errorf("the job's output lacks %q", w.output)
+	}
+	reps, _ := filepath.Glob(filepath.Join(j.dir, "vigil-hang-*.json"))
+	if w.digest != (len(reps) > 0) {
+		t.Errorf("hang reports %v, want some: %v", reps, w.digest)
+	}
+	if w.gap != "" {
+		t.Logf("known gap %s (docs/testing.md): this answer is what vigil gives today, not the right one", w.gap)
+	}
+}
+
+func since(at time.Time, ok bool, then func() time.Time) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprintf("%.1fs", then().Sub(at).Seconds())
+}
+
+func dump(t *testing.T, c *slurmtest.Cluster, j *job) {
+	t.Logf("job %s output:\n%s", j.id, tail(c.JobOutput(j.id), 4000))
+	files, _ := filepath.Glob(filepath.Join(j.dir, "watch-*"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		t.Logf("%s:\n%s", f, tail(string(b), 3000))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// meta describes a recorded fixture.
+type meta struct {
+	Fault   string   `json:"fault"`
+	Torch   string   `json:"torch"`
+	Slurm   string   `json:"slurm"`
+	Cgroup  string   `json:"cgroup"`
+	Job     string   `json:"job"`
+	Hosts   []string `json:"hosts"`
+	Window  string   `json:"window"`
+	FaultAt string   `json:"fault_at,omitempty"`
+}
+
+// record copies what the job printed (its output: PyTorch's, gloo's and
+// the launcher's own lines), its watchers' events and their traces.
+func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window}
+	if at, ok := faultTime(j.dir); ok {
+		m.FaultAt = at.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	files := map[string][]byte{"meta.json": append(b, '\n'), "job.out": []byte(c.JobOutput(j.id))}
+	srcs, _ := filepath.Glob(filepath.Join(j.dir, "rec-*.jsonl"))
+	for i, f := range srcs {
+		b, _ := os.ReadFile(f)
+		files[fmt.Sprintf("trace-%d.jsonl", i)] = b
+	}
+	srcs, _ = filepath.Glob(filepath.Join(j.dir, "watch-*.out"))
+	for _, f := range srcs {
+		b, _ := os.ReadFile(f)
+		files["events-"+strings.TrimPrefix(filepath.Base(f), "watch-")] = b
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package realjob
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+)
+
+var recordTo = flag.String("record", "", "copy each job's output, events and traces to DIR/FAULT (refresh testdata/fixtures/VERSION)")
+
+// jobScript starts the watcher the way docs/watch.md tells users (its own
+// step, --overlap, one task per node, VIGIL_HANG_DETECT_TIME for the
+// window), finds the master's address as Slurm scripts do, and launches
+// the training. %[1]s: the job's directory; %[2]s: the window; %[3]s: the
+// nodes' gloo addresses; %[4]d: the master port; %[5]s: the watcher's
+// command; %[6]s: the training's launch.
+const jobScript = `#!/bin/sh
+export D=%[1]s FAULT_DIR=%[1]s
+export VIGIL_HANG_DETECT_TIME=%[2]s
+export GLOO_NODE_ADDRS=%[3]s MASTER_PORT=%[4]d
+first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_ADDR=$(scontrol show node -o "$first" | sed 's/.* NodeAddr=\([^ ]*\).*/\1/')
+srun --overlap --ntasks-per-node=1 --output=$D/watch-%%n.out --error=$D/watch-%%n.err %[5]s &
+%[6]s
+rc=$?
+echo "training exit $rc"
+exit $rc
+`
+
+// launch is the training's command line: srun with one task per rank, or
+// srun with one torchrun per node.
+func (f fault) command(dir string) string {
+	train := fmt.Sprintf("%s/train.py --data %s/data --ckpt %s/ckpt.pt --fault-rank %d %s", dir, dir, dir, f.rankOn(), f.args)
+	if f.launch == "srun" {
+		return fmt.Sprintf("srun --ntasks-per-node=%d %s %s", f.per, python, train)
+	}
+	return fmt.Sprintf(`srun --ntasks-per-node=1 sh -c 'exec /usr/bin/torchrun --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=%d `+
+		`--node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --redirects 1 --tee 1 --log_dir %s/torchrun %s'`, f.per, dir, train)
+}
+
+type job struct {
+	fault
+	id, dir string
+	hosts   []string // the job's nodes in Slurm's order (SLURM_NODEID)
+	blocked bool
+	undo    func()
+	state   string // the job's state once it ended (Slurm forgets ended jobs after MinJobAge)
+}
+
+// jobState is the job's state, remembered once it has ended.
+func jobState(t *testing.T, c *slurmtest.Cluster, j *job) string {
+	if j.state != "" {
+		return j.state
+	}
+	st := c.JobInfo(t, j.id).State
+	switch st {
+	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
+		j.state = st
+	}
+	return st
+}
+
+func TestE2ERealPyTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster and real PyTorch jobs")
+	}
+	version := torchVersion(t)
+	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
+	for _, cg := range cgroupVersions {
+		t.Run("cgroup-"+cg, func(t *testing.T) {
+			t.Parallel()
+			runFaults(t, bin, version, clusterOptions(t, cg))
+		})
+	}
+}
+
+// cgroupVersions the test runs on, one cluster each, in parallel.
+var cgroupVersions = []string{"v1", "v2"}
+
+func clusterOptions(t *testing.T, cg string) slurmtest.Options {
+	o := slurmtest.Options{Nodes: 3 * len(faults), NodeAddrs: true, Cgroup: slurmtest.CgroupV1}
+	if cg == "v2" {
+		o.Cgroup = slurmtest.CgroupV2
+	}
+	return o
+}
+
+func runFaults(t *testing.T, bin, version string, o slurmtest.Options) {
+	c := slurmtest.Start(t, o)
+	if c.CgroupPlugin == "" {
+		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
+	}
+	t.Logf("PyTorch %s, Slurm %s, %s", version, c.Version, c.CgroupPlugin)
+	url, hooksOf := webhooks(t)
+	var addrs []string
+	for i, n := range c.Nodes {
+		addrs = append(addrs, n+"="+c.NodeAddrs[i])
+	}
+	jobs := make([]*job, len(faults))
+	for i, f := range faults {
+		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","), bin+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl")
+	}
+	start := time.Now()
+	defer func() {
+		for _, j := range jobs {
+			if j.undo != nil {
+				j.undo()
+			}
+			c.Command(t, "scancel", j.id)
+		}
+	}()
+	waitAll(t, c, jobs, hooksOf)
+	t.Logf("all jobs settled %.0fs after submission", time.Since(start).Seconds())
+	states := map[string]string{}
+	for _, j := range jobs {
+		states[j.id] = jobState(t, c, j)
+		if j.state == "" {
+			states[j.id+"/comment"] = c.JobInfo(t, j.id).Comment
+		}
+	}
+	for _, j := range jobs {
+		c.Command(t, "scancel", j.id)
+	}
+	for _, j := range jobs {
+		if j.state == "" {
+			c.WaitJob(t, j.id, 60*time.Second, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+		}
+		if j.undo != nil {
+			j.undo()
+		}
+	}
+	for _, j := range jobs {
+		t.Run(j.name, func(t *testing.T) {
+			check(t, c, j, states[j.id], states[j.id+"/comment"], hooksOf(j.id))
+			if *recordTo != "" {
+				run := "torch" + version + "-slurm" + c.Version + "-" + strings.TrimPrefix(c.CgroupPlugin, "cgroup/")
+				record(t, c, j, filepath.Join(*recordTo, run, j.name), version)
+			}
+		})
+	}
+}
+
+func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string) *job {
+	t.Helper()
+	dir := filepath.Join(jobsDir(t), f.name)
+	for _, d := range []string{dir, filepath.Join(dir, "data")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := os.ReadFile("testdata/train.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "train.py"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.args, "--fault data") { // the input shard of the fault rank's 4th epoch
+		if err := syscall.Mkfifo(filepath.Join(dir, "data", fmt.Sprintf("shard-%d-3", f.rankOn())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), watch, f.command(dir))
+	tasks := f.per
+	if f.launch == "torchrun" {
+		tasks = 1
+	}
+	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "3", "--mem=2000", fmt.Sprintf("--ntasks-per-node=%d", tasks),
+		"-w", strings.Join(nodes, ","), "--job-name", f.name)
+	return &job{fault: f, id: id, dir: dir}
+}
+
+// waitAll polls the jobs until each has settled: ended, or given its
+// digest, or past its fault by settle(); the network fault is injected
+// here once its job trains.
+func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []hook) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		done := 0
+		for _, j := range jobs {
+			if j.hosts == nil {
+				if nl := c.JobInfo(t, j.id).NodeList; nl != "" {
+					out, _ := c.Command(t, "scontrol", "show", "hostnames", nl)
+					j.hosts = strings.Fields(out)
+				}
+			}
+			if j.block && !j.blocked && j.hosts != nil && strings.Contains(c.JobOutput(j.id), fmt.Sprintf("step %d/", blockAt)) {
+				i := slices.Index(c.Nodes, j.hosts[j.node])
+				id, _ := strconv.Atoi(j.id)
+				j.undo = blockNode(t, c.NodeAddrs[i], c.NodePorts[i], 29000+id%1000) // vigil-watch's default port
+				j.blocked = true
+				writeFaultTime(t, j.dir, time.Now())
+				t.Logf("job %s: blocked %s (%s)", j.id, j.hosts[j.node], c.NodeAddrs[i])
+			}
+			if settled(t, c, j, hooksOf) {
+				done++
+			}
+		}
+		if done == len(jobs) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Errorf("the jobs did not settle within 5 minutes")
+}
+
+func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []hook) bool {
+	if jobState(t, c, j); j.state != "" {
+		return true
+	}
+	at, ok := faultTime(j.dir)
+	if !ok {
+		return false
+	}
+	for _, h := range hooksOf(j.id) {
+		if h.body["digest"] != nil && time.Since(h.at) > 20*time.Second {
+			return true // and a second one would have come by now
+		}
+	}
+	return time.Since(at) > j.settle()
+}
+
+// jobsDir holds the jobs' directories; it is kept, and named, when the
+// test fails.
+func jobsDir(t *testing.T) string {
+	t.Helper()
+	jobsMu.Lock()
+	defer jobsMu.Unlock()
+	if d, ok := jobsDirs[t.Name()]; ok {
+		return d
+	}
+	d, err := os.MkdirTemp("/tmp", "vrj-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o755)
+	jobsDirs[t.Name()] = d
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the jobs' directories are kept in %s", d)
+			return
+		}
+		os.RemoveAll(d)
+	})
+	return d
+}
+
+var (
+	jobsMu   sync.Mutex
+	jobsDirs = map[string]string{}
+)

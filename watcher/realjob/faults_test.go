@@ -1,0 +1,76 @@
+package realjob
+
+import "time"
+
+// A fault is one job of the e2e test: how it is launched, what goes
+// wrong, and what vigil answers today. A wrong answer is allowed only with
+// its gap named (gap, the id of its row in docs/testing.md's known-gaps
+// table): a fix flips the row and the table together.
+type fault struct {
+	name   string // sub-test and job name: letter-kind
+	launch string // "srun" (one task per rank) or "torchrun" (one per node)
+	per    int    // ranks per node
+	args   string // train.py's flags
+	window string // VIGIL_HANG_DETECT_TIME of the job
+	// node is the index, in Slurm's order (SLURM_NODEID), of the node whose
+	// last rank the fault hits (rankOn).
+	node int
+	// block: the test blocks node's traffic to its peers (iptables) once
+	// the job's output shows step blockAt. gloo's lower address listens
+	// and its peers connect from 127.0.0.1, so only the node of the lowest
+	// address (node 0) has all its pairs on its own address.
+	block bool
+
+	want outcome
+}
+
+// outcome is what the test asserts: the job's end, the verdict, the
+// digest (cause and culprits, as indexes of the job's sorted nodes) and a
+// line the job's output must hold.
+type outcome struct {
+	state    string // "FAILED" (died), "COMPLETED", "RUNNING" (hung until the test cancels it)
+	verdict  bool   // some watcher printed a hung event
+	digest   bool   // one webhook from the coordinator, with a digest
+	cause    string
+	culprits []int
+	output   string // in the job's output (PyTorch's, gloo's or the launcher's own words)
+	gap      string // known gap (docs/testing.md), "" when the answer is right
+}
+
+const (
+	faultWindow   = "60s" // VIGIL_HANG_DETECT_TIME of the fault jobs
+	healthyWindow = "2"   // of the healthy ones: 2 minutes, the new user's
+	blockAt       = 150
+)
+
+// faults: one job per row, all at once on one cluster of 3 nodes per job.
+var faults = []fault{
+	{name: "a-kill", launch: "srun", per: 1, args: "--fault kill --fault-step 150", window: faultWindow, node: 1,
+		want: outcome{state: "FAILED", output: "task 1: Killed", gap: "G1"}},
+	{name: "b-stop", launch: "torchrun", per: 2, args: "--fault stop --fault-step 150", window: faultWindow, node: 1,
+		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G2"}},
+	{name: "c-network", launch: "srun", per: 1, args: "", window: faultWindow, node: 0, block: true,
+		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G3"}},
+	{name: "d-desync", launch: "torchrun", per: 1, args: "--fault desync --fault-step 150 --steps 250", window: faultWindow, node: 1,
+		want: outcome{state: "FAILED", output: "gloo/transport/tcp/pair.cc", gap: "G4"}},
+	{name: "e-data", launch: "srun", per: 2, args: "--fault data --fault-step 150", window: faultWindow, node: 1,
+		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G5"}},
+	{name: "f-checkpoint", launch: "torchrun", per: 1, args: "--fault ckpt --fault-step 150 --pause 90 --steps 250", window: healthyWindow, node: 0,
+		want: outcome{state: "COMPLETED", output: "checkpoint saved in 90s"}},
+	{name: "f-eval", launch: "srun", per: 1, args: "--fault eval --fault-step 150 --pause 150 --steps 250", window: healthyWindow, node: 0,
+		want: outcome{state: "COMPLETED", output: "eval loss"}},
+}
+
+// rankOn is the rank the fault hits: the last rank of the node.
+func (f fault) rankOn() int { return f.per*f.node + f.per - 1 }
+
+// settle is how long after its fault a job is given to show its answer:
+// a window, the coordinator's digest a period later, and slack for a
+// loaded 2-core machine.
+func (f fault) settle() time.Duration {
+	w, _ := time.ParseDuration(f.window)
+	if f.window == healthyWindow {
+		w = 2 * time.Minute
+	}
+	return w + w/3 + 30*time.Second
+}

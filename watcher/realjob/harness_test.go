@@ -1,0 +1,172 @@
+package realjob
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// python is Debian's interpreter with python3-torch; the python3 first on
+// PATH may be another one without it.
+const python = "/usr/bin/python3"
+
+// torchVersion fails the test, with the install hint, when python cannot
+// import torch, and returns torch's version.
+func torchVersion(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(python, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available(); print(torch.__version__)").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s cannot import torch with gloo (%v): install Debian's PyTorch with: apt-get install -y --no-install-recommends python3-torch (make deps does)\n%s", python, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type hook struct {
+	at   time.Time
+	body map[string]any
+}
+
+// webhooks starts a receiver; of returns what came for one job.
+func webhooks(t *testing.T) (url string, of func(job string) []hook) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []hook
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var b map[string]any
+		if err := json.Unmarshal(data, &b); err != nil {
+			t.Errorf("webhook body %q: %v", data, err)
+		}
+		mu.Lock()
+		got = append(got, hook{time.Now(), b})
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/hook", func(job string) []hook {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []hook
+		for _, h := range got {
+			if h.body["job"] == job {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+}
+
+// freePort returns a TCP port free on every address right now (the
+// TCPStore of rank 0 listens on all of them).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// blockNode drops node addr's traffic to and from every other address,
+// except its slurmd port and the job's watchers' port (Slurm and the
+// watchers keep talking to it, as a data network fails while the
+// management network stays), in a chain of the test's own.
+// The rules are removed by the returned function and, on every path, in
+// t.Cleanup.
+func blockNode(t *testing.T, addr string, slurmdPort, watchPort int) (undo func()) {
+	t.Helper()
+	b := make([]byte, 4)
+	rand.Read(b)
+	chain := "VIGIL-RJ-" + hex.EncodeToString(b)
+	ipt := func(args ...string) error {
+		out, err := exec.Command("iptables", append([]string{"-w"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	var once sync.Once
+	undo = func() {
+		once.Do(func() {
+			ipt("-D", "OUTPUT", "-j", chain)
+			ipt("-F", chain)
+			ipt("-X", chain)
+		})
+	}
+	t.Cleanup(undo)
+	ports := strconv.Itoa(slurmdPort) + "," + strconv.Itoa(watchPort)
+	for _, r := range [][]string{
+		{"-N", chain},
+		{"-A", chain, "-d", addr, "-p", "tcp", "-m", "multiport", "!", "--dports", ports, "-j", "DROP"},
+		{"-A", chain, "-s", addr, "-p", "tcp", "-m", "multiport", "!", "--sports", ports, "-j", "DROP"},
+		{"-I", "OUTPUT", "-j", chain},
+	} {
+		if err := ipt(r...); err != nil {
+			t.Fatalf("%v (iptables is a Debian package: apt-get install -y iptables)", err)
+		}
+	}
+	return undo
+}
+
+// event is one JSON line of a watcher's standard output.
+type event struct {
+	Time   time.Time `json:"time"`
+	Host   string    `json:"host"`
+	Event  string    `json:"event"`
+	Reason string    `json:"reason"`
+	Cause  string    `json:"cause"`
+}
+
+// events reads the events of the job's watchers (watch-N.out).
+func events(dir string) []event {
+	var out []event
+	files, _ := filepath.Glob(filepath.Join(dir, "watch-*.out"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var e event
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// faultTime reads the time a job's rank noted before its fault.
+func faultTime(dir string) (time.Time, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "fault"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)), true
+}
+
+func writeFaultTime(t *testing.T, dir string, at time.Time) {
+	t.Helper()
+	s := fmt.Sprintf("%.6f block -1\n", float64(at.UnixNano())/1e9)
+	if err := os.WriteFile(filepath.Join(dir, "fault"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

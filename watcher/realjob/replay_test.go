@@ -1,0 +1,110 @@
+package realjob
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
+)
+
+// TestReplayRecordedJobs replays, without Slurm, what the watchers of the
+// e2e test's real PyTorch jobs recorded (testdata/fixtures/TORCH/FAULT,
+// refreshed with go test -run TestE2ERealPyTorch -args -record=DIR): the
+// detector and the digest give the answer of the fault's row, the one the
+// live watchers gave. Each fixture also keeps what the job printed
+// (job.out), which must hold the row's line.
+func TestReplayRecordedJobs(t *testing.T) {
+	dirs, _ := filepath.Glob("testdata/fixtures/*/*")
+	if len(dirs) == 0 {
+		t.Fatal("no recorded fixtures under testdata/fixtures")
+	}
+	for _, dir := range dirs {
+		t.Run(strings.TrimPrefix(dir, "testdata/fixtures/"), func(t *testing.T) {
+			var m meta
+			b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+			if err != nil || json.Unmarshal(b, &m) != nil {
+				t.Fatalf("%s/meta.json: %v", dir, err)
+			}
+			i := slices.IndexFunc(faults, func(f fault) bool { return f.name == m.Fault })
+			if i < 0 {
+				t.Fatalf("fixture of fault %q, which the table has no row for", m.Fault)
+			}
+			replayFixture(t, dir, m, faults[i])
+		})
+	}
+}
+
+// replayConfig is the watcher's configuration for the job's window, as
+// vigil-watch derives it from VIGIL_HANG_DETECT_TIME: the period a sixth of
+// the window, the grace the window (the job's window is shorter than the
+// default grace).
+func replayConfig(window string) hang.Config {
+	w, err := time.ParseDuration(window)
+	if err != nil {
+		w = 2 * time.Minute // "2": minutes
+	}
+	c := hang.DefaultConfig()
+	c.Window, c.Period, c.Grace = w, w/6, w
+	return c
+}
+
+func replayFixture(t *testing.T, dir string, m meta, f fault) {
+	traces, _ := filepath.Glob(filepath.Join(dir, "trace-*.jsonl"))
+	var ins []hang.Input
+	for _, p := range traces {
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		ins = append(ins, hang.Input{Name: p, R: fh})
+	}
+	var out bytes.Buffer
+	if _, err := hang.ReplayInputs(ins, replayConfig(m.Window), &out); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	var hung, digests int
+	var cause string
+	var culprits []int
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var e struct {
+			Event    string `json:"event"`
+			Cause    string `json:"cause"`
+			Culprits []struct {
+				Host string `json:"host"`
+			} `json:"culprits"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Event {
+		case "hung":
+			hung++
+		case "digest":
+			digests++
+			cause = e.Cause
+			for _, c := range e.Culprits {
+				culprits = append(culprits, slices.Index(m.Hosts, c.Host))
+			}
+		}
+	}
+	w := f.want
+	t.Logf("PyTorch %s, Slurm %s: %d hung events, %d digests, cause %q, culprits %v", m.Torch, m.Slurm, hung, digests, cause, culprits)
+	if (hung > 0) != w.verdict || (digests > 0) != w.digest {
+		t.Errorf("replay: %d hung events and %d digests, want verdict %v digest %v", hung, digests, w.verdict, w.digest)
+	}
+	if w.digest && (cause != w.cause || !slices.Equal(culprits, w.culprits)) {
+		t.Errorf("replay digest: cause %q culprits %v, want %q %v", cause, culprits, w.cause, w.culprits)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "job.out")); !bytes.Contains(b, []byte(w.output)) {
+		t.Errorf("job.out lacks %q", w.output)
+	}
+}
