@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -187,16 +186,8 @@ func (p Phase) wordWait() time.Duration {
 // coordinators it tried, at most a few: O(1) per node, whatever the job's
 // size.
 func (p Phase) alonePeers(nodes []string) []string {
-	var peers []string
 	links, _ := crossnode.Plan(nodes, p.Connect.Partners, seedOf(p.Job))
-	for _, l := range links {
-		switch p.Self {
-		case l.A:
-			peers = append(peers, l.B)
-		case l.B:
-			peers = append(peers, l.A)
-		}
-	}
+	peers := peersIn(links, p.Self)
 	for i := 0; i <= p.Connect.Fallbacks && i < len(nodes); i++ {
 		if nodes[i] != p.Self && !slices.Contains(peers, nodes[i]) {
 			peers = append(peers, nodes[i])
@@ -205,40 +196,31 @@ func (p Phase) alonePeers(nodes []string) []string {
 	return peers
 }
 
-// probePorts connects to each peer's rendezvous port, all at once (16 at
-// most in flight). A connect that works, or that the peer's host refuses
+// probePorts connects to each peer's rendezvous port, all at once
+// (inParallel). A connect that works, or that the peer's host refuses
 // (it answered: nothing listens there now), reaches the peer; a timeout or
 // an unreachable network does not.
 func (p Phase) probePorts(ctx context.Context, pr *prober, peers []string) []crossnode.Measurement {
 	out := make([]crossnode.Measurement, len(peers))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, peer := range peers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			m := crossnode.Measurement{From: p.Self, To: peer, Round: crossnode.RoundPlan}
-			addr := p.Addrs[peer]
-			if addr == "" {
-				m.Status, m.Detail = crossnode.Failed, "no address"
-				out[i] = m
-				return
-			}
-			c, st, err := pr.reach(ctx, net.JoinHostPort(addr, strconv.Itoa(p.Connect.Port)))
-			switch {
-			case err == nil:
-				c.Close()
-			case st == crossnode.Refused:
-				m.Detail = "refused: the host answered"
-			default:
-				m.Status, m.Detail = st, err.Error()
-			}
+	inParallel(peers, func(i int, peer string) {
+		m := crossnode.Measurement{From: p.Self, To: peer, Round: crossnode.RoundPlan}
+		addr := p.Addrs[peer]
+		if addr == "" {
+			m.Status, m.Detail = crossnode.Failed, "no address"
 			out[i] = m
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		c, st, err := pr.reach(ctx, net.JoinHostPort(addr, strconv.Itoa(p.Connect.Port)))
+		switch {
+		case err == nil:
+			c.Close()
+		case st == crossnode.Refused:
+			m.Detail = "refused: the host answered"
+		default:
+			m.Status, m.Detail = st, err.Error()
+		}
+		out[i] = m
+	})
 	return out
 }
 

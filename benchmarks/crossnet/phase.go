@@ -407,28 +407,9 @@ func linkNotes(v crossnode.Verdict) []LinkNote {
 // connect and round-trip times to every peer at once, then, with a
 // bandwidth check, the transfers one after another.
 func (p Phase) measure(ctx context.Context, pr *prober, links []crossnode.Link, round int, e ends) []crossnode.Measurement {
-	var peers []string
-	for _, l := range links {
-		switch p.Self {
-		case l.A:
-			peers = append(peers, l.B)
-		case l.B:
-			peers = append(peers, l.A)
-		}
-	}
+	peers := peersIn(links, p.Self)
 	out := make([]crossnode.Measurement, len(peers))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, peer := range peers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = pr.probe(ctx, peer, e[peer], pr.ping)
-		}()
-	}
-	wg.Wait()
+	inParallel(peers, func(i int, peer string) { out[i] = pr.probe(ctx, peer, e[peer], pr.ping) })
 	if pr.bw != nil {
 		for _, peer := range peers {
 			out = append(out, pr.probe(ctx, peer, e[peer], pr.bulk))
@@ -457,15 +438,46 @@ func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Ro
 		return nil
 	}
 	var peers []string
-	for _, l := range links {
-		switch {
-		case l.A == p.Self && slices.Contains(absent, l.B):
-			peers = append(peers, l.B)
-		case l.B == p.Self && slices.Contains(absent, l.A):
-			peers = append(peers, l.A)
+	for _, peer := range peersIn(links, p.Self) {
+		if slices.Contains(absent, peer) {
+			peers = append(peers, peer)
 		}
 	}
 	return p.probePorts(ctx, pr, peers)
+}
+
+// peersIn are self's peers in links, in the links' order.
+func peersIn(links []crossnode.Link, self string) []string {
+	var peers []string
+	for _, l := range links {
+		switch self {
+		case l.A:
+			peers = append(peers, l.B)
+		case l.B:
+			peers = append(peers, l.A)
+		}
+	}
+	return peers
+}
+
+// maxInFlight bounds the connections a node opens at once to its peers.
+const maxInFlight = 16
+
+// inParallel runs f for each peer (with its index), maxInFlight at most at
+// once, and waits for all.
+func inParallel(peers []string, f func(i int, peer string)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxInFlight)
+	for i, peer := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f(i, peer)
+		}()
+	}
+	wg.Wait()
 }
 
 // probe runs one measurement, or records a peer without an endpoint.
