@@ -95,6 +95,11 @@ type Config struct {
 	// Log receives one line per rejected message and per absent node
 	// (default logrus' standard logger).
 	Log logrus.FieldLogger
+	// Winding is set for a meeting held while the job's nodes may be
+	// stopping (a takeover after the coordinator said it stops, as every
+	// watcher does when the job ends): nodes that do not join are then
+	// expected, and logged at Info rather than Warn.
+	Winding bool
 }
 
 func (c *Config) defaults() {

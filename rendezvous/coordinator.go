@@ -70,8 +70,8 @@ func (s *Session) lead(ctx context.Context, deadline time.Time) error {
 	}
 	s.mu.Unlock()
 	if absent := r.Absent(); len(absent) > 0 {
-		s.log.WithFields(logrus.Fields{"absent": absent, "present": len(s.nodes) - len(absent)}).
-			Warn("rendezvous: nodes did not join by the deadline")
+		s.absentLog(s.log.WithFields(logrus.Fields{"absent": absent, "present": len(s.nodes) - len(absent)}),
+			"rendezvous: nodes did not join by the deadline")
 	}
 	payload := encodeRoster(r)
 	s.scatter(KindRoster, s.label(), payload, nil)

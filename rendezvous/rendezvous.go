@@ -239,11 +239,11 @@ func Meet(ctx context.Context, cfg Config) (*Session, error) {
 			s.earlier = earlier
 			return s, nil
 		case err == nil:
-			s.log.WithField("epoch", epoch).Warn("rendezvous: no other node met this coordinator; trying the next one")
+			s.absentLog(s.log.WithField("epoch", epoch), "rendezvous: no other node met this coordinator; trying the next one")
 			earlier = append(earlier, fmt.Errorf("coordinator %s (this node) met nobody within %s", s.coord, join))
 			s.Close()
 		case more && errors.As(err, &ce):
-			s.log.WithField("epoch", epoch).WithError(err).Warn("rendezvous: trying the next coordinator")
+			s.absentLog(s.log.WithField("epoch", epoch).WithError(err), "rendezvous: trying the next coordinator")
 			earlier = append(earlier, err)
 			s.Close()
 		default:
@@ -536,4 +536,14 @@ func decodeRoster(b []byte, nodes []string, coord int) (Roster, error) {
 		return bad("coordinator %s absent from its own roster", nodes[coord])
 	}
 	return r, nil
+}
+
+// absentLog logs that nodes did not take part: a warning, unless the
+// meeting is held while the job winds down (Config.Winding).
+func (s *Session) absentLog(l logrus.FieldLogger, msg string) {
+	if s.cfg.Winding {
+		l.Info(msg)
+		return
+	}
+	l.Warn(msg)
 }

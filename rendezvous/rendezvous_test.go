@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 func TestMeetGatherBroadcastScatter(t *testing.T) {
@@ -110,6 +112,35 @@ func TestMeetGatherBroadcastScatter(t *testing.T) {
 	}
 	if l := s.logged(); len(l) != 0 {
 		t.Errorf("warnings in a clean run: %q", l)
+	}
+}
+
+// A meeting held while the job winds down (a takeover after the
+// coordinator said it stops) expects nodes to stay away: the absent node
+// is still named, at Info, and nothing is warned.
+func TestWindingMeetingNamesTheAbsentWithoutAWarning(t *testing.T) {
+	const join = time.Second
+	s := newSim(t, 3, join)
+	res := s.run(map[int]bool{2: true}, func(_ int, c *Config) { c.Winding = true })
+	for i := range 2 {
+		if res[i].err != nil {
+			t.Fatalf("%s: %v", s.names[i], res[i].err)
+		}
+	}
+	if got := res[0].s.Roster().Absent(); !reflect.DeepEqual(got, []string{s.names[2]}) {
+		t.Errorf("absent %v, want [%s]", got, s.names[2])
+	}
+	if l := s.logged(); len(l) != 0 {
+		t.Errorf("warnings in a winding meeting: %q", l)
+	}
+	var named bool
+	for _, e := range s.hook.AllEntries() {
+		if e.Level == logrus.InfoLevel && strings.Contains(e.Message, "did not join") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("no Info line names the absent node")
 	}
 }
 

@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg Config) *Node {
 		close(n.done)
 		return n
 	}
-	s, err := n.meet(ctx)
+	s, err := n.meet(ctx, false)
 	if err != nil {
 		n.log.WithError(err).Warn("the job's watchers could not meet: each watcher acts for its own node (as without a coordinator)")
 		close(n.done)
@@ -255,7 +255,7 @@ func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 		n.excluded[lost] = true
 		n.mu.Unlock()
 		stopped := errors.Is(err, errCoordinatorStopped)
-		s, err = n.meet(ctx)
+		s, err = n.meet(ctx, stopped)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -322,8 +322,10 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 
 // meet meets the watchers of the job's nodes not yet excluded; a
 // coordinator that is absent or lost is excluded and the next one in
-// order is tried. A meeting of one is errAlone.
-func (n *Node) meet(ctx context.Context) (*rendezvous.Session, error) {
+// order is tried. A meeting of one is errAlone. winding is set for the
+// takeover after the coordinator said it stops: nodes that stay away
+// are then expected, and not warned about.
+func (n *Node) meet(ctx context.Context, winding bool) (*rendezvous.Session, error) {
 	for {
 		n.mu.Lock()
 		var nodes []string
@@ -338,7 +340,7 @@ func (n *Node) meet(ctx context.Context) (*rendezvous.Session, error) {
 		}
 		s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: n.cfg.Job, Restart: n.cfg.Restart, Self: n.cfg.Self,
 			Nodes: nodes, Port: n.cfg.Port, Addrs: n.cfg.Addrs, Auth: n.cfg.Auth, UID: n.cfg.UID,
-			Join: n.cfg.Join, Log: n.log})
+			Join: n.cfg.Join, Log: n.log, Winding: winding})
 		if err == nil {
 			if len(s.Roster().Present()) < 2 {
 				s.Close()
@@ -350,7 +352,12 @@ func (n *Node) meet(ctx context.Context) (*rendezvous.Session, error) {
 			return nil, err
 		}
 		c := rendezvous.Coordinator(nodes)
-		n.log.WithError(err).WithField("coordinator", c).Warn("the job's coordinator did not answer; trying the next node in order")
+		l := n.log.WithError(err).WithField("coordinator", c)
+		if winding {
+			l.Info("the job's coordinator did not answer (the job's watchers are most likely stopping); trying the next node in order")
+		} else {
+			l.Warn("the job's coordinator did not answer; trying the next node in order")
+		}
 		n.mu.Lock()
 		n.excluded[c] = true
 		n.mu.Unlock()
