@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -70,16 +71,36 @@ func webhooks(t *testing.T) (url string, of func(job string) []hook) {
 	}
 }
 
-// freePort returns a TCP port free on every address right now (the
-// TCPStore of rank 0 listens on all of them).
+// masterPorts are the ports handed out to this run's jobs so far.
+var masterPorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// freePort returns a TCP port for a job's TCPStore (rank 0 listens on
+// every address), free right now. The job starts minutes later, so the
+// port is drawn below the kernel's ephemeral range (outgoing connections
+// and gloo's own listeners never take it) and below slurmtest's daemon
+// ports (20000 and up), and no two jobs of the run get the same one.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
+	masterPorts.Lock()
+	defer masterPorts.Unlock()
+	for range 1000 {
+		p := 12000 + mrand.IntN(8000)
+		if masterPorts.used[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		masterPorts.used[p] = true
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free TCP port found for the job's TCPStore between 12000 and 20000")
+	return 0
 }
 
 // blockNode drops node addr's traffic to and from every other address,
