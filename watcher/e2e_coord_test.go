@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 )
@@ -47,7 +48,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 		addrs = append(addrs, fmt.Sprintf("%s=127.0.1.%d", n, i+1))
 	}
 
-	hookURL, hooksOf := webhookRecorder(t)
+	hookURL, hooksOf := notifytest.Recorder(t)
 
 	accel := spinningAccelTrace(t)
 	port := 30000 + os.Getpid()%20000
@@ -106,7 +107,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	t.Logf("jobs ran %.1fs", time.Since(start).Seconds())
 	for _, id := range []string{rankID, netID, takeID} {
 		for _, h := range hooksOf(id) {
-			t.Logf("job %s webhook %.1fs after submission from %v: %v", id, h.at.Sub(start).Seconds(), h.body["host"], h.body["text"])
+			t.Logf("job %s webhook %.1fs after submission from %v: %v", id, h.At.Sub(start).Seconds(), h.Body["host"], h.Body["text"])
 		}
 		t.Logf("job %s comment: %q", id, comments[id])
 	}
@@ -118,7 +119,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 			t.Errorf("job %s: %d webhooks, want exactly 1: %v", id, len(hh), hh)
 			return
 		}
-		b := hh[0].body
+		b := hh[0].Body
 		dg, _ := b["digest"].(map[string]any)
 		if b["host"] != coordinator || dg == nil || dg["cause"] != cause {
 			t.Errorf("job %s: webhook from %v with digest %v, want one from %s with cause %s", id, b["host"], dg, coordinator, cause)
@@ -137,7 +138,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	check(rankID, nodes[0], "rank-failed", nodes[2], "ProcessesGone")
 	check(netID, nodes[0], "network", nodes[1], "TransportErrors")
 	hh := hooksOf(takeID)
-	if len(hh) != 1 || hh[0].body["host"] != nodes[1] || hh[0].body["digest"] == nil {
+	if len(hh) != 1 || hh[0].Body["host"] != nodes[1] || hh[0].Body["digest"] == nil {
 		t.Errorf("job %s (coordinator killed): webhooks %v, want one digest from %s, the new coordinator", takeID, hh, nodes[1])
 	}
 	errs, _ := os.ReadFile(filepath.Join(takeDir, "watch-1.err"))
@@ -157,7 +158,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 // each report names its page, next to it; the coordinator's page (the
 // webhook names it) renders in headless chromium with one chart per node
 // of the job, each with its readings, and the culprit highlighted.
-func checkLivePage(t *testing.T, reps, nodes []string, culprit string, hooks []received) {
+func checkLivePage(t *testing.T, reps, nodes []string, culprit string, hooks []notifytest.Hook) {
 	t.Helper()
 	var coordPage string
 	for _, path := range reps {
@@ -180,7 +181,7 @@ func checkLivePage(t *testing.T, reps, nodes []string, culprit string, hooks []r
 	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(reps[0]), ".*.tmp*")); len(tmp) != 0 {
 		t.Errorf("temporary files left: %v", tmp)
 	}
-	if len(hooks) != 1 || coordPage == "" || hooks[0].body["html"] != coordPage {
+	if len(hooks) != 1 || coordPage == "" || hooks[0].Body["html"] != coordPage {
 		t.Fatalf("the coordinator's page %q; webhooks %v: want one naming it", coordPage, hooks)
 	}
 	dom := pagetest.DOM(t, coordPage)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -41,7 +42,7 @@ func TestE2EWatchersAsInstalled(t *testing.T) {
 	}
 	nodes := slices.Clone(c.Nodes)
 	slices.Sort(nodes)
-	hookURL, hooksOf := webhookRecorder(t)
+	hookURL, hooksOf := notifytest.Recorder(t)
 	accel := spinningAccelTrace(t)
 	port := 30000 + (os.Getpid()+7)%20000
 
@@ -86,7 +87,7 @@ func TestE2EWatchersAsInstalled(t *testing.T) {
 	// The watchers met at the nodes' addresses: one digest, from the
 	// coordinator, the first node in order.
 	hh := hooksOf(id)
-	if len(hh) != 1 || hh[0].body["host"] != nodes[0] || hh[0].body["digest"] == nil {
+	if len(hh) != 1 || hh[0].Body["host"] != nodes[0] || hh[0].Body["digest"] == nil {
 		t.Errorf("job %s: webhooks %v, want exactly one digest from %s", id, hh, nodes[0])
 	}
 	errs, _ := os.ReadFile(filepath.Join(dir, "watch-0.err"))

@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -65,41 +62,6 @@ while [ ! -e $D/done ]; do sleep 1; done' &`
 // steadyTraining writes 2 MiB a second until the test is done.
 const steadyTraining = `while [ ! -e $D/done ]; do dd if=/dev/zero of=$D/data bs=512k count=4 2>/dev/null; sleep 1; done &`
 
-type received struct {
-	at   time.Time
-	body map[string]any
-}
-
-// webhookRecorder starts a webhook receiver for the test; hooksOf returns
-// the bodies received so far for one job.
-func webhookRecorder(t *testing.T) (url string, hooksOf func(job string) []received) {
-	t.Helper()
-	var mu sync.Mutex
-	var hooks []received
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		var b map[string]any
-		if err := json.Unmarshal(data, &b); err != nil {
-			t.Errorf("webhook body %q: %v", data, err)
-		}
-		mu.Lock()
-		hooks = append(hooks, received{time.Now(), b})
-		mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, func(job string) []received {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []received
-		for _, h := range hooks {
-			if h.body["job"] == job {
-				out = append(out, h)
-			}
-		}
-		return out
-	}
-}
-
 // spinningAccelTrace writes an accelerator trace of one device stuck at
 // 100% utilisation and 80 W, as in a spinning collective, and returns its
 // path (vigil-watch --accel-trace).
@@ -134,7 +96,7 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 		t.Fatalf("the test cluster runs without proctrack/cgroup (no cgroup v1 freezer hierarchy at /sys/fs/cgroup/freezer): vigil-watch finds a job's processes through its cgroup")
 	}
 
-	hookURL, hooksOf := webhookRecorder(t)
+	hookURL, hooksOf := notifytest.Recorder(t)
 
 	accel := spinningAccelTrace(t)
 
@@ -182,7 +144,7 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 			t.Errorf("job %s ended %s, want %s\n%s", id, st, want, c.Dump(id))
 		}
 	}
-	if ch := hooksOf(cancelID); len(ch) != 1 || !strings.Contains(fmt.Sprint(ch[0].body["actions"]), "cancel") {
+	if ch := hooksOf(cancelID); len(ch) != 1 || !strings.Contains(fmt.Sprint(ch[0].Body["actions"]), "cancel") {
 		t.Errorf("webhooks for the cancelled job: %v", ch)
 	}
 	t.Logf("jobs ran %.1fs", time.Since(start).Seconds())
@@ -203,7 +165,7 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 	if len(hh) != 1 {
 		t.Fatalf("webhooks for the hanging job %s: %d, want 1: %v", hungID, len(hh), hh)
 	}
-	b := hh[0].body
+	b := hh[0].Body
 	if b["event"] != "hung" || b["host"] != c.Nodes[0] || !strings.Contains(fmt.Sprint(b["text"]), "job "+hungID) || !strings.Contains(fmt.Sprint(b["text"]), "is hung on "+c.Nodes[0]) {
 		t.Errorf("webhook body = %v", b)
 	}
@@ -288,7 +250,7 @@ func testE2EHangReported(t *testing.T, f slurmtest.Flavour) {
 	if want := " on " + c.Nodes[3] + "," + c.Nodes[4]; !strings.Contains(collComment, "vigil: hung since ") || !strings.HasSuffix(collComment, want) {
 		t.Errorf("collective job's comment = %q, want the hang note ending %q", collComment, want)
 	}
-	if ch := hooksOf(collID); len(ch) != 1 || (ch[0].body["host"] != c.Nodes[3] && ch[0].body["host"] != c.Nodes[4]) {
+	if ch := hooksOf(collID); len(ch) != 1 || (ch[0].Body["host"] != c.Nodes[3] && ch[0].Body["host"] != c.Nodes[4]) {
 		t.Errorf("webhooks for the collective job: %v, want one, from either node", ch)
 	}
 

@@ -10,20 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
 // observed is what a job showed: the answer the table's row asserts.
 type observed struct {
 	state    string
-	verdict  *event // the first hung event of any watcher
-	digest   []hook // the webhooks with a digest
+	verdict  *event            // the first hung event of any watcher
+	digest   []notifytest.Hook // the webhooks with a digest
 	hooks    int
 	cause    string
 	culprits []int
 }
 
-func observe(j *job, state string, hooks []hook) observed {
+func observe(j *job, state string, hooks []notifytest.Hook) observed {
 	o := observed{state: state, hooks: len(hooks)}
 	for _, e := range events(j.dir) {
 		if e.Event == "hung" && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
@@ -32,7 +33,7 @@ func observe(j *job, state string, hooks []hook) observed {
 		}
 	}
 	for _, h := range hooks {
-		dg, _ := h.body["digest"].(map[string]any)
+		dg, _ := h.Body["digest"].(map[string]any)
 		if dg == nil {
 			continue
 		}
@@ -49,13 +50,13 @@ func observe(j *job, state string, hooks []hook) observed {
 
 // check asserts the job's row and prints the measured times from the
 // fault to the first verdict and to the digest.
-func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, hooks []hook) {
+func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, hooks []notifytest.Hook) {
 	o := observe(j, state, hooks)
 	at, faulted := faultTime(j.dir)
 	measure := "no fault noted"
 	if faulted {
 		measure = "fault→verdict " + since(at, o.verdict != nil, func() time.Time { return o.verdict.Time }) +
-			", fault→digest " + since(at, len(o.digest) > 0, func() time.Time { return o.digest[0].at })
+			", fault→digest " + since(at, len(o.digest) > 0, func() time.Time { return o.digest[0].At })
 	}
 	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v cause %q culprits %v",
 		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.cause, o.culprits)

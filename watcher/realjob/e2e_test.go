@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -101,7 +102,7 @@ func runFaults(t *testing.T, bin, version string, o slurmtest.Options) {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
 	}
 	t.Logf("PyTorch %s, Slurm %s, %s", version, c.Version, c.CgroupPlugin)
-	url, hooksOf := webhooks(t)
+	url, hooksOf := notifytest.Recorder(t)
 	var addrs []string
 	for i, n := range c.Nodes {
 		addrs = append(addrs, n+"="+c.NodeAddrs[i])
@@ -183,7 +184,7 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 // waitAll polls the jobs until each has settled: ended, or given its
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
-func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []hook) {
+func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		done := 0
@@ -214,7 +215,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 	t.Errorf("the jobs did not settle within 5 minutes")
 }
 
-func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []hook) bool {
+func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {
 	if jobState(t, c, j); j.state != "" {
 		return true
 	}
@@ -223,7 +224,7 @@ func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []
 		return false
 	}
 	for _, h := range hooksOf(j.id) {
-		if h.body["digest"] != nil && time.Since(h.at) > 20*time.Second {
+		if h.Body["digest"] != nil && time.Since(h.At) > 20*time.Second {
 			return true // and a second one would have come by now
 		}
 	}

@@ -7,11 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,40 +32,6 @@ func torchVersion(t *testing.T) string {
 		t.Fatalf("%s cannot import torch with gloo (%v): install Debian's PyTorch with: apt-get install -y --no-install-recommends python3-torch (make deps does)\n%s", python, err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-type hook struct {
-	at   time.Time
-	body map[string]any
-}
-
-// webhooks starts a receiver; of returns what came for one job.
-func webhooks(t *testing.T) (url string, of func(job string) []hook) {
-	t.Helper()
-	var mu sync.Mutex
-	var got []hook
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		var b map[string]any
-		if err := json.Unmarshal(data, &b); err != nil {
-			t.Errorf("webhook body %q: %v", data, err)
-		}
-		mu.Lock()
-		got = append(got, hook{time.Now(), b})
-		mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/hook", func(job string) []hook {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []hook
-		for _, h := range got {
-			if h.body["job"] == job {
-				out = append(out, h)
-			}
-		}
-		return out
-	}
 }
 
 // masterPorts are the ports handed out to this run's jobs so far.
