@@ -51,7 +51,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	hookURL, hooksOf := notifytest.Recorder(t)
 
 	accel := spinningAccelTrace(t)
-	port := 30000 + os.Getpid()%20000
+	port := watchPort(0)
 	submit := func(name, training string) (id, dir string) {
 		dir = filepath.Join(t.TempDir(), name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -84,7 +84,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	}()
 
 	// Kill the takeover job's coordinator's watcher once the watchers met.
-	killed := killWatcher(t, bin, takeID, nodes[0], 20*time.Second)
+	killed := killWatcher(t, c, bin, takeID, nodes[0], takeDir, 30*time.Second)
 	t.Logf("killed the coordinator's watcher of job %s on %s (pid %d) %.1fs after submission", takeID, nodes[0], killed, time.Since(start).Seconds())
 
 	deadline := time.Now().Add(60 * time.Second)
@@ -201,28 +201,31 @@ func checkLivePage(t *testing.T, reps, nodes []string, culprit string, hooks []n
 	}
 }
 
-// killWatcher finds the watcher of job on node (its environment says so)
-// and kills it with SIGKILL once its job's watchers have met.
-func killWatcher(t *testing.T, bin, job, node string, within time.Duration) int {
+// killWatcher kills with SIGKILL the watcher of job on node once the
+// job's other watchers have joined its meeting (their logs in dir say so)
+// and sent a few summaries. The watcher is the step's task: a process
+// running bin whose parent is slurmstepd and whose environment names job
+// and node (a child the watcher forks to run scontrol shares both for an
+// instant, and is not it).
+func killWatcher(t *testing.T, c *slurmtest.Cluster, bin, job, node, dir string, within time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
+	joined := func() bool {
+		for _, i := range []string{"1", "2"} {
+			b, _ := os.ReadFile(filepath.Join(dir, "watch-"+i+".err"))
+			if !bytes.Contains(b, []byte("this watcher reports to the job's coordinator")) {
+				return false
+			}
+		}
+		return true
+	}
 	for time.Now().Before(deadline) {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
+		if pid := findWatcher(bin, job, node); pid != 0 && joined() {
+			time.Sleep(2 * e2ePeriod) // a few summaries reach the coordinator
+			if findWatcher(bin, job, node) != pid {
+				t.Fatalf("the watcher of job %s on %s (pid %d) ended before it was killed; job state %s:\n%s",
+					job, node, pid, c.JobInfo(t, job).State, c.Dump(job))
 			}
-			exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-			if exe != bin {
-				continue
-			}
-			env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			vars := strings.Split(string(env), "\x00")
-			if !slices.Contains(vars, "SLURM_JOB_ID="+job) || !slices.Contains(vars, "SLURMD_NODENAME="+node) {
-				continue
-			}
-			time.Sleep(3 * e2ePeriod) // the meeting, and a few periods of summaries
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill %d: %v", pid, err)
 			}
@@ -230,6 +233,45 @@ func killWatcher(t *testing.T, bin, job, node string, within time.Duration) int 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("no watcher of job %s on %s within %v", job, node, within)
+	t.Fatalf("no watcher of job %s on %s whose peers joined it within %v:\n%s", job, node, within, c.Dump(job))
 	return 0
+}
+
+// findWatcher returns the pid of the watcher task of job on node, or 0.
+func findWatcher(bin, job, node string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe != bin {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		vars := strings.Split(string(env), "\x00")
+		if !slices.Contains(vars, "SLURM_JOB_ID="+job) || !slices.Contains(vars, "SLURMD_NODENAME="+node) {
+			continue
+		}
+		if parent(pid) != "slurmstepd" {
+			continue
+		}
+		return pid
+	}
+	return 0
+}
+
+// parent returns the command name of pid's parent ("" when unknown).
+func parent(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return ""
+	}
+	comm, _ := os.ReadFile(filepath.Join("/proc", f[1], "comm"))
+	return strings.TrimSpace(string(comm))
 }

@@ -44,7 +44,7 @@ func TestE2EWatchersAsInstalled(t *testing.T) {
 	slices.Sort(nodes)
 	hookURL, hooksOf := notifytest.Recorder(t)
 	accel := spinningAccelTrace(t)
-	port := 30000 + (os.Getpid()+7)%20000
+	port := watchPort(7)
 
 	dir := filepath.Join(t.TempDir(), "doubled")
 	bad := filepath.Join(t.TempDir(), "invalid")

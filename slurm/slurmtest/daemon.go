@@ -134,6 +134,8 @@ func releasePorts(ps []*port) {
 // (so outgoing connections never take them) at random, so that clusters
 // started at the same time by other test binaries rarely pick the same, and
 // holds each open (on all addresses, as the daemons bind) until released.
+// Ports 29000 to 29999 stay free: vigil-watch's meetings listen there by
+// default (29000 + job id mod 1000), as the real-PyTorch e2e starts them.
 func reservePorts(n int) ([]*port, error) {
 	var ps []*port
 	for tries := 0; len(ps) < n; tries++ {
@@ -142,6 +144,9 @@ func reservePorts(n int) ([]*port, error) {
 			return nil, errors.New("no free TCP ports found")
 		}
 		p := 20000 + rand.IntN(12000)
+		if p >= 29000 && p < 30000 {
+			continue
+		}
 		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 		if err != nil {
 			continue
