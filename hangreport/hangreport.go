@@ -23,13 +23,20 @@ import (
 const (
 	EventHung      = "hung"      // suspect, and resource usage flat over the window
 	EventRecovered = "recovered" // I/O progressed again after suspect or hung
+	// EventFailed: the job ended with evidence of a failure; the report's
+	// digest says what failed first and on which host.
+	EventFailed = "failed"
 )
+
+// OriginCluster is a digest's Origin when the trouble looks like the
+// cluster's (a device, the network, the file system, a silent node).
+const OriginCluster = "cluster"
 
 // Report is the JSON record of one hang (or recovery) that vigil-watch
 // writes to the report directory and sends, in part, to the webhook.
 type Report struct {
 	V        int            `json:"v"`                  // format version, 1
-	Event    string         `json:"event"`              // hung or recovered
+	Event    string         `json:"event"`              // hung, recovered or failed
 	Job      string         `json:"job"`                // Slurm job id
 	User     string         `json:"user,omitempty"`     // the job's user
 	Host     string         `json:"host"`               // the node the event is about
@@ -57,10 +64,11 @@ type Report struct {
 // Digest is a job's digest of one hang episode, as vigil-watch computes it
 // across the job's hosts.
 type Digest struct {
-	Cause    string          `json:"cause"`           // bad-device, rank-failed, network, data-stall, different-progress or unknown
-	Culprits []DigestCulprit `json:"culprits"`        // hosts with evidence against them; none for unknown
-	Hint     string          `json:"hint,omitempty"`  // what the job's user can do
-	Hosts    []string        `json:"hosts,omitempty"` // every host of the job the digest saw
+	Cause    string          `json:"cause"`            // bad-device, rank-failed, network, data-stall, different-progress or unknown
+	Origin   string          `json:"origin,omitempty"` // cluster, job or unknown: whose the trouble looks like ("" from older versions)
+	Culprits []DigestCulprit `json:"culprits"`         // hosts with evidence against them; none for unknown
+	Hint     string          `json:"hint,omitempty"`   // what the job's user can do
+	Hosts    []string        `json:"hosts,omitempty"`  // every host of the job the digest saw
 }
 
 // DigestCulprit is a host a digest blames, with the evidence against it.

@@ -17,7 +17,8 @@ import (
 // CulpritReports returns the vigil-watch hang reports of job in dir that
 // blame node (hangreport.Report.Blames: node is among the culprits or, when the
 // report names none, the report is about node), oldest first per host.
-// Only "hung" reports count. problems has one error per report file of the
+// "hung" reports count, and "failed" ones whose failure looks like the
+// cluster's (failedByCluster). problems has one error per report file of the
 // job that could not be read or is not a valid report; such a file never
 // counts. err is set when dir cannot be listed (wrapping fs.ErrNotExist when
 // it does not exist).
@@ -36,11 +37,19 @@ func CulpritReports(dir, job, node string) (found []hangreport.Report, problems 
 			problems = append(problems, fmt.Errorf("%s: %w: it is about job %s, not %s", p, hangreport.ErrBadReport, r.Job, job))
 			continue
 		}
-		if r.Event == hangreport.EventHung && r.Blames(node) {
+		if r.Blames(node) && (r.Event == hangreport.EventHung || failedByCluster(r)) {
 			found = append(found, r)
 		}
 	}
 	return found, problems, nil
+}
+
+// failedByCluster reports whether r is the report of a failed job whose
+// digest says the failure looks like the cluster's (device or network
+// evidence): its culprits are re-checked; a job's own failure (a crash
+// with no such evidence) re-checks nobody.
+func failedByCluster(r hangreport.Report) bool {
+	return r.Event == hangreport.EventFailed && r.Digest != nil && r.Digest.Origin == hangreport.OriginCluster
 }
 
 // ErrNoWatchDir is returned by WatchReportDir when [watch] report_dir is

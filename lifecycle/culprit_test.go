@@ -43,6 +43,10 @@ func TestCulpritReports(t *testing.T) {
 		{"another job", "999", "n7", []string{"vigil-hang-999-n7-20261129T090000Z.json"}, 0},
 		{"another job does not count", "999", "n1", nil, 0},
 		{"a job without reports", "55", "n1", nil, 0},
+		// Job 777 failed twice: once on the network (the cluster's: n2 is
+		// re-checked), once by a rank killed on n3 (the job's own: nobody).
+		{"a failed job's culprit with network evidence", "777", "n2", []string{"vigil-hang-777-n1-20261129T110000Z.json"}, 0},
+		{"a failed job's own failure re-checks nobody", "777", "n3", nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,20 +95,27 @@ type Policy struct {
 	// ending in "/" allows every URL below it (same scheme and host), any
 	// other entry that exact URL. Needed when notify lists "webhook".
 	Webhooks []string `toml:"webhooks"`
+	// RequeueOwnFailures lets the requeue hang action requeue a job whose
+	// digest says the trouble is its own (origin "job"); false leaves
+	// such a job running (notified, not requeued): it would fail again on
+	// any node.
+	RequeueOwnFailures bool `toml:"requeue_own_failures"`
 }
 
 // Default returns the shipped policy: any check, no skipping, both
 // timings, every hang action, windows from 1 minute to 24 hours, opting
 // out of watching allowed, no automatic watching, mail as the only
-// notification users may choose.
+// notification users may choose, and a hung job requeued by the requeue
+// action whoever's the trouble looks like.
 func Default() Policy {
 	return Policy{
-		Timings:          []string{TimingBefore, TimingAfterRequeue},
-		HangActions:      []string{ActionNotify, ActionCancel, ActionRequeue},
-		MinWindow:        time.Minute,
-		MaxWindow:        24 * time.Hour,
-		AllowWatchOptOut: true,
-		Notify:           []string{NotifyMail},
+		Timings:            []string{TimingBefore, TimingAfterRequeue},
+		HangActions:        []string{ActionNotify, ActionCancel, ActionRequeue},
+		MinWindow:          time.Minute,
+		MaxWindow:          24 * time.Hour,
+		AllowWatchOptOut:   true,
+		Notify:             []string{NotifyMail},
+		RequeueOwnFailures: true,
 	}
 }
 

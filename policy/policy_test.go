@@ -87,6 +87,7 @@ min_hang_time = "5m"
 max_hang_time = "2h"
 allow_watch_opt_out = false
 auto_watch = true
+requeue_own_failures = false
 `), known)
 		want := Policy{Checks: []string{"disk", "xid"}, AllowSkip: true, Timings: []string{"before"}, MaxBudget: 2 * time.Minute,
 			HangActions: []string{"notify"}, MinWindow: 5 * time.Minute, MaxWindow: 2 * time.Hour, AutoWatch: true,

@@ -45,6 +45,12 @@ type Settings struct {
 	// MaxRequeues is how many restarts of the job the requeue action
 	// allows; the job's restart count includes restarts by anyone.
 	MaxRequeues int `toml:"max_requeues"`
+	// KeepOwnFailures leaves running a hung job whose digest says the
+	// trouble is its own (origin "job": a rank that crashed or left, ranks
+	// at different places, no device or network evidence) instead of
+	// requeueing it: [policy] requeue_own_failures = false; never read
+	// from [watch].
+	KeepOwnFailures bool `toml:"-"`
 	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
 	WebhookURL string `toml:"webhook_url"`
 	// JobWebhookURL is the job's own webhook (--vigil-webhook, within

@@ -29,7 +29,7 @@ const KindIgnore = "ignore"
 // Kinds are the evidence kinds a rule may name: those the watcher's
 // matcher and digest know (watcher/joblog's Kind constants).
 var Kinds = []string{"nccl-net", "nccl-retry", "nccl-warn", "watchdog", "traceback", "cuda-error", "progress",
-	"xid", "ecc", "npu-error", "task-exit", "oom-kill", "hung-task", "nfs"}
+	"xid", "ecc", "npu-error", "task-exit", "oom-kill", "hung-task", "nfs", "peer-closed"}
 
 // ErrRule is wrapped by every error about a rule.
 var ErrRule = errors.New("invalid line rule")

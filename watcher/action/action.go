@@ -53,6 +53,7 @@ const (
 	EventSuspect   = hang.EventSuspect
 	EventHung      = hang.EventHung
 	EventRecovered = hang.EventRecovered
+	EventFailed    = hang.EventFailed
 )
 
 // Slurm is the part of slurm.Client the actions use.
@@ -117,6 +118,10 @@ type Config struct {
 	// RestartCount is the job's restart count from its environment
 	// (SLURM_RESTART_COUNT); the larger of it and scontrol's Restarts counts.
 	RestartCount int
+	// KeepOwnFailures leaves running, notified but not requeued, a hung
+	// job whose digest says the trouble is its own (hang.OriginJob):
+	// [policy] requeue_own_failures = false.
+	KeepOwnFailures bool
 
 	// DryRun acts on nothing and logs what it would do instead.
 	DryRun bool

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/hangreport"
+
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
@@ -168,6 +170,20 @@ func (f *fixture) reports(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// onlyReport reads the one report the fixture's actor wrote.
+func (f *fixture) onlyReport(t *testing.T) hangreport.Report {
+	t.Helper()
+	reps := f.reports(t)
+	if len(reps) != 1 {
+		t.Fatalf("reports %v, want one", reps)
+	}
+	r, err := hangreport.ReadReport(reps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestHungActsOncePerEpisode(t *testing.T) {

@@ -27,10 +27,14 @@ const MaxCommentNote = 200
 // names culprits, writes its report (so that the epilog on every node
 // re-checks the culprits without a shared file system).
 func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error {
-	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause})
+	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause, "origin": d.Origin})
 	rep := a.digestReport(d)
+	what := "hang digest"
+	if rep.Event == EventFailed {
+		what = "failure digest"
+	}
 	log.WithFields(logrus.Fields{"culprits": strings.Join(rep.Culprits, ","), "hosts": strings.Join(d.Hosts, ",")}).
-		Error(fmt.Sprintf("vigil: job %s hang digest: %s", rep.Job, digestLine(rep.Digest)))
+		Error(fmt.Sprintf("vigil: job %s %s: %s", rep.Job, what, digestLine(rep.Digest)))
 	if !notify && len(d.Culprits) == 0 {
 		return nil // it blames nobody: nothing for an epilog to read
 	}
@@ -41,8 +45,14 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if !notify {
 		return errors.Join(errs...)
 	}
-	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: EventHung, Reason: d.Cause}
-	if a.Comment {
+	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
+	switch {
+	case a.Comment && rep.Event == EventFailed:
+		// The watcher stops once the job has ended, and Slurm keeps no
+		// comment on a finished job ("Job has already finished"): a
+		// failed job's digest goes to the report, the webhook and the mail.
+		log.Debug("no job comment for a failed job: Slurm refuses comments on a finished job")
+	case a.Comment:
 		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
 			return DigestComment(old, rep.Digest, rep.Since, rep.HTML), false
 		}); err != nil {
@@ -54,6 +64,13 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	}
 	if err := a.mail(ctx, log, rep); err != nil {
 		errs = append(errs, err)
+	}
+	if rep.Event == EventFailed {
+		return errors.Join(errs...) // the job has ended: nothing to cancel or requeue
+	}
+	if a.Control == ControlRequeue && a.KeepOwnFailures && d.Origin == hang.OriginJob {
+		log.Warn("the hang looks like the job's own: not requeued ([policy] requeue_own_failures = false); it would fail again on any node")
+		return errors.Join(errs...)
 	}
 	if err := a.control(ctx, log, ev); err != nil {
 		errs = append(errs, err)
@@ -109,18 +126,28 @@ func (a *Actor) digestSince(digest, since time.Time) time.Time {
 // digestReport is the hang report of a digest: about this node, blaming
 // the digest's culprits. Since is the digest's since (digestSince).
 func (a *Actor) digestReport(d hang.DigestEvent) Report {
-	dg := &hangreport.Digest{Cause: d.Cause, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
+	dg := &hangreport.Digest{Cause: d.Cause, Origin: d.Origin, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
 	culprits := []string{}
 	for _, c := range d.Culprits {
 		dg.Culprits = append(dg.Culprits, hangreport.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
 		culprits = append(culprits, c.Host)
 	}
-	return Report{
+	r := Report{
 		V: ReportVersion, Event: EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
 		Time: d.Time.UTC(), Since: a.digestSince(d.Time, d.Since).UTC(), Window: a.Window.String(),
 		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
-		Actions: a.plannedActions(), Digest: dg,
+		Actions: a.plannedActions(d.Event == hang.EventFailed), Digest: dg,
 	}
+	if d.Event == hang.EventFailed {
+		r.Event = EventFailed // the job has ended: no hang action
+	}
+	return r
+}
+
+// originWords say a digest's origin for people.
+var originWords = map[string]string{
+	hang.OriginCluster: "looks like the cluster's",
+	hang.OriginJob:     "looks like the job's own",
 }
 
 // culpritList is "gpu04 (TransportErrors), gpu07 (BadLinks)", or "no host

@@ -36,14 +36,7 @@ func TestDigestNotifiesOnceFromTheCoordinator(t *testing.T) {
 		!strings.Contains(f.mailer.stdin[0], "Cause:    network\nCulprits: gpu04 (TransportErrors)") {
 		t.Errorf("mail %q %q", f.mailer.argv, f.mailer.stdin)
 	}
-	reps := f.reports(t)
-	if len(reps) != 1 {
-		t.Fatalf("reports %v", reps)
-	}
-	r, err := hangreport.ReadReport(reps[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := f.onlyReport(t)
 	if r.Event != EventHung || r.Host != "n1" || r.Digest == nil || !r.Blames("gpu04") || r.Blames("n1") || r.Blames("gpu01") {
 		t.Errorf("report %+v: want hung, about n1, blaming gpu04 only", r)
 	}
@@ -116,5 +109,70 @@ func TestJobRecoveredFromTheCoordinator(t *testing.T) {
 	}
 	if h := f.hook.received(); len(h) != 1 || h[0].Event != EventRecovered || h[0].Reason != "JobRecovered" {
 		t.Errorf("webhooks %+v, want one recovered", h)
+	}
+}
+
+func killedDigest(event string) hang.DigestEvent {
+	return hang.DigestEvent{Time: t0, Since: t0.Add(-2 * time.Second), Job: "1234", Event: event, Cause: hang.CauseRankFailed,
+		Origin:   hang.OriginJob,
+		Culprits: []hang.DigestCulprit{{Host: "gpu02", Reason: hang.DigestRankKilled, Evidence: map[string]any{"lines": []string{"srun: error: gpu02: task 1: Killed"}}}},
+		Hint:     "A rank on gpu02 was the first to fail.", Hosts: []string{"gpu01", "gpu02", "gpu03"}}
+}
+
+// TestFailedJobDigest: the digest of a failed job goes to a report of
+// event failed, one webhook and one mail that say the job failed and
+// whose the trouble looks like; the job's comment is left alone (Slurm
+// refuses comments on a finished job) and no hang action is taken.
+func TestFailedJobDigest(t *testing.T) {
+	f := newFixture(t)
+	f.actor.Control = ControlRequeue
+	f.actor.MaxRequeues = 5
+	if err := f.actor.HandleDigest(context.Background(), killedDigest(hang.EventFailed), true); err != nil {
+		t.Fatal(err)
+	}
+	if f.slurm.comment != "my run" {
+		t.Errorf("comment %q: a finished job's comment is left alone", f.slurm.comment)
+	}
+	for _, c := range f.slurm.calls {
+		if strings.HasPrefix(c, "requeue") || strings.HasPrefix(c, "cancel") {
+			t.Errorf("Slurm calls %v: no hang action on a failed job", f.slurm.calls)
+		}
+	}
+	hooks := f.hook.received()
+	want := "vigil: job 1234 (alice) failed (3 hosts) at 2026-11-29T10:29:58Z: rank-failed: gpu02 (RankKilled). A rank on gpu02 was the first to fail. It looks like the job's own."
+	if len(hooks) != 1 || hooks[0].Text != want || hooks[0].Event != EventFailed || hooks[0].Digest.Origin != hang.OriginJob {
+		t.Fatalf("webhooks %+v, want one: %q", hooks, want)
+	}
+	r := f.onlyReport(t)
+	if acts := strings.Join(r.Actions, ","); r.Event != hangreport.EventFailed || !r.Blames("gpu02") || acts != "log,report,webhook,mail" {
+		t.Errorf("report %+v: want event failed, blaming gpu02, actions log, report, webhook and mail", r)
+	}
+}
+
+// TestOwnFailureNotRequeued: with [policy] requeue_own_failures = false, a
+// hang whose digest says it is the job's own is announced and not
+// requeued; one that looks like the cluster's is requeued.
+func TestOwnFailureNotRequeued(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		d        hang.DigestEvent
+		requeued bool
+	}{
+		{"the job's own", killedDigest(hang.EventDigest), false},
+		{"the cluster's", func() hang.DigestEvent { d := networkDigest(); d.Origin = hang.OriginCluster; return d }(), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.actor.Control, f.actor.MaxRequeues, f.actor.KeepOwnFailures = ControlRequeue, 5, true
+			if err := f.actor.HandleDigest(context.Background(), tt.d, true); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(strings.Join(f.slurm.calls, ","), "requeue 1234"); got != tt.requeued {
+				t.Errorf("Slurm calls %v: requeued %v, want %v", f.slurm.calls, got, tt.requeued)
+			}
+			if len(f.hook.received()) != 1 {
+				t.Errorf("webhooks %v, want one", f.hook.received())
+			}
+		})
 	}
 }

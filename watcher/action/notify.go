@@ -144,6 +144,14 @@ func Summary(r Report) string {
 	if r.User != "" {
 		who += " (" + r.User + ")"
 	}
+	if r.Digest != nil && r.Event == EventFailed {
+		s := fmt.Sprintf("vigil: %s failed (%d hosts) at %s: %s", who, len(r.Digest.Hosts),
+			r.Since.Format(time.RFC3339), digestLine(r.Digest))
+		if o := originWords[r.Digest.Origin]; o != "" {
+			s += " It " + o + "."
+		}
+		return s
+	}
 	if r.Digest != nil && r.Event == EventHung {
 		return fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))

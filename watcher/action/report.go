@@ -33,7 +33,7 @@ func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Rep
 		Evidence: ev.Evidence,
 	}
 	if ev.Event == EventHung {
-		r.Actions = a.plannedActions()
+		r.Actions = a.plannedActions(false)
 	}
 	if r.Actions == nil {
 		r.Actions = []string{}
@@ -42,10 +42,12 @@ func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Rep
 }
 
 // plannedActions lists the actions configured for a hang, for the report
-// and the notifications.
-func (a *Actor) plannedActions() []string {
+// and the notifications; for a job that has ended (a failed job's digest)
+// the comment, which Slurm refuses then, and the cancel or requeue are
+// left out.
+func (a *Actor) plannedActions(ended bool) []string {
 	acts := []string{"log", "report"}
-	if a.Comment {
+	if a.Comment && !ended {
 		acts = append(acts, "comment")
 	}
 	if a.WebhookURL != "" {
@@ -54,10 +56,11 @@ func (a *Actor) plannedActions() []string {
 	if a.Mail {
 		acts = append(acts, "mail")
 	}
-	switch a.Control {
-	case ControlCancel:
+	switch {
+	case ended:
+	case a.Control == ControlCancel:
 		acts = append(acts, "cancel")
-	case ControlRequeue:
+	case a.Control == ControlRequeue:
 		acts = append(acts, fmt.Sprintf("requeue (at most %d restarts)", a.MaxRequeues))
 	}
 	if a.DryRun {

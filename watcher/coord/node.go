@@ -53,6 +53,10 @@ type Config struct {
 	// Seen, when set, is given every host's reading the coordinator takes
 	// in, with the state change it carries (Hub.Seen); nil on a member.
 	Seen func(s trace.Sample, evs []hang.Event)
+	// AnnounceFailures lets this watcher, when it ends up acting alone,
+	// announce the digest of a failed job (Lone.AnnounceFailures): set
+	// on the watcher that follows the job's output.
+	AnnounceFailures bool
 }
 
 // Roles of a node.
@@ -106,6 +110,7 @@ func Start(ctx context.Context, cfg Config) *Node {
 	}
 	n := &Node{cfg: cfg, pend: newPending(), lone: NewLone(cfg.Hang), excluded: map[string]bool{},
 		done: make(chan struct{}), log: cfg.Log}
+	n.lone.AnnounceFailures = cfg.AnnounceFailures
 	n.log = sessionLog(cfg.Log, &n.closing) // the session's and this node's
 	ctx, n.cancel = context.WithCancel(ctx)
 	if len(distinct(cfg.Nodes)) < 2 {
@@ -172,10 +177,7 @@ func (n *Node) Observe(s trace.Sample, evs []hang.Event) {
 // period's rounds: tick, gather the summaries, announce the digest.
 func (n *Node) Due(ctx context.Context, now time.Time) []Out {
 	lone := n.lone.Due(ctx, now) // keeps the lone view current, for a fall back
-	n.mu.Lock()
-	role, out := n.role, n.queue
-	n.queue = nil
-	n.mu.Unlock()
+	role, out := n.takeQueue()
 	switch role {
 	case roleLone:
 		return append(out, lone...)
@@ -183,6 +185,49 @@ func (n *Node) Due(ctx context.Context, now time.Time) []Out {
 		return append(out, n.round(ctx, now)...)
 	}
 	return out
+}
+
+// Role is this watcher's part in the job's meeting now: trace.RoleCoordinator,
+// RoleMember or RoleLone.
+func (n *Node) Role() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch n.role {
+	case roleCoordinator:
+		return trace.RoleCoordinator
+	case roleMember:
+		return trace.RoleMember
+	}
+	return trace.RoleLone
+}
+
+// Addrs are the addresses the job's nodes were met at, by node.
+func (n *Node) Addrs() map[string]string { return n.cfg.Addrs }
+
+// End returns the job's events due at this watcher's stop, once its last
+// records (its end record among them) are observed: on the coordinator,
+// its own last summary joins the members' latest (the members are
+// stopping too: no round is held) and the digest of a failed job is
+// announced; a lone watcher gives its own view's; a member, none.
+func (n *Node) End(ctx context.Context, now time.Time) []Out {
+	role, out := n.takeQueue()
+	switch role {
+	case roleCoordinator:
+		return append(out, n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})...)
+	case roleLone:
+		return append(out, n.lone.End(ctx, now)...)
+	}
+	return out
+}
+
+// takeQueue returns the node's role and the events queued for the loop
+// (a member's copies of the coordinator's digests), and empties the queue.
+func (n *Node) takeQueue() (int, []Out) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.queue
+	n.queue = nil
+	return n.role, out
 }
 
 // gatherWait bounds the coordinator's wait for the summaries, which

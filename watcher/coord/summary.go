@@ -119,9 +119,15 @@ func (p *pending) take() Summary {
 }
 
 // Lone is the job view of a watcher without peers: the digest and
-// stragglers of its own node, from its own records. Its digests are
-// recorded, not announced: the node's own hung event already was.
-type Lone struct{ ep *hang.Episodes }
+// stragglers of its own node, from its own records. Its hang digests are
+// recorded, not announced: the node's own hung event already was. The
+// digest of a failed job (hang.EventFailed, at End) is announced when
+// AnnounceFailures is set: the watcher follows the job's output (the
+// batch host), the only lone watcher that sees the job's own words.
+type Lone struct {
+	ep               *hang.Episodes
+	AnnounceFailures bool
+}
 
 // NewLone returns the view of a lone watcher with the detector's configuration.
 func NewLone(c hang.Config) *Lone { return &Lone{ep: hang.NewLiveEpisodes(c)} }
@@ -133,7 +139,16 @@ func (l *Lone) Observe(s trace.Sample, evs []hang.Event) { l.ep.Observe(s, evs) 
 func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	var out []Out
 	for _, e := range l.ep.Due(now) {
-		out = append(out, Out{Event: e})
+		d, ok := e.(hang.DigestEvent)
+		out = append(out, Out{Event: e, Notify: ok && d.Event == hang.EventFailed && l.AnnounceFailures})
 	}
 	return out
 }
+
+// Role is trace.RoleLone.
+func (l *Lone) Role() string { return trace.RoleLone }
+
+// End returns the job's events due at the watcher's stop, once its last
+// records (its end record among them) are observed: the digest of a job
+// that failed.
+func (l *Lone) End(ctx context.Context, now time.Time) []Out { return l.Due(ctx, now) }

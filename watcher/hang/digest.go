@@ -2,6 +2,7 @@ package hang
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,21 @@ import (
 const (
 	EventDigest    = "digest"    // one per hang episode per job: cause, culprits, hint
 	EventStraggler = "straggler" // a host holds its progressing peers back
+	// EventFailed: the digest of a job that ended with evidence of a
+	// failure in its last lines (a rank killed, tracebacks, srun's word
+	// that tasks exited badly) and no hang digest: what went wrong, and
+	// on which host.
+	EventFailed = "failed"
+)
+
+// Origins of a digest: whether what went wrong looks like the cluster's
+// (a device, the network, the file system, a node that went silent) or
+// the job's own (a rank that crashed or desynchronised with no device or
+// network evidence).
+const (
+	OriginCluster = "cluster"
+	OriginJob     = "job"
+	OriginUnknown = "unknown"
 )
 
 // Causes of a digest, in the order the rules are tried.
@@ -62,10 +78,13 @@ type DigestEvent struct {
 	// Since is when the hang began: the earliest "since" of the
 	// episode's hung verdicts, the last I/O progress of the first host to
 	// stall (zero when unknown: a digest of an older coordinator).
-	Since    time.Time       `json:"since,omitzero"`
-	Job      string          `json:"job"`
-	Event    string          `json:"event"` // EventDigest
-	Cause    string          `json:"cause"` // one of the Cause constants
+	Since time.Time `json:"since,omitzero"`
+	Job   string    `json:"job"`
+	Event string    `json:"event"` // EventDigest, or EventFailed for a job that ended
+	Cause string    `json:"cause"` // one of the Cause constants
+	// Origin says whose the trouble looks like: OriginCluster, OriginJob
+	// or OriginUnknown ("" in digests of older versions).
+	Origin   string          `json:"origin,omitempty"`
 	Culprits []DigestCulprit `json:"culprits"`
 	Hint     string          `json:"hint"`  // what the job's user can do, one or two sentences
 	Hosts    []string        `json:"hosts"` // every host of the job, sorted
@@ -111,9 +130,14 @@ type DigestInput struct {
 	// Logs are the matched lines of the job's hosts from DigestLookback
 	// before the first hung verdict up to Time, in time order.
 	Logs []LogEvidence
-	// Addrs maps a host's network address (from NCCL's start-up line) to
-	// the host, so that a peer named in a transport error is a host.
+	// Addrs maps a host's network address (from NCCL's start-up line, and
+	// the nodes' addresses in the step's layout) to the host, so that a
+	// peer named in a transport error is a host.
 	Addrs map[string]string
+	// Ended is set for the digest of a job that ended (EventFailed): its
+	// hosts' last readings are of processes that were stopping, so the
+	// telemetry rules are not run; the lines alone say what went wrong.
+	Ended bool
 }
 
 // DigestLookback is how far before the first hung verdict of an episode
@@ -133,6 +157,9 @@ const evidenceLines = 3
 func Digest(in DigestInput, c Config) DigestEvent {
 	d := DigestEvent{Time: in.Time, Job: in.Job, Event: EventDigest, Cause: CauseUnknown,
 		Culprits: []DigestCulprit{}, Hosts: digestHosts(in)}
+	if in.Ended {
+		d.Event = EventFailed
+	}
 	ev := newEvidence(in)
 	if hits := ruleHits(in, ev, c); len(hits) > 0 {
 		w := winner(hits)
@@ -150,8 +177,37 @@ func Digest(in DigestInput, c Config) DigestEvent {
 	if d.Cause == CauseUnknown {
 		d.Cause, d.JobEvidence = jobLevelCause(ev)
 	}
+	for _, c := range d.Culprits {
+		if !slices.Contains(d.Hosts, c.Host) { // named by a peer's line only
+			d.Hosts = append(d.Hosts, c.Host)
+			sort.Strings(d.Hosts)
+		}
+	}
+	d.Origin = origin(d)
 	d.Hint = hint(d, ev)
 	return d
+}
+
+// origin is whose the trouble of d looks like: a device, the network or
+// stuck I/O are the cluster's, as is a host whose watcher fell silent (the
+// node itself may be down); a rank that crashed, was killed or left early,
+// or ranks at different places, with no device or network evidence, are
+// the job's own.
+func origin(d DigestEvent) string {
+	switch d.Cause {
+	case CauseBadDevice, CauseNetwork, CauseDataStall:
+		return OriginCluster
+	case CauseRankFailed:
+		for _, c := range d.Culprits {
+			if c.Reason == CulpritStaleSamples {
+				return OriginCluster
+			}
+		}
+		return OriginJob
+	case CauseDifferentProgress:
+		return OriginJob
+	}
+	return OriginUnknown
 }
 
 // ruleHit is a rule that named culprits, and when its anomaly first
@@ -247,7 +303,7 @@ func jobLevelCause(ev evidence) (string, []string) {
 	}{
 		{CauseBadDevice, func(m joblog.Match) bool { return m.Fault }},
 		{CauseNetwork, isNet},
-		{CauseRankFailed, isCrash},
+		{CauseRankFailed, func(m joblog.Match) bool { return isCrash(m) || m.Kind == joblog.KindPeerClosed }},
 	} {
 		var ls []LogEvidence
 		for _, l := range ev.job {
@@ -313,6 +369,16 @@ func newEvidence(in DigestInput) evidence {
 	return e
 }
 
+// all returns every line, of the hosts and of the job, in time order.
+func (e evidence) all() []LogEvidence {
+	out := append([]LogEvidence(nil), e.job...)
+	for _, h := range e.hosts {
+		out = append(out, e.byHost[h]...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
 // of returns host's lines for which keep holds.
 func (e evidence) of(host string, keep func(joblog.Match) bool) []LogEvidence {
 	var out []LogEvidence
@@ -368,6 +434,11 @@ func hint(d DigestEvent, ev evidence) string {
 			"port and cable; on a flaky fabric raise NCCL_IB_TIMEOUT (e.g. 22), and on RoCE set NCCL_IB_GID_INDEX (e.g. 3) and "+
 			"NCCL_IB_TC (e.g. 128) as your site documents.", who)
 	case CauseRankFailed:
+		if d.Event == EventFailed {
+			return fmt.Sprintf("A rank on %s was the first to fail (killed, crashed, or gone while its peers still waited for it); "+
+				"the others failed after it: read the first error in the job's output from that host, and the host's kernel log "+
+				"(an OOM kill) if it was killed.", who)
+		}
 		return fmt.Sprintf("A rank on %s exited or crashed while its peers waited for it: read the first error in the job's output "+
 			"from that host; set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and a collective timeout so that the job fails instead of hanging.", who)
 	case CauseDataStall:
@@ -376,6 +447,9 @@ func hint(d DigestEvent, ev evidence) string {
 	case CauseDifferentProgress:
 		return fmt.Sprintf("Ranks are at different places (odd ones out: %s): check that every rank runs the same collectives in "+
 			"the same order, and that the data is split evenly (DistributedSampler, drop_last=True) so that all ranks run as many steps.", who)
+	}
+	if d.Event == EventFailed {
+		return "The job failed and no host stands out: read the first error in the job's output."
 	}
 	return "The job stopped making progress but no host stands out: look at the job's output around the time of the hang; " +
 		"`py-spy dump` of a rank shows where it waits."

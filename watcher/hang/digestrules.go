@@ -1,6 +1,7 @@
 package hang
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 
@@ -21,6 +22,8 @@ const (
 	DigestOtherEpoch       = "OtherEpoch"       // another epoch than its peers
 	DigestBehindInSteps    = "BehindInSteps"    // fewer steps than its peers
 	DigestIOStalled        = "IOStalled"        // the kernel says its I/O is stuck (hung task, NFS not responding)
+	DigestRankKilled       = "RankKilled"       // srun or torchrun says its task died of a signal while its peers' exited
+	DigestPeerClosed       = "PeerClosed"       // its peers' connections to it closed or reset: its rank left first
 )
 
 // digestRule names culprits for cause; shows is the kind of line that
@@ -94,10 +97,12 @@ func isCrash(m joblog.Match) bool {
 func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Kind == joblog.KindNFS }
 
 // rankFailed names the hosts whose processes are gone or few, or whose
-// watcher fell silent (the telemetry culprit rules), and the hosts with a
+// watcher fell silent (the telemetry culprit rules); then the hosts whose
+// rank left first (firstToLeave); failing those, the hosts with a
 // traceback or CUDA error when those are not every host (a watchdog that
-// aborts every rank prints tracebacks everywhere). A host that reported
-// transport errors itself is left to the network rule.
+// aborts every rank prints tracebacks everywhere, and ranks whose peer
+// left exit with errors too). A host that reported transport errors
+// itself is left to the network rule.
 func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	named := map[string]bool{}
 	var out []DigestCulprit
@@ -116,6 +121,9 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 			e["lines"] = lines(ls)
 		}
 		out = append(out, DigestCulprit{Host: cu.Host, Reason: cu.Reason, Evidence: e})
+	}
+	if first := firstToLeave(in, ev, named); len(first) > 0 {
+		return append(out, first...)
 	}
 	var crashed []string
 	for _, h := range ev.hosts {
@@ -136,6 +144,59 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	return out
 }
 
+// firstToLeave names the hosts whose rank left before its peers: a host
+// whose task died of a signal (srun's "Killed", torchrun's negative
+// exitcode) while other hosts' tasks exited with an error code, and a host
+// that peers' lines accuse of closing or resetting their connections
+// (gloo's "Connection closed by peer [ADDR]", the address resolved through
+// in.Addrs; a line may accuse a peer whoever printed it). Hosts in named
+// are left out.
+func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCulprit {
+	all := digestHosts(in)
+	accused := map[string][]LogEvidence{}
+	for _, l := range ev.all() {
+		if l.Match.Kind != joblog.KindPeerClosed || l.Match.Peer == "" {
+			continue
+		}
+		if h, ok := in.Addrs[l.Match.Peer]; ok && h != l.Host {
+			accused[h] = append(accused[h], l)
+			if !slices.Contains(all, h) {
+				all = append(all, h) // a node of the job that printed nothing
+			}
+		}
+	}
+	sort.Strings(all)
+	killed := map[string][]LogEvidence{}
+	for _, h := range ev.hosts {
+		for _, l := range ev.of(h, func(m joblog.Match) bool { return m.Kind == joblog.KindTaskExit }) {
+			if reSignalled.MatchString(l.Line) {
+				killed[h] = append(killed[h], l)
+			}
+		}
+	}
+	if len(killed) >= len(all) {
+		killed = nil // every rank died of a signal: the job was torn down
+	}
+	var out []DigestCulprit
+	for _, h := range all {
+		k, a := killed[h], accused[h]
+		if named[h] || len(k)+len(a) == 0 {
+			continue
+		}
+		reason := DigestRankKilled
+		if len(k) == 0 {
+			reason = DigestPeerClosed
+		}
+		ls := append(append([]LogEvidence(nil), k...), a...)
+		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
+	}
+	return out
+}
+
+// reSignalled is srun's or torchrun's word that a task died of a signal
+// (a task ended by the job's own teardown says "Terminated": not that).
+var reSignalled = regexp.MustCompile(`: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted|Bus error)|exitcode\s*:\s*-\d+`)
+
 // hostCulprit is a telemetry culprit with the sample that named it.
 type hostCulprit struct {
 	Culprit
@@ -145,6 +206,9 @@ type hostCulprit struct {
 // telemetryCulprits runs Culprits over the latest readings of the job's
 // hosts.
 func telemetryCulprits(in DigestInput, c Config) []hostCulprit {
+	if in.Ended {
+		return nil
+	}
 	latest := make(map[string]trace.Sample, len(in.Hosts))
 	for _, h := range in.Hosts {
 		latest[h.Host] = h.Latest

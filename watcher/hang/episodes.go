@@ -53,6 +53,8 @@ type jobTrack struct {
 	recovered  bool              // a host recovered since it opened
 	stragglers map[string]bool   // hosts named in their current episode
 	layout     joblog.Layout     // the step's layout, from its layout record
+	ended      bool              // the watcher of the job's view stopped (an end record)
+	endDone    bool              // the end was judged
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -119,6 +121,13 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 		j.observeLayout(s.Log.Line)
 		return
 	}
+	if s.IsLog() && s.Log.Stream == trace.StreamEnd {
+		var end trace.End
+		if json.Unmarshal([]byte(s.Log.Line), &end) == nil && (end.Role == trace.RoleCoordinator || end.Role == trace.RoleLone) {
+			j.ended = true
+		}
+		return
+	}
 	h := j.host(s.Host)
 	if s.IsLog() {
 		e.observeLog(j, h, s)
@@ -169,6 +178,9 @@ func (j *jobTrack) observeLayout(text string) {
 	var l joblog.Layout
 	if json.Unmarshal([]byte(text), &l) == nil {
 		j.layout = l
+		for node, addr := range l.Addrs {
+			j.addrs[addr] = node
+		}
 	}
 }
 
@@ -262,6 +274,13 @@ func (e *Episodes) Due(now time.Time) []any {
 	end := now.IsZero()
 	for _, id := range ids {
 		j := e.jobs[id]
+		if j.ended && !j.endDone && (end || j.last.Before(now)) {
+			j.endDone = true
+			if d, ok := e.failure(id, j); ok {
+				out = append(out, d)
+			}
+			continue
+		}
 		if !end && (!j.last.Before(now) || !e.isRound(j)) {
 			continue // records at j.last may still come, or no round
 		}
@@ -279,6 +298,50 @@ func (e *Episodes) Due(now time.Time) []any {
 		}
 	}
 	return out
+}
+
+// failure is the digest of job id, which ended (its coordinator's or lone
+// watcher's end record): when the job's lines of its last DigestLookback
+// windows hold evidence that something failed (isFailure) and no hang
+// digest of the job was given for an episode still open, a digest of
+// event EventFailed, computed from those lines alone (DigestInput.Ended),
+// whose Since is the earliest of them.
+func (e *Episodes) failure(id string, j *jobTrack) (DigestEvent, bool) {
+	if j.open && j.digested {
+		return DigestEvent{}, false // the hang's digest said it
+	}
+	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Ended: true}
+	from := j.last.Add(-DigestLookback * e.c.Window)
+	var first time.Time
+	for _, name := range sortedKeys(j.hosts) {
+		h := j.hosts[name]
+		if h.read {
+			in.Hosts = append(in.Hosts, HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
+		}
+		for _, l := range h.logs {
+			if l.Time.Before(from) {
+				continue
+			}
+			in.Logs = append(in.Logs, l)
+			if isFailure(l.Match) && (first.IsZero() || l.Time.Before(first)) {
+				first = l.Time
+			}
+		}
+	}
+	if first.IsZero() {
+		return DigestEvent{}, false
+	}
+	sort.SliceStable(in.Logs, func(a, b int) bool { return in.Logs[a].Time.Before(in.Logs[b].Time) })
+	d := Digest(in, e.c)
+	d.Since = first
+	return d, true
+}
+
+// isFailure is a line that says something failed: a device fault, a
+// crash, a task that ended badly, a transport error, a peer that left, a
+// collective that timed out.
+func isFailure(m joblog.Match) bool {
+	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
 // roundHost reports whether reading s is of the host whose readings are

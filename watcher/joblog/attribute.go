@@ -24,6 +24,10 @@ type Layout struct {
 	// rank is taken for the task of the same number (one task per rank,
 	// srun's usual launch).
 	Ranks map[int]string `json:"ranks,omitempty"`
+	// Addrs maps a node to its address (Slurm's NodeAddr, or the
+	// watcher's --node-addrs), so that a line naming a peer by address
+	// (gloo's "Connection closed by peer [ADDR]") names a node.
+	Addrs map[string]string `json:"addrs,omitempty"`
 }
 
 // How a line was attributed.

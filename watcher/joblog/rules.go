@@ -20,6 +20,10 @@ const (
 	KindHungTask Kind = "hung-task"
 	// KindNFS: an NFS server stopped answering the host.
 	KindNFS Kind = "nfs"
+	// KindPeerClosed: a rank's connection to a peer (Peer: its address)
+	// was closed or reset by the other end, as gloo says when the peer's
+	// process is gone: evidence that the peer left first.
+	KindPeerClosed Kind = "peer-closed"
 )
 
 // RuleKinds are the evidence kinds a line rule may name (linerules.Kinds:

@@ -121,6 +121,10 @@ func OpenJobLogs(ctx context.Context, outputs JobOutputs, root, host, job string
 	return j
 }
 
+// FollowsOutput reports whether this watcher follows the job's output
+// files (it runs on the batch host, or they are on a shared file system).
+func (j *JobLogs) FollowsOutput() bool { return j != nil && len(j.streams) > 0 }
+
 // Close closes the kernel log.
 func (j *JobLogs) Close() {
 	if j != nil && j.kmsg >= 0 {

@@ -27,7 +27,11 @@ import (
 // as the prolog meets them), and MUNGE at [watch] munge_socket, else
 // slurm.conf's AuthInfo socket=, else libmunge's default.
 // On the coordinator, seen is given every host's readings (coord.Config.Seen).
-func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
+//
+// readsOutput says this watcher follows the job's output (the batch host):
+// acting alone, it announces the digest of a failed job, which the job's
+// own words make.
+func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, readsOutput bool, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
 	lone := func(why string, err error) (JobView, func()) {
 		l := log.WithField("why", why)
 		if err != nil {
@@ -35,7 +39,9 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, seen fu
 		} else {
 			l.Info("this watcher acts for its own node alone (no coordinator)")
 		}
-		return coord.NewLone(s.Hang), func() {}
+		v := coord.NewLone(s.Hang)
+		v.AnnounceFailures = readsOutput
+		return v, func() {}
 	}
 	cfg, err := rendezvous.ForJob(job)
 	switch {
@@ -65,7 +71,7 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, seen fu
 	n := coord.Start(ctx, coord.Config{
 		Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, UID: uint32(job.UID),
 		Port: s.JobPort(job.ID), Addrs: addrs, Auth: rendezvous.Munge{Client: m},
-		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log, Seen: seen,
+		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log, Seen: seen, AnnounceFailures: readsOutput,
 	})
 	return n, func() { n.Close(); m.Close() }
 }

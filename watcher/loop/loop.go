@@ -63,7 +63,19 @@ type LogSource interface {
 type JobView interface {
 	Observe(s trace.Sample, evs []hang.Event)
 	Due(ctx context.Context, now time.Time) []coord.Out
+	// Role is the watcher's part in the job's meeting (trace.Role*), for
+	// its end record.
+	Role() string
+	// End gives the job's events due at the watcher's stop, after its
+	// last records: the digest of a job that failed (hang.EventFailed).
+	End(ctx context.Context, now time.Time) []coord.Out
 }
+
+// FinishTimeout bounds what the watcher does once it stops (the last poll
+// of the job's output, the digest of a failed job, its report and
+// notifications): Slurm sends SIGKILL KillWait (default 30 s) after the
+// SIGTERM that ends the job's steps.
+var FinishTimeout = 15 * time.Second
 
 // DigestHandler acts on a digest of the job (*action.Actor): notify says
 // this node announces it (the coordinator); otherwise it is recorded only.
@@ -113,6 +125,9 @@ type Loop struct {
 	// keeps none.
 	View Viewer
 	Log  logrus.FieldLogger // nil: the standard logger
+
+	host, job string    // of the latest sample ("" before the first)
+	last      time.Time // the latest sample's time
 }
 
 // Run samples every Period until ctx ends (SIGTERM) or the job is gone.
@@ -126,10 +141,12 @@ func (l *Loop) Run(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			l.log().Info("vigil-watch stopping: signalled")
+			l.finish(trace.EndSignalled)
 			return nil
 		}
 		if gone, err := l.Step(ctx, clock.Now()); gone {
 			l.log().WithError(err).Info("vigil-watch stopping: the job is gone from this node")
+			l.finish(trace.EndJobGone)
 			return nil
 		}
 		// Keep to a fixed grid: a slow sample shortens the wait instead of
@@ -142,6 +159,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			l.log().Info("vigil-watch stopping: signalled")
+			l.finish(trace.EndSignalled)
 			return nil
 		case <-clock.After(next.Sub(now)):
 		}
@@ -161,6 +179,7 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 		}
 	}
 	s := l.Sampler.Sample(now)
+	l.host, l.job, l.last = s.Host, s.Job, s.Time
 	if len(s.Missing) > 0 {
 		log.WithField("missing", s.Missing).Debug("sample incomplete")
 	}
@@ -193,6 +212,36 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 		l.jobEvents(ctx, l.Job.Due(ctx, due))
 	}
 	return false, nil
+}
+
+// finish is the watcher's last step once it stops (why: trace.End's Why):
+// a last poll of the job's output, which holds the job's last words (srun's
+// word that a task was killed comes as the job ends), and the end record
+// (trace.StreamEnd), recorded and given to the job's view, whose End then
+// gives the digest of a job that failed; it is acted on within
+// FinishTimeout, the loop's context being done by now.
+func (l *Loop) finish(why string) {
+	if l.Job == nil || l.host == "" {
+		return // no view, or not one sample taken: nothing to end
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), FinishTimeout)
+	defer cancel()
+	now := l.clock().Now()
+	if !now.After(l.last) {
+		now = l.last.Add(time.Nanosecond)
+	}
+	var recs []trace.Sample
+	if l.Logs != nil {
+		recs = l.Logs.Poll(now)
+	}
+	line, _ := json.Marshal(trace.End{Role: l.Job.Role(), Why: why})
+	recs = append(recs, trace.Sample{V: trace.Version, Time: now, Host: l.host, Job: l.job,
+		Log: &trace.Log{Stream: trace.StreamEnd, Line: string(line)}})
+	l.record(recs)
+	for _, r := range recs {
+		l.Job.Observe(r, nil)
+	}
+	l.jobEvents(ctx, l.Job.End(ctx, now.Add(time.Nanosecond)))
 }
 
 // record writes the records to the trace.

@@ -114,6 +114,7 @@ func Resolve(src Sources) (Resolved, error) {
 		s.Mail = s.Mail || n.Mail
 		s.JobWebhookURL = n.WebhookURL
 		out.Warnings = append(out.Warnings, n.Warnings...)
+		s.KeepOwnFailures = !job.Policy.RequeueOwnFailures
 	}
 	if err := s.Override(src.Flags.Values, src.Flags.Keys); err != nil {
 		return out, fmt.Errorf("flags: %w", err)

@@ -111,6 +111,18 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
+	t.Run("requeue_own_failures", func(t *testing.T) {
+		for file, keep := range map[string]bool{"": false, "[policy]\nrequeue_own_failures = false\n": true} {
+			f, err := config.Parse(strings.NewReader(fileWatch+file), "vigil.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Resolve(Sources{File: f, Lookup: envOf(map[string]string{}), Flags: Flags{Values: DefaultSettings()}})
+			if err != nil || res.Settings.KeepOwnFailures != keep {
+				t.Errorf("policy %q: KeepOwnFailures %v, %v; want %v", file, res.Settings.KeepOwnFailures, err, keep)
+			}
+		}
+	})
 	t.Run("invalid values come one per key", func(t *testing.T) {
 		fl := DefaultSettings()
 		fl.Window, fl.Period = 10*time.Second, 8*time.Second

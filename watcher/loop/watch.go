@@ -109,8 +109,11 @@ func Watch(ctx context.Context, o Options) error {
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
 	logs.Device = deviceFaults(accel, log)
-	view, closeView := jobView(ctx, o, s, job, recent.Observe, log.WithField("part", "coord"))
+	view, closeView := jobView(ctx, o, s, job, logs.FollowsOutput(), recent.Observe, log.WithField("part", "coord"))
 	defer closeView()
+	if a, ok := view.(interface{ Addrs() map[string]string }); ok {
+		logs.Layout.Addrs = a.Addrs() // peers named by address in the job's lines are nodes
+	}
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
 		actor.Quiet = c.Coordinated
 	}
@@ -158,7 +161,7 @@ func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log lo
 			WebhookTimeout: s.WebhookTimeout, WebhookAttempts: s.WebhookAttempts,
 			Mail: s.Mail, MailProg: mailProg,
 			Comment: s.Comment, Stagger: Stagger(job, s.Period),
-			Control: control, MaxRequeues: s.MaxRequeues, RestartCount: job.RestartCount,
+			Control: control, MaxRequeues: s.MaxRequeues, RestartCount: job.RestartCount, KeepOwnFailures: s.KeepOwnFailures,
 			DryRun: o.DryRun,
 		},
 		Slurm: client,

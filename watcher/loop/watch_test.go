@@ -277,8 +277,11 @@ func TestWatchOnFixtureTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(rec), "\n") - strings.Count(string(rec), `"stream":"layout"`); n != 20 {
-		t.Errorf("recorded %d samples, want 20 (0m to 19m), beside the layout record", n)
+	if n := strings.Count(string(rec), "\n") - strings.Count(string(rec), `"stream":"layout"`) - strings.Count(string(rec), `"stream":"end"`); n != 20 {
+		t.Errorf("recorded %d samples, want 20 (0m to 19m), beside the layout and end records", n)
+	}
+	if !strings.Contains(string(rec), `"stream":"end","line":"{\"role\":\"lone\",\"why\":\"job-gone\"}"`) {
+		t.Errorf("the trace lacks the watcher's end record:\n%s", rec[max(0, len(rec)-400):])
 	}
 	// The watcher's own step (pid 200, terabytes written) never shows.
 	r := trace.NewReader(bytes.NewReader(rec))

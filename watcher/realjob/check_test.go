@@ -22,6 +22,7 @@ type observed struct {
 	hooks    int
 	cause    string
 	culprits []int
+	event    string // the digest's event: "digest" (a hang) or "failed"
 }
 
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
@@ -39,6 +40,7 @@ func observe(j *job, state string, hooks []notifytest.Hook) observed {
 		}
 		o.digest = append(o.digest, h)
 		o.cause, _ = dg["cause"].(string)
+		o.event, _ = h.Body["event"].(string)
 		cs, _ := dg["culprits"].([]any)
 		for _, c := range cs {
 			host, _ := c.(map[string]any)["host"].(string)
@@ -80,7 +82,9 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 		t.Errorf("%d webhooks (%d with a digest), want exactly one, with the digest", o.hooks, len(o.digest))
 	case w.digest && (o.cause != w.cause || !slices.Equal(o.culprits, w.culprits)):
 		t.Errorf("digest cause %q culprits %v (of %v), want %q %v", o.cause, o.culprits, j.hosts, w.cause, w.culprits)
-	case w.digest && !strings.Contains(comment, "vigil: hung since"):
+	case w.digest && w.failed != (o.event == "failed"):
+		t.Errorf("the digest's report is of event %q, want a failed job's: %v", o.event, w.failed)
+	case w.digest && !w.failed && !strings.Contains(comment, "vigil: hung since"):
 		t.Errorf("job comment %q, want vigil's hang note", comment)
 	case !w.digest && o.hooks != 0:
 		t.Errorf("%d webhooks, want none", o.hooks)

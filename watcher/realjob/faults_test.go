@@ -31,6 +31,7 @@ type outcome struct {
 	state    string // "FAILED" (died), "COMPLETED", "RUNNING" (hung until the test cancels it)
 	verdict  bool   // some watcher printed a hung event
 	digest   bool   // one webhook from the coordinator, with a digest
+	failed   bool   // the digest is of a failed job (event "failed"), not of a hang
 	cause    string
 	culprits []int
 	output   string // in the job's output (PyTorch's, gloo's or the launcher's own words)
@@ -46,13 +47,13 @@ const (
 // faults: one job per row, all at once on one cluster of 3 nodes per job.
 var faults = []fault{
 	{name: "a-kill", launch: "srun", per: 1, args: "--fault kill --fault-step 150", window: faultWindow, node: 1,
-		want: outcome{state: "FAILED", output: "task 1: Killed", gap: "G1"}},
+		want: outcome{state: "FAILED", digest: true, failed: true, cause: "rank-failed", culprits: []int{1}, output: "task 1: Killed"}},
 	{name: "b-stop", launch: "torchrun", per: 2, args: "--fault stop --fault-step 150", window: faultWindow, node: 1,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G2"}},
 	{name: "c-network", launch: "srun", per: 1, args: "", window: faultWindow, node: 0, block: true,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G3"}},
 	{name: "d-desync", launch: "torchrun", per: 1, args: "--fault desync --fault-step 150 --steps 250", window: faultWindow, node: 1,
-		want: outcome{state: "FAILED", output: "gloo/transport/tcp/pair.cc", gap: "G4"}},
+		want: outcome{state: "FAILED", digest: true, failed: true, cause: "rank-failed", culprits: []int{1}, output: "gloo/transport/tcp/pair.cc"}},
 	{name: "e-data", launch: "srun", per: 2, args: "--fault data --fault-step 150", window: faultWindow, node: 1,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G5"}},
 	{name: "f-checkpoint", launch: "torchrun", per: 1, args: "--fault ckpt --fault-step 150 --pause 90 --steps 250", window: healthyWindow, node: 0,

@@ -72,6 +72,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	}
 	var hung, digests int
 	var cause string
+	var failed bool
 	var culprits []int
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
@@ -88,8 +89,9 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 		switch e.Event {
 		case "hung":
 			hung++
-		case "digest":
+		case "digest", "failed":
 			digests++
+			failed = e.Event == "failed"
 			cause = e.Cause
 			for _, c := range e.Culprits {
 				culprits = append(culprits, slices.Index(m.Hosts, c.Host))
@@ -100,6 +102,9 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	t.Logf("PyTorch %s, Slurm %s: %d hung events, %d digests, cause %q, culprits %v", m.Torch, m.Slurm, hung, digests, cause, culprits)
 	if (hung > 0) != w.verdict || (digests > 0) != w.digest {
 		t.Errorf("replay: %d hung events and %d digests, want verdict %v digest %v", hung, digests, w.verdict, w.digest)
+	}
+	if w.digest && failed != w.failed {
+		t.Errorf("replay digest of a failed job %v, want %v", failed, w.failed)
 	}
 	if w.digest && (cause != w.cause || !slices.Equal(culprits, w.culprits)) {
 		t.Errorf("replay digest: cause %q culprits %v, want %q %v", cause, culprits, w.cause, w.culprits)

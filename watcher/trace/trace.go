@@ -110,6 +110,28 @@ const (
 	// attributes the job's output lines to the hosts that printed them.
 	// Older readers see a log line that matches nothing.
 	StreamLayout = "layout"
+	// StreamEnd marks the record a watcher writes when it stops (the job
+	// left its node, or it was signalled as Slurm does at the job's end):
+	// Line is an End as JSON. Older readers see a line that matches nothing.
+	StreamEnd = "end"
+)
+
+// End is the line of a StreamEnd record.
+type End struct {
+	// Role is the watcher's part in the job's meeting when it stopped:
+	// RoleCoordinator, RoleMember or RoleLone. The end of the job's
+	// coordinator (or of a lone watcher) is the end of the job's view.
+	Role string `json:"role"`
+	Why  string `json:"why"` // EndSignalled or EndJobGone
+}
+
+// Roles and reasons of an End.
+const (
+	RoleCoordinator = "coordinator"
+	RoleMember      = "member"
+	RoleLone        = "lone"
+	EndSignalled    = "signalled"
+	EndJobGone      = "job-gone"
 )
 
 // Log is one matched line of the job's output or of the kernel log.
