@@ -201,9 +201,6 @@ func (n *Node) Role() string {
 	return trace.RoleLone
 }
 
-// Addrs are the addresses the job's nodes were met at, by node.
-func (n *Node) Addrs() map[string]string { return n.cfg.Addrs }
-
 // End returns the job's events due at this watcher's stop, once its last
 // records (its end record among them) are observed: on the coordinator,
 // its own last summary joins the members' latest (the members are

@@ -220,11 +220,18 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if !ok {
 		return
 	}
-	// A kernel-log line is its own host's; a line of the job's output
-	// belongs to the host it names (joblog.Attribute), never to the node
-	// that read the file: "" when it names none (job-level evidence).
-	from := s.Host
-	if s.Log.Stream != trace.StreamKmsg {
+	// A kernel-log line or a device event is its own host's; a line of
+	// the job's output belongs to the host it names (joblog.Attribute),
+	// never to the node that read the file: "" when it names none
+	// (job-level evidence).
+	from, line := s.Host, s.Log.Line
+	switch s.Log.Stream {
+	case trace.StreamKmsg:
+	case trace.StreamDevice: // this node's device: shown in words
+		if e, ok := trace.ParseDeviceEvent(line); ok {
+			line = e.Text()
+		}
+	default:
 		from = joblog.Attribute(s.Log.Line, j.attribution()).Host
 		if from != "" {
 			h = j.host(from)
@@ -247,7 +254,6 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		}
 		p.epoch, p.step = m.Epoch, m.Step
 	}
-	line := s.Log.Line
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/internal/xid"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // Kind says what a matched line is.
@@ -111,6 +112,8 @@ func LineIn(stream, line string) (Match, bool) {
 	m := Match{Rank: -1, Seq: -1, Completed: -1, Status: -1, XID: -1, Epoch: -1, Step: -1}
 	var ok bool
 	switch {
+	case stream == trace.StreamDevice:
+		ok = device(line, &m)
 	case strings.Contains(line, "NVRM: Xid"):
 		ok = kernel(line, &m)
 	case strings.Contains(line, "dcmi: npu") && strings.Contains(line, "error code"):
@@ -149,6 +152,28 @@ func kernel(line string, m *Match) bool {
 		return false
 	}
 	m.Kind, m.XID, m.Fault = KindXID, ev.Code, ev.Fault()
+	return true
+}
+
+// device reads a device library's fault event (a trace.StreamDevice
+// record's line): an XID judged by the catalogue as the kernel's line is,
+// an uncorrectable ECC error (always a fault), an NPU's error code (a
+// fault when its health then was a major or critical alarm).
+func device(line string, m *Match) bool {
+	e, ok := trace.ParseDeviceEvent(line)
+	if !ok {
+		return false
+	}
+	switch e.Kind {
+	case trace.DeviceXID:
+		m.Kind, m.XID, m.Fault = KindXID, e.XID, xid.Event{Code: e.XID, PCI: e.PCI}.Fault()
+	case trace.DeviceECC:
+		m.Kind, m.Fault = KindECC, true
+	case trace.DeviceErrorCode:
+		m.Kind, m.Code, m.Fault = KindNPUError, e.Code, e.Fault
+	default:
+		return false
+	}
 	return true
 }
 

@@ -38,7 +38,7 @@ func (s *dcmiSampler) Sample(now time.Time) trace.Sample {
 // the node bad-device for it; a code in a minor alarm is recorded and
 // names nobody; npu1's failing error-code reads are said once, and every
 // NPU is still sampled.
-func TestLoopRecordsDCMIFaultsAsKernelLogLines(t *testing.T) {
+func TestLoopRecordsDCMIFaultsAsDeviceRecords(t *testing.T) {
 	node := dcmifake.Healthy(4)
 	d, err := sample.NewDCMI(node, nil)
 	if err != nil {
@@ -81,7 +81,7 @@ func TestLoopRecordsDCMIFaultsAsKernelLogLines(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if s.IsLog() {
+		if s.IsLog() && s.Log.Stream != trace.StreamEnd {
 			got = append(got, s)
 		}
 	}
@@ -96,10 +96,11 @@ func TestLoopRecordsDCMIFaultsAsKernelLogLines(t *testing.T) {
 		t.Fatalf("log records %+v, want the two codes once each", got)
 	}
 	for i, w := range want {
-		m, ok := joblog.Line(got[i].Log.Line)
-		if got[i].Log.Stream != trace.StreamKmsg || got[i].Host != "npu03" || got[i].Log.Line != w.line ||
+		m, ok := joblog.LineIn(got[i].Log.Stream, got[i].Log.Line)
+		ev, _ := trace.ParseDeviceEvent(got[i].Log.Line)
+		if got[i].Log.Stream != trace.StreamDevice || got[i].Host != "npu03" || ev.Text() != w.line ||
 			!ok || m.Kind != joblog.KindNPUError || m.Fault != w.fault {
-			t.Errorf("record %d = %+v %+v (%+v), want %q (fault %v) in npu03's kernel log", i, got[i], got[i].Log, m, w.line, w.fault)
+			t.Errorf("record %d = %+v %+v (%+v), want %q (fault %v), a device record of npu03", i, got[i], got[i].Log, m, w.line, w.fault)
 		}
 	}
 	if len(digests.got) != 1 || digests.got[0].Cause != hang.CauseBadDevice || len(digests.got[0].Culprits) != 1 {

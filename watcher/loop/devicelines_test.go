@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,14 +23,14 @@ import (
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
-// deviceLines gives scripted lines, one batch per call.
-type deviceLines struct {
-	batches [][]string
+// deviceEvents gives scripted events, one batch per call.
+type deviceEvents struct {
+	batches [][]trace.DeviceEvent
 	err     error
 	calls   int
 }
 
-func (d *deviceLines) Lines() ([]string, error) {
+func (d *deviceEvents) Poll() ([]trace.DeviceEvent, error) {
 	d.calls++
 	if len(d.batches) == 0 {
 		return nil, d.err
@@ -78,10 +79,10 @@ func nvmlWithEvents(t *testing.T, queue *[]nvml.EventData) (*sample.NVML, nvml.D
 	return n, gpu
 }
 
-// An XID event NVML reports, with /dev/kmsg unreadable, is a kernel log
+// An XID event NVML reports, with /dev/kmsg unreadable, is a device
 // record of this node in the trace (--record), and a lone watcher's digest
 // reads it: a fault XID makes it bad-device; an application XID does not.
-func TestLoopRecordsNVMLEventsAsKernelLogLines(t *testing.T) {
+func TestLoopRecordsNVMLEventsAsDeviceRecords(t *testing.T) {
 	var queue []nvml.EventData
 	n, gpu := nvmlWithEvents(t, &queue)
 	log, _ := test.NewNullLogger()
@@ -121,7 +122,7 @@ func TestLoopRecordsNVMLEventsAsKernelLogLines(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if s.IsLog() {
+		if s.IsLog() && s.Log.Stream != trace.StreamEnd {
 			got = append(got, s)
 		}
 	}
@@ -133,14 +134,19 @@ func TestLoopRecordsNVMLEventsAsKernelLogLines(t *testing.T) {
 		t.Fatalf("log records %+v, want the two XIDs", got)
 	}
 	for i, w := range want {
-		m, ok := joblog.Line(got[i].Log.Line)
-		if got[i].Log.Stream != trace.StreamKmsg || got[i].Host != "gpu03" || !ok || m.Kind != joblog.KindXID || m.XID != w.xid || m.Fault != w.fault ||
-			!strings.Contains(got[i].Log.Line, "(PCI:0000:18:00)") {
-			t.Errorf("record %d = %+v %+v (%+v), want XID %d (fault %v) in gpu03's kernel log", i, got[i], got[i].Log, m, w.xid, w.fault)
+		m, ok := joblog.LineIn(got[i].Log.Stream, got[i].Log.Line)
+		ev, _ := trace.ParseDeviceEvent(got[i].Log.Line)
+		if got[i].Log.Stream != trace.StreamDevice || got[i].Host != "gpu03" || !ok || m.Kind != joblog.KindXID || m.XID != w.xid || m.Fault != w.fault ||
+			ev.PCI != "0000:18:00" || ev.Source != trace.DeviceNVML {
+			t.Errorf("record %d = %+v %+v (%+v), want XID %d (fault %v) of gpu03's GPU at 0000:18:00", i, got[i], got[i].Log, m, w.xid, w.fault)
 		}
 	}
 	if len(digests.got) != 1 || digests.got[0].Cause != hang.CauseBadDevice || len(digests.got[0].Culprits) != 1 || digests.got[0].Culprits[0].Host != "gpu03" {
 		t.Fatalf("digests = %+v, want one bad-device naming gpu03", digests.got)
+	}
+	// The digest's evidence says the event in words, not as the record's JSON.
+	if lines, _ := digests.got[0].Culprits[0].Evidence["lines"].([]string); len(lines) != 1 || lines[0] != "nvml: gpu0 (PCI:0000:18:00) Xid 79, GPU has fallen off the bus" {
+		t.Errorf("evidence lines %q", lines)
 	}
 }
 
@@ -159,8 +165,8 @@ func xid(pci string, n string) string {
 	return "NVRM: Xid (PCI:" + pci + "): " + n + ", pid=4242, name=python, GPU has fallen off the bus."
 }
 
-func nvmlXID(pci string, n string) string {
-	return "NVRM: Xid (PCI:" + pci + "): " + n + ", pid='<unknown>', name=<unknown>, GPU has fallen off the bus (NVML event)"
+func nvmlXID(pci string, n int) trace.DeviceEvent {
+	return trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: pci, Kind: trace.DeviceXID, XID: n, What: "GPU has fallen off the bus"}
 }
 
 // Where /dev/kmsg is readable too, an XID both sources report counts once:
@@ -170,35 +176,42 @@ func TestJobLogsPairsKernelAndNVMLXIDs(t *testing.T) {
 	log, _ := test.NewNullLogger()
 	j := OpenJobLogs(context.Background(), nil, root, "n1", "7", nil, log)
 	defer j.Close()
-	dev := &deviceLines{}
+	dev := &deviceEvents{}
 	j.Device = dev
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	// Each record as one line: the kernel's own, or "nvml PCI XID".
 	lines := func(recs []trace.Sample) []string {
 		var out []string
 		for _, r := range recs {
-			if r.Log.Stream != trace.StreamKmsg || r.Host != "n1" {
-				t.Errorf("record %+v %+v, want n1's kernel log", r, r.Log)
+			switch e, ok := trace.ParseDeviceEvent(r.Log.Line); {
+			case r.Host != "n1":
+				t.Errorf("record %+v %+v, want n1's", r, r.Log)
+			case r.Log.Stream == trace.StreamDevice && ok:
+				out = append(out, fmt.Sprintf("nvml %s %d %s", e.PCI, e.XID, e.Kind))
+			default:
+				out = append(out, r.Log.Line)
 			}
-			out = append(out, r.Log.Line)
 		}
 		return out
 	}
+	nv := func(pci string, n int) string { return fmt.Sprintf("nvml %s %d xid", pci, n) }
+	ecc := trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: "0000:3b:00", Kind: trace.DeviceECC}
 	for _, tc := range []struct {
 		name   string
 		kernel []string
-		nvml   []string
+		nvml   []trace.DeviceEvent
 		want   []string
 	}{
-		{"same poll: the kernel's line", []string{xid("0000:3b:00", "79")}, []string{nvmlXID("0000:3b:00", "79")}, []string{xid("0000:3b:00", "79")}},
-		{"NVML first, the kernel's copy a poll later", nil, []string{nvmlXID("0000:18:00", "79")}, []string{nvmlXID("0000:18:00", "79")}},
+		{"same poll: the kernel's line", []string{xid("0000:3b:00", "79")}, []trace.DeviceEvent{nvmlXID("0000:3b:00", 79)}, []string{xid("0000:3b:00", "79")}},
+		{"NVML first, the kernel's copy a poll later", nil, []trace.DeviceEvent{nvmlXID("0000:18:00", 79)}, []string{nv("0000:18:00", 79)}},
 		{"... is dropped; another GPU's is not", []string{xid("0000:18:00", "79"), xid("0000:86:00", "79")}, nil, []string{xid("0000:86:00", "79")}},
-		{"the function and the case do not matter", []string{xid("0000:AF:00.0", "48")}, []string{nvmlXID("0000:af:00", "48")}, []string{xid("0000:AF:00.0", "48")}},
+		{"the function and the case do not matter", []string{xid("0000:AF:00.0", "48")}, []trace.DeviceEvent{nvmlXID("0000:af:00", 48)}, []string{xid("0000:AF:00.0", "48")}},
 		{"repeated XIDs count each time, once", []string{xid("0000:3b:00", "13"), xid("0000:3b:00", "13")},
-			[]string{nvmlXID("0000:3b:00", "13"), nvmlXID("0000:3b:00", "13"), nvmlXID("0000:3b:00", "13")},
-			[]string{xid("0000:3b:00", "13"), xid("0000:3b:00", "13"), nvmlXID("0000:3b:00", "13")}},
+			[]trace.DeviceEvent{nvmlXID("0000:3b:00", 13), nvmlXID("0000:3b:00", 13), nvmlXID("0000:3b:00", 13)},
+			[]string{xid("0000:3b:00", "13"), xid("0000:3b:00", "13"), nv("0000:3b:00", 13)}},
 		{"nothing this poll", nil, nil, nil},
 		{"two polls later: another event", []string{xid("0000:3b:00", "13")}, nil, []string{xid("0000:3b:00", "13")}},
-		{"ECC lines are never paired", nil, []string{sample.ECCLine("0000:3b:00")}, []string{sample.ECCLine("0000:3b:00")}},
+		{"ECC events are never paired", nil, []trace.DeviceEvent{ecc}, []string{"nvml 0000:3b:00 0 ecc"}},
 	} {
 		for _, l := range tc.kernel {
 			appendFile(t, kmsg, "3,1,100,-;"+l+"\n")
@@ -211,17 +224,17 @@ func TestJobLogsPairsKernelAndNVMLXIDs(t *testing.T) {
 	}
 }
 
-// Without a readable kernel log every NVML line counts, and a failing
+// Without a readable kernel log every NVML event counts, and a failing
 // event poll is said once and changes nothing else.
 func TestJobLogsDeviceLinesAlone(t *testing.T) {
 	log, hook := test.NewNullLogger()
 	j := OpenJobLogs(context.Background(), nil, t.TempDir(), "n1", "7", nil, log)
 	defer j.Close()
 	hook.Reset()
-	dev := &deviceLines{batches: [][]string{{nvmlXID("0000:3b:00", "79"), nvmlXID("0000:3b:00", "79")}}, err: errors.New("nvml: events: wait: GPU is lost")}
+	dev := &deviceEvents{batches: [][]trace.DeviceEvent{{nvmlXID("0000:3b:00", 79), nvmlXID("0000:3b:00", 79)}}, err: errors.New("nvml: events: wait: GPU is lost")}
 	j.Device = dev
 	if got := j.Poll(time.Now()); len(got) != 2 {
-		t.Errorf("records %+v, want both lines", got)
+		t.Errorf("records %+v, want both events", got)
 	}
 	j.Poll(time.Now())
 	if len(hook.AllEntries()) != 1 || !strings.Contains(hook.LastEntry().Message, "fault events") {

@@ -38,12 +38,11 @@ const MaxLogLinesPerPoll = 256
 // host is never charged to the batch host. The first poll writes the
 // layout record (trace.StreamLayout). Kernel log lines are this node's.
 //
-// Device adds the kernel-log lines the device library renders from its own
-// fault reports (NVML's XID and ECC events; DCMI's error codes and
-// uncorrectable ECC counts, read once a period; none needs root): they are
-// kernel log lines of this node too (stream "kmsg"). Where /dev/kmsg is
-// readable as well, an XID seen by both counts once (see xidPairs); DCMI's
-// lines have no kernel twin that joblog matches.
+// Device adds the faults the device library reports itself (NVML's XID
+// and ECC events; DCMI's error codes and uncorrectable ECC counts, read
+// once a period; none needs root) as typed device records of this node
+// (trace.StreamDevice). Where /dev/kmsg is readable as well, an XID seen
+// by both counts once (see xidPairs).
 type JobLogs struct {
 	Host, Job string
 	Nodes     []string // the job's nodes, recorded in the layout record
@@ -51,8 +50,8 @@ type JobLogs struct {
 	// its Nodes default to Nodes.
 	Layout  joblog.Layout
 	laidOut bool // the layout record was written
-	// Device gives the device library's fault lines; nil reads none.
-	Device    DeviceLines
+	// Device gives the device library's fault events; nil reads none.
+	Device    DeviceEvents
 	streams   []logStream
 	kmsg      int // /dev/kmsg's descriptor, read without the runtime's poller; -1 when not open
 	pairs     xidPairs
@@ -60,11 +59,10 @@ type JobLogs struct {
 	deviceErr bool // a failed Device poll has been logged
 }
 
-// DeviceLines gives the kernel-log lines of the device faults reported
-// since its last call (*sample.NVMLEvents, *sample.DCMIFaults). It never
-// waits on events.
-type DeviceLines interface {
-	Lines() ([]string, error)
+// DeviceEvents gives the device faults reported since its last call
+// (*sample.NVMLEvents, *sample.DCMIFaults). It never waits on events.
+type DeviceEvents interface {
+	Poll() ([]trace.DeviceEvent, error)
 }
 
 type logStream struct {
@@ -179,20 +177,20 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 			}
 		}
 	}
-	for _, l := range j.deviceLines() {
-		if !both || j.pairs.keep(fromDevice, l) {
-			keep(trace.StreamKmsg, l)
+	for _, e := range j.deviceEvents() {
+		if (!both || j.pairs.keepEvent(e)) && len(out) < MaxLogLinesPerPoll {
+			out = append(out, trace.DeviceRecord(j.Host, j.Job, now, e))
 		}
 	}
 	return out
 }
 
-// deviceLines polls Device; its first failure is logged, once.
-func (j *JobLogs) deviceLines() []string {
+// deviceEvents polls Device; its first failure is logged, once.
+func (j *JobLogs) deviceEvents() []trace.DeviceEvent {
 	if j.Device == nil {
 		return nil
 	}
-	lines, err := j.Device.Lines()
+	evs, err := j.Device.Poll()
 	if err != nil && !j.deviceErr {
 		j.deviceErr = true
 		log := j.log
@@ -201,7 +199,7 @@ func (j *JobLogs) deviceLines() []string {
 		}
 		log.WithError(err).Warn("could not read the devices' fault events; said once, the watcher goes on")
 	}
-	return lines
+	return evs
 }
 
 // readKmsg reads the kernel log records available now from /dev/kmsg

@@ -28,10 +28,13 @@ import (
 // slurm.conf's AuthInfo socket=, else libmunge's default.
 // On the coordinator, seen is given every host's readings (coord.Config.Seen).
 //
-// readsOutput says this watcher follows the job's output (the batch host):
-// acting alone, it announces the digest of a failed job, which the job's
-// own words make.
-func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, readsOutput bool, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
+// logs are the job's output this watcher follows: where it follows the
+// output (the batch host), acting alone, it announces the digest of a
+// failed job, which the job's own words make; where the watchers meet,
+// the step's layout record carries the nodes' addresses (a line naming a
+// peer by address names a node).
+func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, logs *JobLogs, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
+	readsOutput := logs.FollowsOutput()
 	lone := func(why string, err error) (JobView, func()) {
 		l := log.WithField("why", why)
 		if err != nil {
@@ -73,6 +76,9 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, readsOu
 		Port: s.JobPort(job.ID), Addrs: addrs, Auth: rendezvous.Munge{Client: m},
 		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log, Seen: seen, AnnounceFailures: readsOutput,
 	})
+	if logs != nil {
+		logs.Layout.Addrs = addrs
+	}
 	return n, func() { n.Close(); m.Close() }
 }
 

@@ -109,11 +109,8 @@ func Watch(ctx context.Context, o Options) error {
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
 	logs.Device = deviceFaults(accel, log)
-	view, closeView := jobView(ctx, o, s, job, logs.FollowsOutput(), recent.Observe, log.WithField("part", "coord"))
+	view, closeView := jobView(ctx, o, s, job, logs, recent.Observe, log.WithField("part", "coord"))
 	defer closeView()
-	if a, ok := view.(interface{ Addrs() map[string]string }); ok {
-		logs.Layout.Addrs = a.Addrs() // peers named by address in the job's lines are nodes
-	}
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
 		actor.Quiet = c.Coordinated
 	}
@@ -273,9 +270,9 @@ func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Acc
 }
 
 // deviceFaults is the accelerator source's own fault reports as
-// kernel-log lines for JobLogs: NVML's events, DCMI's error codes and ECC
+// device events for JobLogs: NVML's events, DCMI's error codes and ECC
 // counts; nil for a recorded trace or no accelerators.
-func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceLines {
+func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceEvents {
 	switch a := accel.(type) {
 	case *sample.NVML:
 		return nvmlEvents(a, log)
@@ -286,11 +283,11 @@ func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceLines
 }
 
 // nvmlEvents registers the job's GPUs for NVML's fault events (XIDs,
-// double-bit ECC errors), which need no root, and returns them as kernel-log
-// lines for JobLogs; nil when no GPU could be registered. A GPU that cannot
+// double-bit ECC errors), which need no root, and returns them as device
+// events for JobLogs; nil when no GPU could be registered. A GPU that cannot
 // be registered is said once and left out; sampling goes on regardless.
 // NVML's Close frees the event set.
-func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceLines {
+func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceEvents {
 	ev, err := n.Events()
 	if err != nil {
 		log.WithError(err).Info("some GPUs give no NVML fault events (not supported or not permitted); " +
@@ -304,10 +301,10 @@ func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceLines {
 }
 
 // dcmiFaults reads the job's NPUs' DCMI error codes and uncorrectable HBM
-// ECC counts once a period and returns what is new as kernel-log lines for
+// ECC counts once a period and returns what is new as device events for
 // JobLogs. DCMI has no event queue to register for: nothing can fail here,
 // a failing read is said once by JobLogs.
-func dcmiFaults(d *sample.DCMI, log logrus.FieldLogger) DeviceLines {
+func dcmiFaults(d *sample.DCMI, log logrus.FieldLogger) DeviceEvents {
 	f := d.Faults()
 	log.WithField("npus", f.Watched()).Info("following DCMI's error codes and uncorrectable HBM ECC counts")
 	return f

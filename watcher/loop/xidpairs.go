@@ -2,12 +2,13 @@ package loop
 
 import (
 	nvxid "github.com/vigil-hpc/vigil/internal/xid"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
-// The two sources of kernel-log lines about the devices.
+// The two sources of XIDs.
 const (
-	fromKmsg   = 0 // /dev/kmsg
-	fromDevice = 1 // the device library's events, rendered (JobLogs.Device)
+	fromKmsg   = 0 // /dev/kmsg's lines
+	fromDevice = 1 // the device library's events (JobLogs.Device)
 )
 
 // xidPairs keeps one XID that both /dev/kmsg and the device library
@@ -42,6 +43,15 @@ func lineXID(line string) (xidKey, bool) {
 	return xidKey{pci: e.PCI, xid: e.Code}, true
 }
 
+// keepEvent says whether a device event counts: false when it is the copy
+// of an XID line /dev/kmsg gave. Events other than XIDs always count.
+func (p *xidPairs) keepEvent(e trace.DeviceEvent) bool {
+	if e.Kind != trace.DeviceXID {
+		return true
+	}
+	return p.keepKey(fromDevice, xidKey{pci: e.PCI, xid: e.XID})
+}
+
 // next starts a poll and forgets the lines older than the previous one.
 func (p *xidPairs) next() {
 	p.poll++
@@ -67,6 +77,11 @@ func (p *xidPairs) keep(src int, line string) bool {
 	if !ok {
 		return true
 	}
+	return p.keepKey(src, k)
+}
+
+// keepKey says whether the XID k read from src counts.
+func (p *xidPairs) keepKey(src int, k xidKey) bool {
 	if polls := p.unpair[1-src][k]; len(polls) > 0 {
 		p.unpair[1-src][k] = polls[1:]
 		return false

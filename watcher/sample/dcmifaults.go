@@ -6,21 +6,22 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
-// DCMIFaults turns what DCMI says about the job's NPUs into kernel-log-style
-// lines, as NVMLEvents does for NVIDIA's XIDs: DCMI has no event queue a
-// job's user may wait on, so each Lines call reads every NPU's current
-// error codes (dcmi_get_device_errorcode_v2) and uncorrectable HBM ECC count
-// (dcmi_get_device_ecc_info) and reports what changed since the previous
-// call. None of these calls needs root.
+// DCMIFaults gives what DCMI says about the job's NPUs as typed device
+// events (trace.DeviceEvent), as NVMLEvents does for NVIDIA's XIDs: DCMI
+// has no event queue a job's user may wait on, so each Poll call reads
+// every NPU's current error codes (dcmi_get_device_errorcode_v2) and
+// uncorrectable HBM ECC count (dcmi_get_device_ecc_info) and reports what
+// changed since the previous call. None of these calls needs root.
 //
-// An error code that was not current at the previous call becomes
-// "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm
-// (fault)"; one that stays current is reported once, and again only after
-// it has cleared and come back. A rise of the uncorrectable (double-bit)
-// HBM ECC count becomes "dcmi: npu2 (PCI:0000:c3:00.0) uncorrectable ECC
-// errors 2 (was 0)". joblog.Line reads both.
+// An error code that was not current at the previous call becomes an
+// event of kind error-code, with the NPU's health read in the same call
+// (a fault when that is a major or critical alarm); one that stays current
+// is reported once, and again only after it has cleared and come back. A
+// rise of the uncorrectable (double-bit) HBM ECC count becomes an event of
+// kind ecc with the count and what it was.
 //
 // The first successful read of each NPU only takes note: what an NPU
 // carries when the watcher starts is the prolog's to judge (npu-health,
@@ -40,7 +41,7 @@ type faultNPU struct {
 	noECC bool            // HBM ECC not supported or disabled: not asked again
 }
 
-// Faults returns the fault lines of the sampled NPUs. It shares the
+// Faults returns the fault events of the sampled NPUs. It shares the
 // sampler's library: Close the sampler, not the faults.
 func (s *DCMI) Faults() *DCMIFaults {
 	f := &DCMIFaults{lib: s.lib}
@@ -63,20 +64,20 @@ func HealthFault(h uint32) bool {
 	return h == dcmi.HealthMajor || h == dcmi.HealthCritical || h == dcmi.HealthAbsent
 }
 
-// Lines returns the lines of the error codes and ECC errors that are new
-// since the last call. It never waits beyond the DCMI calls themselves. An
-// NPU that cannot be read is named in the error and keeps what was known
-// of it, so that a passing failure reports nothing twice; the other NPUs'
-// lines are returned with the error.
-func (f *DCMIFaults) Lines() ([]string, error) {
+// Poll returns the error codes and ECC errors that are new since the last
+// call. It never waits beyond the DCMI calls themselves. An NPU that
+// cannot be read is named in the error and keeps what was known of it,
+// so that a passing failure reports nothing twice; the other NPUs' events
+// are returned with the error.
+func (f *DCMIFaults) Poll() ([]trace.DeviceEvent, error) {
 	if f == nil {
 		return nil, nil
 	}
-	var out []string
+	var out []trace.DeviceEvent
 	var errs []error
 	for i := range f.npus {
-		lines, err := f.npus[i].poll(f.lib)
-		out = append(out, lines...)
+		evs, err := f.npus[i].poll(f.lib)
+		out = append(out, evs...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("device %s: %w", f.npus[i].id, err))
 		}
@@ -88,8 +89,8 @@ func (f *DCMIFaults) Lines() ([]string, error) {
 }
 
 // poll reads one NPU.
-func (n *faultNPU) poll(lib dcmi.Interface) ([]string, error) {
-	var out []string
+func (n *faultNPU) poll(lib dcmi.Interface) ([]trace.DeviceEvent, error) {
+	var out []trace.DeviceEvent
 	var errs []error
 	codes, err := lib.ErrorCodes(n.dev)
 	if err != nil {
@@ -111,65 +112,54 @@ func (n *faultNPU) poll(lib dcmi.Interface) ([]string, error) {
 				errs = append(errs, fmt.Errorf("health: %w", err))
 			}
 			for _, c := range fresh {
-				out = append(out, ErrorCodeLine(n.id, n.dev.PCI, c, h, err == nil))
+				out = append(out, ErrorCodeEvent(n.id, n.dev.PCI, c, h, err == nil))
 			}
 		}
 	}
 	if !n.noECC {
-		l, err := n.pollECC(lib)
+		e, ok, err := n.pollECC(lib)
 		if err != nil {
 			errs = append(errs, err)
-		} else if l != "" {
-			out = append(out, l)
+		} else if ok {
+			out = append(out, e)
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// pollECC reads the uncorrectable HBM ECC count and renders a rise.
-func (n *faultNPU) pollECC(lib dcmi.Interface) (string, error) {
+// pollECC reads the uncorrectable HBM ECC count and reports a rise.
+func (n *faultNPU) pollECC(lib dcmi.Interface) (trace.DeviceEvent, bool, error) {
 	e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
 	switch {
 	case errors.Is(err, dcmi.ErrNotSupported):
 		n.noECC = true
-		return "", nil
+		return trace.DeviceEvent{}, false, nil
 	case err != nil:
-		return "", fmt.Errorf("HBM ECC: %w", err)
+		return trace.DeviceEvent{}, false, fmt.Errorf("HBM ECC: %w", err)
 	case !e.Enabled:
 		n.noECC = true
-		return "", nil
+		return trace.DeviceEvent{}, false, nil
 	}
 	was, report := n.ecc, n.eccOK
 	n.ecc, n.eccOK = e.DoubleBit, true
 	if !report || e.DoubleBit <= was { // a fall is a reset: the new count is the base
-		return "", nil
+		return trace.DeviceEvent{}, false, nil
 	}
-	return ECCCountLine(n.id, n.dev.PCI, e.DoubleBit, was), nil
+	return trace.DeviceEvent{Source: trace.DeviceDCMI, Device: n.id, PCI: n.dev.PCI, Kind: trace.DeviceECC,
+		Count: int64(e.DoubleBit), Was: int64(was)}, true, nil
 }
 
-// ErrorCodeLine is the line of a DCMI error code new on the NPU with
+// ErrorCodeEvent is the event of a DCMI error code new on the NPU with
 // logical id id at PCI address addr ("0000:c3:00.0"; "" when unknown),
-// given the device's health h (known false when it could not be read):
-// "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm
-// (fault)". Only a line ending in " (fault)" is a device fault (see
-// HealthFault); one whose health is unknown is not.
-func ErrorCodeLine(id, addr string, code, h uint32, known bool) string {
-	level := "health unknown"
+// given the device's health h (known false when it could not be read). It
+// is a device fault only when the health is known and a major or critical
+// alarm (HealthFault).
+func ErrorCodeEvent(id, addr string, code, h uint32, known bool) trace.DeviceEvent {
+	e := trace.DeviceEvent{Source: trace.DeviceDCMI, Device: id, PCI: addr, Kind: trace.DeviceErrorCode, Code: fmt.Sprintf("0x%08x", code)}
 	if known {
-		level = dcmi.HealthName(h)
+		e.Health, e.Fault = dcmi.HealthName(h), HealthFault(h)
 	}
-	var fault string
-	if known && HealthFault(h) {
-		fault = " (fault)"
-	}
-	return fmt.Sprintf("dcmi: npu%s (PCI:%s) error code 0x%08x, %s%s", id, orUnknown(addr), code, level, fault)
-}
-
-// ECCCountLine is the line of a rise of an NPU's uncorrectable HBM ECC
-// count, from was to now: "dcmi: npu2 (PCI:0000:c3:00.0) uncorrectable
-// ECC errors 2 (was 0)".
-func ECCCountLine(id, addr string, now, was uint32) string {
-	return fmt.Sprintf("dcmi: npu%s (PCI:%s) uncorrectable ECC errors %d (was %d)", id, orUnknown(addr), now, was)
+	return e
 }
 
 // Watched describes the NPUs for a log line: "0:codes,ecc 1:codes" (ECC
@@ -185,11 +175,4 @@ func (f *DCMIFaults) Watched() string {
 		parts = append(parts, n.id+":"+kinds)
 	}
 	return strings.Join(parts, " ")
-}
-
-func orUnknown(addr string) string {
-	if addr == "" {
-		return "unknown"
-	}
-	return addr
 }

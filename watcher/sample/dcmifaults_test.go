@@ -4,10 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dcmi/dcmifake"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 func openFaults(t *testing.T, node *dcmifake.Node, devices ...string) *DCMIFaults {
@@ -19,13 +21,22 @@ func openFaults(t *testing.T, node *dcmifake.Node, devices ...string) *DCMIFault
 	return s.Faults()
 }
 
+// faultLines polls f and says each event in words (trace.DeviceEvent.Text).
 func faultLines(t *testing.T, f *DCMIFaults) []string {
 	t.Helper()
-	lines, err := f.Lines()
+	evs, err := f.Poll()
 	if err != nil {
-		t.Fatalf("lines %q: %v", lines, err)
+		t.Fatalf("events %+v: %v", evs, err)
 	}
-	return lines
+	return texts(evs)
+}
+
+func texts(evs []trace.DeviceEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Text())
+	}
+	return out
 }
 
 func TestDCMIFaultsNewCodesAndECC(t *testing.T) {
@@ -78,31 +89,33 @@ func TestDCMIFaultsNewCodesAndECC(t *testing.T) {
 	}
 }
 
-// The lines are what joblog reads: an error code raised in a major or
+// The events are what joblog reads: an error code raised in a major or
 // critical alarm (or with the device gone) is a fault; one in a minor alarm,
 // or whose alarm could not be read, is recorded and is no fault.
-func TestDCMIFaultLinesMatch(t *testing.T) {
+func TestDCMIFaultEventsMatch(t *testing.T) {
+	ecc := trace.DeviceEvent{Source: trace.DeviceDCMI, Device: "2", PCI: "0000:c3:00.0", Kind: trace.DeviceECC, Count: 2}
 	for _, tc := range []struct {
-		line  string
+		ev    trace.DeviceEvent
 		kind  joblog.Kind
 		code  string
 		fault bool
 	}{
-		{ErrorCodeLine("2", "0000:c3:00.0", 0x80e18005, dcmi.HealthMajor, true), joblog.KindNPUError, "0x80e18005", true},
-		{ErrorCodeLine("2", "0000:c3:00.0", 0x80e18005, dcmi.HealthCritical, true), joblog.KindNPUError, "0x80e18005", true},
-		{ErrorCodeLine("2", "", 0x80e18005, dcmi.HealthAbsent, true), joblog.KindNPUError, "0x80e18005", true},
-		{ErrorCodeLine("2", "0000:c3:00.0", 0x80c98000, dcmi.HealthMinor, true), joblog.KindNPUError, "0x80c98000", false},
-		{ErrorCodeLine("2", "0000:c3:00.0", 0x80c98000, dcmi.HealthOK, true), joblog.KindNPUError, "0x80c98000", false},
-		{ErrorCodeLine("2", "0000:c3:00.0", 0x80e18005, 0, false), joblog.KindNPUError, "0x80e18005", false},
-		{ECCCountLine("2", "0000:c3:00.0", 2, 0), joblog.KindECC, "", true},
+		{ErrorCodeEvent("2", "0000:c3:00.0", 0x80e18005, dcmi.HealthMajor, true), joblog.KindNPUError, "0x80e18005", true},
+		{ErrorCodeEvent("2", "0000:c3:00.0", 0x80e18005, dcmi.HealthCritical, true), joblog.KindNPUError, "0x80e18005", true},
+		{ErrorCodeEvent("2", "", 0x80e18005, dcmi.HealthAbsent, true), joblog.KindNPUError, "0x80e18005", true},
+		{ErrorCodeEvent("2", "0000:c3:00.0", 0x80c98000, dcmi.HealthMinor, true), joblog.KindNPUError, "0x80c98000", false},
+		{ErrorCodeEvent("2", "0000:c3:00.0", 0x80c98000, dcmi.HealthOK, true), joblog.KindNPUError, "0x80c98000", false},
+		{ErrorCodeEvent("2", "0000:c3:00.0", 0x80e18005, 0, false), joblog.KindNPUError, "0x80e18005", false},
+		{ecc, joblog.KindECC, "", true},
 	} {
-		m, ok := joblog.Line(tc.line)
+		rec := trace.DeviceRecord("n1", "7", time.Now(), tc.ev)
+		m, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)
 		if !ok || m.Kind != tc.kind || m.Code != tc.code || m.Fault != tc.fault || m.Rank != -1 {
-			t.Errorf("joblog.Line(%q) = %+v, %v; want %s %q fault %v", tc.line, m, ok, tc.kind, tc.code, tc.fault)
+			t.Errorf("joblog.LineIn(device, %q) = %+v, %v; want %s %q fault %v", rec.Log.Line, m, ok, tc.kind, tc.code, tc.fault)
 		}
 	}
-	if l := ErrorCodeLine("2", "", 0x1, dcmi.HealthAbsent, true); l != "dcmi: npu2 (PCI:unknown) error code 0x00000001, device absent (fault)" {
-		t.Errorf("line %q", l)
+	if l := ErrorCodeEvent("2", "", 0x1, dcmi.HealthAbsent, true).Text(); l != "dcmi: npu2 (PCI:unknown) error code 0x00000001, device absent (fault)" {
+		t.Errorf("text %q", l)
 	}
 }
 
@@ -122,7 +135,8 @@ func TestDCMIFaultsReadErrors(t *testing.T) {
 	timeout := &dcmi.Error{Op: "dcmi_get_device_errorcode_v2", Code: dcmi.ErrTimeOut}
 	node.NPUs[1].Errs = map[string]error{"ErrorCodes": timeout}
 	node.NPUs[2].Codes, node.NPUs[2].Health = []uint32{0x80e01801}, dcmi.HealthCritical
-	lines, err := f.Lines()
+	evs, err := f.Poll()
+	lines := texts(evs)
 	if !errors.Is(err, ErrDCMI) || !strings.Contains(err.Error(), "device 1: error codes: dcmi_get_device_errorcode_v2: DCMI_ERR_CODE_TIME_OUT") {
 		t.Errorf("error %v, want npu1 named", err)
 	}
@@ -140,13 +154,14 @@ func TestDCMIFaultsReadErrors(t *testing.T) {
 	t.Run("health unreadable", func(t *testing.T) {
 		node.NPUs[1].Codes = append(node.NPUs[1].Codes, 0x80e18402)
 		node.NPUs[1].Errs = map[string]error{"Health": &dcmi.Error{Op: "dcmi_get_device_health", Code: dcmi.ErrInnerErr}}
-		lines, err := f.Lines()
+		evs, err := f.Poll()
+		lines := texts(evs)
 		if !errors.Is(err, ErrDCMI) || len(lines) != 1 || lines[0] != "dcmi: npu1 (PCI:0000:c2:00.0) error code 0x80e18402, health unknown" {
 			t.Errorf("lines %q, %v", lines, err)
 		}
 	})
 	var none *DCMIFaults
-	if l, err := none.Lines(); l != nil || err != nil {
-		t.Errorf("nil faults: %q, %v", l, err)
+	if l, err := none.Poll(); l != nil || err != nil {
+		t.Errorf("nil faults: %+v, %v", l, err)
 	}
 }

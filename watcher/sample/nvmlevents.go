@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/internal/pci"
 	"github.com/vigil-hpc/vigil/internal/xid"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // EventTypes are the NVML events NVMLEvents registers for: XID critical
@@ -17,21 +18,17 @@ import (
 // are corrected and are no evidence of a hang.
 const EventTypes = uint64(nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEccError)
 
-// MaxEventsPerPoll bounds the events one Lines call takes from NVML; the
+// MaxEventsPerPoll bounds the events one Poll call takes from NVML; the
 // rest wait in NVML's queue for the next call.
 const MaxEventsPerPoll = 256
 
-// NVMLEvents turns the faults NVML reports on the job's GPUs into the
-// kernel-log lines the driver prints for them, so that a watcher which may
-// not read /dev/kmsg (dmesg_restrict=1) still sees XID and ECC errors.
-// NVML's event API needs no root: nvmlDeviceRegisterEvents and
-// nvmlEventSetWait carry no permission requirement (in MIG mode an
-// unprivileged caller gets only the events that affect the whole GPU).
-//
-// An XID event becomes "NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>',
-// name=<unknown>, GPU has fallen off the bus (NVML event)"; a double-bit
-// ECC event "NVRM: GPU at PCI:0000:18:00: uncorrectable ECC error
-// (double-bit) (NVML event)". joblog.Line reads both.
+// NVMLEvents gives the faults NVML reports on the job's GPUs as typed
+// device events (trace.DeviceEvent, recorded as trace.StreamDevice), so
+// that a watcher which may not read /dev/kmsg (dmesg_restrict=1) still
+// sees XID and ECC errors. NVML's event API needs no root:
+// nvmlDeviceRegisterEvents and nvmlEventSetWait carry no permission
+// requirement (in MIG mode an unprivileged caller gets only the events
+// that affect the whole GPU).
 type NVMLEvents struct {
 	lib     nvml.Interface
 	set     nvml.EventSet
@@ -112,22 +109,22 @@ func (e *NVMLEvents) Registered() string {
 	return strings.Join(parts, " ")
 }
 
-// Lines returns the kernel-log lines of the events NVML has delivered since
-// the last call, at most MaxEventsPerPoll. It never waits: NVML is asked
-// with a zero timeout until it has nothing more. Events of other types are
-// skipped. An error (other than NVML's "nothing now") ends the call and is
-// returned with the lines read before it.
-func (e *NVMLEvents) Lines() ([]string, error) {
+// Poll returns the events NVML has delivered since the last call, at most
+// MaxEventsPerPoll. It never waits: NVML is asked with a zero timeout
+// until it has nothing more. Events of other types are skipped. An error
+// (other than NVML's "nothing now") ends the call and is returned with the
+// events read before it.
+func (e *NVMLEvents) Poll() ([]trace.DeviceEvent, error) {
 	if e == nil {
 		return nil, nil
 	}
-	var out []string
+	var out []trace.DeviceEvent
 	for range MaxEventsPerPoll {
 		ev, ret := e.set.Wait(0)
 		switch ret {
 		case nvml.SUCCESS:
-			if l, ok := e.line(ev); ok {
-				out = append(out, l)
+			if d, ok := e.event(ev); ok {
+				out = append(out, d)
 			}
 		case nvml.ERROR_TIMEOUT:
 			return out, nil
@@ -146,16 +143,42 @@ func (e *NVMLEvents) Close() {
 	}
 }
 
-// line renders one event, and false for an event of another type.
-func (e *NVMLEvents) line(ev nvml.EventData) (string, bool) {
-	addr := e.pciOf(ev.Device)
+// event is one NVML event as a device event, and false for an event of
+// another type.
+func (e *NVMLEvents) event(ev nvml.EventData) (trace.DeviceEvent, bool) {
+	d := trace.DeviceEvent{Source: trace.DeviceNVML, Device: e.idOf(ev.Device), PCI: e.pciOf(ev.Device)}
 	switch {
 	case ev.EventType&nvml.EventTypeXidCriticalError != 0:
-		return XIDLine(addr, int(ev.EventData)), true
+		d.Kind, d.XID = trace.DeviceXID, int(ev.EventData)
+		d.What = xidWords(d.XID)
+		return d, true
 	case ev.EventType&nvml.EventTypeDoubleBitEccError != 0:
-		return ECCLine(addr), true
+		d.Kind = trace.DeviceECC
+		return d, true
 	}
-	return "", false
+	return trace.DeviceEvent{}, false
+}
+
+// idOf is the id NVML was asked for an event's device by ("0",
+// "GPU-..."), "" when the device is not one registered.
+func (e *NVMLEvents) idOf(d nvml.Device) string {
+	if r, ok := e.registered(d); ok {
+		return r.id
+	}
+	return ""
+}
+
+// registered is the registered GPU that d is.
+func (e *NVMLEvents) registered(d nvml.Device) (eventDevice, bool) {
+	if d == nil || !reflect.TypeOf(d).Comparable() {
+		return eventDevice{}, false
+	}
+	for _, r := range e.devices {
+		if reflect.TypeOf(r.dev) == reflect.TypeOf(d) && r.dev == d {
+			return r, true
+		}
+	}
+	return eventDevice{}, false
 }
 
 // pciOf is the PCI address of an event's device: the one found when it was
@@ -165,12 +188,8 @@ func (e *NVMLEvents) pciOf(d nvml.Device) string {
 	if d == nil {
 		return ""
 	}
-	if reflect.TypeOf(d).Comparable() {
-		for _, r := range e.devices {
-			if reflect.TypeOf(r.dev) == reflect.TypeOf(d) && r.dev == d {
-				return r.pci
-			}
-		}
+	if r, ok := e.registered(d); ok {
+		return r.pci
 	}
 	return busAddr(d)
 }
@@ -212,25 +231,4 @@ func xidWords(code int) string {
 		return "unknown XID"
 	}
 	return "XID"
-}
-
-// XIDLine is the kernel-log line of an XID event NVML reported on the GPU
-// at the PCI address addr ("0000:18:00"; "" when unknown), in the driver's
-// own form, the process unknown: "NVRM: Xid (PCI:0000:18:00): 79,
-// pid='<unknown>', name=<unknown>, GPU has fallen off the bus (NVML event)".
-func XIDLine(addr string, code int) string {
-	if addr == "" {
-		addr = "unknown"
-	}
-	return fmt.Sprintf("NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s (NVML event)", addr, code, xidWords(code))
-}
-
-// ECCLine is the kernel-log line of a double-bit ECC event NVML reported on
-// the GPU at the PCI address addr: "NVRM: GPU at PCI:0000:18:00:
-// uncorrectable ECC error (double-bit) (NVML event)".
-func ECCLine(addr string) string {
-	if addr == "" {
-		addr = "unknown"
-	}
-	return fmt.Sprintf("NVRM: GPU at PCI:%s: uncorrectable ECC error (double-bit) (NVML event)", addr)
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // eventGPU is one GPU of fakeEventNVML.
@@ -99,7 +101,7 @@ func openEvents(t *testing.T, f *fakeEventNVML) (*NVML, *NVMLEvents, error) {
 	return n, e, err
 }
 
-func TestNVMLEventsRenderKernelLogLines(t *testing.T) {
+func TestNVMLEventsAreDeviceEvents(t *testing.T) {
 	f := newFakeEventNVML(eventGPU{busID: "00000000:18:00.0", supported: allEvents}, eventGPU{busID: "00000000:3B:00.0", supported: allEvents})
 	n, e, err := openEvents(t, f)
 	if err != nil || e == nil || e.Registered() != "0:xid,ecc 1:xid,ecc" {
@@ -111,26 +113,31 @@ func TestNVMLEventsRenderKernelLogLines(t *testing.T) {
 		{Device: f.devs[1], EventType: nvml.EventTypePState},
 		{Device: f.devs[0], EventType: nvml.EventTypeDoubleBitEccError},
 	}
-	lines, err := e.Lines()
-	if err != nil || len(lines) != 3 {
-		t.Fatalf("lines %q, %v", lines, err)
+	evs, err := e.Poll()
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("events %+v, %v", evs, err)
 	}
 	for i, tc := range []struct {
-		line  string
+		ev    trace.DeviceEvent
+		text  string
 		kind  joblog.Kind
 		xid   int
 		fault bool
 	}{
-		{"NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus (NVML event)", joblog.KindXID, 79, true},
-		{"NVRM: Xid (PCI:0000:3b:00): 13, pid='<unknown>', name=<unknown>, graphics engine exception (NVML event)", joblog.KindXID, 13, false},
-		{"NVRM: GPU at PCI:0000:18:00: uncorrectable ECC error (double-bit) (NVML event)", joblog.KindECC, -1, true},
+		{trace.DeviceEvent{Source: "nvml", Device: "0", PCI: "0000:18:00", Kind: "xid", XID: 79, What: "GPU has fallen off the bus"},
+			"nvml: gpu0 (PCI:0000:18:00) Xid 79, GPU has fallen off the bus", joblog.KindXID, 79, true},
+		{trace.DeviceEvent{Source: "nvml", Device: "1", PCI: "0000:3b:00", Kind: "xid", XID: 13, What: "graphics engine exception"},
+			"nvml: gpu1 (PCI:0000:3b:00) Xid 13, graphics engine exception", joblog.KindXID, 13, false},
+		{trace.DeviceEvent{Source: "nvml", Device: "0", PCI: "0000:18:00", Kind: "ecc"},
+			"nvml: gpu0 (PCI:0000:18:00) uncorrectable ECC error (double-bit)", joblog.KindECC, -1, true},
 	} {
-		if lines[i] != tc.line {
-			t.Errorf("line %d = %q, want %q", i, lines[i], tc.line)
+		if evs[i] != tc.ev || evs[i].Text() != tc.text {
+			t.Errorf("event %d = %+v (%q), want %+v (%q)", i, evs[i], evs[i].Text(), tc.ev, tc.text)
 		}
-		m, ok := joblog.Line(lines[i])
+		rec := trace.DeviceRecord("n1", "7", time.Now(), evs[i])
+		m, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)
 		if !ok || m.Kind != tc.kind || m.XID != tc.xid || m.Fault != tc.fault {
-			t.Errorf("joblog.Line(%q) = %+v, %v; want %s XID %d fault %v", lines[i], m, ok, tc.kind, tc.xid, tc.fault)
+			t.Errorf("joblog.LineIn(device, %q) = %+v, %v; want %s XID %d fault %v", rec.Log.Line, m, ok, tc.kind, tc.xid, tc.fault)
 		}
 	}
 	for _, to := range f.timeouts {
@@ -138,8 +145,8 @@ func TestNVMLEventsRenderKernelLogLines(t *testing.T) {
 			t.Errorf("Wait(%d): the watcher's loop must never wait for events", to)
 		}
 	}
-	if lines, err := e.Lines(); len(lines) != 0 || err != nil {
-		t.Errorf("nothing new: %q, %v", lines, err)
+	if evs, err := e.Poll(); len(evs) != 0 || err != nil {
+		t.Errorf("nothing new: %+v, %v", evs, err)
 	}
 	if err := n.Close(); err != nil || f.freed != 1 {
 		t.Errorf("close: %v, event set freed %d times", err, f.freed)
@@ -166,8 +173,8 @@ func TestNVMLEventsUnsupportedAndRefused(t *testing.T) {
 		t.Errorf("error %v, want GPUs 2 and 3 named", err)
 	}
 	f.queue = []nvml.EventData{{Device: f.devs[1], EventType: nvml.EventTypeXidCriticalError, EventData: 79}}
-	if lines, err := e.Lines(); err != nil || len(lines) != 1 || !strings.Contains(lines[0], "(PCI:0000:3b:00): 79,") {
-		t.Errorf("lines %q, %v", lines, err)
+	if evs, err := e.Poll(); err != nil || len(evs) != 1 || evs[0].PCI != "0000:3b:00" || evs[0].XID != 79 {
+		t.Errorf("events %+v, %v", evs, err)
 	}
 
 	t.Run("none registered", func(t *testing.T) {
@@ -194,15 +201,15 @@ func TestNVMLEventsWaitFails(t *testing.T) {
 	}
 	f.queue = []nvml.EventData{{Device: f.devs[0], EventType: nvml.EventTypeXidCriticalError, EventData: 79}}
 	f.stop = nvml.ERROR_GPU_IS_LOST
-	lines, err := e.Lines()
-	if len(lines) != 1 || !errors.Is(err, ErrNVML) || !strings.Contains(err.Error(), "GPU is lost") {
-		t.Errorf("lines %q, %v; want the line read before the error, and the error", lines, err)
+	evs, err := e.Poll()
+	if len(evs) != 1 || !errors.Is(err, ErrNVML) || !strings.Contains(err.Error(), "GPU is lost") {
+		t.Errorf("events %+v, %v; want the event read before the error, and the error", evs, err)
 	}
 	// A device the event set does not know, and one whose address NVML
-	// cannot tell: still a line, its address unknown.
+	// cannot tell: still an event, its device and address unknown.
 	other := &mock.Device{GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) { return nvml.PciInfo{}, nvml.ERROR_GPU_IS_LOST }}
-	if l, ok := e.line(nvml.EventData{Device: other, EventType: nvml.EventTypeXidCriticalError, EventData: 150}); !ok ||
-		l != "NVRM: Xid (PCI:unknown): 150, pid='<unknown>', name=<unknown>, NVLink MSE error (NVML event)" {
-		t.Errorf("line %q", l)
+	if ev, ok := e.event(nvml.EventData{Device: other, EventType: nvml.EventTypeXidCriticalError, EventData: 150}); !ok ||
+		ev.Text() != "nvml: gpu? (PCI:unknown) Xid 150, NVLink MSE error" {
+		t.Errorf("event %+v (%q)", ev, ev.Text())
 	}
 }
