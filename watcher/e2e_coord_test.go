@@ -41,12 +41,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
 	}
-	nodes := slices.Clone(c.Nodes)
-	slices.Sort(nodes)
-	var addrs []string
-	for i, n := range nodes {
-		addrs = append(addrs, fmt.Sprintf("%s=127.0.1.%d", n, i+1))
-	}
+	nodes, addrs := meetingAddrs(c)
 
 	hookURL, hooksOf := notifytest.Recorder(t)
 
@@ -152,6 +147,17 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 		t.Errorf("reports of the rank-failed job: %v, want one per node (the digest's)", reps)
 	}
 	checkLivePage(t, reps, nodes, nodes[2], hooksOf(rankID))
+}
+
+// meetingAddrs are c's nodes in name order and the --node-addrs entries
+// that give each its own loopback address (127.0.1.1, ...).
+func meetingAddrs(c *slurmtest.Cluster) (nodes, addrs []string) {
+	nodes = slices.Clone(c.Nodes)
+	slices.Sort(nodes)
+	for i, n := range nodes {
+		addrs = append(addrs, fmt.Sprintf("%s=127.0.1.%d", n, i+1))
+	}
+	return nodes, addrs
 }
 
 // checkLivePage checks the HTML pages of a coordinated job's hang reports:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,7 +183,7 @@ func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if err := s.Validate(); err != nil {
 		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
 	}
-	stdout, stderr, err := runCommand(ctx, s)
+	stdout, stderr, err := runCommand(ctx, s, vigilEnv(env))
 	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -262,14 +263,27 @@ func evaluateCommand(check string, s CommandSettings, co commandOutput) benchmar
 	return r.done(pass)
 }
 
+// vigilEnv is what the command is told of its run: VIGIL_NODE, and for
+// a job VIGIL_JOB_ID and VIGIL_DEVICES, the indices of the job's
+// accelerators ("1,3", from SLURM_JOB_GPUS; "" when the job named none:
+// every device of the node is the command's).
+func vigilEnv(env *benchmarks.Env) []string {
+	devs := make([]string, len(env.Devices))
+	for i, d := range env.Devices {
+		devs[i] = strconv.Itoa(d)
+	}
+	return []string{"VIGIL_NODE=" + env.Node, "VIGIL_JOB_ID=" + env.JobID, "VIGIL_DEVICES=" + strings.Join(devs, ",")}
+}
+
 // runCommand runs s.Command in its own process group, killed with the
-// whole group at the timeout or when ctx ends.
-func runCommand(ctx context.Context, s CommandSettings) (stdout, stderr []byte, err error) {
+// whole group at the timeout or when ctx ends, with vigil's variables
+// (vigilEnv) and then the configured env added to the environment.
+func runCommand(ctx context.Context, s CommandSettings, vigil []string) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	cmd := osutil.Command(ctx, 2*time.Second, s.Command...)
 	cmd.Dir = s.Dir
-	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = append(append(os.Environ(), vigil...), s.Env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

@@ -105,3 +105,17 @@ func FuzzParseCommandOutput(f *testing.F) {
 		}
 	})
 }
+
+// The command is told the node, the job and the job's devices.
+func TestCommandToldTheJobsDevices(t *testing.T) {
+	env := commandEnv(t, `test "$VIGIL_NODE" = n1 && test "$VIGIL_JOB_ID" = 9 && test "$VIGIL_DEVICES" = 1,3 && echo '{"n": 1}'`, "")
+	env.Node, env.JobID, env.Devices = "n1", "9", []int{1, 3}
+	r := commandCheck{}.Run(context.Background(), env)
+	if r.Status != benchmarks.StatusPass {
+		t.Fatalf("result %+v", r)
+	}
+	env = commandEnv(t, `test -z "$VIGIL_DEVICES" && test "${VIGIL_DEVICES+set}" = set && echo '{"n": 1}'`, "")
+	if r := (commandCheck{}).Run(context.Background(), env); r.Status != benchmarks.StatusPass {
+		t.Fatalf("a job without devices: %+v", r)
+	}
+}

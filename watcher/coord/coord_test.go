@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"sync"
 	"testing"
@@ -458,5 +459,50 @@ func TestHubSeen(t *testing.T) {
 	if len(changes) != 2 || changes[0].Event != hang.EventHung || changes[0].Host != "n1" || changes[1].Host != "n2" ||
 		!changes[0].Time.Equal(t0.Add(3*time.Minute)) {
 		t.Errorf("state changes seen %+v, want n1 and n2 hung at 10:03", changes)
+	}
+}
+
+// The job fails as it ends: the coordinator's view holds srun's word that
+// sim0002's task was killed while the others' exited. At the watchers'
+// end (Slurm's SIGTERM: the loop's context is done), the coordinator
+// announces the failed job's digest, and each member, still in the
+// session, receives it with the coordinator's farewell and records it,
+// so that every node's epilog finds its report.
+func TestFailedJobDigestReachesTheMembers(t *testing.T) {
+	s := startSim(t, 3)
+	live := []int{0, 1, 2}
+	for k := range 3 {
+		s.period(k, live, func(i int) hostState { return hostState{procs: 4} })
+	}
+	end := t0.Add(3 * time.Minute)
+	lines := []string{"srun: error: sim0002: task 1: Killed", "srun: error: sim0001: task 0: Exited with exit code 1",
+		"srun: error: sim0003: task 2: Exited with exit code 1"}
+	for i, name := range s.names {
+		role := s.nodes[i].Role()
+		if i == 0 {
+			for _, l := range lines {
+				s.nodes[i].Observe(trace.Sample{V: trace.Version, Time: end, Host: name, Job: "42", Log: &trace.Log{Stream: trace.StreamStdout, Line: l}}, nil)
+			}
+		}
+		b, _ := json.Marshal(trace.End{Role: role, Why: trace.EndSignalled})
+		s.nodes[i].Observe(trace.Sample{V: trace.Version, Time: end, Host: name, Job: "42", Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	outs := make([][]Out, 3)
+	var wg sync.WaitGroup
+	for i := range s.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = s.nodes[i].End(ctx, end.Add(time.Second)) }()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		n, r := digests(o)
+		got := append(n, r...)
+		if len(got) != 1 || got[0].Event != hang.EventFailed || len(got[0].Culprits) != 1 || got[0].Culprits[0].Host != "sim0002" ||
+			got[0].Culprits[0].Reason != hang.DigestRankKilled || (len(n) == 1) != (i == 0) {
+			t.Errorf("%s: announced %+v, recorded %+v; want the failed digest naming sim0002 (RankKilled), announced by the coordinator only",
+				s.names[i], n, r)
+		}
 	}
 }

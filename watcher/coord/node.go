@@ -84,11 +84,17 @@ type Node struct {
 	done     chan struct{}
 	log      logrus.FieldLogger // Config.Log through sessionLog
 	closing  atomic.Bool        // Close has begun
+	byeSaid  bool               // the coordinator's farewell went out (End)
+	// stopped is closed when a member's rounds end (the coordinator's
+	// farewell, or its loss): End waits for it.
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 var errAlone = errors.New("no other watcher of the job takes part")
 
-// tickBye is the payload of the coordinator's last tick (sayBye).
+// tickBye starts the payload of the coordinator's last tick (sayBye);
+// the digest of a failed job, as JSON, may follow it.
 const tickBye = "bye"
 
 // errCoordinatorStopped is a member's end of rounds when the coordinator
@@ -109,16 +115,26 @@ func Start(ctx context.Context, cfg Config) *Node {
 		cfg.Log = logrus.StandardLogger()
 	}
 	n := &Node{cfg: cfg, pend: newPending(), lone: NewLone(cfg.Hang), excluded: map[string]bool{},
-		done: make(chan struct{}), log: cfg.Log}
+		done: make(chan struct{}), stopped: make(chan struct{}), log: cfg.Log}
 	n.lone.AnnounceFailures = cfg.AnnounceFailures
 	n.log = sessionLog(cfg.Log, &n.closing) // the session's and this node's
-	ctx, n.cancel = context.WithCancel(ctx)
+	// The session outlives ctx until Close: a member still hears the
+	// coordinator's last word (the digest of a failed job) after the
+	// SIGTERM that ends every watcher of the job. The first meeting ends
+	// with ctx.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
 	if len(distinct(cfg.Nodes)) < 2 {
 		n.log.Info("a one-node job: this watcher acts for its node alone")
 		close(n.done)
 		return n
 	}
-	s, err := n.meet(ctx, false)
+	mctx, cancelMeet := context.WithCancel(life)
+	stop := context.AfterFunc(ctx, cancelMeet)
+	s, err := n.meet(mctx, false)
+	stop()
+	cancelMeet()
+	ctx = life
 	if err != nil {
 		n.log.WithError(err).Warn("the job's watchers could not meet: each watcher acts for its own node (as without a coordinator)")
 		close(n.done)
@@ -210,12 +226,35 @@ func (n *Node) End(ctx context.Context, now time.Time) []Out {
 	role, out := n.takeQueue()
 	switch role {
 	case roleCoordinator:
-		return append(out, n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})...)
+		outs := n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})
+		var last []byte
+		for _, o := range outs {
+			if d, ok := o.Event.(hang.DigestEvent); ok && d.Event == hang.EventFailed {
+				last, _ = json.Marshal(d)
+			}
+		}
+		n.mu.Lock()
+		s := n.sess
+		n.byeSaid = true
+		n.mu.Unlock()
+		n.sayBye(s, last) // before notifying: the members write their reports meanwhile
+		return append(out, outs...)
 	case roleLone:
 		return append(out, n.lone.End(ctx, now)...)
+	case roleMember:
+		select { // the coordinator's farewell, with the failed job's digest
+		case <-n.stopped:
+		case <-ctx.Done():
+		case <-time.After(endWait):
+		}
+		_, more := n.takeQueue()
+		return append(out, more...)
 	}
 	return out
 }
+
+// endWait bounds a member's wait at End for the coordinator's farewell.
+const endWait = 5 * time.Second
 
 // takeQueue returns the node's role and the events queued for the loop
 // (a member's copies of the coordinator's digests), and empties the queue.
@@ -281,8 +320,10 @@ func (n *Node) round(ctx context.Context, now time.Time) []Out {
 // then it takes part in the takeover.
 func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 	defer close(n.done)
+	defer n.stopOnce.Do(func() { close(n.stopped) })
 	for {
 		err := n.memberRounds(ctx, s)
+		n.stopOnce.Do(func() { close(n.stopped) })
 		s.Close()
 		if ctx.Err() != nil {
 			return
@@ -332,7 +373,8 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 		if err != nil {
 			return fmt.Errorf("no tick for %v: %w", wait, err)
 		}
-		if string(tick) == tickBye {
+		if bye, ok := strings.CutPrefix(string(tick), tickBye); ok {
+			n.lastWord(bye)
 			return errCoordinatorStopped
 		}
 		b, err := n.pend.take().Encode()
@@ -360,6 +402,22 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 			n.mu.Unlock()
 		}
 	}
+}
+
+// lastWord takes the digest of a failed job that the coordinator's
+// farewell carries, if any: queued for this member's report.
+func (n *Node) lastWord(b string) {
+	if b == "" {
+		return
+	}
+	var d hang.DigestEvent
+	if err := json.Unmarshal([]byte(b), &d); err != nil {
+		n.log.WithError(err).Warn("the coordinator's last digest was not understood")
+		return
+	}
+	n.mu.Lock()
+	n.queue = append(n.queue, Out{Event: d})
+	n.mu.Unlock()
 }
 
 // meet meets the watchers of the job's nodes not yet excluded; a
@@ -410,10 +468,10 @@ func (n *Node) meet(ctx context.Context, winding bool) (*rendezvous.Session, err
 func (n *Node) Close() {
 	n.closing.Store(true)
 	n.mu.Lock()
-	s, role := n.sess, n.role
+	s, role, said := n.sess, n.role, n.byeSaid
 	n.mu.Unlock()
-	if role == roleCoordinator && s != nil {
-		n.sayBye(s)
+	if role == roleCoordinator && s != nil && !said {
+		n.sayBye(s, nil)
 	}
 	n.cancel()
 	if s != nil {
@@ -427,11 +485,15 @@ const byeWait = time.Second
 
 // sayBye is the coordinator's last tick: it carries tickBye, so that the
 // members, waiting for the next period's tick, know the coordinator stops
-// (as every watcher does when the job ends) rather than failed.
-func (n *Node) sayBye(s *rendezvous.Session) {
+// (as every watcher does when the job ends) rather than failed, and then
+// last, the digest of a failed job (JSON) when there is one.
+func (n *Node) sayBye(s *rendezvous.Session, last []byte) {
+	if s == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), byeWait)
 	defer cancel()
-	if _, err := s.Broadcast(ctx, labelTick, []byte(tickBye)); err != nil {
+	if _, err := s.Broadcast(ctx, labelTick, append([]byte(tickBye), last...)); err != nil {
 		n.log.WithError(err).Debug("coordinator: farewell")
 	}
 }

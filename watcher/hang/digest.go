@@ -434,6 +434,11 @@ func hint(d DigestEvent, ev evidence) string {
 			"port and cable; on a flaky fabric raise NCCL_IB_TIMEOUT (e.g. 22), and on RoCE set NCCL_IB_GID_INDEX (e.g. 3) and "+
 			"NCCL_IB_TC (e.g. 128) as your site documents.", who)
 	case CauseRankFailed:
+		if d.Event == EventFailed && len(d.Culprits) > 0 && d.Culprits[0].Reason == DigestLeftEarly {
+			return fmt.Sprintf("The ranks on %s printed no error and left first (done, or past a collective its peers still waited in); "+
+				"the others failed on the closed connections: check that every rank runs the same collectives in the same order "+
+				"and as many steps (an even data split: DistributedSampler, drop_last=True).", who)
+		}
 		if d.Event == EventFailed {
 			return fmt.Sprintf("A rank on %s was the first to fail (killed, crashed, or gone while its peers still waited for it); "+
 				"the others failed after it: read the first error in the job's output from that host, and the host's kernel log "+

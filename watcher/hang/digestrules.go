@@ -24,6 +24,7 @@ const (
 	DigestIOStalled        = "IOStalled"        // the kernel says its I/O is stuck (hung task, NFS not responding)
 	DigestRankKilled       = "RankKilled"       // srun or torchrun says its task died of a signal while its peers' exited
 	DigestPeerClosed       = "PeerClosed"       // its peers' connections to it closed or reset: its rank left first
+	DigestLeftEarly        = "LeftEarly"        // a failed job's host that printed no error while all its peers failed
 )
 
 // digestRule names culprits for cause; shows is the kind of line that
@@ -125,14 +126,22 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	if first := firstToLeave(in, ev, named); len(first) > 0 {
 		return append(out, first...)
 	}
+	// A host that reported transport errors is the network rule's, but it
+	// counts among the hosts whose ranks crashed: when every host's did,
+	// none stands out (ranks exit with errors once a peer is gone).
 	var crashed []string
+	exited := 0
 	for _, h := range ev.hosts {
-		if len(ev.of(h, isCrash)) > 0 && len(ev.of(h, isNet)) == 0 {
+		if len(ev.of(h, isCrash)) == 0 {
+			continue
+		}
+		exited++
+		if len(ev.of(h, isNet)) == 0 {
 			crashed = append(crashed, h)
 		}
 	}
 	all := len(digestHosts(in))
-	if len(crashed) == 0 || (all > 1 && len(crashed) >= all) {
+	if len(crashed) == 0 || (all > 1 && exited >= all) {
 		return out
 	}
 	for _, h := range crashed {
@@ -144,21 +153,42 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	return out
 }
 
-// firstToLeave names the hosts whose rank left before its peers: a host
-// whose task died of a signal (srun's "Killed", torchrun's negative
-// exitcode) while other hosts' tasks exited with an error code, and a host
-// that peers' lines accuse of closing or resetting their connections
-// (gloo's "Connection closed by peer [ADDR]", the address resolved through
-// in.Addrs; a line may accuse a peer whoever printed it). Hosts in named
-// are left out.
+// firstToLeave names the hosts whose rank left before its peers:
+//   - RankKilled: a host whose task died of a signal (srun's "Killed",
+//     torchrun's negative exitcode) while other hosts' tasks exited with
+//     an error code (every task signalled is the job's teardown);
+//   - LeftEarly: in a job that ended (in.Ended), the hosts whose ranks
+//     printed no error at all while every other host's, at least two,
+//     failed: they finished or left a collective early (a rank that skipped
+//     one, uneven data), and their peers failed on the closed connections;
+//   - PeerClosed: a host that peers' lines accuse of closing or resetting
+//     their connections (gloo's "Connection closed by peer [ADDR]", the
+//     address resolved through in.Addrs; a line may accuse a peer whoever
+//     printed it) and that reported no error of its own: a peer whose rank
+//     failed with an error closed its connections because it failed.
+//
+// Hosts in named are left out.
 func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCulprit {
 	all := digestHosts(in)
+	killed, errored := map[string][]LogEvidence{}, map[string]bool{}
+	for _, h := range ev.hosts {
+		for _, l := range ev.of(h, isCrash) {
+			if l.Match.Kind == joblog.KindTaskExit && reSignalled.MatchString(l.Line) {
+				killed[h] = append(killed[h], l)
+			} else {
+				errored[h] = true
+			}
+		}
+	}
+	if len(killed) >= len(all) {
+		killed = nil // every rank died of a signal: the job was torn down
+	}
 	accused := map[string][]LogEvidence{}
 	for _, l := range ev.all() {
 		if l.Match.Kind != joblog.KindPeerClosed || l.Match.Peer == "" {
 			continue
 		}
-		if h, ok := in.Addrs[l.Match.Peer]; ok && h != l.Host {
+		if h, ok := in.Addrs[l.Match.Peer]; ok && h != l.Host && !errored[h] {
 			accused[h] = append(accused[h], l)
 			if !slices.Contains(all, h) {
 				all = append(all, h) // a node of the job that printed nothing
@@ -166,30 +196,44 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 		}
 	}
 	sort.Strings(all)
-	killed := map[string][]LogEvidence{}
-	for _, h := range ev.hosts {
-		for _, l := range ev.of(h, func(m joblog.Match) bool { return m.Kind == joblog.KindTaskExit }) {
-			if reSignalled.MatchString(l.Line) {
-				killed[h] = append(killed[h], l)
-			}
+	var clean []string
+	for _, h := range all {
+		if len(ev.of(h, isCrash)) == 0 {
+			clean = append(clean, h)
 		}
 	}
-	if len(killed) >= len(all) {
-		killed = nil // every rank died of a signal: the job was torn down
-	}
+	early := in.Ended && len(clean) > 0 && len(errored) >= 2 && len(clean)+len(errored) == len(all) && len(clean) < len(errored)
 	var out []DigestCulprit
 	for _, h := range all {
 		k, a := killed[h], accused[h]
-		if named[h] || len(k)+len(a) == 0 {
+		left := early && slices.Contains(clean, h)
+		if named[h] || len(k)+len(a) == 0 && !left {
 			continue
 		}
-		reason := DigestRankKilled
-		if len(k) == 0 {
+		reason := DigestLeftEarly
+		switch {
+		case len(k) > 0:
+			reason = DigestRankKilled
+		case len(a) > 0:
 			reason = DigestPeerClosed
 		}
 		ls := append(append([]LogEvidence(nil), k...), a...)
-		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
+		e := map[string]any{"lines": lines(ls), "count": len(ls)}
+		if left {
+			e["failed_after"] = errs(errored)
+		}
+		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
 	}
+	return out
+}
+
+// errs is the hosts of m, sorted.
+func errs(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for h := range m {
+		out = append(out, h)
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -319,6 +319,11 @@ func (e *Episodes) failure(id string, j *jobTrack) (DigestEvent, bool) {
 	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Ended: true}
 	from := j.last.Add(-DigestLookback * e.c.Window)
 	var first time.Time
+	for _, name := range j.layout.Nodes { // the job's nodes, read or not
+		if h := j.hosts[name]; h == nil || !h.read {
+			in.Hosts = append(in.Hosts, HostView{Host: name, State: StateOK})
+		}
+	}
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
 		if h.read {

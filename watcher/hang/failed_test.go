@@ -58,6 +58,24 @@ func TestFailedJobDigest(t *testing.T) {
 			"srun: error: gpu01: task 0: Exited with exit code 1",
 			"srun: error: gpu03: task 2: Exited with exit code 1",
 		}, false, CauseRankFailed, OriginJob, "gpu02", DigestPeerClosed},
+		// srun reports a task's exit before the task's last output reaches
+		// the file (watcher TestE2EFailedJobRecheck's job): the ranks that
+		// exited after the transport error are not the culprits.
+		{"a transport error, the exits first in the file", trace.RoleCoordinator, []string{
+			"srun: error: gpu02: task 1: Exited with exit code 1",
+			"gpu02:4100:4177 [0] NCCL WARN NET/IB : Got completion from peer 10.9.9.9<45123> with status=12 opcode=0 len=0 vendor err 129",
+			"srun: error: gpu03: task 2: Exited with exit code 1",
+			"srun: error: gpu01: task 0: Exited with exit code 1",
+		}, false, CauseNetwork, OriginCluster, "gpu02", DigestTransportErrors},
+		// watcher/realjob fault d, whose gloo lines accused the wrong peer in a
+		// cascade: rank 1 finished early and exited 0, rank 0 failed on the
+		// closed connection, rank 2 on rank 0's.
+		{"a rank that finished early, its peers' lines naming another", trace.RoleCoordinator, []string{
+			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:21648",
+			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.1]:38324",
+			"srun: error: gpu01: task 0: Exited with exit code 1",
+			"srun: error: gpu03: task 2: Exited with exit code 1",
+		}, false, CauseRankFailed, OriginJob, "gpu02", DigestLeftEarly},
 		{"every task terminated", trace.RoleCoordinator, []string{
 			"srun: error: gpu01: task 0: Killed", "srun: error: gpu02: task 1: Killed", "srun: error: gpu03: task 2: Killed",
 		}, false, CauseUnknown, OriginUnknown, "", ""},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -137,6 +138,35 @@ func (j *JobLogs) Poll(now time.Time) []trace.Sample {
 	if j == nil {
 		return nil
 	}
+	return inOrder(j.poll(now), now)
+}
+
+// inOrder stamps the records of one poll a nanosecond apart, the last a
+// nanosecond before now, so that the digest's "earliest anomaly" sees the
+// order in which a stream's lines were written (an NCCL error, then the
+// exits it caused, read in one poll): the layout record first, then the
+// kernel log's lines and the device events (a device fault is never taken
+// for the effect of lines the job printed in the same period), then the
+// job's output, each in the order read.
+func inOrder(recs []trace.Sample, now time.Time) []trace.Sample {
+	place := func(r trace.Sample) int {
+		switch r.Log.Stream {
+		case trace.StreamLayout:
+			return 0
+		case trace.StreamKmsg, trace.StreamDevice:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(recs, func(a, b int) bool { return place(recs[a]) < place(recs[b]) })
+	for i := range recs {
+		recs[i].Time = now.Add(-time.Duration(len(recs)-i) * time.Nanosecond)
+	}
+	return recs
+}
+
+// poll is Poll's reading, every record stamped now.
+func (j *JobLogs) poll(now time.Time) []trace.Sample {
 	var out []trace.Sample
 	if !j.laidOut && len(j.streams) > 0 {
 		j.laidOut = true

@@ -51,8 +51,13 @@ func TestJobLogsFollowsOutputsAndKeepsMatchedLines(t *testing.T) {
 	if len(got) != 2 || got[0].Log.Stream != trace.StreamLayout || got[0].Log.Line != `{"nodes":["n1","gpu02"]}` {
 		t.Fatalf("first poll = %+v, want the layout record first", got)
 	}
+	// A poll's records are stamped in the order read, a nanosecond apart,
+	// just before the poll.
+	if !got[0].Time.Before(got[1].Time) || !got[1].Time.Equal(now.Add(-time.Nanosecond)) {
+		t.Errorf("stamps %v, %v: want in order, the last a nanosecond before %v", got[0].Time, got[1].Time, now)
+	}
 	got = got[1:]
-	if got[0].Log.Line != "epoch 1 step 10 loss 2.3" || got[0].Log.Stream != trace.StreamStdout || !got[0].Time.Equal(now) || got[0].Host != "n1" {
+	if got[0].Log.Line != "epoch 1 step 10 loss 2.3" || got[0].Log.Stream != trace.StreamStdout || got[0].Host != "n1" {
 		t.Fatalf("first poll = %+v", got)
 	}
 	appendFile(t, errf, "warning: nothing\n"+ncclNetLine+"\nhalf a li")
@@ -198,5 +203,26 @@ func TestJobLogsRealKernelLogDoesNotBlock(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a poll of /dev/kmsg blocked")
+	}
+}
+
+// The kernel's and the devices' lines of a poll come before the job's own
+// output of the same poll, each stream in the order it was written.
+func TestJobLogsPollOrder(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rec := func(stream, line string) trace.Sample {
+		return trace.Sample{V: 1, Time: now, Host: "n1", Job: "7", Log: &trace.Log{Stream: stream, Line: line}}
+	}
+	got := inOrder([]trace.Sample{rec(trace.StreamStdout, "a"), rec(trace.StreamStderr, "b"), rec(trace.StreamKmsg, "x"),
+		rec(trace.StreamStdout, "c"), rec(trace.StreamDevice, "y"), rec(trace.StreamLayout, "l")}, now)
+	var order []string
+	for i, r := range got {
+		order = append(order, r.Log.Line)
+		if i > 0 && !got[i-1].Time.Before(r.Time) || !r.Time.Before(now) {
+			t.Errorf("record %d stamped %v", i, r.Time)
+		}
+	}
+	if strings.Join(order, "") != "lxyabc" {
+		t.Errorf("order %v, want the layout, the kernel's and devices' lines, then the job's output", order)
 	}
 }
