@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	nvxid "github.com/vigil-hpc/vigil/internal/xid"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // agreeLines are the XID lines the prolog's xid check and the watcher must
@@ -106,5 +108,22 @@ func writeFile(t *testing.T, root, path, text string) {
 	}
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestXIDDeviceEventsAgree: an XID that NVML reports (a typed device
+// record, without the driver's text) is a fault for the watcher exactly
+// when the kernel's line of that code with the catalogue's words is, for
+// the watcher and for the prolog's xid check alike.
+func TestXIDDeviceEventsAgree(t *testing.T) {
+	for _, info := range nvxid.Catalogue() {
+		line := fmt.Sprintf("NVRM: Xid (PCI:0000:3b:00): %d, pid=1234, name=python, %s", info.Code, info.What)
+		kernel, _ := joblog.Line(line)
+		rec := trace.DeviceRecord("n1", "7", time.Now(), trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: "0000:3b:00",
+			Kind: trace.DeviceXID, XID: info.Code, What: info.What})
+		dev, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)
+		if !ok || dev.Kind != joblog.KindXID || dev.XID != info.Code || dev.Fault != kernel.Fault {
+			t.Errorf("XID %d: device record %+v, %v; the kernel's line fault %v", info.Code, dev, ok, kernel.Fault)
+		}
 	}
 }

@@ -11,6 +11,7 @@ package slurmtest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,6 +211,17 @@ func (c *Cluster) bindSource(root string) string {
 		return ""
 	}
 	return fmt.Sprintf("mkdir -p \"$R\"%[1]s\nmount --rbind %[1]s \"$R\"%[1]s", shellQuote(src))
+}
+
+// RootCommand is a command that runs argv where the cluster's jobs run:
+// inside its Slurm root (a private mount namespace, as the daemons run),
+// or on the host for a cluster of the host's Slurm.
+func (c *Cluster) RootCommand(argv ...string) *exec.Cmd {
+	if c.rootBin == "" {
+		return exec.Command(argv[0], argv[1:]...)
+	}
+	return exec.Command("/usr/bin/unshare", append([]string{"--mount", "--propagation", "private", "/bin/sh",
+		filepath.Join(c.rootBin, "enter")}, argv...)...)
 }
 
 // lookBin finds a program for this cluster: the root's wrapper when the

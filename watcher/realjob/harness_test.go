@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
 // python is Debian's interpreter with python3-torch; the python3 first on
@@ -24,12 +26,17 @@ import (
 const python = "/usr/bin/python3"
 
 // torchVersion fails the test, with the install hint, when python cannot
-// import torch, and returns torch's version.
-func torchVersion(t *testing.T) string {
+// import torch where c's jobs run (the host, or c's Slurm root), and
+// returns torch's version.
+func torchVersion(t *testing.T, c *slurmtest.Cluster, root string) string {
 	t.Helper()
-	out, err := exec.Command(python, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available(); print(torch.__version__)").CombinedOutput()
+	out, err := c.RootCommand(python, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available(); print(torch.__version__)").CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s cannot import torch with gloo (%v): install Debian's PyTorch with: apt-get install -y --no-install-recommends python3-torch (make deps does)\n%s", python, err, out)
+		hint := "install Debian's PyTorch with: apt-get install -y --no-install-recommends python3-torch (make deps does)"
+		if root != "" {
+			hint = "install it in the Slurm root with .ci/slurm-root (make slurm-root), which adds python3-torch to " + root
+		}
+		t.Fatalf("%s cannot import torch with gloo (%v): %s\n%s", python, err, hint, out)
 	}
 	return strings.TrimSpace(string(out))
 }
