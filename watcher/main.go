@@ -422,6 +422,17 @@ DESCRIPTION
     SIGTERM or when the job's cgroup leaves the node. (When a batch script
     ends, Slurm kills the remaining steps, this one included.)
 
+    A job that fails rather than hangs (a rank killed, one that left a
+    collective early, a device or network error that took the job down)
+    gets a digest too, as the job ends: on SIGTERM each watcher reads the
+    job's output once more, and the coordinator (or the lone watcher on the
+    batch host) sends one digest of event "failed" naming the rank that
+    failed first, and whether it looks like the cluster's or the job's own,
+    to a report, the webhook and mail (Slurm keeps no comment on a finished
+    job); the members write their reports from the coordinator's farewell,
+    and the epilog re-checks the culprits of a failure that looks like the
+    cluster's.
+
     One watcher per job and node: a second vigil-watch of the same job on
     the same node (the site's SPANK plugin started one with watch=auto, and
     the batch script has an srun ... vigil-watch line too) logs which one
