@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,13 +46,6 @@ func TestE2EFailedJobRecheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster")
 	}
-	scontrol, err := exec.LookPath("scontrol")
-	if err != nil {
-		scontrol = "/usr/bin/scontrol"
-	}
-	if _, err := os.Stat(scontrol); err != nil {
-		t.Fatal("scontrol not found: install the Debian package slurm-client")
-	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 	epilog := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/epilog")
 	dir := t.TempDir()
@@ -65,6 +57,14 @@ func TestE2EFailedJobRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "vigil.toml")
+	wrapper := filepath.Join(dir, "vigil-epilog.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --config %s \"$@\"\n", filepath.Join(dir, "state"), epilog, conf)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Epilog: wrapper})
+	// The epilog reads its config when it runs: written once the cluster
+	// says where its scontrol is.
 	body := fmt.Sprintf(`[prolog]
 checks = ["fault-inject", "disk"]
 retries = 0
@@ -78,16 +78,10 @@ mode = "pass"
 path = %q
 [watch]
 report_dir = %q
-`, filepath.Join(dir, "reports"), filepath.Join(dir, "run"), filepath.Dir(scontrol), filepath.Join(dir, "no-such-scratch"), watchDir)
+`, filepath.Join(dir, "reports"), filepath.Join(dir, "run"), c.Client().BinDir, filepath.Join(dir, "no-such-scratch"), watchDir)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wrapper := filepath.Join(dir, "vigil-epilog.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s\nexec %s --config %s \"$@\"\n", filepath.Join(dir, "state"), epilog, conf)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 3, Epilog: wrapper})
 	nodes, addrs := meetingAddrs(c)
 	hookURL, hooksOf := notifytest.Recorder(t)
 	culprit := nodes[1]

@@ -220,20 +220,10 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 		ls := append(append([]LogEvidence(nil), k...), a...)
 		e := map[string]any{"lines": lines(ls), "count": len(ls)}
 		if left {
-			e["failed_after"] = errs(errored)
+			e["failed_after"] = sortedKeys(errored)
 		}
 		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
 	}
-	return out
-}
-
-// errs is the hosts of m, sorted.
-func errs(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for h := range m {
-		out = append(out, h)
-	}
-	sort.Strings(out)
 	return out
 }
 
