@@ -56,15 +56,15 @@ webhook_url = "https://hooks.example.org/x"
 		grace  time.Duration
 		period time.Duration
 	}{
-		{"defaults", []string{"--config", empty}, nil, 30 * time.Minute, 10 * time.Minute, time.Minute},
+		{"defaults", []string{"--config", empty}, nil, 30 * time.Minute, 10 * time.Minute, 30 * time.Second},
 		{"file", []string{"--config", cfg}, nil, 20 * time.Minute, 10 * time.Minute, 30 * time.Second},
 		{"env over file, minutes", []string{"--config", cfg}, []string{"VIGIL_HANG_DETECT_TIME", "45"}, 45 * time.Minute, 10 * time.Minute, 30 * time.Second},
 		{"env over file, duration, and the job's grace", []string{"--config", cfg}, []string{"VIGIL_HANG_DETECT_TIME", "90s"}, 90 * time.Second, 90 * time.Second, 30 * time.Second},
 		{"flag over env", []string{"--config", cfg, "--window", "2m", "--period", "10s"}, []string{"VIGIL_HANG_DETECT_TIME", "45"}, 2 * time.Minute, 10 * time.Minute, 10 * time.Second},
 		{"flag window in minutes", []string{"--config", cfg, "--window", "1.5"}, nil, 90 * time.Second, 10 * time.Minute, 30 * time.Second},
 		{"grace set", []string{"--config", cfg, "--grace", "0s"}, nil, 20 * time.Minute, 0, 30 * time.Second},
-		{"grace in the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n")}, nil, 30 * time.Minute, time.Hour, time.Minute},
-		{"grace flag over the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n"), "--grace", "5m"}, nil, 30 * time.Minute, 5 * time.Minute, time.Minute},
+		{"grace in the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n")}, nil, 30 * time.Minute, time.Hour, 30 * time.Second},
+		{"grace flag over the file", []string{"--config", writeConfig(t, "[watch]\ngrace = \"1h\"\n"), "--grace", "5m"}, nil, 30 * time.Minute, 5 * time.Minute, 30 * time.Second},
 		{"short job window shortens the default period and the grace", []string{"--config", empty}, []string{"VIGIL_HANG_DETECT_TIME", "2"}, 2 * time.Minute, 2 * time.Minute, 20 * time.Second},
 		{"short window, tiny", []string{"--config", empty, "--window", "3s"}, nil, 3 * time.Second, 10 * time.Minute, time.Second},
 		{"period from the file stays", []string{"--config", cfg, "--window", "2m"}, nil, 2 * time.Minute, 10 * time.Minute, 30 * time.Second},

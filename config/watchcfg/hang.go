@@ -15,7 +15,7 @@ type Hang struct {
 	// progressed less than IOBytes over the last Window. Default 30 minutes.
 	Window time.Duration `toml:"window"`
 	// Period is the sampling period; coverage and gaps are measured against
-	// it. Default 60 seconds.
+	// it. Default 30 seconds.
 	Period time.Duration `toml:"period"`
 	// Grace is the youngest a host's samples of a job may be (time since
 	// its first sample) before any verdict: it protects a slow start. It
@@ -70,13 +70,40 @@ type Hang struct {
 	// is flat but not idle (busy-polling ranks). Off by default: a long
 	// computation without I/O reads the same. Default false.
 	CPUSpinIsHang bool `toml:"cpu_spin_is_hang"`
+	// UnusedMemMiB is the device memory, in MiB, below which an idle device
+	// counts as not yet used by the job: while every device is idle and
+	// below it, the devices do not decide and the CPU decides alone (a job
+	// that compiles, unpacks or preprocesses before it touches its GPUs is
+	// not a deadlocked loader). 0 turns this off. Default 2048.
+	UnusedMemMiB float64 `toml:"unused_mem_mib"`
+
+	// PulseFactor is k of the pulse rule: once the job's progress lines
+	// have a learned cadence (PulseBeats beats), the job is hung when no
+	// progress came for max(k × the median interval, PulseFloor) and every
+	// host's I/O and usage were flat since the next beat was due. 0 turns
+	// the pulse off. Default 3.
+	PulseFactor float64 `toml:"pulse_factor"`
+	// PulseFloor is the shortest silence the pulse rule acts on, however
+	// fast the job prints; at least the median interval + 3 periods, so
+	// that the flat stretch holds 3 periods of samples. Default 2 minutes.
+	PulseFloor time.Duration `toml:"pulse_floor"`
+	// PulseBeats is how many progress beats (polls of the job's output
+	// with a progress line, at least half a period apart) the job must
+	// have shown before its cadence counts. Default 5.
+	PulseBeats int `toml:"pulse_beats"`
+	// ConfirmPeriods is how many periods of flat I/O and usage confirm a
+	// hang after strong evidence (a fault XID or uncorrectable ECC error, a
+	// collective timeout, a transport error, a rank's processes gone or
+	// stopped while its peers' stay) with no progress since. 0 turns the
+	// evidence rule off. Default 3.
+	ConfirmPeriods int `toml:"confirm_periods"`
 }
 
 // DefaultHang returns the documented defaults of the detector.
 func DefaultHang() Hang {
 	return Hang{
 		Window:            30 * time.Minute,
-		Period:            60 * time.Second,
+		Period:            30 * time.Second,
 		Grace:             10 * time.Minute,
 		IOBytes:           1 << 20,
 		MinCoverage:       0.8,
@@ -89,6 +116,11 @@ func DefaultHang() Hang {
 		CPUStddevCores:    0.25,
 		CPUStddevFraction: 0.05,
 		CPUIdleCores:      0.1,
+		UnusedMemMiB:      2048,
+		PulseFactor:       3,
+		PulseFloor:        2 * time.Minute,
+		PulseBeats:        5,
+		ConfirmPeriods:    3,
 	}
 }
 
@@ -148,6 +180,16 @@ func (c Hang) Validate() error {
 		return bad("cpu_stddev_fraction", "%v, want >= 0", c.CPUStddevFraction)
 	case !(c.CPUIdleCores >= 0):
 		return bad("cpu_idle_cores", "%v, want >= 0", c.CPUIdleCores)
+	case !(c.UnusedMemMiB >= 0):
+		return bad("unused_mem_mib", "%v, want >= 0", c.UnusedMemMiB)
+	case !(c.PulseFactor == 0 || c.PulseFactor >= 2 && c.PulseFactor <= 100):
+		return bad("pulse_factor", "%v, want 0 (off) or 2 to 100", c.PulseFactor)
+	case c.PulseFloor < 0:
+		return bad("pulse_floor", "%v, want >= 0", c.PulseFloor)
+	case c.PulseBeats < 3 || c.PulseBeats > 1000:
+		return bad("pulse_beats", "%d, want 3 to 1000", c.PulseBeats)
+	case c.ConfirmPeriods < 0 || c.ConfirmPeriods > 1000:
+		return bad("confirm_periods", "%d, want 0 (off) to 1000", c.ConfirmPeriods)
 	}
 	return nil
 }

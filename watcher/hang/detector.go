@@ -171,6 +171,17 @@ func (d *Detector) expected() float64 { return float64(d.c.Window/d.c.Period) + 
 // previous one starts the host afresh. Log records (s.Log set) are not
 // readings: Observe ignores them (the digest reads them, see Episodes).
 func (d *Detector) Observe(s trace.Sample) []Event {
+	h := d.record(s)
+	if h == nil || s.Time.Sub(h.first) < d.c.FirstVerdict() {
+		return nil
+	}
+	return d.judge(h, &s)
+}
+
+// record keeps reading s in its host's ring and returns the host, or nil
+// when s is not kept (a log record, or not after the host's previous
+// reading of the same job).
+func (d *Detector) record(s trace.Sample) *host {
 	if s.IsLog() {
 		return nil
 	}
@@ -190,10 +201,7 @@ func (d *Detector) Observe(s trace.Sample) []Event {
 	if age := s.Time.Sub(h.first); age > d.span {
 		d.span = age
 	}
-	if s.Time.Sub(h.first) < d.c.FirstVerdict() {
-		return nil
-	}
-	return d.judge(h, &s)
+	return h
 }
 
 func (h *host) push(s *trace.Sample) {
@@ -379,9 +387,10 @@ func (d *Detector) judge(h *host, s *trace.Sample) []Event {
 			fmt.Sprintf("no I/O progress since %s: %s over the last %v (threshold %s)",
 				h.since.Format(time.RFC3339), bytesText(io.bytes), d.c.Window, bytesText(d.c.IOBytes)), ev))
 	}
-	u := d.usage(h, win, false)
+	need := d.c.MinCoverage * d.expected()
+	u := d.usage(h, win, need, false)
 	usageEvidence := func() map[string]any {
-		u = d.usage(h, win, true)
+		u = d.usage(h, win, need, true)
 		ev := evidence()
 		ev["since"] = h.since.Format(time.RFC3339)
 		ev["devices"] = slices.Clone(u.devs)

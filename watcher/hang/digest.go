@@ -95,6 +95,9 @@ type DigestEvent struct {
 	// support the cause when no host could be named (a CUDA error with no
 	// prefix): they never make a culprit.
 	JobEvidence []string `json:"job_evidence,omitempty"`
+	// Detection says how and when the hang was detected (nil in a failed
+	// job's digest and in digests of older versions).
+	Detection *Detection `json:"detection,omitempty"`
 }
 
 // HostView is what the digest knows of one host of the job from its

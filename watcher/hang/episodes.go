@@ -37,6 +37,9 @@ type Episodes struct {
 	c    Config
 	live bool // every Due is a round
 	jobs map[string]*jobTrack
+	// det keeps every host's readings for the pulse and evidence rules,
+	// which judge stretches shorter than the window (Detector.JudgeSpan).
+	det *Detector
 }
 
 // jobTrack is what Episodes keeps of one job.
@@ -55,6 +58,13 @@ type jobTrack struct {
 	layout     joblog.Layout     // the step's layout, from its layout record
 	ended      bool              // the watcher of the job's view stopped (an end record)
 	endDone    bool              // the end was judged
+	pulse      pulseTrack        // the beats of the job's progress lines
+	strong     strongEvidence    // strong evidence since the last progress, pending confirmation
+	// fast is set while the open episode is one the pulse or evidence
+	// rule opened and the job has not moved since; detection says how
+	// the open episode was detected.
+	fast      bool
+	detection *Detection
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -84,12 +94,14 @@ const maxRanks = 64
 
 // NewEpisodes returns an empty tracker for configuration c whose rounds
 // are read from the records (a replay).
-func NewEpisodes(c Config) *Episodes { return &Episodes{c: c, jobs: map[string]*jobTrack{}} }
+func NewEpisodes(c Config) *Episodes {
+	return &Episodes{c: c, jobs: map[string]*jobTrack{}, det: New(c)}
+}
 
 // NewLiveEpisodes returns an empty tracker for configuration c for a caller
 // that calls Due once per round, after the round's records.
 func NewLiveEpisodes(c Config) *Episodes {
-	return &Episodes{c: c, live: true, jobs: map[string]*jobTrack{}}
+	return &Episodes{c: c, live: true, jobs: map[string]*jobTrack{}, det: New(c)}
 }
 
 func (e *Episodes) job(id string) *jobTrack {
@@ -137,6 +149,8 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 		h.moved = s.Time
 	}
 	h.latest, h.read = s, true
+	e.det.record(s)
+	j.noteTelemetry(s)
 	if e.roundHost(j, s) {
 		j.round = s.Time
 	}
@@ -161,6 +175,7 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 		h.state = StateHung
 		if !j.open {
 			j.open, j.opened, j.since, j.digested, j.recovered = true, ev.Time, time.Time{}, false, false
+			j.detection = &Detection{By: DetectedWindow}
 		}
 		if !j.digested && !ev.Since.IsZero() && (j.since.IsZero() || ev.Since.Before(j.since)) {
 			j.since = ev.Since
@@ -201,9 +216,33 @@ func (j *jobTrack) attribution() joblog.Layout {
 // closeEpisode closes the open episode once its digest is given, a host
 // recovered and no host is hung.
 func (j *jobTrack) closeEpisode() {
-	if j.open && j.digested && j.recovered && !j.anyHung() {
+	if j.open && j.digested && j.recovered && !j.fast && !j.anyHung() {
 		j.open = false
 	}
+}
+
+// Hung reports whether job id is hung now: a host of it is hung, or the
+// pulse or evidence rule called it hung and it has not moved since.
+func (e *Episodes) Hung(id string) bool {
+	j := e.jobs[id]
+	return j != nil && (j.fast || j.anyHung())
+}
+
+// detectionOf is how j's open episode was detected, with the job's last
+// progress line as of now.
+func (e *Episodes) detectionOf(j *jobTrack) *Detection {
+	det := Detection{By: DetectedWindow}
+	if j.detection != nil {
+		det = *j.detection
+	}
+	if det.LastProgress.IsZero() && !j.pulse.lastLine.IsZero() {
+		det.LastProgress = j.pulse.lastLine
+		det.Beats = j.pulse.beats
+	}
+	if !det.LastProgress.IsZero() {
+		det.AfterProgressS = j.last.Sub(det.LastProgress).Seconds()
+	}
+	return &det
 }
 
 func (j *jobTrack) anyHung() bool {
@@ -254,6 +293,15 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		}
 		p.epoch, p.step = m.Epoch, m.Step
 	}
+	if m.Kind == joblog.KindProgress {
+		j.pulse.observe(s.Time, from, m, e.c.Period)
+		if j.pulse.lastLine.Equal(s.Time) && !j.strong.at.IsZero() && s.Time.After(j.strong.at) {
+			j.strong = strongEvidence{} // the job went on after it
+		}
+	}
+	if isStrong(m) {
+		j.noteStrongLine(s.Time, from, line)
+	}
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
 	}
@@ -290,11 +338,21 @@ func (e *Episodes) Due(now time.Time) []any {
 		if !end && (!j.last.Before(now) || !e.isRound(j)) {
 			continue // records at j.last may still come, or no round
 		}
-		if j.open && !j.digested && (end || !j.last.Before(j.opened.Add(e.c.Period))) {
+		if !end && !j.open {
+			if det := e.fastVerdict(id, j); det != nil {
+				j.open, j.opened, j.digested, j.recovered = true, j.last, false, false
+				j.since, j.fast, j.detection, j.strong = e.hangSince(id, j, det), true, det, strongEvidence{}
+			}
+		}
+		if j.open && !j.digested && (end || j.fast || !j.last.Before(j.opened.Add(e.c.Period))) {
 			j.digested = true
 			d := Digest(e.digestInput(id, j), e.c)
 			d.Since = j.since
+			d.Detection = e.detectionOf(j)
 			out = append(out, d)
+			j.closeEpisode()
+		} else if !end && j.open && j.fast && e.fastOver(id, j) {
+			j.fast, j.recovered = false, true
 			j.closeEpisode()
 		}
 		if !end && !j.open {

@@ -45,6 +45,8 @@ type gen struct {
 	// Restart, when true for sample i, restarts the processes: the
 	// counters fall back to what the new processes did since.
 	Restart func(i int) bool
+	// MemMiB is each device's memory use (0: 70000 MiB, a loaded model).
+	MemMiB float64
 }
 
 func (g gen) samples() []trace.Sample {
@@ -75,7 +77,11 @@ func (g gen) samples() []trace.Sample {
 		s := trace.Sample{V: 1, Time: t0.Add(time.Duration(i) * g.Period), Host: g.Host, Job: g.Job,
 			IO: io, CPUUsec: uint64(cpu * 1e6), Procs: procs}
 		for d := 0; d < g.Devs; d++ {
-			a := trace.Accel{ID: fmt.Sprint(d), MemUsedMiB: 70000,
+			mem := g.MemMiB
+			if mem == 0 {
+				mem = 70000
+			}
+			a := trace.Accel{ID: fmt.Sprint(d), MemUsedMiB: mem,
 				Util:   min(100, max(0, p.Util+jit(p.UtilJitter))),
 				PowerW: max(0, p.Power+jit(p.PowerJitter))}
 			if d == p.IdleDev {

@@ -313,7 +313,7 @@ func TestReplayInputsBadLineNamesTheInput(t *testing.T) {
 func TestSummaryTooShort(t *testing.T) {
 	cfg := func(grace, window time.Duration) Config {
 		c := DefaultConfig()
-		c.Grace, c.Window = grace, window
+		c.Grace, c.Window, c.Period = grace, window, time.Minute
 		return c
 	}
 	tests := []struct {

@@ -48,15 +48,24 @@ func text(format string, args ...any) func() string {
 type deviceTally struct {
 	allFlat    bool // every device flat (none busy, none with too few readings)
 	high, idle int  // devices with median utilisation >= HighUtil, <= IdleUtil
+	// unused counts the idle devices whose memory use stayed below
+	// Config.UnusedMemMiB: not yet used by the job.
+	unused int
 }
 
-// usage decides whether the window's resource usage is flat. With full
-// unset it computes only what the verdict needs (it may stop at the first
-// busy device, leaving devs and msg incomplete); with full set it fills in
-// every device's statistics and the message, for an event's evidence.
-func (d *Detector) usage(h *host, win []*point, full bool) usage {
+// usage decides whether the resource usage over win is flat; need is the
+// number of readings a judgement needs (Config.MinCoverage of the points
+// expected in win). With full unset it computes only what the verdict
+// needs (it may stop at the first busy device, leaving devs and msg
+// incomplete); with full set it fills in every device's statistics and
+// the message, for an event's evidence.
+//
+// Devices the job has not used yet (every device flat, idle and below
+// Config.UnusedMemMiB) do not decide: the CPU decides alone, as without
+// accelerators, so that a job busy on one core before it touches its
+// devices (compiling, unpacking, preprocessing) is not a deadlocked loader.
+func (d *Detector) usage(h *host, win []*point, need float64, full bool) usage {
 	var u usage
-	need := d.c.MinCoverage * d.expected()
 	cpuFlat := d.cpuStats(h, win, need, &u)
 	if float64(h.gatherReadings(win)) < need {
 		u.msg = text("accelerator readings missing")
@@ -69,7 +78,11 @@ func (d *Detector) usage(h *host, win []*point, full bool) usage {
 		return u
 	}
 	if len(u.devs) == 0 {
-		d.classifyCPUOnly(&u, cpuFlat)
+		d.classifyCPUOnly(&u, cpuFlat, "no accelerators")
+		return u
+	}
+	if tally.allFlat && d.c.UnusedMemMiB > 0 && tally.unused == len(u.devs) {
+		d.classifyCPUOnly(&u, cpuFlat, fmt.Sprintf("devices idle and not used yet (memory below %.0f MiB)", d.c.UnusedMemMiB))
 		return u
 	}
 	d.classifyDevices(&u, tally, cpuFlat)
@@ -156,6 +169,9 @@ func (d *Detector) devicesStats(h *host, need float64, full bool, u *usage) (t d
 		}
 		if ds.UtilMedian <= d.c.IdleUtil {
 			t.idle++
+			if ds.Flat && slices.Max(h.mem[slot]) < d.c.UnusedMemMiB {
+				t.unused++
+			}
 		}
 		u.devs = append(u.devs, ds)
 	}
@@ -200,23 +216,24 @@ func (d *Detector) deviceStats(id string, util, power, mem []float64, need float
 	return ds
 }
 
-// classifyCPUOnly sets u's verdict, reason and message for a host without
-// accelerators: the CPU decides alone.
-func (d *Detector) classifyCPUOnly(u *usage, cpuFlat bool) {
+// classifyCPUOnly sets u's verdict, reason and message for a host whose
+// CPU decides alone (why: "no accelerators", or why its devices do not
+// decide).
+func (d *Detector) classifyCPUOnly(u *usage, cpuFlat bool, why string) {
 	switch {
 	case !u.cpuKnown:
-		u.msg = text("CPU readings missing")
+		u.msg = text("%s; CPU readings missing", why)
 	case !cpuFlat:
-		u.verdict, u.msg = verdictBusy, text("CPU rate varies (%.2f±%.2f cores)", u.cpuMedian, u.cpuStddev)
+		u.verdict, u.msg = verdictBusy, text("%s; CPU rate varies (%.2f±%.2f cores)", why, u.cpuMedian, u.cpuStddev)
 	case u.cpuMedian <= d.c.CPUIdleCores:
 		u.verdict, u.reason = verdictFlat, ReasonFlatCPUIdle
-		u.msg = text("no accelerators; CPU flat and idle at %.2f cores", u.cpuMedian)
+		u.msg = text("%s; CPU flat and idle at %.2f cores", why, u.cpuMedian)
 	case d.c.CPUSpinIsHang:
 		u.verdict, u.reason = verdictFlat, ReasonFlatCPUSpin
-		u.msg = text("no accelerators; CPU flat at %.2f cores (spinning)", u.cpuMedian)
+		u.msg = text("%s; CPU flat at %.2f cores (spinning)", why, u.cpuMedian)
 	default:
 		// Flat but busy: a computation or a spin; cannot tell.
-		u.msg = text("no accelerators; CPU flat at %.2f cores, busy (not judged a hang)", u.cpuMedian)
+		u.msg = text("%s; CPU flat at %.2f cores, busy (not judged a hang)", why, u.cpuMedian)
 	}
 }
 

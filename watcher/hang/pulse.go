@@ -1,0 +1,314 @@
+package hang
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// How a hang was detected (Detection.By).
+const (
+	// DetectedWindow: a host's I/O and usage were flat for the whole
+	// window (the detector's rule).
+	DetectedWindow = "window"
+	// DetectedPulse: the job's progress lines stopped for well beyond
+	// their learned cadence, and every host's I/O and usage were flat since
+	// the next line was due.
+	DetectedPulse = "pulse"
+	// DetectedEvidence: strong evidence (a fault XID or uncorrectable ECC
+	// error, a collective timeout, a transport error, a rank's processes
+	// gone while its peers' stay), then Config.ConfirmPeriods of flat I/O
+	// and usage on every host without progress.
+	DetectedEvidence = "evidence"
+)
+
+// Detection says how and when a hang was detected: the digest carries it,
+// and so the report, the comment and the notifications.
+type Detection struct {
+	By string `json:"by"` // DetectedWindow, DetectedPulse or DetectedEvidence
+	// LastProgress is the job's newest progress line before the verdict
+	// (zero when the job printed none), and AfterProgressS the seconds
+	// from it to the verdict.
+	LastProgress   time.Time `json:"last_progress,omitzero"`
+	AfterProgressS float64   `json:"after_progress_s,omitempty"`
+	// The job's pulse: beats seen, the median interval between them and
+	// its spread (median absolute deviation), and the silence the pulse
+	// rule waits for (max(pulse_factor × cadence, floor)).
+	Beats     int     `json:"beats,omitempty"`
+	CadenceS  float64 `json:"cadence_s,omitempty"`
+	SpreadS   float64 `json:"spread_s,omitempty"`
+	DeadlineS float64 `json:"deadline_s,omitempty"`
+	// Evidence is the strong evidence in words (a line, or what the
+	// telemetry showed), EvidenceAt when it came, and ConfirmS the flat
+	// stretch that confirmed it.
+	Evidence   string    `json:"evidence,omitempty"`
+	EvidenceAt time.Time `json:"evidence_at,omitzero"`
+	ConfirmS   float64   `json:"confirm_s,omitempty"`
+	// Flat names, per host judged, why its readings over the flat stretch
+	// read as a hang (a usage reason such as FlatUsageStuckCollective).
+	Flat map[string]string `json:"flat,omitempty"`
+}
+
+// Words says the detection for people: "pulse: 3m10s after the last
+// progress (cadence 30s)".
+func (d *Detection) Words() string {
+	if d == nil || d.By == "" {
+		return ""
+	}
+	s := d.By
+	if !d.LastProgress.IsZero() {
+		s += fmt.Sprintf(": %s after the last progress", ShortDuration(time.Duration(d.AfterProgressS*float64(time.Second)).Round(time.Second)))
+	}
+	switch d.By {
+	case DetectedPulse:
+		s += fmt.Sprintf(" (cadence %s)", ShortDuration(time.Duration(d.CadenceS*float64(time.Second)).Round(time.Second)))
+	case DetectedEvidence:
+		s += " (" + d.Evidence + ")"
+	}
+	return s
+}
+
+// maxPulseIntervals bounds the intervals a job's pulse keeps: the cadence
+// is the median of the latest ones, so that a job whose pace changes
+// (gradient accumulation, a new phase) is judged by its recent pace.
+const maxPulseIntervals = 32
+
+// maxPulseSources bounds the progress sources (host and rank) whose latest
+// step a job's pulse keeps.
+const maxPulseSources = 4096
+
+// pulseTrack is a job's pulse: the beats of its progress lines. A beat is
+// a progress line that advances its source (host and rank: another epoch
+// or step than the source's previous line) at least half a period after
+// the previous beat: the lines of one poll of the job's output, stamped at
+// the poll, are one beat, so the cadence is never below the sampling
+// period's grain.
+type pulseTrack struct {
+	beats     int
+	beat      time.Time // the latest beat
+	lastLine  time.Time // the newest advancing progress line
+	intervals []time.Duration
+	sources   map[string][2]int64 // "host/rank" -> its latest (epoch, step)
+}
+
+// observe takes one progress line at t of host (the host the line names,
+// "" for none) and reports whether it is a new beat.
+func (p *pulseTrack) observe(t time.Time, host string, m joblog.Match, period time.Duration) (beat bool) {
+	if p.sources == nil {
+		p.sources = map[string][2]int64{}
+	}
+	key := fmt.Sprintf("%s/%d", host, m.Rank)
+	cur := [2]int64{m.Epoch, m.Step}
+	if prev, ok := p.sources[key]; ok && prev == cur && cur != [2]int64{-1, -1} {
+		return false // the same step again: not progress
+	}
+	if _, ok := p.sources[key]; ok || len(p.sources) < maxPulseSources {
+		p.sources[key] = cur
+	}
+	if t.After(p.lastLine) {
+		p.lastLine = t
+	}
+	if p.beats > 0 && t.Sub(p.beat) < period/2 {
+		return false
+	}
+	if p.beats > 0 {
+		p.intervals = append(p.intervals, t.Sub(p.beat))
+		if len(p.intervals) > maxPulseIntervals {
+			p.intervals = p.intervals[1:]
+		}
+	}
+	p.beat = t
+	p.beats++
+	return true
+}
+
+// cadence is the median interval between beats and its median absolute
+// deviation.
+func (p *pulseTrack) cadence() (median, spread time.Duration) {
+	if len(p.intervals) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(p.intervals)
+	slices.Sort(s)
+	median = s[len(s)/2]
+	for i, v := range s {
+		s[i] = max(v-median, median-v)
+	}
+	slices.Sort(s)
+	return median, s[len(s)/2]
+}
+
+// PulseDeadline is the silence after the job's last progress line at
+// which the pulse rule judges it, for a learned cadence: max(PulseFactor ×
+// cadence, PulseFloor, cadence + 3 periods). The last term keeps 3 periods
+// of readings in the flat stretch, which starts when the next line was due.
+func PulseDeadline(c Config, cadence time.Duration) time.Duration {
+	return max(time.Duration(c.PulseFactor*float64(cadence)), c.PulseFloor, cadence+3*c.Period)
+}
+
+// strongEvidence is what made a job's hang likely before any window: when
+// it came, what it was, and whether it is a telemetry observation (a
+// host's processes gone) that ends when it no longer holds.
+type strongEvidence struct {
+	at    time.Time
+	what  string
+	host  string // for telemetry evidence: the host whose processes are gone
+	telem bool
+}
+
+// isStrong is a line that makes a hang likely at once: a device fault
+// (fault XID, uncorrectable ECC error, an NPU error code in a major alarm),
+// an NCCL transport error, a collective that timed out.
+func isStrong(m joblog.Match) bool {
+	return m.Fault || isNet(m) || m.Kind == joblog.KindWatchdog && m.Seq >= 0
+}
+
+// noteStrongLine records a strong line at t of host as the job's strong
+// evidence, unless earlier evidence is pending.
+func (j *jobTrack) noteStrongLine(t time.Time, host, line string) {
+	if !j.strong.at.IsZero() {
+		return
+	}
+	if host == "" {
+		host = "the job"
+	}
+	if len(line) > 160 {
+		line = line[:160] + "..."
+	}
+	j.strong = strongEvidence{at: t, what: host + ": " + line}
+}
+
+// noteTelemetry updates the job's telemetry evidence after a reading of
+// host: a host whose processes are all gone while a peer still has some.
+// Such evidence ends when it no longer holds.
+func (j *jobTrack) noteTelemetry(s trace.Sample) {
+	if j.strong.telem && j.strong.host == s.Host && s.Procs > 0 {
+		j.strong = strongEvidence{}
+	}
+	if !j.strong.at.IsZero() || s.Procs > 0 || s.HasMissing("pids") {
+		return
+	}
+	for _, name := range sortedKeys(j.hosts) {
+		if h := j.hosts[name]; name != s.Host && h.read && h.latest.Procs > 0 {
+			j.strong = strongEvidence{at: s.Time, host: s.Host, telem: true,
+				what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, name, h.latest.Procs)}
+			return
+		}
+	}
+}
+
+// fastVerdict is the pulse and evidence rules at a round of job j, which
+// has no open episode: the detection when one of them calls the job hung
+// now, nil otherwise.
+func (e *Episodes) fastVerdict(id string, j *jobTrack) *Detection {
+	now := j.last
+	p := &j.pulse
+	if e.c.ConfirmPeriods > 0 && !j.strong.at.IsZero() {
+		if now.Sub(j.strong.at) > e.c.Window {
+			j.strong = strongEvidence{} // the window rule's turn
+		} else if det := e.evidenceVerdict(id, j); det != nil {
+			return det
+		}
+	}
+	if e.c.PulseFactor == 0 || p.beats < e.c.PulseBeats {
+		return nil
+	}
+	cadence, spread := p.cadence()
+	deadline := PulseDeadline(e.c, cadence)
+	if now.Sub(p.lastLine) < deadline {
+		return nil
+	}
+	flat, ok := e.allFlat(id, j, p.lastLine.Add(cadence), now)
+	if !ok {
+		return nil
+	}
+	return &Detection{By: DetectedPulse, LastProgress: p.lastLine, AfterProgressS: now.Sub(p.lastLine).Seconds(),
+		Beats: p.beats, CadenceS: cadence.Seconds(), SpreadS: spread.Seconds(), DeadlineS: deadline.Seconds(), Flat: flat}
+}
+
+// evidenceVerdict confirms j's strong evidence: no progress line since it,
+// and every host flat from one period after it (the ranks may still finish
+// what they were doing) for Config.ConfirmPeriods periods. Evidence followed
+// by I/O progress on some host is dropped: the job went on.
+func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *Detection {
+	ev := j.strong
+	from := ev.at.Add(e.c.Period)
+	confirm := time.Duration(e.c.ConfirmPeriods) * e.c.Period
+	if j.last.Sub(from) < confirm {
+		return nil
+	}
+	flat, ok := e.allFlat(id, j, from, j.last)
+	if !ok {
+		if e.movedSince(id, j, from, j.last) {
+			j.strong = strongEvidence{}
+		}
+		return nil
+	}
+	det := &Detection{By: DetectedEvidence, Evidence: ev.what, EvidenceAt: ev.at, ConfirmS: j.last.Sub(from).Seconds(), Flat: flat}
+	if p := &j.pulse; p.beats > 0 {
+		det.LastProgress, det.AfterProgressS, det.Beats = p.lastLine, j.last.Sub(p.lastLine).Seconds(), p.beats
+	}
+	return det
+}
+
+// allFlat judges every host of j read since from over [from, now]: ok when
+// at least one was judged and every one judged flat (I/O below the
+// threshold, usage flat); a host with readings in the stretch that cannot
+// be judged (too few readings) makes it not ok. Hosts without a reading
+// since from (their watcher is gone) are left out. flat maps each host to
+// its usage reason.
+func (e *Episodes) allFlat(id string, j *jobTrack, from, now time.Time) (flat map[string]string, ok bool) {
+	flat = map[string]string{}
+	for _, name := range sortedKeys(j.hosts) {
+		h := j.hosts[name]
+		if !h.read || h.latest.Time.Before(from) {
+			continue
+		}
+		v := e.det.JudgeSpan(name, id, from, now)
+		if !v.Judged || !v.Flat {
+			return nil, false
+		}
+		flat[name] = v.Reason
+	}
+	return flat, len(flat) > 0
+}
+
+// movedSince reports whether some host of j made I/O progress (at least
+// Config.IOBytes) over [from, now].
+func (e *Episodes) movedSince(id string, j *jobTrack, from, now time.Time) bool {
+	for name, h := range j.hosts {
+		if h.read && !h.latest.Time.Before(from) && e.det.JudgeSpan(name, id, from, now).IOBytes >= e.c.IOBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// hangSince is when the hang that det detected began: the last progress
+// line when the job printed one, else the earliest time since which a
+// host's I/O stayed below the threshold, else the evidence's time.
+func (e *Episodes) hangSince(id string, j *jobTrack, det *Detection) time.Time {
+	if !det.LastProgress.IsZero() {
+		return det.LastProgress
+	}
+	var since time.Time
+	for _, name := range sortedKeys(j.hosts) {
+		if t, ok := e.det.SinceNoProgress(name, id); ok && (since.IsZero() || t.Before(since)) {
+			since = t
+		}
+	}
+	if since.IsZero() || !det.EvidenceAt.IsZero() && det.EvidenceAt.Before(since) {
+		return det.EvidenceAt
+	}
+	return since
+}
+
+// fastOver reports whether the hang j's pulse or evidence rule opened has
+// ended: a progress line came since, or some host made I/O progress since
+// the verdict.
+func (e *Episodes) fastOver(id string, j *jobTrack) bool {
+	return j.pulse.lastLine.After(j.opened) || e.movedSince(id, j, j.opened, j.last)
+}
