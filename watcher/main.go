@@ -5,13 +5,15 @@
 //	srun --overlap --ntasks-per-node=1 vigil-watch &
 //
 // `vigil-watch replay FILE` runs the same rule offline over a recorded trace;
-// `vigil-watch rules test FILE` shows what each line of a log means.
+// `vigil-watch rules test FILE` shows what each line of a log means;
+// `vigil-watch ras-query` asks NCCL's RAS service of the job how it stands.
 // See `vigil-watch --help` and docs/watch.md.
 package main
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +31,7 @@ import (
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/loop"
+	"github.com/vigil-hpc/vigil/watcher/ncclras"
 )
 
 // Exit codes.
@@ -74,6 +77,9 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 	if len(args) > 0 && args[0] == "rules" {
 		return runRules(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "ras-query" {
+		return runRASQuery(ctx, args[1:], lookup, stdout, stderr)
+	}
 	var said bytes.Buffer
 	inv, code := parseArgs(args, lookup, stdout, io.MultiWriter(stderr, &said))
 	if code == exitUsage && !inv.replay {
@@ -111,6 +117,31 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 		log.WithError(err).Error("vigil-watch failed")
 		return exitError
 	}
+	return exitOK
+}
+
+// runRASQuery is `vigil-watch ras-query [ADDR]`: NCCL's RAS service of
+// the job (ADDR, else ncclras.Addr of the environment), asked once, its
+// answer printed as one JSON line.
+func runRASQuery(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	addr := ncclras.Addr(lookup)
+	switch {
+	case len(args) == 1 && !strings.HasPrefix(args[0], "-"):
+		addr = args[0]
+	case len(args) > 0:
+		fmt.Fprintln(stderr, "usage: vigil-watch ras-query [ADDR] (default: NCCL_RAS_ADDR, else "+ncclras.DefaultAddr+")")
+		return exitUsage
+	case addr == "":
+		fmt.Fprintln(stderr, "vigil-watch ras-query: NCCL_RAS_ENABLE=0: the job runs without RAS")
+		return exitError
+	}
+	st, err := ncclras.Query(ctx, addr, ncclras.DefaultTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-watch ras-query: %v\n", err)
+		return exitError
+	}
+	b, _ := json.Marshal(st)
+	fmt.Fprintln(stdout, string(b))
 	return exitOK
 }
 
@@ -385,6 +416,7 @@ SYNOPSIS
     vigil-watch --config FILE replay [OPTIONS] FILE...
     vigil-watch rules test [--config FILE] [--kmsg] [--nodes N,...] [--all] FILE...
     vigil-watch rules list [--config FILE]
+    vigil-watch ras-query [ADDR]
 
 DESCRIPTION
     vigil-watch runs inside a job as one task per node and samples the job on
@@ -452,6 +484,15 @@ DESCRIPTION
     --record (one file per host, merged by time; - reads standard input) and
     prints one JSON line per event, to tune the thresholds on your own jobs.
     It acts on nothing.
+
+    While a node is suspect or hung, vigil-watch asks NCCL's own RAS
+    service of the job (NCCL 2.24 and later: NCCL_RAS_ADDR, else
+    localhost:28028; nothing when NCCL_RAS_ENABLE=0) at most once per
+    period, and records its answer (stream "ras") as evidence for the
+    digest: dead or unresponsive ranks, ranks behind in collectives. A port
+    that is not NCCL's is asked once. vigil-watch ras-query [ADDR] asks it
+    once (within 5 s) and prints the parsed answer as one JSON line: exit 0,
+    or 1 when nothing or something else answered.
 `
 
 const watchHelpTail = `

@@ -169,6 +169,76 @@ else
 	echo "== nccl-tests: skipped (all_reduce_perf not on PATH)"
 fi
 
+# NCCL's own view of a hung job (RAS, NCCL >= 2.24): a 2-process NCCL job
+# does a few all_reduces, then rank 1 sleeps before its next one while rank
+# 0 waits in it; vigil-watch ras-query (and NCCL's ncclras, when on PATH)
+# asks the job's RAS service how it stands, then the job is killed. Bounded
+# to about 90 s. vigil-watch is taken beside $BIN unless VIGIL_WATCH names it.
+WATCH=${VIGIL_WATCH:-$(dirname "$BIN")/vigil-watch}
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | wc -l)
+nccl_ver=$([ -n "$PY" ] && timeout 60 "$PY" -c 'import torch; assert torch.cuda.is_available(); print("%d.%d.%d" % torch.cuda.nccl.version())' 2>/dev/null)
+if [ ! -x "$WATCH" ]; then
+	echo "== nccl-ras: skipped ($WATCH is not an executable vigil-watch)"
+elif [ -z "$nccl_ver" ] || [ "${ngpu:-0}" -lt 2 ]; then
+	echo "== nccl-ras: skipped (needs python3 with CUDA PyTorch and 2 GPUs; NCCL '${nccl_ver:-none}', ${ngpu:-0} GPUs)"
+elif [ "$(printf '%s\n2.24.0\n' "$nccl_ver" | sort -V | head -1)" != "2.24.0" ]; then
+	echo "== nccl-ras: skipped (PyTorch's NCCL $nccl_ver has no RAS: needs 2.24 or later)"
+else
+	port=$(( 28100 + RANDOM % 800 ))
+	echo "== nccl-ras: PyTorch's NCCL $nccl_ver, 2 ranks, RAS on 127.0.0.1:$port"
+	cat >"$OUT/ras_job.py" <<'PYEOF'
+import os, sys, time
+import torch
+import torch.distributed as dist
+rank = int(sys.argv[1])
+torch.cuda.set_device(rank)
+dist.init_process_group("nccl", init_method="tcp://127.0.0.1:" + sys.argv[2], rank=rank, world_size=2)
+x = torch.ones(1 << 20, device="cuda")
+for _ in range(20):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+print("rank %d: 20 all_reduces done" % rank, flush=True)
+if rank == 1:
+    time.sleep(600)  # behind: rank 0 waits in the next all_reduce
+dist.all_reduce(x)
+torch.cuda.synchronize()
+PYEOF
+	store=$(( port + 1000 ))
+	pids=""
+	for r in 0 1; do
+		NCCL_RAS_ADDR=127.0.0.1:$port timeout 100 "$PY" "$OUT/ras_job.py" $r $store >"$OUT/ras_job.$r.log" 2>&1 &
+		pids="$pids $!"
+	done
+	for _ in $(seq 60); do
+		[ "$(grep -l 'all_reduces done' "$OUT"/ras_job.*.log 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 1
+	done
+	sleep 5 # rank 0 is in its all_reduce, rank 1 asleep
+	echo "-- vigil-watch ras-query 127.0.0.1:$port"
+	timeout 20 "$WATCH" ras-query 127.0.0.1:$port | tee "$OUT/ras-vigil.json" || echo "vigil-watch ras-query failed"
+	if command -v ncclras >/dev/null 2>&1; then
+		echo "-- ncclras -h 127.0.0.1 -p $port -v"
+		timeout 20 ncclras -h 127.0.0.1 -p $port -v | tee "$OUT/ras-ncclras.txt" || echo "ncclras failed"
+	else
+		echo "-- ncclras: not on PATH; the raw answer instead"
+		printf 'CLIENT PROTOCOL 2\nVERBOSE STATUS\n' | timeout 20 "$PY" -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=15)
+s.sendall(sys.stdin.buffer.read())
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    out += b
+sys.stdout.write(out.decode(errors="replace"))' $port | tee "$OUT/ras-raw.txt" || echo "raw query failed"
+	fi
+	kill $pids 2>/dev/null
+	sleep 1
+	kill -9 $pids 2>/dev/null
+	wait $pids 2>/dev/null
+fi
+
 if [ -z "$PY" ]; then
 	echo "== summary: python3 missing; the full report is $report"
 	exit 0

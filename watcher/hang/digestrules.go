@@ -43,10 +43,11 @@ type digestRule struct {
 // transport error, then ranks that exit because of it, is network).
 var digestRules = []digestRule{
 	{CauseBadDevice, badDevice, func(m joblog.Match) bool { return m.Fault }},
-	{CauseRankFailed, rankFailed, isCrash},
+	{CauseRankFailed, withRAS(rankFailed, rasFailed), orRAS(isCrash, joblog.KindRASFailed)},
 	{CauseNetwork, network, isNet},
 	{CauseDataStall, dataStall, isStall},
-	{CauseDifferentProgress, differentProgress, func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }},
+	{CauseDifferentProgress, withRAS(differentProgress, rasBehind),
+		orRAS(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }, joblog.KindRASBehind)},
 }
 
 // badDevice names every host with a fault XID, an Ascend NPU error code

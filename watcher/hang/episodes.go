@@ -266,6 +266,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	from, line := s.Host, s.Log.Line
 	switch s.Log.Stream {
 	case trace.StreamKmsg:
+	case trace.StreamRAS: // NCCL's view of the job, as this node asked it
 	case trace.StreamDevice: // this node's device: shown in words
 		if e, ok := trace.ParseDeviceEvent(line); ok {
 			line = e.Text()

@@ -56,6 +56,13 @@ const (
 	// gpu03: task 2: Exited with exit code 1", "... Killed"); the line
 	// names the host (Attribute).
 	KindTaskExit Kind = "task-exit"
+	// KindRAS, KindRASFailed and KindRASBehind: NCCL's RAS answer (a
+	// trace.StreamRAS record's line, trace.RAS as JSON) with nothing
+	// amiss; with ranks missing or dead; with ranks at different
+	// collective counts. The digest reads the line itself.
+	KindRAS       Kind = "ras"
+	KindRASFailed Kind = "ras-failed"
+	KindRASBehind Kind = "ras-behind"
 )
 
 // Match is what one line says. Numbers a line does not carry are -1.
@@ -114,6 +121,9 @@ func LineIn(stream, line string) (Match, bool) {
 	switch {
 	case stream == trace.StreamDevice:
 		ok = device(line, &m)
+	case stream == trace.StreamRAS:
+		ok = ras(line, &m)
+		return m, ok // its ranks are the answer's, not a line's
 	case strings.Contains(line, "NVRM: Xid"):
 		ok = kernel(line, &m)
 	case strings.Contains(line, "dcmi: npu") && strings.Contains(line, "error code"):
@@ -173,6 +183,28 @@ func device(line string, m *Match) bool {
 		m.Kind, m.Code, m.Fault = KindNPUError, e.Code, e.Fault
 	default:
 		return false
+	}
+	return true
+}
+
+// ras reads NCCL's RAS answer (a trace.StreamRAS record's line).
+func ras(line string, m *Match) bool {
+	st, ok := trace.ParseRAS(line)
+	if !ok {
+		return false
+	}
+	m.Kind = KindRAS
+	failed := st.DeadCount+st.UnresponsiveCount+len(st.Dead)+len(st.Unresponsive) > 0
+	for _, c := range st.Comms {
+		switch {
+		case c.MissingCount > 0 || len(c.Missing) > 0:
+			failed = true
+		case len(c.Counts) > 0 && m.Kind == KindRAS:
+			m.Kind = KindRASBehind
+		}
+	}
+	if failed {
+		m.Kind = KindRASFailed
 	}
 	return true
 }

@@ -115,6 +115,10 @@ type Loop struct {
 	// Logs gives the job's matched output lines each period; they are
 	// recorded and go to Job. Nil follows nothing.
 	Logs LogSource
+	// RAS asks NCCL's RAS service while this host is suspect or hung;
+	// its answers are recorded and go to Job after the sample. Nil asks
+	// nothing.
+	RAS *RASPoller
 	// Job turns this node's records into the job's digests and
 	// stragglers; nil gives none.
 	Job JobView
@@ -189,6 +193,11 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	}
 	l.record(append(logs, s))
 	evs := l.Detector.Observe(s)
+	var ras []trace.Sample
+	if l.RAS != nil {
+		ras = l.RAS.Poll(ctx, s, evs)
+		l.record(ras)
+	}
 	if l.View != nil {
 		l.View.Observe(s, evs)
 	}
@@ -205,9 +214,14 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 			l.Job.Observe(r, nil)
 		}
 		l.Job.Observe(s, evs)
+		last := s.Time
+		for _, r := range ras {
+			l.Job.Observe(r, nil)
+			last = r.Time
+		}
 		due := l.clock().Now()
-		if !due.After(s.Time) {
-			due = s.Time.Add(time.Nanosecond) // every record up to the sample is in
+		if !due.After(last) {
+			due = last.Add(time.Nanosecond) // every record up to the sample is in
 		}
 		l.jobEvents(ctx, l.Job.Due(ctx, due))
 	}

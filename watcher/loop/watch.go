@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-hpc/vigil/watcher/action"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
+	"github.com/vigil-hpc/vigil/watcher/ncclras"
 	"github.com/vigil-hpc/vigil/watcher/sample"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -120,6 +121,7 @@ func Watch(ctx context.Context, o Options) error {
 		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
 		Logs: logs, Job: view, Digests: actor, View: recent,
+		RAS: &RASPoller{Addr: ncclras.Addr(o.lookup()), Period: s.Period, Clock: clock, Log: log},
 	}
 	if o.Record != "" {
 		path := RecordPath(o.Record, job.ID, job.NodeName)
