@@ -29,7 +29,8 @@ func benchSummaries(b *testing.B, n, k, hungFrom int) map[string][]byte {
 		s.CPUUsec = uint64(k) * 60e6
 		s.Accel = s.Accel[:0]
 		for d := range 8 {
-			s.Accel = append(s.Accel, trace.Accel{ID: fmt.Sprint(d), Util: 97, MemUsedMiB: 70312, PowerW: 612.5})
+			s.Accel = append(s.Accel, trace.Accel{ID: fmt.Sprint(d), Util: 97, MemUsedMiB: 70312, PowerW: 612.5,
+				SMClockMHz: 1755 + 15*d, SMClockMaxMHz: 1980, Throttle: trace.ThrottleSwPowerCap})
 		}
 		sum := Summary{State: hang.StateOK, Sample: &s}
 		if k >= hungFrom {

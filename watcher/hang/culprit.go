@@ -16,6 +16,11 @@ const (
 	// CulpritFewerProcesses: the host has less than half the processes of
 	// its peers (median).
 	CulpritFewerProcesses = "FewerProcesses"
+	// CulpritProcessesStopped: most of the host's job processes are
+	// stopped or traced (state T or t: SIGSTOP, a debugger, a job-control
+	// stop) while no peer has any stopped (a rank suspended; the others
+	// wait for it).
+	CulpritProcessesStopped = "ProcessesStopped"
 	// CulpritIdleWhilePeersBusy: the host's devices are idle while most of
 	// its peers' devices spin at high utilisation (the peers wait in a
 	// collective for this host).
@@ -45,11 +50,13 @@ type Culprit struct {
 //  1. ProcessesGone: no processes while some peer has processes;
 //  2. FewerProcesses: fewer than half the median process count of the
 //     others (when that median is at least 2);
-//  3. IdleWhilePeersBusy: mean device utilisation at most c.IdleUtil while
+//  3. ProcessesStopped: more than half of its processes stopped or traced
+//     (state T or t) while no peer has any;
+//  4. IdleWhilePeersBusy: mean device utilisation at most c.IdleUtil while
 //     more than half of the other hosts with devices are at or above
 //     c.HighUtil;
-//  4. ProcessesInD: processes in state D while no peer has any;
-//  5. StaleSamples: latest sample older than the newest by more than two
+//  5. ProcessesInD: processes in state D while no peer has any;
+//  6. StaleSamples: latest sample older than the newest by more than two
 //     c.Period.
 //
 // A single host has no peers: Culprits returns nil for fewer than two hosts.
@@ -77,6 +84,7 @@ type peers struct {
 	procs     []float64 // process count of each host, sorted
 	withProcs int       // hosts with processes
 	withD     int       // hosts with processes in state D
+	withT     int       // hosts with processes in state T or t
 	withDevs  int       // hosts with devices
 	busy      int       // hosts whose mean device utilisation is at least c.HighUtil
 }
@@ -99,6 +107,9 @@ func newPeers(latest map[string]trace.Sample, c Config) peers {
 		}
 		if s.ProcsD > 0 {
 			p.withD++
+		}
+		if s.ProcsT > 0 {
+			p.withT++
 		}
 		if u, ok := meanUtil(s); ok {
 			p.withDevs++
@@ -142,6 +153,7 @@ type culpritRule struct {
 var culpritRules = []culpritRule{
 	{CulpritProcessesGone, processesGone},
 	{CulpritFewerProcesses, fewerProcesses},
+	{CulpritProcessesStopped, processesStopped},
 	{CulpritIdleWhilePeersBusy, idleWhilePeersBusy},
 	{CulpritProcessesInD, processesInD},
 	{CulpritStaleSamples, staleSamples},
@@ -184,6 +196,15 @@ func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
 	m := p.medianOthers(float64(s.Procs))
 	if m >= 2 && float64(s.Procs) < m/2 {
 		return fmt.Sprintf("%d processes, peers have %.0f (median)", s.Procs, m), true
+	}
+	return "", false
+}
+
+// processesStopped: more than half of the host's processes stopped or
+// traced while no peer has any stopped.
+func processesStopped(p peers, s trace.Sample, c Config) (string, bool) {
+	if s.ProcsT > 0 && 2*s.ProcsT > s.Procs && p.withT == 1 {
+		return fmt.Sprintf("%d of %d processes stopped (T: SIGSTOP, a debugger, job control), peers none", s.ProcsT, s.Procs), true
 	}
 	return "", false
 }

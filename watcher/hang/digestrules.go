@@ -98,8 +98,8 @@ func isCrash(m joblog.Match) bool {
 // blocked for minutes, an NFS server that stopped answering.
 func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Kind == joblog.KindNFS }
 
-// rankFailed names the hosts whose processes are gone or few, or whose
-// watcher fell silent (the telemetry culprit rules); then the hosts whose
+// rankFailed names the hosts whose processes are gone, few or stopped, or
+// whose watcher fell silent (the telemetry culprit rules); then the hosts whose
 // rank left first (firstToLeave); failing those, the hosts with a
 // traceback or CUDA error when those are not every host (a watchdog that
 // aborts every rank prints tracebacks everywhere, and ranks whose peer
@@ -110,7 +110,7 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	var out []DigestCulprit
 	for _, cu := range telemetryCulprits(in, c) {
 		switch cu.Reason {
-		case CulpritProcessesGone, CulpritFewerProcesses, CulpritStaleSamples:
+		case CulpritProcessesGone, CulpritFewerProcesses, CulpritProcessesStopped, CulpritStaleSamples:
 		default:
 			continue
 		}
@@ -119,6 +119,9 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 		}
 		named[cu.Host] = true
 		e := map[string]any{"message": cu.Message, "procs": cu.sample.Procs}
+		if cu.sample.ProcsT > 0 {
+			e["procs_t"] = cu.sample.ProcsT
+		}
 		if ls := ev.of(cu.Host, isCrash); len(ls) > 0 {
 			e["lines"] = lines(ls)
 		}

@@ -74,6 +74,7 @@ func TestDigestRules(t *testing.T) {
 		{"unresolved peer in several links", views(3), []LogEvidence{lg("gpu01", fmt.Sprintf(ib, "10.9.9.9")), lg("gpu02", fmt.Sprintf(ib, "10.9.9.9"))}, nil, "network 10.9.9.9 BadLinks"},
 		{"gdr on some hosts", views(3), []LogEvidence{lg("gpu03", "h:1:2 [0] NCCL WARN NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'")}, nil, "network gpu03 GDRUnavailable"},
 		{"retried warnings are no network error", views(3), []LogEvidence{lg("gpu01", "h:1:2 [0] NCCL WARN Call to connect returned Connection refused, retrying"), lg("gpu02", "h:1:2 [0] NCCL WARN NET/IB : Got async event : port error, retrying")}, nil, "unknown"},
+		{"rank stopped: the rank failed", []HostView{view("gpu01"), view("gpu02"), func() HostView { v := view("gpu03"); v.Latest.ProcsT = v.Latest.Procs; return v }()}, nil, nil, "rank-failed gpu03 ProcessesStopped"},
 		{"processes in D alone", []HostView{view("gpu01"), view("gpu02"), func() HostView { v := view("gpu03"); v.Latest.ProcsD = 4; return v }()}, nil, nil, "data-stall gpu03 ProcessesInD"},
 		{"behind in completed work", views(3), []LogEvidence{lg("gpu01", wd(0, "ALLREDUCE", 76)), lg("gpu02", wd(1, "ALLREDUCE", 76)), lg("gpu03", wd(2, "ALLREDUCE", 75))}, nil, "different-progress gpu03 BehindInWork"},
 		{"ahead in completed work is no culprit", views(3), []LogEvidence{lg("gpu01", wd(0, "ALLREDUCE", 76)), lg("gpu02", wd(1, "ALLREDUCE", 75)), lg("gpu03", wd(2, "ALLREDUCE", 75))}, nil, "unknown"},

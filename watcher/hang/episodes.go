@@ -75,13 +75,8 @@ type hostTrack struct {
 	read   bool          // latest holds a reading
 	moved  time.Time     // the latest reading whose I/O grew since the one before
 	logs   []LogEvidence // matched lines of the last few windows, oldest first
-	util   []utilPoint   // mean device utilisation of the last window
+	util   []utilPoint   // the devices' readings of the last window, for the straggler rule
 	ranks  map[int]*rankProgress
-}
-
-type utilPoint struct {
-	t    time.Time
-	util float64
 }
 
 type rankProgress struct{ epoch, step, interval int64 }
@@ -154,8 +149,8 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if e.roundHost(j, s) {
 		j.round = s.Time
 	}
-	if u, ok := meanUtil(s); ok && !s.HasMissing("accel") {
-		h.util = append(h.util, utilPoint{s.Time, u})
+	if p, ok := newUtilPoint(s); ok && !s.HasMissing("accel") {
+		h.util = append(h.util, p)
 	}
 	cut := s.Time.Add(-e.c.Window)
 	for len(h.util) > 0 && h.util[0].t.Before(cut) {
@@ -471,13 +466,7 @@ func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 		if !h.read {
 			continue
 		}
-		l := HostLoad{Host: name, Samples: len(h.util), Epoch: -1, Step: -1}
-		for _, p := range h.util {
-			l.Util += p.util
-		}
-		if len(h.util) > 0 {
-			l.Util /= float64(len(h.util))
-		}
+		l := newHostLoad(name, h.util)
 		h.slowest(&l)
 		loads = append(loads, l)
 	}

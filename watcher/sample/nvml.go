@@ -15,12 +15,42 @@ import (
 var ErrNVML = errors.New("sample: nvml")
 
 // NVML reads NVIDIA devices through go-nvml: utilisation (utilization.gpu),
-// memory used and power usage.
+// memory used and power usage, and where the device tells them the SM
+// clock, its maximum and the clock event reasons.
 type NVML struct {
 	lib     nvml.Interface
 	ids     []string
 	devices []nvml.Device
+	maxSM   []int       // each device's maximum SM clock, MHz, once read; 0 before
+	reasons reasonsFunc // reads the clock event reasons; nil when the library has none
 	events  *NVMLEvents // the event set of Events, freed by Close
+}
+
+// reasonsFunc reads a device's clock event reasons.
+type reasonsFunc func(nvml.Device) (uint64, nvml.Return)
+
+// clockReasons says how to read the clock event reasons from lib: nil when
+// its library lacks nvmlDeviceGetCurrentClocksEventReasons (drivers before
+// R535, where the call had another name), so that the reasons stay absent.
+// A symbol that is absent must never be called: go-nvml binds lazily, and
+// the call would crash the watcher.
+func clockReasons(lib nvml.Interface) reasonsFunc {
+	if !hasSymbol(lib, "nvmlDeviceGetCurrentClocksEventReasons") {
+		return nil
+	}
+	return func(d nvml.Device) (uint64, nvml.Return) { return d.GetCurrentClocksEventReasons() }
+}
+
+// hasSymbol reports whether lib's shared library exports name. A library
+// that cannot say (go-nvml's mock without ExtensionsFunc) is taken to
+// have it: a fake's calls never crash.
+func hasSymbol(lib nvml.Interface, name string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	return lib.Extensions().LookupSymbol(name) == nil
 }
 
 // NewNVML initialises lib (nvml.New() in production, go-nvml's mock in
@@ -61,6 +91,8 @@ func NewNVML(lib nvml.Interface, devices []string) (*NVML, error) {
 		n.ids = append(n.ids, id)
 		n.devices = append(n.devices, d)
 	}
+	n.maxSM = make([]int, len(n.devices))
+	n.reasons = clockReasons(lib)
 	return n, nil
 }
 
@@ -75,7 +107,9 @@ func (n *NVML) Close() error {
 
 // Sample reads every device. A device that fails is left out of the result
 // and named in the error; a device without power readings
-// (ERROR_NOT_SUPPORTED) reads 0 W.
+// (ERROR_NOT_SUPPORTED) reads 0 W. The clocks and clock event reasons are
+// optional: what cannot be read is left 0 (absent from the trace), never
+// an error.
 func (n *NVML) Sample() ([]trace.Accel, error) {
 	out := make([]trace.Accel, 0, len(n.devices))
 	var errs []error
@@ -102,12 +136,33 @@ func (n *NVML) Sample() ([]trace.Accel, error) {
 			errs = append(errs, fmt.Errorf("device %s: power: %s", a.ID, errorString(n.lib, ret)))
 			continue
 		}
+		n.clocks(i, d, &a)
 		out = append(out, a)
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("%w: %w", ErrNVML, errors.Join(errs...))
 	}
 	return out, nil
+}
+
+// clocks reads device i's SM clock, its maximum (once: it does not change)
+// and its clock event reasons into a, leaving 0 what cannot be read
+// (ERROR_NOT_SUPPORTED on some parts, MIG devices, vGPUs).
+func (n *NVML) clocks(i int, d nvml.Device, a *trace.Accel) {
+	if mhz, ret := d.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+		a.SMClockMHz = int(mhz)
+	}
+	if n.maxSM[i] == 0 {
+		if mhz, ret := d.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+			n.maxSM[i] = int(mhz)
+		}
+	}
+	a.SMClockMaxMHz = n.maxSM[i]
+	if n.reasons != nil {
+		if bits, ret := n.reasons(d); ret == nvml.SUCCESS {
+			a.Throttle = bits
+		}
+	}
 }
 
 func errorString(lib nvml.Interface, ret nvml.Return) (s string) {

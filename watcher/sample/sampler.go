@@ -136,7 +136,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 		miss.whole("pids")
 		pidsErr = err
 	}
-	out.Procs, out.ProcsD, out.IO = procs.procs, procs.procsD, procs.io
+	out.Procs, out.ProcsD, out.ProcsT, out.IO = procs.procs, procs.procsD, procs.procsT, procs.io
 	if procs.ioTried > 0 && procs.ioRead == 0 {
 		miss.whole("io")
 	}
@@ -155,6 +155,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 // procTotals is what a sample reads from the job's processes.
 type procTotals struct {
 	procs, procsD int      // processes, and those in state D
+	procsT        int      // those stopped or traced (state T or t)
 	io            trace.IO // I/O counters, summed
 	ticks         uint64   // CPU time, clock ticks, summed
 	statRead      int      // processes whose stat was read
@@ -220,8 +221,11 @@ func (s *Sampler) readProcess(procFD, pid int, t *procTotals, miss *missing) {
 		return
 	}
 	t.statRead++
-	if st.State == 'D' {
+	switch st.State {
+	case 'D':
 		t.procsD++
+	case 'T', 't': // stopped (SIGSTOP, job control), or stopped by a tracer
+		t.procsT++
 	}
 	t.ticks += st.Ticks()
 	if st.State == 'Z' {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +99,12 @@ func TestSampler(t *testing.T) {
 			want: trace.Sample{Missing: []string{"pids", "cpu"}},
 		},
 		{
+			name: "stopped (T) and traced (t) processes",
+			s:    Sampler{PIDs: pids(101, 102, 107, 108)},
+			want: trace.Sample{IO: trace.IO{RChar: 3010, WChar: 6020, ReadBytes: 12288, WriteBytes: 28672},
+				CPUUsec: (3*600 + 120) * 10000, Procs: 4, ProcsD: 1, ProcsT: 2},
+		},
+		{
 			name: "no processes",
 			s:    Sampler{PIDs: pids()},
 			want: trace.Sample{},
@@ -179,6 +186,44 @@ func TestSamplerRealProc(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestSamplerRealStoppedProc counts a real process stopped by SIGSTOP in
+// procs_t, and no longer once it is continued.
+func TestSamplerRealStoppedProc(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s := Sampler{Root: "/", PIDs: pids(cmd.Process.Pid)}
+	defer s.Close()
+	waitT := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := s.Sample(time.Now())
+			if got.Procs != 1 || len(got.Missing) != 0 {
+				t.Fatalf("got %+v", got)
+			}
+			if got.ProcsT == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("procs_t %d after 10 s, want %d", got.ProcsT, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitT(0)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitT(1)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitT(0)
 }
 
 func TestMissingCapPerKind(t *testing.T) {

@@ -60,6 +60,8 @@ func (d *decoder) sampleField(s *Sample, key []byte, seen *seenFields) error {
 		s.Procs, err = d.int()
 	case "procs_d":
 		s.ProcsD, err = d.int()
+	case "procs_t":
+		s.ProcsT, err = d.int()
 	case "accel":
 		err = d.accels(s)
 	case "missing":
@@ -169,6 +171,12 @@ func (d *decoder) accel(a *Accel) error {
 			a.MemUsedMiB, err = d.float()
 		case "power_w":
 			a.PowerW, err = d.float()
+		case "sm_clock_mhz":
+			a.SMClockMHz, err = d.int()
+		case "sm_clock_max_mhz":
+			a.SMClockMaxMHz, err = d.int()
+		case "throttle":
+			a.Throttle, err = d.uint()
 		default:
 			err = d.skip()
 		}

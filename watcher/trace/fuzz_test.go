@@ -14,6 +14,7 @@ import (
 func FuzzReader(f *testing.F) {
 	f.Add([]byte(`{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu01","job":"1234","io":{"rchar":0,"wchar":0,"read_bytes":0,"write_bytes":0},"cpu_usec":0,"procs":12,"procs_d":0,"accel":[{"id":"0","util":97,"mem_used_mib":70312,"power_w":612.5}]}`))
 	f.Add([]byte(`{"v":1,"time":"2026-11-29T10:00:00.5+01:00","host":"h\u00e9","missing":["io","a\"b"],"cgroup_io":{"rbytes":1},"x":[{},[],null,true,-1e9]}`))
+	f.Add([]byte(`{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu01","procs":3,"procs_t":3,"accel":[{"id":"0","util":97,"sm_clock_mhz":1110,"sm_clock_max_mhz":1980,"throttle":8}]}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu03","job":"1","log":{"stream":"kmsg","line":"NVRM: Xid (PCI:0000:3b:00): 79, x"}}`))
 	f.Add([]byte("{\"v\":1}\n\n{"))
@@ -44,7 +45,7 @@ func FuzzReader(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-reading %q: %v", buf.String(), err)
 			}
-			if !again.Time.Equal(s.Time) || again.Host != s.Host || again.IO != s.IO || len(again.Accel) != len(s.Accel) ||
+			if !again.Time.Equal(s.Time) || again.Host != s.Host || again.IO != s.IO || again.ProcsT != s.ProcsT || len(again.Accel) != len(s.Accel) ||
 				again.IsLog() != s.IsLog() || (s.IsLog() && *again.Log != *s.Log) {
 				t.Fatalf("round trip changed %+v into %+v", s, again)
 			}

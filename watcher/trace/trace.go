@@ -7,7 +7,9 @@
 //
 // Counters (io, cpu_usec) are cumulative over the job's current processes on
 // the host, so they can drop when a process exits. Optional fields: "missing"
-// (what could not be read for this sample), "cgroup_io" and "io_pressure".
+// (what could not be read for this sample), "cgroup_io", "io_pressure",
+// "procs_t" (omitted when 0), and per device "sm_clock_mhz",
+// "sm_clock_max_mhz" and "throttle" (omitted when 0: not read, or no reason).
 // A second kind of record carries a matched line of the job's output or of
 // the kernel log, so that a replay sees the evidence the live watcher saw:
 //
@@ -27,6 +29,7 @@ package trace
 
 import (
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -59,6 +62,55 @@ type Accel struct {
 	Util       float64 `json:"util"`         // utilisation, percent 0..100
 	MemUsedMiB float64 `json:"mem_used_mib"` // device memory in use, MiB
 	PowerW     float64 `json:"power_w"`      // power draw, watts
+	// SMClockMHz is the current SM (core) clock, MHz; 0 (absent) when the
+	// source does not read it.
+	SMClockMHz int `json:"sm_clock_mhz,omitempty"`
+	// SMClockMaxMHz is the SM clock's maximum, MHz; 0 (absent) when unknown.
+	SMClockMaxMHz int `json:"sm_clock_max_mhz,omitempty"`
+	// Throttle is the bitmask of the reasons that hold the clocks down at
+	// the time of the reading (the Throttle bits, NVML's clocks event
+	// reasons); 0 (absent) when none is active or the source cannot tell,
+	// so its absence is never evidence.
+	Throttle uint64 `json:"throttle,omitempty"`
+}
+
+// The bits of Accel.Throttle, as NVML numbers its clocks event (formerly
+// throttle) reasons in nvml.h.
+const (
+	ThrottleGpuIdle                   uint64 = 1 << 0 // nothing runs; the clocks idle
+	ThrottleApplicationsClocksSetting uint64 = 1 << 1 // held at the application clocks set
+	ThrottleSwPowerCap                uint64 = 1 << 2 // the power limit holds the clocks down
+	ThrottleHwSlowdown                uint64 = 1 << 3 // hardware slowdown (temperature, power brake, supply)
+	ThrottleSyncBoost                 uint64 = 1 << 4 // held to a synchronised boost group's clocks
+	ThrottleSwThermalSlowdown         uint64 = 1 << 5 // the driver slows the clocks for temperature
+	ThrottleHwThermalSlowdown         uint64 = 1 << 6 // hardware thermal slowdown
+	ThrottleHwPowerBrakeSlowdown      uint64 = 1 << 7 // the external power brake assertion
+	ThrottleDisplayClockSetting       uint64 = 1 << 8 // held at the display clock setting
+	// ThrottleSlowdown are the reasons that say a device is slowed down by
+	// heat or power trouble, not by normal operation (idle, application
+	// clocks, sync boost, the power cap): what makes a straggler.
+	ThrottleSlowdown = ThrottleHwSlowdown | ThrottleSwThermalSlowdown | ThrottleHwThermalSlowdown | ThrottleHwPowerBrakeSlowdown
+)
+
+// throttleNames are the short names of the Throttle bits, in bit order.
+var throttleNames = []string{"GpuIdle", "ApplicationsClocksSetting", "SwPowerCap", "HwSlowdown", "SyncBoost",
+	"SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "DisplayClockSetting"}
+
+// ThrottleNames names the bits set in bits, in bit order; a bit without a
+// name reads "bitN".
+func ThrottleNames(bits uint64) []string {
+	var out []string
+	for i := 0; bits != 0; i++ {
+		if bits&1 != 0 {
+			if i < len(throttleNames) {
+				out = append(out, throttleNames[i])
+			} else {
+				out = append(out, "bit"+strconv.Itoa(i))
+			}
+		}
+		bits >>= 1
+	}
+	return out
 }
 
 // CgroupIO holds cumulative block I/O of the job's cgroup, from cgroup v2
@@ -85,7 +137,11 @@ type Sample struct {
 	CPUUsec uint64    `json:"cpu_usec"` // cumulative CPU time of the job, microseconds
 	Procs   int       `json:"procs"`    // number of the job's processes
 	ProcsD  int       `json:"procs_d"`  // of which in uninterruptible sleep (state D)
-	Accel   []Accel   `json:"accel"`    // one reading per accelerator of the job; empty without accelerators
+	// ProcsT is how many of the job's processes are stopped or traced
+	// (state T or t: SIGSTOP, job control, a debugger); 0 is not written,
+	// and traces without it read 0.
+	ProcsT int     `json:"procs_t,omitempty"`
+	Accel  []Accel `json:"accel"` // one reading per accelerator of the job; empty without accelerators
 	// Missing names what could not be read for this sample. Conventions:
 	// "io" (no process's I/O could be read), "io:PID" (one process's),
 	// "io:+N" (N more not listed), "stat:PID", "cpu", "accel", "accel:ID",

@@ -35,6 +35,37 @@ func TestIssueExampleLine(t *testing.T) {
 	}
 }
 
+// TestOptionalFields: procs_t and the devices' clocks and clock event
+// reasons are written only when set, read back, and read as 0 from lines
+// without them.
+func TestOptionalFields(t *testing.T) {
+	const line = `{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu01","job":"1234","io":{"rchar":0,"wchar":0,"read_bytes":0,"write_bytes":0},"cpu_usec":0,"procs":12,"procs_d":0,"procs_t":11,"accel":[{"id":"0","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_mhz":1110,"sm_clock_max_mhz":1980,"throttle":136},{"id":"1","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_max_mhz":1980}]}`
+	s, err := NewReader(strings.NewReader(line)).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sample{V: 1, Time: t0, Host: "gpu01", Job: "1234", Procs: 12, ProcsT: 11, Accel: []Accel{
+		{ID: "0", Util: 97, MemUsedMiB: 70312, PowerW: 612.5, SMClockMHz: 1110, SMClockMaxMHz: 1980, Throttle: ThrottleHwSlowdown | ThrottleHwPowerBrakeSlowdown},
+		{ID: "1", Util: 97, MemUsedMiB: 70312, PowerW: 612.5, SMClockMaxMHz: 1980}}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("got %+v\nwant %+v", s, want)
+	}
+	var buf bytes.Buffer
+	if err := NewWriter(&buf).Write(s); err != nil || buf.String() != line+"\n" {
+		t.Fatalf("writer: %v\n got %s\nwant %s", err, buf.String(), line)
+	}
+	var js Sample
+	if err := json.Unmarshal([]byte(line), &js); err != nil || !reflect.DeepEqual(js.Accel, want.Accel) || js.ProcsT != 11 {
+		t.Fatalf("encoding/json: %+v, %v", js, err)
+	}
+	if got := ThrottleNames(s.Accel[0].Throttle | 1<<12); !reflect.DeepEqual(got, []string{"HwSlowdown", "HwPowerBrakeSlowdown", "bit12"}) {
+		t.Fatalf("ThrottleNames = %v", got)
+	}
+	if got := ThrottleNames(0); got != nil {
+		t.Fatalf("ThrottleNames(0) = %v", got)
+	}
+}
+
 func randSample(r *rand.Rand, i int) Sample {
 	s := Sample{
 		V:       1,
@@ -45,9 +76,14 @@ func randSample(r *rand.Rand, i int) Sample {
 		CPUUsec: r.Uint64() >> 1,
 		Procs:   r.Intn(2000),
 		ProcsD:  r.Intn(3),
+		ProcsT:  r.Intn(3) / 2,
 	}
 	for d := 0; d < r.Intn(9); d++ {
-		s.Accel = append(s.Accel, Accel{ID: fmt.Sprint(d), Util: float64(r.Intn(101)), MemUsedMiB: r.Float64() * 80000, PowerW: r.Float64() * 700})
+		a := Accel{ID: fmt.Sprint(d), Util: float64(r.Intn(101)), MemUsedMiB: r.Float64() * 80000, PowerW: r.Float64() * 700}
+		if r.Intn(2) == 0 {
+			a.SMClockMHz, a.SMClockMaxMHz, a.Throttle = 210+r.Intn(1771), 1980, uint64(r.Intn(512))
+		}
+		s.Accel = append(s.Accel, a)
 	}
 	if r.Intn(3) == 0 {
 		s.Missing = []string{"io:123", "accel", "we\"ird\\ \n\t\x01 ü"}

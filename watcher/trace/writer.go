@@ -62,6 +62,10 @@ func AppendSample(b []byte, s *Sample) []byte {
 	b = strconv.AppendInt(b, int64(s.Procs), 10)
 	b = append(b, `,"procs_d":`...)
 	b = strconv.AppendInt(b, int64(s.ProcsD), 10)
+	if s.ProcsT != 0 {
+		b = append(b, `,"procs_t":`...)
+		b = strconv.AppendInt(b, int64(s.ProcsT), 10)
+	}
 	b = append(b, `,"accel":[`...)
 	for i, a := range s.Accel {
 		if i > 0 {
@@ -75,6 +79,18 @@ func AppendSample(b []byte, s *Sample) []byte {
 		b = appendFloat(b, a.MemUsedMiB)
 		b = append(b, `,"power_w":`...)
 		b = appendFloat(b, a.PowerW)
+		if a.SMClockMHz != 0 {
+			b = append(b, `,"sm_clock_mhz":`...)
+			b = strconv.AppendInt(b, int64(a.SMClockMHz), 10)
+		}
+		if a.SMClockMaxMHz != 0 {
+			b = append(b, `,"sm_clock_max_mhz":`...)
+			b = strconv.AppendInt(b, int64(a.SMClockMaxMHz), 10)
+		}
+		if a.Throttle != 0 {
+			b = append(b, `,"throttle":`...)
+			b = strconv.AppendUint(b, a.Throttle, 10)
+		}
 		b = append(b, '}')
 	}
 	b = append(b, ']')
