@@ -69,6 +69,15 @@ type Digest struct {
 	Culprits []DigestCulprit `json:"culprits"`         // hosts with evidence against them; none for unknown
 	Hint     string          `json:"hint,omitempty"`   // what the job's user can do
 	Hosts    []string        `json:"hosts,omitempty"`  // every host of the job the digest saw
+	// DetectedBy says how the hang was detected: "window", "pulse" (the
+	// job's progress lines stopped well beyond their cadence), "evidence"
+	// or "ras" (strong evidence, then a few flat periods); Detection says
+	// it for people, with how long after the last progress line;
+	// LastProgress is the job's newest progress line (zero: none). Empty
+	// in a failed job's digest and in reports of older versions.
+	DetectedBy   string    `json:"detected_by,omitempty"`
+	Detection    string    `json:"detection,omitempty"`
+	LastProgress time.Time `json:"last_progress,omitzero"`
 }
 
 // DigestCulprit is a host a digest blames, with the evidence against it.

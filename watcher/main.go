@@ -441,6 +441,21 @@ DESCRIPTION
     line and each event's evidence (first_verdict, grace_s, window_s) say
     when the first verdict can come.
 
+    Sooner, for jobs that say how they go. A job that prints progress lines
+    ("epoch 3 step 1500", "iteration 1200/100000", ...) has a pulse: once 5
+    beats are seen (polls of its output with a progress line), a silence of
+    max(3 x the median interval, 2m) with every node's I/O and usage flat
+    since the next line was due is a hang, named then (for a line a minute:
+    about 3 minutes after the last one; pulse_factor, pulse_floor,
+    pulse_beats). Strong evidence (a fault XID or uncorrectable ECC error, a
+    collective timeout, an NCCL transport error, a rank's processes gone or
+    stopped while its peers' run, NCCL's RAS naming ranks dead) followed by
+    3 flat periods on every node is one too (confirm_periods). A checkpoint
+    that writes, an evaluation that keeps the devices busy or a compile
+    before the devices are used is none. The digest, the report, the
+    comment and the notifications say how the hang was detected (window,
+    pulse, evidence, ras) and how long after the last progress line.
+
     On a job of several nodes the watchers meet (MUNGE-sealed, on --port + job
     id mod 1000): the watcher on the first node in sorted order coordinates,
     gets every node's summary each period (state, reading, matched lines of
@@ -526,7 +541,9 @@ FILES
         Config file; keys of [watch]: window, period, grace, io_bytes,
         min_coverage, util_stddev, power_stddev_w, busy_power_w,
         mem_change_mib, high_util, idle_util, cpu_stddev_cores,
-        cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang, action,
+        cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang,
+        unused_mem_mib, pulse_factor, pulse_floor, pulse_beats,
+        confirm_periods, action,
         max_requeues, webhook_url, webhook_timeout, webhook_attempts, mail,
         mail_prog, comment, report_dir, slurm_bin_dir, port, munge_socket,
         takeover_periods.

@@ -148,6 +148,10 @@ type Actor struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 
 	hung map[string]*episode // host -> its open hang episode
+	// jobHang is set while a hang digest this watcher announced before
+	// any host's window verdict (detected by the job's pulse or strong
+	// evidence) is open: the node's own hung event then only logs.
+	jobHang bool
 }
 
 // episode is one host's hang, from hung to recovered.
@@ -209,6 +213,10 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 
 	if a.quiet() {
 		log.Info("the job's coordinator announces this hang with the job's digest; this node only logs it")
+		return nil
+	}
+	if a.jobHang {
+		log.Info("this hang was announced with the job's digest already; this node only logs it")
 		return nil
 	}
 	var errs []error

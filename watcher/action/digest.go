@@ -46,6 +46,9 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 		return errors.Join(errs...)
 	}
 	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
+	if rep.Event == EventHung && d.Detection != nil && d.Detection.By != hang.DetectedWindow {
+		a.jobHang = true // announced before any window verdict: those only log
+	}
 	switch {
 	case a.Comment && rep.Event == EventFailed:
 		// The watcher stops once the job has ended, and Slurm keeps no
@@ -85,6 +88,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 // notification about the job (its host is this node).
 func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error {
 	since = a.digestSince(digest, since)
+	a.jobHang = false
 	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: EventRecovered, Reason: "JobRecovered",
 		Message: "no host of the job is hung any more"}
 	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": EventRecovered})
@@ -127,6 +131,9 @@ func (a *Actor) digestSince(digest, since time.Time) time.Time {
 // the digest's culprits. Since is the digest's since (digestSince).
 func (a *Actor) digestReport(d hang.DigestEvent) Report {
 	dg := &hangreport.Digest{Cause: d.Cause, Origin: d.Origin, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
+	if det := d.Detection; det != nil {
+		dg.DetectedBy, dg.Detection, dg.LastProgress = det.By, det.Words(), det.LastProgress.UTC()
+	}
 	culprits := []string{}
 	for _, c := range d.Culprits {
 		dg.Culprits = append(dg.Culprits, hangreport.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
@@ -186,7 +193,11 @@ var shortHints = map[string]string{
 // log, the webhook and the mail.
 func DigestComment(old string, d *hangreport.Digest, since time.Time, page string) string {
 	user, _ := SplitComment(old)
-	note := fmt.Sprintf("%s hung since %s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), d.Cause, culpritList(d))
+	by := ""
+	if d.DetectedBy != "" && d.DetectedBy != hang.DetectedWindow {
+		by = " (" + d.DetectedBy + ")"
+	}
+	note := fmt.Sprintf("%s hung since %s%s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), by, d.Cause, culpritList(d))
 	if h := shortHints[d.Cause]; h != "" {
 		note += " — " + h
 	}

@@ -176,3 +176,43 @@ func TestOwnFailureNotRequeued(t *testing.T) {
 		})
 	}
 }
+
+// TestPulseDigestSaysHowAndSilencesTheWindowVerdict: a digest the job's
+// pulse gave says so in the comment, the webhook, the mail and the
+// report; the node's own window verdict that follows is only logged, and
+// the job's recovery ends that.
+func TestPulseDigestSaysHowAndSilencesTheWindowVerdict(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := networkDigest()
+	d.Since = t0.Add(-4 * time.Minute)
+	d.Detection = &hang.Detection{By: hang.DetectedPulse, LastProgress: d.Since, AfterProgressS: 240, CadenceS: 60, Beats: 30}
+	if err := f.actor.HandleDigest(ctx, d, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := "vigil: hung since 2026-11-29T10:26:00Z (pulse), network: gpu04"; !strings.Contains(f.slurm.comment, want) {
+		t.Errorf("comment %q lacks %q", f.slurm.comment, want)
+	}
+	hooks := f.hook.received()
+	if len(hooks) != 1 || !strings.Contains(hooks[0].Text, "Detected by pulse: 4m after the last progress (cadence 1m).") {
+		t.Fatalf("webhooks = %+v", hooks)
+	}
+	if len(f.mailer.stdin) != 1 || !strings.Contains(f.mailer.stdin[0], "How:      pulse: 4m after the last progress") {
+		t.Errorf("mail %q", f.mailer.stdin)
+	}
+	if r := f.onlyReport(t); r.Digest.DetectedBy != "pulse" || !r.Digest.LastProgress.Equal(d.Since) {
+		t.Errorf("report digest %+v", r.Digest)
+	}
+	if err := f.actor.Handle(ctx, hungEvent("n1", t0.Add(30*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.hook.received()); n != 1 {
+		t.Errorf("%d webhooks after the window verdict, want still 1", n)
+	}
+	if err := f.actor.HandleJobRecovered(ctx, t0.Add(40*time.Minute), d.Time, d.Since); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.slurm.comment, "recovered at") || f.actor.jobHang {
+		t.Errorf("after recovery: comment %q, jobHang %v", f.slurm.comment, f.actor.jobHang)
+	}
+}

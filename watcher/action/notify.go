@@ -153,8 +153,12 @@ func Summary(r Report) string {
 		return s
 	}
 	if r.Digest != nil && r.Event == EventHung {
-		return fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
+		s := fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))
+		if r.Digest.Detection != "" {
+			s += " Detected by " + r.Digest.Detection + "."
+		}
+		return s
 	}
 	switch r.Event {
 	case EventRecovered:
@@ -272,8 +276,12 @@ func MailBody(r Report) []byte {
 	}
 	fmt.Fprintf(&b, "Actions:  %s\n\n", strings.Join(r.Actions, ", "))
 	if r.Digest != nil {
-		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n\n",
+		fmt.Fprintf(&b, "Cause:    %s\nCulprits: %s\nHosts:    %s\nHint:     %s\n",
 			r.Digest.Cause, culpritList(r.Digest), strings.Join(r.Digest.Hosts, ","), r.Digest.Hint)
+		if r.Digest.Detection != "" {
+			fmt.Fprintf(&b, "How:      %s\n", r.Digest.Detection)
+		}
+		b.WriteString("\n")
 		if len(r.Digest.Culprits) == 0 {
 			b.WriteString("Evidence: none against any host (no host stands out); see the report.\n")
 			return b.Bytes()

@@ -83,7 +83,8 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	recs := h.records(sums)
 	if !h.started {
 		h.started = true
-		h.suppress = h.inherited != nil && h.anyHung()
+		fast := h.inherited != nil && h.inherited.Detection != nil && h.inherited.Detection.By != hang.DetectedWindow
+		h.suppress = h.inherited != nil && (h.anyHung() || fast)
 		if h.suppress {
 			h.announced, h.since = h.inherited.Time, h.inherited.Since
 		}
@@ -119,14 +120,19 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	return out
 }
 
+// anyHung reports whether the job is hung: a host is, or the pulse or
+// evidence rule called it hung and it has not moved since.
 func (h *Hub) anyHung() bool {
 	for _, hh := range h.hosts {
 		if hh.state == hang.StateHung {
 			return true
 		}
 	}
-	return false
+	return h.ep.Hung(h.job)
 }
+
+// Suspect reports whether the job may be hung (hang.Episodes.Suspect).
+func (h *Hub) Suspect() bool { return h.ep.Suspect(h.job) }
 
 // records turns the summaries into trace records and the events of each
 // host's state changes, in time order (hosts in name order at equal times).

@@ -203,6 +203,20 @@ func (n *Node) Due(ctx context.Context, now time.Time) []Out {
 	return out
 }
 
+// Suspect reports whether the job may be hung as this watcher's view
+// sees it: the coordinator's over every node's summaries, else its own
+// node's (hang.Episodes.Suspect). The watch loop asks NCCL's RAS service
+// only then.
+func (n *Node) Suspect() bool {
+	n.mu.Lock()
+	role, hub := n.role, n.hub
+	n.mu.Unlock()
+	if role == roleCoordinator && hub != nil {
+		return hub.Suspect()
+	}
+	return n.lone.Suspect()
+}
+
 // Role is this watcher's part in the job's meeting now: trace.RoleCoordinator,
 // RoleMember or RoleLone.
 func (n *Node) Role() string {

@@ -124,26 +124,51 @@ func (p *pending) take() Summary {
 // digest of a failed job (hang.EventFailed, at End) is announced when
 // AnnounceFailures is set: the watcher follows the job's output (the
 // batch host), the only lone watcher that sees the job's own words.
+//
+// A hang the job's pulse or strong evidence detected (a digest whose
+// Detection is not the window's) has no hung event of the node before
+// it: a lone watcher that follows the job's output announces it, and its
+// end (JobRecovered) once the job moves again.
 type Lone struct {
 	ep               *hang.Episodes
 	AnnounceFailures bool
+	job              string    // of the latest record
+	announced        time.Time // the announced digest of the open hang, zero when none
+	since            time.Time
 }
 
 // NewLone returns the view of a lone watcher with the detector's configuration.
 func NewLone(c hang.Config) *Lone { return &Lone{ep: hang.NewLiveEpisodes(c)} }
 
 // Observe takes one record of the node and the detector's events for it.
-func (l *Lone) Observe(s trace.Sample, evs []hang.Event) { l.ep.Observe(s, evs) }
+func (l *Lone) Observe(s trace.Sample, evs []hang.Event) {
+	l.job = s.Job
+	l.ep.Observe(s, evs)
+}
 
 // Due returns the digests and stragglers due at now.
 func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	var out []Out
+	if !l.announced.IsZero() && !l.ep.Hung(l.job) {
+		out = append(out, Out{Event: JobRecovered{Time: now, Job: l.job, Event: hang.EventRecovered,
+			Digest: l.announced, Since: l.since}, Notify: true})
+		l.announced = time.Time{}
+	}
 	for _, e := range l.ep.Due(now) {
 		d, ok := e.(hang.DigestEvent)
-		out = append(out, Out{Event: e, Notify: ok && d.Event == hang.EventFailed && l.AnnounceFailures})
+		fast := ok && d.Event == hang.EventDigest && d.Detection != nil && d.Detection.By != hang.DetectedWindow
+		notify := ok && l.AnnounceFailures && (d.Event == hang.EventFailed || fast)
+		if notify && fast {
+			l.announced, l.since = d.Time, d.Since
+		}
+		out = append(out, Out{Event: e, Notify: notify})
 	}
 	return out
 }
+
+// Suspect reports whether the job may be hung as this watcher sees it
+// (hang.Episodes.Suspect).
+func (l *Lone) Suspect() bool { return l.ep.Suspect(l.job) }
 
 // Role is trace.RoleLone.
 func (l *Lone) Role() string { return trace.RoleLone }

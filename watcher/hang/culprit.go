@@ -16,7 +16,7 @@ const (
 	// CulpritFewerProcesses: the host has less than half the processes of
 	// its peers (median).
 	CulpritFewerProcesses = "FewerProcesses"
-	// CulpritProcessesStopped: most of the host's job processes are
+	// CulpritProcessesStopped: some of the host's job processes are
 	// stopped or traced (state T or t: SIGSTOP, a debugger, a job-control
 	// stop) while no peer has any stopped (a rank suspended; the others
 	// wait for it).
@@ -50,8 +50,9 @@ type Culprit struct {
 //  1. ProcessesGone: no processes while some peer has processes;
 //  2. FewerProcesses: fewer than half the median process count of the
 //     others (when that median is at least 2);
-//  3. ProcessesStopped: more than half of its processes stopped or traced
-//     (state T or t) while no peer has any;
+//  3. ProcessesStopped: processes stopped or traced (state T or t) while
+//     no peer has any (one stopped rank of several on the host, under a
+//     launcher such as torchrun, stops the job as surely as all);
 //  4. IdleWhilePeersBusy: mean device utilisation at most c.IdleUtil while
 //     more than half of the other hosts with devices are at or above
 //     c.HighUtil;
@@ -203,7 +204,7 @@ func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
 // processesStopped: more than half of the host's processes stopped or
 // traced while no peer has any stopped.
 func processesStopped(p peers, s trace.Sample, c Config) (string, bool) {
-	if s.ProcsT > 0 && 2*s.ProcsT > s.Procs && p.withT == 1 {
+	if s.ProcsT > 0 && p.withT == 1 {
 		return fmt.Sprintf("%d of %d processes stopped (T: SIGSTOP, a debugger, job control), peers none", s.ProcsT, s.Procs), true
 	}
 	return "", false

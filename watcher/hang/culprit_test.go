@@ -27,7 +27,7 @@ func TestCulprits(t *testing.T) {
 		{"all gone: nothing stands out", map[string]trace.Sample{"a": s(0, 0, 0, 0), "b": s(0, 0, 0, 0)}, "[]"},
 		{"fewer processes", map[string]trace.Sample{"a": s(12, 0, 100, 0), "b": s(3, 0, 100, 0), "c": s(13, 0, 100, 0)}, "[b:FewerProcesses]"},
 		{"rank stopped (SIGSTOP, a debugger)", map[string]trace.Sample{"a": s(12, 0, 100, 0), "b": stopped(s(12, 0, 0, 0), 10), "c": s(12, 0, 97, 0)}, "[b:ProcessesStopped]"},
-		{"half stopped or fewer: not a stopped rank", map[string]trace.Sample{"a": s(12, 0, 100, 0), "b": stopped(s(12, 0, 100, 0), 6), "c": s(12, 0, 97, 0)}, "[]"},
+		{"one stopped rank of several (torchrun's workers)", map[string]trace.Sample{"a": s(3, 0, 100, 0), "b": stopped(s(3, 0, 100, 0), 1), "c": s(3, 0, 97, 0)}, "[b:ProcessesStopped]"},
 		{"every host stopped (the job suspended)", map[string]trace.Sample{"a": stopped(s(12, 0, 0, 0), 12), "b": stopped(s(12, 0, 0, 0), 12), "c": stopped(s(12, 0, 0, 0), 12)}, "[]"},
 		{"a peer has a stopped process too", map[string]trace.Sample{"a": stopped(s(12, 0, 100, 0), 1), "b": stopped(s(12, 0, 100, 0), 12), "c": s(12, 0, 100, 0)}, "[]"},
 		{"gone before stopped", map[string]trace.Sample{"a": s(12, 0, 100, 0), "b": s(0, 0, 0, 0), "c": stopped(s(12, 0, 0, 0), 12), "d": s(12, 0, 100, 0), "e": s(12, 0, 100, 0)},

@@ -296,7 +296,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		}
 	}
 	if isStrong(m) {
-		j.noteStrongLine(s.Time, from, line)
+		j.noteStrongLine(s.Time, from, line, m)
 	}
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]

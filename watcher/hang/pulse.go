@@ -23,12 +23,15 @@ const (
 	// gone while its peers' stay), then Config.ConfirmPeriods of flat I/O
 	// and usage on every host without progress.
 	DetectedEvidence = "evidence"
+	// DetectedRAS: NCCL's RAS service said ranks are dead or missing,
+	// then Config.ConfirmPeriods of flat I/O and usage on every host.
+	DetectedRAS = "ras"
 )
 
 // Detection says how and when a hang was detected: the digest carries it,
 // and so the report, the comment and the notifications.
 type Detection struct {
-	By string `json:"by"` // DetectedWindow, DetectedPulse or DetectedEvidence
+	By string `json:"by"` // DetectedWindow, DetectedPulse, DetectedEvidence or DetectedRAS
 	// LastProgress is the job's newest progress line before the verdict
 	// (zero when the job printed none), and AfterProgressS the seconds
 	// from it to the verdict.
@@ -65,7 +68,7 @@ func (d *Detection) Words() string {
 	switch d.By {
 	case DetectedPulse:
 		s += fmt.Sprintf(" (cadence %s)", ShortDuration(time.Duration(d.CadenceS*float64(time.Second)).Round(time.Second)))
-	case DetectedEvidence:
+	case DetectedEvidence, DetectedRAS:
 		s += " (" + d.Evidence + ")"
 	}
 	return s
@@ -154,6 +157,7 @@ func PulseDeadline(c Config, cadence time.Duration) time.Duration {
 // host's processes gone) that ends when it no longer holds.
 type strongEvidence struct {
 	at    time.Time
+	by    string // DetectedEvidence, or DetectedRAS for NCCL's word
 	what  string
 	host  string // for telemetry evidence: the host whose processes are gone
 	telem bool
@@ -161,42 +165,62 @@ type strongEvidence struct {
 
 // isStrong is a line that makes a hang likely at once: a device fault
 // (fault XID, uncorrectable ECC error, an NPU error code in a major alarm),
-// an NCCL transport error, a collective that timed out.
+// an NCCL transport error, a collective that timed out, NCCL's RAS
+// service naming ranks dead or missing.
 func isStrong(m joblog.Match) bool {
-	return m.Fault || isNet(m) || m.Kind == joblog.KindWatchdog && m.Seq >= 0
+	return m.Fault || isNet(m) || m.Kind == joblog.KindWatchdog && m.Seq >= 0 || m.Kind == joblog.KindRASFailed
 }
 
 // noteStrongLine records a strong line at t of host as the job's strong
 // evidence, unless earlier evidence is pending.
-func (j *jobTrack) noteStrongLine(t time.Time, host, line string) {
+func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match) {
 	if !j.strong.at.IsZero() {
 		return
 	}
 	if host == "" {
 		host = "the job"
 	}
+	by := DetectedEvidence
+	if m.Kind == joblog.KindRASFailed {
+		by, line = DetectedRAS, "NCCL RAS names ranks dead or missing"
+	}
 	if len(line) > 160 {
 		line = line[:160] + "..."
 	}
-	j.strong = strongEvidence{at: t, what: host + ": " + line}
+	j.strong = strongEvidence{at: t, by: by, what: host + ": " + line}
 }
 
 // noteTelemetry updates the job's telemetry evidence after a reading of
-// host: a host whose processes are all gone while a peer still has some.
-// Such evidence ends when it no longer holds.
+// host: a host whose processes are all gone while a peer still has some,
+// or some of whose processes are stopped (state T: SIGSTOP, a debugger)
+// while no peer has any stopped. Such evidence ends when it no longer
+// holds.
 func (j *jobTrack) noteTelemetry(s trace.Sample) {
-	if j.strong.telem && j.strong.host == s.Host && s.Procs > 0 {
+	gone := s.Procs == 0 && !s.HasMissing("pids")
+	stopped := s.ProcsT > 0
+	if j.strong.telem && j.strong.host == s.Host && !gone && !stopped {
 		j.strong = strongEvidence{}
 	}
-	if !j.strong.at.IsZero() || s.Procs > 0 || s.HasMissing("pids") {
+	if !j.strong.at.IsZero() || !gone && !stopped {
 		return
 	}
 	for _, name := range sortedKeys(j.hosts) {
-		if h := j.hosts[name]; name != s.Host && h.read && h.latest.Procs > 0 {
-			j.strong = strongEvidence{at: s.Time, host: s.Host, telem: true,
+		h := j.hosts[name]
+		if name == s.Host || !h.read {
+			continue
+		}
+		switch {
+		case gone && h.latest.Procs > 0:
+			j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
 				what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, name, h.latest.Procs)}
 			return
+		case stopped && h.latest.ProcsT > 0:
+			return // peers stopped too: the job itself was stopped
 		}
+	}
+	if stopped && len(j.hosts) > 1 {
+		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
+			what: fmt.Sprintf("%s: %d of the job's %d processes stopped (state T) while no peer's are", s.Host, s.ProcsT, s.Procs)}
 	}
 }
 
@@ -247,7 +271,7 @@ func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *Detection {
 		}
 		return nil
 	}
-	det := &Detection{By: DetectedEvidence, Evidence: ev.what, EvidenceAt: ev.at, ConfirmS: j.last.Sub(from).Seconds(), Flat: flat}
+	det := &Detection{By: ev.by, Evidence: ev.what, EvidenceAt: ev.at, ConfirmS: j.last.Sub(from).Seconds(), Flat: flat}
 	if p := &j.pulse; p.beats > 0 {
 		det.LastProgress, det.AfterProgressS, det.Beats = p.lastLine, j.last.Sub(p.lastLine).Seconds(), p.beats
 	}
@@ -304,6 +328,31 @@ func (e *Episodes) hangSince(id string, j *jobTrack, det *Detection) time.Time {
 		return det.EvidenceAt
 	}
 	return since
+}
+
+// Suspect reports whether job id may be hung: a host of it is suspect or
+// hung, strong evidence waits for its confirmation, or its progress lines
+// have been silent for twice their cadence. The watcher asks NCCL's RAS
+// service only then.
+func (e *Episodes) Suspect(id string) bool {
+	j := e.jobs[id]
+	if j == nil {
+		return false
+	}
+	if j.fast || !j.strong.at.IsZero() {
+		return true
+	}
+	for _, h := range j.hosts {
+		if h.state != StateOK {
+			return true
+		}
+	}
+	p := &j.pulse
+	if e.c.PulseFactor == 0 || p.beats < e.c.PulseBeats {
+		return false
+	}
+	cadence, _ := p.cadence()
+	return j.last.Sub(p.lastLine) >= max(2*cadence, 2*e.c.Period)
 }
 
 // fastOver reports whether the hang j's pulse or evidence rule opened has

@@ -279,3 +279,30 @@ func TestPulseDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidenceStoppedRank: one of gpu02's ranks is stopped (SIGSTOP) at
+// minute 40 while gpu01's and gpu03's are not; the job stalls: a verdict by evidence
+// minutes later, naming gpu02.
+func TestEvidenceStoppedRank(t *testing.T) {
+	c := pulseConfig()
+	ph := []phase{training, at30(deadlocked, 80)}
+	ss := pulseJob(160, nil, ph, ph)
+	ss = append(ss, gen{Host: "gpu03", Job: "4242", Seed: 73, Period: 30 * time.Second, N: 160, Devs: 2, Phases: ph}.samples()...)
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time.Before(ss[j].Time) })
+	for i := range ss {
+		if ss[i].Host == "gpu02" && !ss[i].IsLog() && !ss[i].Time.Before(t0.Add(40*time.Minute)) {
+			ss[i].ProcsT = 1
+		}
+	}
+	r := replayPulse(t, c, ss)
+	if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != DetectedEvidence {
+		t.Fatalf("digests %+v, want one detected by evidence", r.digests)
+	}
+	d := r.digests[0]
+	if after := d.Time.Sub(t0.Add(40 * time.Minute)); after > 3*time.Minute {
+		t.Errorf("verdict %s after the stop", after)
+	}
+	if d.Cause != CauseRankFailed || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" || d.Culprits[0].Reason != CulpritProcessesStopped {
+		t.Errorf("digest %s %+v, want rank-failed on gpu02 (ProcessesStopped)", d.Cause, d.Culprits)
+	}
+}

@@ -195,7 +195,7 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	evs := l.Detector.Observe(s)
 	var ras []trace.Sample
 	if l.RAS != nil {
-		ras = l.RAS.Poll(ctx, s, evs)
+		ras = l.RAS.Poll(ctx, s, evs, l.jobSuspect())
 		l.record(ras)
 	}
 	if l.View != nil {
@@ -305,6 +305,14 @@ func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 			l.log().WithError(err).Error("some actions failed")
 		}
 	}
+}
+
+// jobSuspect reports whether the job's view says the job may be hung
+// (its pulse silent, strong evidence pending): a view without the word
+// says no.
+func (l *Loop) jobSuspect() bool {
+	v, ok := l.Job.(interface{ Suspect() bool })
+	return ok && v.Suspect()
 }
 
 func (l *Loop) clock() Clock {

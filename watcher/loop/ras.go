@@ -37,9 +37,11 @@ type RASPoller struct {
 }
 
 // Poll takes the detector's events for sample s and, while this host is
-// suspect or hung, asks RAS when Period has passed since the last query:
-// the answer as a record of s's host and job, or none.
-func (p *RASPoller) Poll(ctx context.Context, s trace.Sample, evs []hang.Event) []trace.Sample {
+// suspect or hung or the job's view says the job may be hung (job, from
+// its pulse or strong evidence: JobView's Suspect), asks RAS when Period
+// has passed since the last query: the answer as a record of s's host and
+// job, or none.
+func (p *RASPoller) Poll(ctx context.Context, s trace.Sample, evs []hang.Event, job bool) []trace.Sample {
 	for _, ev := range evs {
 		switch ev.Event {
 		case hang.EventSuspect, hang.EventHung:
@@ -48,7 +50,7 @@ func (p *RASPoller) Poll(ctx context.Context, s trace.Sample, evs []hang.Event) 
 			p.suspect = false
 		}
 	}
-	if p.Addr == "" || p.off || !p.suspect || !p.last.IsZero() && s.Time.Sub(p.last) < p.Period {
+	if p.Addr == "" || p.off || !p.suspect && !job || !p.last.IsZero() && s.Time.Sub(p.last) < p.Period {
 		return nil
 	}
 	p.last = s.Time

@@ -77,10 +77,10 @@ func TestRASPoller(t *testing.T) {
 		return trace.Sample{V: trace.Version, Time: clock.now, Host: "gpu01", Job: "77"}
 	}
 	ctx := context.Background()
-	if recs := p.Poll(ctx, at(0), nil); len(recs) != 0 || asked.Load() != 0 {
+	if recs := p.Poll(ctx, at(0), nil, false); len(recs) != 0 || asked.Load() != 0 {
 		t.Fatalf("asked while ok: %v", recs)
 	}
-	recs := p.Poll(ctx, at(10), []hang.Event{{Event: hang.EventSuspect}})
+	recs := p.Poll(ctx, at(10), []hang.Event{{Event: hang.EventSuspect}}, false)
 	if len(recs) != 1 || recs[0].Log.Stream != trace.StreamRAS || !recs[0].Time.After(t0.Add(10*time.Second)) {
 		t.Fatalf("suspect: %+v", recs)
 	}
@@ -88,17 +88,20 @@ func TestRASPoller(t *testing.T) {
 	if !ok || st.DeadCount != 1 || st.Dead[0].Host != "172.16.64.213" {
 		t.Errorf("record %s", recs[0].Log.Line)
 	}
-	if recs := p.Poll(ctx, at(40), []hang.Event{{Event: hang.EventHung}}); len(recs) != 0 {
+	if recs := p.Poll(ctx, at(40), []hang.Event{{Event: hang.EventHung}}, false); len(recs) != 0 {
 		t.Errorf("asked again within the period: %v", recs)
 	}
-	if recs := p.Poll(ctx, at(75), nil); len(recs) != 1 {
+	if recs := p.Poll(ctx, at(75), nil, false); len(recs) != 1 {
 		t.Errorf("not asked after the period: %v", recs)
 	}
-	if recs := p.Poll(ctx, at(200), []hang.Event{{Event: hang.EventRecovered}}); len(recs) != 0 {
+	if recs := p.Poll(ctx, at(200), []hang.Event{{Event: hang.EventRecovered}}, false); len(recs) != 0 {
 		t.Errorf("asked after recovery: %v", recs)
 	}
-	if n := asked.Load(); n != 2 {
-		t.Errorf("asked %d times, want 2", n)
+	if recs := p.Poll(ctx, at(300), nil, true); len(recs) != 1 {
+		t.Errorf("not asked while the job's view says suspect: %v", recs)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Errorf("asked %d times, want 3", n)
 	}
 }
 
@@ -111,7 +114,7 @@ func TestRASPollerNotRAS(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for i := range 4 {
 		s := trace.Sample{Time: t0.Add(time.Duration(i) * time.Minute), Host: "gpu01", Job: "77"}
-		if recs := p.Poll(context.Background(), s, []hang.Event{{Event: hang.EventHung}}); len(recs) != 0 {
+		if recs := p.Poll(context.Background(), s, []hang.Event{{Event: hang.EventHung}}, false); len(recs) != 0 {
 			t.Fatalf("records from a port that is not RAS: %v", recs)
 		}
 	}

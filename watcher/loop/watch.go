@@ -210,11 +210,23 @@ func logStop(log logrus.FieldLogger, actor *action.Actor) {
 }
 
 // StartMessage is the watcher's start-up log message: when its first verdict
-// can come (first, a time) and why.
+// can come (first, a time) and why, and how soon each faster path can
+// speak.
 func StartMessage(c hang.Config, first string) string {
-	return fmt.Sprintf("vigil-watch started; first verdict possible at %s (the longer of grace %v and window %v); "+
+	s := fmt.Sprintf("vigil-watch started; first verdict possible at %s (the longer of grace %v and window %v); "+
 		"after that, a node is reported one window after its last I/O progress",
 		first, hang.ShortDuration(c.Grace), hang.ShortDuration(c.Window))
+	if c.PulseFactor > 0 {
+		s += fmt.Sprintf("; a job that prints progress is reported once %d progress lines are seen, "+
+			"max(%g × their interval, %v) after its last one (for a line a minute: %v)",
+			c.PulseBeats, c.PulseFactor, hang.ShortDuration(c.PulseFloor), hang.ShortDuration(hang.PulseDeadline(c, time.Minute)))
+	}
+	if c.ConfirmPeriods > 0 {
+		s += fmt.Sprintf("; after strong evidence (a fault XID or ECC error, a collective timeout, a transport error, "+
+			"a rank gone or stopped, NCCL RAS naming dead ranks), %v of flat readings confirm it",
+			hang.ShortDuration(time.Duration(c.ConfirmPeriods+1)*c.Period))
+	}
+	return s
 }
 
 // Stagger is how long a node waits before it looks for another node's note

@@ -24,11 +24,19 @@ import (
 
 func TestStartMessage(t *testing.T) {
 	c := DefaultSettings().Hang
+	c.PulseFactor, c.ConfirmPeriods = 0, 0
 	got := StartMessage(c, "2026-11-29T10:30:00Z")
 	want := "vigil-watch started; first verdict possible at 2026-11-29T10:30:00Z (the longer of grace 10m and window 30m); " +
 		"after that, a node is reported one window after its last I/O progress"
 	if got != want {
 		t.Errorf("StartMessage =\n%q\nwant\n%q", got, want)
+	}
+	got = StartMessage(DefaultSettings().Hang, "2026-11-29T10:30:00Z")
+	for _, want := range []string{"once 5 progress lines are seen, max(3 × their interval, 2m) after its last one (for a line a minute: 3m)",
+		"NCCL RAS naming dead ranks), 2m of flat readings confirm it"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("StartMessage =\n%q\nlacks %q", got, want)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // observed is what a job showed: the answer the table's row asserts.
 type observed struct {
 	state    string
-	verdict  *event            // the first hung event of any watcher
+	verdict  *event            // the first hung event of any watcher, or the first digest of a hang
 	digest   []notifytest.Hook // the webhooks with a digest
 	hooks    int
 	cause    string
@@ -28,7 +28,7 @@ type observed struct {
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
 	o := observed{state: state, hooks: len(hooks)}
 	for _, e := range events(j.dir) {
-		if e.Event == "hung" && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
+		if (e.Event == "hung" || e.Event == "digest") && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
 			e := e
 			o.verdict = &e
 		}
@@ -133,6 +133,10 @@ type meta struct {
 	Job     string   `json:"job"`
 	Hosts   []string `json:"hosts"`
 	Window  string   `json:"window"`
+	// Period and PulseFloor are the watchers' --period and [watch]
+	// pulse_floor ("" in fixtures recorded before the pulse).
+	Period     string `json:"period,omitempty"`
+	PulseFloor string `json:"pulse_floor,omitempty"`
 	FaultAt string   `json:"fault_at,omitempty"`
 }
 
@@ -142,7 +146,8 @@ func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window}
+	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window,
+		Period: watchPeriod, PulseFloor: watchPulseFloor}
 	if at, ok := faultTime(j.dir); ok {
 		m.FaultAt = at.UTC().Format(time.RFC3339Nano)
 	}

@@ -126,12 +126,17 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, srunOnly bool) {
 	for i, n := range c.Nodes {
 		addrs = append(addrs, n+"="+c.NodeAddrs[i])
 	}
+	cfg := filepath.Join(jobsDir(t), "vigil.toml")
+	if err := os.WriteFile(cfg, []byte(watchConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	jobs := make([]*job, len(faults))
 	for i, f := range faults {
 		if srunOnly {
 			f.launch = "srun"
 		}
-		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","), bin+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl")
+		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","),
+			bin+" --config "+cfg+" --period "+watchPeriod+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl")
 	}
 	start := time.Now()
 	defer func() {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,17 +42,25 @@ func TestReplayRecordedJobs(t *testing.T) {
 	}
 }
 
-// replayConfig is the watcher's configuration for the job's window, as
-// vigil-watch derives it from VIGIL_HANG_DETECT_TIME: the period a sixth of
-// the window, the grace the window (the job's window is shorter than the
-// default grace).
-func replayConfig(window string) hang.Config {
-	w, err := time.ParseDuration(window)
+// replayConfig is the watchers' configuration as the fixture's meta
+// records it: the window from VIGIL_HANG_DETECT_TIME (minutes, or a
+// duration), the grace the shorter of the default and the window, the
+// period --period (fixtures before the pulse: a sixth of the window, as
+// vigil-watch derives it) and pulse_floor.
+func replayConfig(m meta) hang.Config {
+	w, err := time.ParseDuration(m.Window)
 	if err != nil {
-		w = 2 * time.Minute // "2": minutes
+		n, _ := strconv.Atoi(m.Window)
+		w = time.Duration(n) * time.Minute
 	}
 	c := hang.DefaultConfig()
-	c.Window, c.Period, c.Grace = w, w/6, w
+	c.Window, c.Period, c.Grace = w, w/6, min(w, c.Grace)
+	if p, err := time.ParseDuration(m.Period); err == nil {
+		c.Period = p
+	}
+	if f, err := time.ParseDuration(m.PulseFloor); err == nil {
+		c.PulseFloor = f
+	}
 	return c
 }
 
@@ -67,7 +76,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 		ins = append(ins, hang.Input{Name: p, R: fh})
 	}
 	var out bytes.Buffer
-	if _, err := hang.ReplayInputs(ins, replayConfig(m.Window), &out); err != nil {
+	if _, err := hang.ReplayInputs(ins, replayConfig(m), &out); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	var hung, digests int
@@ -91,6 +100,9 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 			hung++
 		case "digest", "failed":
 			digests++
+			if e.Event == "digest" {
+				hung++ // a hang's digest is its verdict, from the pulse or evidence before any window
+			}
 			failed = e.Event == "failed"
 			cause = e.Cause
 			for _, c := range e.Culprits {
@@ -99,7 +111,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 		}
 	}
 	w := f.want
-	t.Logf("PyTorch %s, Slurm %s: %d hung events, %d digests, cause %q, culprits %v", m.Torch, m.Slurm, hung, digests, cause, culprits)
+	t.Logf("PyTorch %s, Slurm %s: %d verdicts (hung events, hang digests), %d digests, cause %q, culprits %v", m.Torch, m.Slurm, hung, digests, cause, culprits)
 	if (hung > 0) != w.verdict || (digests > 0) != w.digest {
 		t.Errorf("replay: %d hung events and %d digests, want verdict %v digest %v", hung, digests, w.verdict, w.digest)
 	}
