@@ -154,7 +154,7 @@ func Summary(r Report) string {
 	}
 	if r.Digest != nil && r.Event == EventHung {
 		return fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
-			r.Since.Format(time.RFC3339), digestLine(r.Digest))
+			r.Since.Format(time.RFC3339), digestLine(r.Digest)) + excludedLine(r)
 	}
 	switch r.Event {
 	case EventRecovered:
@@ -172,7 +172,16 @@ func Summary(r Report) string {
 	if len(r.Culprits) > 0 {
 		s += "; culprits: " + strings.Join(r.Culprits, ",")
 	}
-	return s
+	return s + excludedLine(r)
+}
+
+// excludedLine is " Requeued without n3." for a report whose hang action
+// requeues the job without culprits, else "".
+func excludedLine(r Report) string {
+	if len(r.Excluded) == 0 {
+		return ""
+	}
+	return " Requeued without " + strings.Join(r.Excluded, ",") + "."
 }
 
 // webhook posts body to the site's webhook and the job's, once to a URL
