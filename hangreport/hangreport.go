@@ -49,6 +49,10 @@ type Report struct {
 	Culprits []string       `json:"culprits"`           // hosts blamed
 	Evidence map[string]any `json:"evidence,omitempty"` // the detector's evidence, verbatim
 	Actions  []string       `json:"actions"`            // what vigil-watch does about it
+	// Excluded are the culprits the hang action requeues the job without
+	// (requeue-exclude: added to the job's ExcNodeList); none when it
+	// excludes no one.
+	Excluded []string `json:"excluded,omitempty"`
 	// Digest is the job's digest of the hang (its likely cause, and the
 	// hosts with evidence against them), in the reports written for it by
 	// the job's coordinator and its peers; nil in per-node reports and in

@@ -36,11 +36,12 @@ const (
 // Values of --vigil-hang-action, VIGIL_HANG_ACTION and [policy]
 // hang_actions: the action names of watchcfg, which vigil-watch's --action
 // and [watch] action take too. ActionNotify only notifies ("none" is
-// another name of it); cancel and requeue act on the job.
+// another name of it); cancel, requeue and requeue-exclude act on the job.
 const (
-	ActionNotify  = watchcfg.ActionNotify
-	ActionCancel  = watchcfg.ActionCancel
-	ActionRequeue = watchcfg.ActionRequeue
+	ActionNotify         = watchcfg.ActionNotify
+	ActionCancel         = watchcfg.ActionCancel
+	ActionRequeue        = watchcfg.ActionRequeue
+	ActionRequeueExclude = watchcfg.ActionRequeueExclude
 )
 
 // normAction checks an action name and returns the policy's name for it:
@@ -95,7 +96,7 @@ type Policy struct {
 	// ending in "/" allows every URL below it (same scheme and host), any
 	// other entry that exact URL. Needed when notify lists "webhook".
 	Webhooks []string `toml:"webhooks"`
-	// RequeueOwnFailures lets the requeue hang action requeue a job whose
+	// RequeueOwnFailures lets the requeue hang actions requeue a job whose
 	// digest says the trouble is its own (origin "job"); false leaves
 	// such a job running (notified, not requeued): it would fail again on
 	// any node.
@@ -110,7 +111,7 @@ type Policy struct {
 func Default() Policy {
 	return Policy{
 		Timings:            []string{TimingBefore, TimingAfterRequeue},
-		HangActions:        []string{ActionNotify, ActionCancel, ActionRequeue},
+		HangActions:        []string{ActionNotify, ActionCancel, ActionRequeue, ActionRequeueExclude},
 		MinWindow:          time.Minute,
 		MaxWindow:          24 * time.Hour,
 		AllowWatchOptOut:   true,
@@ -208,7 +209,8 @@ type Request struct {
 	Window time.Duration
 	// WatchOff is --vigil-hang-time=off: the job opts out of watching.
 	WatchOff bool
-	// HangAction is "notify", "cancel" or "requeue"; "" when not chosen.
+	// HangAction is "notify", "cancel", "requeue" or "requeue-exclude";
+	// "" when not chosen.
 	HangAction string
 	// Notify are the chosen channels (--vigil-notify); nil when not
 	// chosen, empty for "none".
@@ -494,7 +496,8 @@ type Watch struct {
 	Off bool
 	// Window is the hang window.
 	Window time.Duration
-	// Action is vigil-watch's action: "none" (notify only), "cancel" or "requeue".
+	// Action is vigil-watch's action: "none" (notify only), "cancel",
+	// "requeue" or "requeue-exclude".
 	Action string
 	// Warnings say what was ignored or clamped, one sentence each.
 	Warnings []string

@@ -50,7 +50,7 @@ func TestRequestSet(t *testing.T) {
 		{name: "hang off", opt: OptHangTime, val: "off", want: Request{WatchOff: true}},
 		{name: "bad hang time", opt: OptHangTime, val: "2x", err: "want minutes"},
 		{name: "action", opt: OptHangAction, val: "requeue", want: Request{HangAction: "requeue"}},
-		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
+		{name: "bad action", opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`},
 		{name: "unknown option", opt: "budget", val: "1m", err: "unknown option --vigil-budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestCheckCommand(t *testing.T) {
 		{name: "validate only", args: []string{"--config", cfg}, code: ExitAllowed},
 		{name: "validate only, bad", args: []string{"--config", badCfg}, code: ExitConfig, out: "bad.toml:2: policy.max_hang_time"},
 		{name: "range", args: []string{"--config", rangeCfg}, code: ExitConfig, out: "range.toml:3: policy.max_hang_time: invalid value: 5m0s: shorter than min_hang_time 10m0s"},
-		{name: "action", args: []string{"--config", rangeCfg}, code: ExitConfig, out: `range.toml:4: policy.hang_actions: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue"`},
+		{name: "action", args: []string{"--config", rangeCfg}, code: ExitConfig, out: `range.toml:4: policy.hang_actions: invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -422,7 +422,7 @@ func TestOptionSyntax(t *testing.T) {
 		{opt: OptHangAction, val: "cancel"},
 		{opt: OptHangAction, val: "requeue"},
 		{opt: OptHangAction, val: "none"},
-		{opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel" or "requeue"`},
+		{opt: OptHangAction, val: "drain", err: `want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`},
 	} {
 		t.Run(tc.opt+"="+tc.val, func(t *testing.T) {
 			var r Request

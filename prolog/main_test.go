@@ -142,7 +142,7 @@ func TestCheckConfigWholeFile(t *testing.T) {
 	}{
 		{"watch typo", "[watch]\nwindwo = \"2m\"\n", ":2: watch.windwo: unknown key (keys of [watch]: action,"},
 		{"watch range", "[watch]\nwindow = \"2m\"\n\nmin_coverage = 1.5\n", ":4: watch.min_coverage: invalid value: 1.5, want in (0, 1]"},
-		{"watch action", "[watch]\naction = \"drain\"\n", `:2: watch.action: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue"`},
+		{"watch action", "[watch]\naction = \"drain\"\n", `:2: watch.action: invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`},
 		{"disk size", "[checks.disk]\npath = \"/tmp\"\nsize_mib = 0\n", ":3: checks.disk.size_mib: invalid value: 0: want 1 to 1024"},
 		{"gemm sizes", "# sizes\n[checks.gemm]\nsizes = [17]\n", ":3: checks.gemm.sizes: invalid value: 17: want a multiple of 16 from 16 to 32768"},
 		{"policy hang time", "[policy]\nmin_hang_time = \"10m\"\nmax_hang_time = \"5m\"\n", ":3: policy.max_hang_time: invalid value: 5m0s: shorter than min_hang_time 10m0s"},
@@ -184,7 +184,7 @@ func TestCheckConfigWholeFile(t *testing.T) {
 	if code := run([]string{"--check-config", "--config", good}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"[watch]\n", `window = "20m0s"`, `grace = "10m0s"`, `action = "notify"`, "[policy]\n", "auto_watch = true", `hang_actions = ["notify", "cancel", "requeue"]`} {
+	for _, want := range []string{"[watch]\n", `window = "20m0s"`, `grace = "10m0s"`, `action = "notify"`, "[policy]\n", "auto_watch = true", `hang_actions = ["notify", "cancel", "requeue", "requeue-exclude"]`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("effective config lacks %q:\n%s", want, out.String())
 		}

@@ -243,7 +243,9 @@ func killWatcher(t *testing.T, c *slurmtest.Cluster, bin, job, node, dir string,
 	return 0
 }
 
-// findWatcher returns the pid of the watcher task of job on node, or 0.
+// findWatcher returns the pid of the watcher task of job on node, or 0:
+// the process running bin (its exe or, from a Debian root, its argv[0])
+// whose parent is slurmstepd and whose environment names job and node.
 func findWatcher(bin, job, node string) int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -251,7 +253,12 @@ func findWatcher(bin, job, node string) int {
 		if err != nil {
 			continue
 		}
-		if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe != bin {
+		// A cluster run from a Debian root (slurmtest.Options.Root) runs
+		// the watcher in its own mount namespace and chroot, where exe
+		// does not read as bin: its argv[0] does.
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); exe != bin && argv0 != bin {
 			continue
 		}
 		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))

@@ -376,8 +376,8 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 		fs.StringVar(&c.html, "html", "", "also write the replay as one self-contained HTML `file`: the digests and culprits on top, one chart per host of I/O rate, CPU, device utilisation and power")
 		return fs
 	}
-	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: notify (or none: notify only), cancel or requeue")
-	fs.IntVar(&s.MaxRequeues, "max-requeues", s.MaxRequeues, "most restarts of the job that --action requeue allows")
+	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: notify (or none: notify only), cancel, requeue, or requeue-exclude (requeue without the hang's culprit hosts)")
+	fs.IntVar(&s.MaxRequeues, "max-requeues", s.MaxRequeues, "most restarts of the job that --action requeue or requeue-exclude allows")
 	fs.StringVar(&s.WebhookURL, "webhook-url", s.WebhookURL, "POST a JSON notification (Slack-compatible \"text\") to this `URL`")
 	fs.BoolVar(&s.Mail, "mail", s.Mail, "mail the job's user through Slurm's MailProg")
 	fs.BoolVar(&s.Comment, "comment", s.Comment, "record the hang in the job's comment (--comment=false to leave it alone)")
@@ -464,7 +464,13 @@ DESCRIPTION
     over. A lone watcher (one node, --port 0, no MUNGE) acts for its node:
     on a hang it logs one line, writes a JSON report, updates the job's comment,
     and notifies (webhook, mail) once per hang episode; it cancels or requeues
-    the job only when asked to (--action). It prints every event as one JSON
+    the job only when asked to (--action). --action requeue-exclude requeues
+    the hung job without the hang's culprit hosts (scontrol requeuehold,
+    ExcNodeList = the job's own exclusions and the culprits, release), while
+    its partition keeps enough usable nodes for it without them; a digest
+    without culprits, or one whose trouble looks like the job's own, is
+    requeued as it is. The comment, report, webhook and mail say what was
+    done ("requeued without n3"). It prints every event as one JSON
     line on standard output (log lines go to standard error) and exits 0 on
     SIGTERM or when the job's cgroup leaves the node. (When a batch script
     ends, Slurm kills the remaining steps, this one included.)
@@ -522,8 +528,8 @@ ENVIRONMENT
         A window shorter than the start-up grace cuts the grace to it
         (--grace overrides).
     VIGIL_HANG_ACTION
-        The job's action on a hang: notify, cancel or requeue, when [policy]
-        hang_actions allows it. --action overrides it. vigil's SPANK plugin
+        The job's action on a hang: notify, cancel, requeue or
+        requeue-exclude, when [policy] hang_actions allows it. --action overrides it. vigil's SPANK plugin
         sets both from --vigil-hang-time and --vigil-hang-action.
     VIGIL_NOTIFY, VIGIL_WEBHOOK_URL
         The job's own notification choice (mail, webhook, none) and webhook,
@@ -577,6 +583,11 @@ EXAMPLES
     Requeue a hung job at most twice, without doing it yet:
 
         vigil-watch --action requeue --max-requeues 2 --dry-run
+
+    Restart a hung job (sbatch --requeue) on healthy nodes, without the
+    hosts its hang's digest blames:
+
+        vigil-watch --action requeue-exclude
 
 EXIT STATUS
     0 SIGTERM or SIGINT, or the job's cgroup left the node; replay finished

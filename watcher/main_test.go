@@ -113,7 +113,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing explicit config", []string{"--config", "/nonexistent/vigil.toml"}, nil, "", -1},
 		{"unknown key", []string{"--config", bad}, nil, "watch.periods", exitUsage},
 		{"bad value names the line", []string{"--config", badValue}, nil, ":3: watch.action", exitUsage},
-		{"bad action flag", []string{"--action", "drain"}, nil, `--action: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue" (see vigil-watch --help)`, exitUsage},
+		{"bad action flag", []string{"--action", "drain"}, nil, `--action: invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude" (see vigil-watch --help)`, exitUsage},
 		{"period too long", []string{"--window", "10s", "--period", "8s"}, nil, "--period: invalid value: 8s", exitUsage},
 		{"window too short for a 1s period", []string{"--window", "1s"}, nil, "--window: invalid value", exitUsage},
 		{"bad webhook", []string{"--webhook-url", "hooks.example.org"}, nil, "--webhook-url: invalid value", exitUsage},

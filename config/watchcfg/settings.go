@@ -40,10 +40,12 @@ type Settings struct {
 	// test` shows their effect).
 	Rules []linerules.Spec `toml:"rules"`
 	// Action is the opt-in automatic action on a hung job: "none" (or its
-	// other name "notify": notify only), "cancel" or "requeue".
+	// other name "notify": notify only), "cancel", "requeue" or
+	// "requeue-exclude" (requeue without the hang's culprit hosts).
 	Action string `toml:"action"`
-	// MaxRequeues is how many restarts of the job the requeue action
-	// allows; the job's restart count includes restarts by anyone.
+	// MaxRequeues is how many restarts of the job the requeue and
+	// requeue-exclude actions allow; the job's restart count includes
+	// restarts by anyone.
 	MaxRequeues int `toml:"max_requeues"`
 	// KeepOwnFailures leaves running a hung job whose digest says the
 	// trouble is its own (origin "job": a rank that crashed or left, ranks
@@ -224,10 +226,15 @@ const (
 	ActionCancel = "cancel"
 	// ActionRequeue requeues the job (scontrol requeue), at most max_requeues times.
 	ActionRequeue = "requeue"
+	// ActionRequeueExclude requeues the job without the culprit hosts of
+	// the hang's digest (added to the job's ExcNodeList), at most
+	// max_requeues times, where the job's partition keeps enough usable
+	// nodes for it without them; otherwise it requeues like ActionRequeue.
+	ActionRequeueExclude = "requeue-exclude"
 )
 
 // ActionList names the accepted actions, for messages.
-const ActionList = `"notify" (or "none"), "cancel" or "requeue"`
+const ActionList = `"notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`
 
 // ErrBadAction is wrapped by ParseAction's errors.
 var ErrBadAction = errors.New("unknown action")
@@ -238,7 +245,7 @@ func ParseAction(s string) (string, error) {
 	switch s {
 	case ActionNone, ActionNotify, "":
 		return ActionNone, nil
-	case ActionCancel, ActionRequeue:
+	case ActionCancel, ActionRequeue, ActionRequeueExclude:
 		return s, nil
 	}
 	return "", fmt.Errorf("%w %q: want %s", ErrBadAction, s, ActionList)

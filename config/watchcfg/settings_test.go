@@ -19,7 +19,7 @@ func TestValidateNamesFileLineKey(t *testing.T) {
 		{"window", "[watch]\nwindow = \"-1m\"\n", "w.toml:2: watch.window: invalid value: -1m0s: must be positive"},
 		{"period", "[watch]\nwindow = \"2m\"\nperiod = \"2m\"\n", "w.toml:3: watch.period: invalid value: 2m0s: must be at most half the window"},
 		{"grace", "[watch]\ngrace = \"-1s\"\n", "w.toml:2: watch.grace: invalid value: -1s: must be 0 or more"},
-		{"action", "[watch]\naction = \"drain\"\n", `w.toml:2: watch.action: invalid value: "drain": want "notify" (or "none"), "cancel" or "requeue"`},
+		{"action", "[watch]\naction = \"drain\"\n", `w.toml:2: watch.action: invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude"`},
 		{"max_requeues", "[watch]\nmax_requeues = -1\n", "w.toml:2: watch.max_requeues: invalid value: -1: must be 0 or more"},
 		{"webhook_url", "[watch]\nwebhook_url = \"hooks\"\n", `w.toml:2: watch.webhook_url: invalid value: "hooks": want an http:// or https:// URL`},
 		{"webhook_attempts", "[watch]\nwebhook_attempts = 0\n", "w.toml:2: watch.webhook_attempts: invalid value: 0: want 1 to 10"},

@@ -98,7 +98,11 @@ func (c *Cluster) baseConf() []string {
 	add("SlurmdUser=root")
 	add("AuthType=auth/munge")
 	add("CredType=cred/munge")
-	add("AuthInfo=socket=%s", c.mungeSocket())
+	if c.opts.CredExpire > 0 {
+		add("AuthInfo=socket=%s,cred_expire=%d", c.mungeSocket(), c.opts.CredExpire)
+	} else {
+		add("AuthInfo=socket=%s", c.mungeSocket())
+	}
 	add("StateSaveLocation=%s", filepath.Join(c.Dir, "state"))
 	add("SlurmdSpoolDir=%s", filepath.Join(c.Dir, "spool", "%n"))
 	add("SlurmctldPidFile=%s", filepath.Join(c.Dir, "run", "slurmctld.pid"))

@@ -63,6 +63,10 @@ type Options struct {
 	// Root runs munge and Slurm from this Debian root (Flavour.Root, built
 	// by .ci/slurm-root) instead of the host's packages; see root.go.
 	Root string
+	// CredExpire is AuthInfo's cred_expire in seconds: the life of a step
+	// credential and how long a requeued job waits before it may start
+	// again; 0 keeps Slurm's default (120 s).
+	CredExpire int
 	// Cgroup picks cgroup/v1 or cgroup/v2 (CgroupV2: Slurm's v2 plugin in
 	// the host's cgroup2 mount, jobs under Cluster.CgroupRoot; see
 	// cgroupv2.go). The zero value is v1 where the machine has it.

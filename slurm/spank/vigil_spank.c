@@ -6,7 +6,7 @@
  *   --vigil-checks=LIST          which node checks vigil-prolog runs (or "none")
  *   --vigil-timing=WHEN          before | after-requeue
  *   --vigil-hang-time=DURATION   vigil-watch's window: minutes or a Go duration, or "off"
- *   --vigil-hang-action=ACTION   notify (or none) | cancel | requeue
+ *   --vigil-hang-action=ACTION   notify (or none) | cancel | requeue | requeue-exclude
  *   --vigil-notify=LIST          how vigil tells the job's user: mail,webhook (or none)
  *   --vigil-webhook=URL          the job's webhook, one of [policy] webhooks
  *
@@ -114,8 +114,9 @@ static struct spank_option options[] = {
 	  "('90s', '2h'); 'off' opts out of watching (where allowed).",
 	  1, OPT_HANG_TIME, opt_cb },
 	{ "vigil-hang-action", "ACTION",
-	  "What vigil-watch does when the job hangs: notify, cancel or requeue "
-	  "(within the site's policy).",
+	  "What vigil-watch does when the job hangs: notify, cancel, requeue, "
+	  "or requeue-exclude (requeue without the hang's culprit hosts), "
+	  "within the site's policy.",
 	  1, OPT_HANG_ACTION, opt_cb },
 	{ "vigil-notify", "LIST",
 	  "How vigil tells you of a hang or of a node of this job that failed "

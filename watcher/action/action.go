@@ -33,10 +33,15 @@ const (
 	ControlNone    Control = watchcfg.ActionNone    // notify only (the default; also spelt "notify")
 	ControlCancel  Control = watchcfg.ActionCancel  // scancel the job
 	ControlRequeue Control = watchcfg.ActionRequeue // scontrol requeue the job, at most MaxRequeues times
+	// ControlRequeueExclude requeues the job without the hang's culprits
+	// (requeuehold, ExcNodeList, release), at most MaxRequeues times, where
+	// enough usable nodes are left; otherwise it requeues it as it is.
+	ControlRequeueExclude Control = watchcfg.ActionRequeueExclude
 )
 
 // ParseControl checks an action name from the config or a flag: "none" or
-// "notify" (both ControlNone), "cancel" or "requeue"; "" is ControlNone.
+// "notify" (both ControlNone), "cancel", "requeue" or "requeue-exclude";
+// "" is ControlNone.
 func ParseControl(s string) (Control, error) {
 	c, err := watchcfg.ParseAction(s)
 	if err != nil {
@@ -62,6 +67,10 @@ type Slurm interface {
 	SetJobComment(ctx context.Context, id, comment string) error
 	Requeue(ctx context.Context, id string, hold bool) error
 	Cancel(ctx context.Context, id string) error
+	// Nodes, SetJobExcludedNodes and Release serve requeue-exclude.
+	Nodes(ctx context.Context) ([]slurm.Node, error)
+	SetJobExcludedNodes(ctx context.Context, id string, nodes []string) error
+	Release(ctx context.Context, id string) error
 }
 
 // MailRunner runs one command with stdin: the mail action runs MailProg with it.
@@ -113,7 +122,8 @@ type Config struct {
 	// Control is the automatic action on the job; "" means ControlNone.
 	Control Control
 	// MaxRequeues is how many restarts of the job (whoever caused them) the
-	// requeue action allows; past it the job is left running.
+	// requeue and requeue-exclude actions allow; past it the job is left
+	// running.
 	MaxRequeues int
 	// RestartCount is the job's restart count from its environment
 	// (SLURM_RESTART_COUNT); the larger of it and scontrol's Restarts counts.
@@ -220,7 +230,10 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 		return nil
 	}
 	var errs []error
+	p := a.planControl(ctx, log, ev, evidenceCulprits(ev), "")
 	rep := a.newReport(ev, since, culprits)
+	rep.Actions = a.plannedActions(false, &p)
+	rep.Excluded = p.exclude
 	if err := a.writeReport(log, &rep); err != nil {
 		errs = append(errs, err)
 	}
@@ -249,7 +262,7 @@ func (a *Actor) onHung(ctx context.Context, log logrus.FieldLogger, ev hang.Even
 	} else {
 		log.Info("another node of this job already reported this hang episode; no webhook or mail from this node")
 	}
-	if err := a.control(ctx, log, ev); err != nil {
+	if err := a.control(ctx, log, ev, p); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -276,7 +289,8 @@ func (a *Actor) onRecovered(ctx context.Context, log logrus.FieldLogger, ev hang
 	return errors.Join(errs...)
 }
 
-func (a *Actor) control(ctx context.Context, log logrus.FieldLogger, ev hang.Event) error {
+// control carries out the hang action's plan p (planControl).
+func (a *Actor) control(ctx context.Context, log logrus.FieldLogger, ev hang.Event, p plan) error {
 	c := a.Control
 	if c == "" || c == ControlNone {
 		return nil
@@ -286,6 +300,19 @@ func (a *Actor) control(ctx context.Context, log logrus.FieldLogger, ev hang.Eve
 		return fmt.Errorf("action %s: no Slurm client", c)
 	}
 	switch c {
+	case ControlCancel, ControlRequeue, ControlRequeueExclude:
+	default:
+		return fmt.Errorf("%w: %q", ErrBadControl, c)
+	}
+	fields := logrus.Fields{"restarts": p.restarts, "max_requeues": a.MaxRequeues}
+	switch p.do {
+	case ControlNone:
+		if p.notRunning {
+			log.WithFields(fields).Warn(fmt.Sprintf("not requeueing the hung job (action = %s): %s", c, p.why))
+			return nil
+		}
+		log.WithFields(fields).Warn(fmt.Sprintf("the hung job is left running (action = %s): %s", c, p.why))
+		return nil
 	case ControlCancel:
 		if a.DryRun {
 			log.Warn("dry run: would scancel the job")
@@ -297,28 +324,26 @@ func (a *Actor) control(ctx context.Context, log logrus.FieldLogger, ev hang.Eve
 		}
 		return nil
 	case ControlRequeue:
-		restarts := a.RestartCount
-		if info, err := a.Slurm.Job(ctx, job); err == nil {
-			restarts = max(restarts, info.Restarts)
-		} else {
-			log.WithError(err).Warn("could not read the job's restart count; using the environment's")
-		}
-		if restarts >= a.MaxRequeues {
-			log.WithFields(logrus.Fields{"restarts": restarts, "max_requeues": a.MaxRequeues}).
-				Warn("requeue limit reached; the hung job is left running")
-			return nil
+		if p.why != "" {
+			fields["why"] = p.why
 		}
 		if a.DryRun {
-			log.WithField("restarts", restarts).Warn("dry run: would scontrol requeue the job")
+			log.WithFields(fields).Warn("dry run: would scontrol requeue the job")
 			return nil
 		}
-		log.WithFields(logrus.Fields{"restarts": restarts, "max_requeues": a.MaxRequeues}).Warn("requeueing the hung job (action = requeue)")
+		if c == ControlRequeueExclude {
+			log.WithFields(fields).Warn(fmt.Sprintf("requeueing the hung job as it is (action = requeue-exclude): %s", p.why))
+		} else {
+			log.WithFields(fields).Warn("requeueing the hung job (action = requeue)")
+		}
 		if err := a.Slurm.Requeue(ctx, job, false); err != nil {
 			return fmt.Errorf("requeue job %s: %w", job, err)
 		}
 		return nil
+	case ControlRequeueExclude:
+		return a.requeueExclude(ctx, log, job, p)
 	}
-	return fmt.Errorf("%w: %q", ErrBadControl, c)
+	return fmt.Errorf("%w: %q", ErrBadControl, p.do)
 }
 
 func (a *Actor) quiet() bool { return a.Quiet != nil && a.Quiet() }

@@ -27,11 +27,16 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fakeSlurm is a job in a fake scontrol: it records what was done to it.
+// The job runs on n1..n4 of partition debug unless fields say otherwise;
+// the cluster has nodes (nil: n1..n5 of debug, all idle).
 type fakeSlurm struct {
 	comment  string
 	restarts int
+	fields   map[string]string // the job's scontrol fields (State, NumNodes, ExcNodeList ...) over the defaults
+	nodes    []slurm.Node
 	jobErr   error
 	setErr   error
+	excErr   error
 	calls    []string
 }
 
@@ -40,7 +45,45 @@ func (f *fakeSlurm) Job(_ context.Context, id string) (slurm.JobInfo, error) {
 	if f.jobErr != nil {
 		return slurm.JobInfo{}, f.jobErr
 	}
-	return slurm.JobInfo{ID: id, Comment: f.comment, Restarts: f.restarts}, nil
+	fields := map[string]string{"JobState": "RUNNING", "Partition": "debug", "NumNodes": "4", "NodeList": "n[1-4]",
+		"ExcNodeList": "(null)", "ReqNodeList": "(null)"}
+	for k, v := range f.fields {
+		fields[k] = v
+	}
+	return slurm.JobInfo{ID: id, Comment: f.comment, Restarts: f.restarts, State: fields["JobState"],
+		Partition: fields["Partition"], NodeList: fields["NodeList"], Fields: fields}, nil
+}
+
+func (f *fakeSlurm) Nodes(context.Context) ([]slurm.Node, error) {
+	f.calls = append(f.calls, "nodes")
+	if f.nodes != nil {
+		return f.nodes, nil
+	}
+	var out []slurm.Node
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+		out = append(out, fakeNode(n, "IDLE", "debug"))
+	}
+	return out, nil
+}
+
+// fakeNode is a node of the fake cluster in state (IDLE, IDLE+DRAIN ...).
+func fakeNode(name, state, partitions string) slurm.Node {
+	base, flags, _ := strings.Cut(state, "+")
+	n := slurm.Node{Name: name, State: base, Fields: map[string]string{"NodeName": name, "State": state, "Partitions": partitions}}
+	if flags != "" {
+		n.Flags = strings.Split(flags, "+")
+	}
+	return n
+}
+
+func (f *fakeSlurm) SetJobExcludedNodes(_ context.Context, id string, nodes []string) error {
+	f.calls = append(f.calls, "exclude "+id+" "+strings.Join(nodes, ","))
+	return f.excErr
+}
+
+func (f *fakeSlurm) Release(_ context.Context, id string) error {
+	f.calls = append(f.calls, "release "+id)
+	return nil
 }
 
 func (f *fakeSlurm) SetJobComment(_ context.Context, id, c string) error {
@@ -53,6 +96,10 @@ func (f *fakeSlurm) SetJobComment(_ context.Context, id, c string) error {
 }
 
 func (f *fakeSlurm) Requeue(_ context.Context, id string, hold bool) error {
+	if hold {
+		f.calls = append(f.calls, "requeuehold "+id)
+		return nil
+	}
 	f.calls = append(f.calls, "requeue "+id)
 	return nil
 }
@@ -578,7 +625,7 @@ func TestSinceAndCulprits(t *testing.T) {
 }
 
 func TestParseControl(t *testing.T) {
-	for in, want := range map[string]Control{"": ControlNone, "none": ControlNone, "cancel": ControlCancel, "requeue": ControlRequeue} {
+	for in, want := range map[string]Control{"": ControlNone, "none": ControlNone, "cancel": ControlCancel, "requeue": ControlRequeue, "requeue-exclude": ControlRequeueExclude} {
 		if got, err := ParseControl(in); err != nil || got != want {
 			t.Errorf("ParseControl(%q) = %q, %v", in, got, err)
 		}

@@ -21,9 +21,11 @@ import (
 const MaxCommentNote = 200
 
 // HandleDigest acts on a digest of the job. With notify (the job's
-// coordinator) it writes the digest's hang report, sets the job's comment,
-// posts the webhook, sends mail and takes the job's hang action, once per
-// hang episode of the job. Without, it logs the digest and, when the digest
+// coordinator) it decides the job's hang action (planControl: for
+// requeue-exclude, the culprits to requeue the job without), writes the
+// digest's hang report, sets the job's comment, posts the webhook and
+// sends mail, each saying what is done, and then takes the hang action,
+// once per hang episode of the job. Without, it logs the digest and, when the digest
 // names culprits, writes its report (so that the epilog on every node
 // re-checks the culprits without a shared file system).
 func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error {
@@ -38,6 +40,15 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if !notify && len(d.Culprits) == 0 {
 		return nil // it blames nobody: nothing for an epilog to read
 	}
+	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
+	var p plan
+	if notify && rep.Event != EventFailed {
+		// Decided before the report is written and anyone is told, so
+		// that they say what is done to the job; done last.
+		p = a.planControl(ctx, log, ev, rep.Culprits, d.Origin)
+		rep.Actions = a.plannedActions(false, &p)
+		rep.Excluded = p.exclude
+	}
 	var errs []error
 	if err := a.writeReport(log, &rep); err != nil {
 		errs = append(errs, err)
@@ -45,7 +56,6 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if !notify {
 		return errors.Join(errs...)
 	}
-	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
 	if rep.Event == EventHung && d.Detection != nil && d.Detection.By != hang.DetectedWindow {
 		a.jobHang = true // announced before any window verdict: those only log
 	}
@@ -56,8 +66,12 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 		// failed job's digest goes to the report, the webhook and the mail.
 		log.Debug("no job comment for a failed job: Slurm refuses comments on a finished job")
 	case a.Comment:
+		done := ""
+		if a.Control == ControlRequeueExclude {
+			done = p.outcome()
+		}
 		if _, err := a.updateComment(ctx, log, ev, func(old string) (string, bool) {
-			return DigestComment(old, rep.Digest, rep.Since, rep.HTML), false
+			return DigestComment(old, rep.Digest, rep.Since, rep.HTML, done), false
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -71,11 +85,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if rep.Event == EventFailed {
 		return errors.Join(errs...) // the job has ended: nothing to cancel or requeue
 	}
-	if a.Control == ControlRequeue && a.KeepOwnFailures && d.Origin == hang.OriginJob {
-		log.Warn("the hang looks like the job's own: not requeued ([policy] requeue_own_failures = false); it would fail again on any node")
-		return errors.Join(errs...)
-	}
-	if err := a.control(ctx, log, ev); err != nil {
+	if err := a.control(ctx, log, ev, p); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -143,7 +153,7 @@ func (a *Actor) digestReport(d hang.DigestEvent) Report {
 		V: ReportVersion, Event: EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
 		Time: d.Time.UTC(), Since: a.digestSince(d.Time, d.Since).UTC(), Window: a.Window.String(),
 		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
-		Actions: a.plannedActions(d.Event == hang.EventFailed), Digest: dg,
+		Actions: a.plannedActions(d.Event == hang.EventFailed, nil), Digest: dg,
 	}
 	if d.Event == hang.EventFailed {
 		r.Event = EventFailed // the job has ended: no hang action
@@ -187,18 +197,22 @@ var shortHints = map[string]string{
 
 // DigestComment is the job comment after a digest: the user's part kept,
 // vigil's note replaced by "vigil: hung since T, CAUSE: HOST (REASON) —
-// HINT", cut to MaxCommentNote bytes. When page (the report's HTML page)
-// is not "" and fits in MaxCommentNote after the note, the note ends
-// "; HTML: PAGE"; a page that does not fit is left to the report, the
-// log, the webhook and the mail.
-func DigestComment(old string, d *hangreport.Digest, since time.Time, page string) string {
+// HINT", cut to MaxCommentNote bytes. done, when not "", is what the hang
+// action did to the job ("requeued without n3") and takes the hint's
+// place. When page (the report's HTML page) is not "" and fits in
+// MaxCommentNote after the note, the note ends "; HTML: PAGE"; a page
+// that does not fit is left to the report, the log, the webhook and the
+// mail.
+func DigestComment(old string, d *hangreport.Digest, since time.Time, page, done string) string {
 	user, _ := SplitComment(old)
 	by := ""
 	if d.DetectedBy != "" && d.DetectedBy != hang.DetectedWindow {
 		by = " (" + d.DetectedBy + ")"
 	}
 	note := fmt.Sprintf("%s hung since %s%s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), by, d.Cause, culpritList(d))
-	if h := shortHints[d.Cause]; h != "" {
+	if done != "" {
+		note += " — " + done
+	} else if h := shortHints[d.Cause]; h != "" {
 		note += " — " + h
 	}
 	note = truncate(note, MaxCommentNote)

@@ -85,12 +85,12 @@ func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
 	for i := range 40 {
 		d.Culprits = append(d.Culprits, hangreport.DigestCulprit{Host: "gpu" + strings.Repeat("0", 3) + string(rune('a'+i%26)), Reason: "ProcessesGone"})
 	}
-	got := DigestComment("run 7; vigil: hung since 2026-11-29T09:00:00Z on n1", d, t0, "")
+	got := DigestComment("run 7; vigil: hung since 2026-11-29T09:00:00Z on n1", d, t0, "", "")
 	user, note := SplitComment(got)
 	if user != "run 7" || len(note) > MaxCommentNote || !strings.HasSuffix(note, "...") || !strings.HasPrefix(note, "vigil: hung since 2026-11-29T10:30:00Z, rank-failed: gpu000a (ProcessesGone)") {
 		t.Errorf("comment %q: user %q, note of %d bytes", got, user, len(note))
 	}
-	if got := DigestComment("", &hangreport.Digest{Cause: hang.CauseUnknown}, t0, ""); got != "vigil: hung since 2026-11-29T10:30:00Z, unknown: no host stands out — see the job's output; py-spy dump a rank" {
+	if got := DigestComment("", &hangreport.Digest{Cause: hang.CauseUnknown}, t0, "", ""); got != "vigil: hung since 2026-11-29T10:30:00Z, unknown: no host stands out — see the job's output; py-spy dump a rank" {
 		t.Errorf("unknown: %q", got)
 	}
 	if got := truncate("ab—cd", 6); got != "ab..." {

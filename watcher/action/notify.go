@@ -158,7 +158,7 @@ func Summary(r Report) string {
 		if r.Digest.Detection != "" {
 			s += " Detected by " + r.Digest.Detection + "."
 		}
-		return s
+		return s + excludedLine(r)
 	}
 	switch r.Event {
 	case EventRecovered:
@@ -176,7 +176,16 @@ func Summary(r Report) string {
 	if len(r.Culprits) > 0 {
 		s += "; culprits: " + strings.Join(r.Culprits, ",")
 	}
-	return s
+	return s + excludedLine(r)
+}
+
+// excludedLine is " Requeued without n3." for a report whose hang action
+// requeues the job without culprits, else "".
+func excludedLine(r Report) string {
+	if len(r.Excluded) == 0 {
+		return ""
+	}
+	return " Requeued without " + strings.Join(r.Excluded, ",") + "."
 }
 
 // webhook posts body to the site's webhook and the job's, once to a URL

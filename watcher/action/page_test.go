@@ -167,12 +167,12 @@ func TestPageFailureKeepsTheReport(t *testing.T) {
 
 func TestDigestCommentNamesThePageWhenItFits(t *testing.T) {
 	d := &hangreport.Digest{Cause: hang.CauseNetwork, Culprits: []hangreport.DigestCulprit{{Host: "gpu04", Reason: "TransportErrors"}}}
-	got := DigestComment("run 7", d, t0, "vigil-hang-1234-n1-20261129T103000Z.html")
+	got := DigestComment("run 7", d, t0, "vigil-hang-1234-n1-20261129T103000Z.html", "")
 	if want := "run 7; vigil: hung since 2026-11-29T10:30:00Z, network: gpu04 (TransportErrors) — check its port and cable; NCCL_IB_TIMEOUT=22; HTML: vigil-hang-1234-n1-20261129T103000Z.html"; got != want {
 		t.Errorf("comment\n%q\nwant\n%q", got, want)
 	}
 	long := "/scratch/" + strings.Repeat("x", 100) + "/vigil-hang-1234-n1-20261129T103000Z.html"
-	got = DigestComment("run 7", d, t0, long)
+	got = DigestComment("run 7", d, t0, long, "")
 	if _, note := SplitComment(got); strings.Contains(note, "HTML") || len(note) > MaxCommentNote {
 		t.Errorf("comment %q: a page that does not fit must be left out", got)
 	}

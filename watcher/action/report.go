@@ -33,7 +33,7 @@ func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Rep
 		Evidence: ev.Evidence,
 	}
 	if ev.Event == EventHung {
-		r.Actions = a.plannedActions(false)
+		r.Actions = a.plannedActions(false, nil)
 	}
 	if r.Actions == nil {
 		r.Actions = []string{}
@@ -44,8 +44,11 @@ func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Rep
 // plannedActions lists the actions configured for a hang, for the report
 // and the notifications; for a job that has ended (a failed job's digest)
 // the comment, which Slurm refuses then, and the cancel or requeue are
-// left out.
-func (a *Actor) plannedActions(ended bool) []string {
+// left out. With the hang action's plan p (the watcher that acts), the
+// requeue-exclude entry says what is done: "requeue-exclude: requeued
+// without n3", or what is done instead and why; without (nil: a member's
+// report), what is configured.
+func (a *Actor) plannedActions(ended bool, p *plan) []string {
 	acts := []string{"log", "report"}
 	if a.Comment && !ended {
 		acts = append(acts, "comment")
@@ -62,6 +65,10 @@ func (a *Actor) plannedActions(ended bool) []string {
 		acts = append(acts, "cancel")
 	case a.Control == ControlRequeue:
 		acts = append(acts, fmt.Sprintf("requeue (at most %d restarts)", a.MaxRequeues))
+	case a.Control == ControlRequeueExclude && p != nil:
+		acts = append(acts, p.action())
+	case a.Control == ControlRequeueExclude:
+		acts = append(acts, fmt.Sprintf("requeue-exclude (at most %d restarts)", a.MaxRequeues))
 	}
 	if a.DryRun {
 		for i := range acts {

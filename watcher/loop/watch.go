@@ -144,7 +144,7 @@ func Watch(ctx context.Context, o Options) error {
 }
 
 // newActor builds what acts on the detector's events: reports, the job's
-// comment, webhook, mail, and the opt-in cancel or requeue.
+// comment, webhook, mail, and the opt-in cancel, requeue or requeue-exclude.
 func newActor(ctx context.Context, o Options, s Settings, job *slurm.Job, log logrus.FieldLogger) *action.Actor {
 	client := slurmClient(o, s)
 	control, _ := action.ParseControl(s.Action) // Validate checked it

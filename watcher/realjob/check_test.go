@@ -126,18 +126,18 @@ func tail(s string, n int) string {
 
 // meta describes a recorded fixture.
 type meta struct {
-	Fault   string   `json:"fault"`
-	Torch   string   `json:"torch"`
-	Slurm   string   `json:"slurm"`
-	Cgroup  string   `json:"cgroup"`
-	Job     string   `json:"job"`
-	Hosts   []string `json:"hosts"`
-	Window  string   `json:"window"`
+	Fault  string   `json:"fault"`
+	Torch  string   `json:"torch"`
+	Slurm  string   `json:"slurm"`
+	Cgroup string   `json:"cgroup"`
+	Job    string   `json:"job"`
+	Hosts  []string `json:"hosts"`
+	Window string   `json:"window"`
 	// Period and PulseFloor are the watchers' --period and [watch]
 	// pulse_floor ("" in fixtures recorded before the pulse).
 	Period     string `json:"period,omitempty"`
 	PulseFloor string `json:"pulse_floor,omitempty"`
-	FaultAt string   `json:"fault_at,omitempty"`
+	FaultAt    string `json:"fault_at,omitempty"`
 }
 
 // record copies what the job printed (its output: PyTorch's, gloo's and
