@@ -506,11 +506,13 @@ DESCRIPTION
     prints one JSON line per event, to tune the thresholds on your own jobs.
     It acts on nothing.
 
-    While a node is suspect or hung, vigil-watch asks NCCL's own RAS
-    service of the job (NCCL 2.24 and later: NCCL_RAS_ADDR, else
-    localhost:28028; nothing when NCCL_RAS_ENABLE=0) at most once per
-    period, and records its answer (stream "ras") as evidence for the
-    digest: dead or unresponsive ranks, ranks behind in collectives. A port
+    While a node is suspect or hung, or the job may be hung (its progress
+    lines silent for twice their cadence, strong evidence pending),
+    vigil-watch asks NCCL's own RAS service of the job (NCCL 2.24 and
+    later: NCCL_RAS_ADDR, else localhost:28028; nothing when
+    NCCL_RAS_ENABLE=0) at most once per period, and records its answer
+    (stream "ras") as evidence for the digest: dead or unresponsive ranks,
+    ranks behind in collectives; dead ranks are strong evidence. A port
     that is not NCCL's is asked once. vigil-watch ras-query [ADDR] asks it
     once (within 5 s) and prints the parsed answer as one JSON line: exit 0,
     or 1 when nothing or something else answered.

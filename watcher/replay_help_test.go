@@ -92,7 +92,7 @@ func TestReplaySeveralFilesAndStdin(t *testing.T) {
 
 	// Too short for any verdict: 59 minutes of samples, a 1h window.
 	out, msg := replay(nil, "--window", "1h", a)
-	if out != "" || msg != "vigil-watch: replay: trace covers 59m; first verdict needs 1h of one host's samples (the longer of grace 10m and window 1h): no verdict was possible\n" {
+	if out != "" || msg != "vigil-watch: replay: trace covers 59m; first verdict needs 1h of one host's samples (the longer of grace 10m and window 1h): no window verdict was possible\n" {
 		t.Errorf("too short: stdout %q, stderr %q", out, msg)
 	}
 

@@ -506,3 +506,65 @@ func TestFailedJobDigestReachesTheMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestHubLateRoundKeepsEveryReading: a member that took two readings
+// between two rounds sends both (Earlier, then Sample); the hub sees each
+// once, in order.
+func TestHubLateRoundKeepsEveryReading(t *testing.T) {
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
+	var seen []time.Time
+	h.Seen = func(s trace.Sample, _ []hang.Event) {
+		if s.Host == "n2" {
+			seen = append(seen, s.Time)
+		}
+	}
+	p := newPending()
+	for k := range 6 {
+		observe(pendingView{p}, "n2", k, hostState{procs: 4})
+		if k%3 != 2 { // rounds after readings 2 and 5 only: 1 and 4 come late
+			continue
+		}
+		sum := p.take()
+		if len(sum.Earlier) != 2 {
+			t.Errorf("round after reading %d: %d earlier readings, want 2", k, len(sum.Earlier))
+		}
+		h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), map[string]Summary{"n2": sum})
+	}
+	if len(seen) != 6 {
+		t.Fatalf("hub saw %d readings of n2 (%v), want 6", len(seen), seen)
+	}
+	for k, at := range seen {
+		if !at.Equal(t0.Add(time.Duration(k) * time.Minute)) {
+			t.Errorf("reading %d at %v", k, at)
+		}
+	}
+}
+
+// TestHubInheritedPulseDigest: a hang the previous coordinator announced
+// from the job's pulse shows in no host's state; the new hub announces
+// neither its digest again nor an end it has not seen.
+func TestHubInheritedPulseDigest(t *testing.T) {
+	prev := hang.DigestEvent{Time: t0, Job: "42", Event: hang.EventDigest, Cause: hang.CauseUnknown,
+		Detection: &hang.Detection{By: hang.DetectedPulse}}
+	h := NewHub("42", testHang(), nil, &prev, logrus.New())
+	var all []Out
+	for k := 10; k < 30; k++ {
+		sums := map[string]Summary{}
+		for _, host := range []string{"n2", "n3"} {
+			p := newPending()
+			st := hostState{procs: 4}
+			if k >= 20 {
+				st.event = hang.EventHung // the window's verdict of the same hang
+			}
+			observe(pendingView{p}, host, k, st)
+			sums[host] = p.take()
+		}
+		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
+	}
+	for _, o := range all {
+		switch o.Event.(type) {
+		case hang.DigestEvent, JobRecovered:
+			t.Errorf("announced %+v: the previous coordinator announced this hang", o.Event)
+		}
+	}
+}

@@ -83,9 +83,14 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	recs := h.records(sums)
 	if !h.started {
 		h.started = true
+		// A hang the previous coordinator announced from the job's pulse
+		// or strong evidence shows in no host's state: its next digest is
+		// not announced again either, but this hub, which has not seen
+		// the job stall, does not announce its end.
 		fast := h.inherited != nil && h.inherited.Detection != nil && h.inherited.Detection.By != hang.DetectedWindow
-		h.suppress = h.inherited != nil && (h.anyHung() || fast)
-		if h.suppress {
+		hung := h.inherited != nil && h.anyHung()
+		h.suppress = hung || fast
+		if hung {
 			h.announced, h.since = h.inherited.Time, h.inherited.Since
 		}
 	}
@@ -157,6 +162,14 @@ func (h *Hub) records(sums map[string]Summary) []hubRecord {
 			}
 			recs = append(recs, hubRecord{s: trace.Sample{V: trace.Version, Time: l.Time, Host: about, Job: h.job,
 				Log: &trace.Log{Stream: l.Stream, Line: l.Line}}})
+		}
+		for _, e := range s.Earlier { // readings of a late round, before the latest
+			if e.IsLog() || !e.Time.After(hh.last) || s.Sample == nil || !e.Time.Before(s.Sample.Time) {
+				continue
+			}
+			e.Host, e.Job = name, h.job
+			hh.last = e.Time
+			recs = append(recs, hubRecord{s: e})
 		}
 		if s.Sample == nil || !s.Sample.Time.After(hh.last) {
 			continue

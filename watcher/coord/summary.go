@@ -41,7 +41,12 @@ type Summary struct {
 	// progress); zero while it is ok.
 	Since  time.Time     `json:"since,omitzero"`
 	Sample *trace.Sample `json:"sample,omitempty"` // the latest reading (processes, I/O, CPU, devices); nil before the first
-	Logs   []LogLine     `json:"logs,omitempty"`   // matched lines since the previous summary
+	// Earlier are the node's readings since the previous summary before
+	// Sample, oldest first, when more than one was taken in between (a
+	// round late for this node): the coordinator's short stretches (the
+	// pulse, strong evidence) count every reading. At most MaxEarlier.
+	Earlier []trace.Sample `json:"earlier,omitempty"`
+	Logs    []LogLine      `json:"logs,omitempty"` // matched lines since the previous summary
 	// Dropped counts the matched lines left out since the previous summary.
 	Dropped int `json:"dropped,omitempty"`
 }
@@ -73,10 +78,14 @@ func DecodeSummary(b []byte) (Summary, error) {
 	return s, nil
 }
 
+// MaxEarlier bounds Summary.Earlier.
+const MaxEarlier = 4
+
 // pending is the summary a node builds between two sends.
 type pending struct {
-	mu  sync.Mutex
-	sum Summary
+	mu    sync.Mutex
+	sum   Summary
+	fresh bool // sum.Sample was taken since the previous send
 }
 
 func newPending() *pending { return &pending{sum: Summary{State: hang.StateOK}} }
@@ -94,7 +103,13 @@ func (p *pending) observe(s trace.Sample, evs []hang.Event) {
 		return
 	}
 	c := s
-	p.sum.Sample = &c
+	if p.fresh && p.sum.Sample != nil {
+		p.sum.Earlier = append(p.sum.Earlier, *p.sum.Sample)
+		if len(p.sum.Earlier) > MaxEarlier {
+			p.sum.Earlier = p.sum.Earlier[1:]
+		}
+	}
+	p.sum.Sample, p.fresh = &c, true
 	for _, ev := range evs {
 		p.sum.Reason = ev.Reason
 		switch ev.Event {
@@ -114,7 +129,7 @@ func (p *pending) take() Summary {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := p.sum
-	p.sum.Logs, p.sum.Dropped = nil, 0
+	p.sum.Logs, p.sum.Dropped, p.sum.Earlier, p.fresh = nil, 0, nil, false
 	return out
 }
 

@@ -25,6 +25,9 @@ type Summary struct {
 	Samples int           // samples read
 	Hosts   int           // distinct hosts
 	Span    time.Duration // longest stretch of one host's samples of one job (Detector.Span)
+	// Digests counts the hang digests written (the pulse and strong
+	// evidence can give one before any window).
+	Digests int
 }
 
 // TooShort says, when no host's samples of one job span c.FirstVerdict, that
@@ -37,8 +40,12 @@ func (s Summary) TooShort(c Config) string {
 	if s.Span >= c.FirstVerdict() {
 		return ""
 	}
-	return fmt.Sprintf("trace covers %s; first verdict needs %s of one host's samples (the longer of grace %s and window %s): no verdict was possible",
+	msg := fmt.Sprintf("trace covers %s; first verdict needs %s of one host's samples (the longer of grace %s and window %s): no window verdict was possible",
 		ShortDuration(s.Span), ShortDuration(c.FirstVerdict()), ShortDuration(c.Grace), ShortDuration(c.Window))
+	if s.Digests > 0 {
+		msg += fmt.Sprintf("; the job's pulse or strong evidence gave %d digest(s)", s.Digests)
+	}
+	return msg
 }
 
 // Replay runs a Detector with configuration c over the trace read from r and
@@ -75,6 +82,9 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 	var newest time.Time
 	due := func(now time.Time) error {
 		for _, x := range ep.Due(now) {
+			if d, ok := x.(DigestEvent); ok && d.Event == EventDigest {
+				sum.Digests++
+			}
 			if err := enc.Encode(x); err != nil {
 				return fmt.Errorf("write: %w", err)
 			}

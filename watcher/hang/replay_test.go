@@ -323,10 +323,10 @@ func TestSummaryTooShort(t *testing.T) {
 		want string
 	}{
 		{"a minute short of the window", cfg(10*time.Minute, 30*time.Minute), 30,
-			"trace covers 29m; first verdict needs 30m of one host's samples (the longer of grace 10m and window 30m): no verdict was possible"},
+			"trace covers 29m; first verdict needs 30m of one host's samples (the longer of grace 10m and window 30m): no window verdict was possible"},
 		{"exactly long enough", cfg(10*time.Minute, 30*time.Minute), 31, ""},
 		{"grace longer than the window", cfg(time.Hour, 30*time.Minute), 60,
-			"trace covers 59m; first verdict needs 1h of one host's samples (the longer of grace 1h and window 30m): no verdict was possible"},
+			"trace covers 59m; first verdict needs 1h of one host's samples (the longer of grace 1h and window 30m): no window verdict was possible"},
 		{"empty", cfg(10*time.Minute, 30*time.Minute), 0, "the trace holds no samples"},
 	}
 	for _, tc := range tests {

@@ -27,7 +27,7 @@ type SpanVerdict struct {
 // after it: I/O before from is not counted) up to now. It is the window
 // rule over a shorter stretch: I/O progress below Config.IOBytes, usage
 // flat (devices, CPU), with the coverage counted against the stretch's own
-// expected readings. A host not seen, or another job's, is not judged.
+// expected readings (span / period, rounded down). A host not seen, or another job's, is not judged.
 func (d *Detector) JudgeSpan(hostName, job string, from, now time.Time) SpanVerdict {
 	h := d.hosts[hostName]
 	if h == nil || h.job != job || !now.After(from) {
@@ -45,7 +45,10 @@ func (d *Detector) JudgeSpan(hostName, job string, from, now time.Time) SpanVerd
 	}
 	slices.Reverse(h.win)
 	span := now.Sub(from)
-	expected := math.Floor(float64(span)/float64(d.c.Period)) + 1
+	// A stretch that is not aligned on the sampling moments holds
+	// span/period readings, rounded down, at the least: the window's "+1"
+	// would ask for one its phase may not allow.
+	expected := max(math.Floor(float64(span)/float64(d.c.Period)), 1)
 	need := d.c.MinCoverage * expected
 	io := ioOver(nil, h.win)
 	ev := map[string]any{

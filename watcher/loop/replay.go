@@ -23,7 +23,8 @@ var ErrReplayArgs = errors.New("replay: bad trace list")
 // the traces: one file per host as --record writes them, or files of many
 // hosts each in time order; they are merged by time, so the events are those
 // of the merged file. "-" is stdin. When no host's samples were long enough
-// for any verdict, Replay says so on stderr, with the numbers that would be.
+// for a window verdict, Replay says so on stderr, with the numbers that
+// would be (and the digests the pulse or strong evidence gave sooner).
 // When html is not "", Replay also writes the replay as one self-contained
 // HTML page to that file (hangview.Render; replaced atomically), even when
 // no verdict was possible. It acts on nothing.

@@ -142,9 +142,9 @@ func TestReplayTooShort(t *testing.T) {
 		stderr string
 	}{
 		{"window longer than the trace", func(s *Settings) { s.Window = 30 * time.Minute },
-			"vigil-watch: replay: trace covers 19m; first verdict needs 30m of one host's samples (the longer of grace 10m and window 30m): no verdict was possible\n"},
+			"vigil-watch: replay: trace covers 19m; first verdict needs 30m of one host's samples (the longer of grace 10m and window 30m): no window verdict was possible\n"},
 		{"grace longer than the trace", func(s *Settings) { s.Window, s.Grace = 5*time.Minute, time.Hour },
-			"vigil-watch: replay: trace covers 19m; first verdict needs 1h of one host's samples (the longer of grace 1h and window 5m): no verdict was possible\n"},
+			"vigil-watch: replay: trace covers 19m; first verdict needs 1h of one host's samples (the longer of grace 1h and window 5m): no window verdict was possible\n"},
 		{"long enough", func(s *Settings) { s.Window, s.Grace = 5*time.Minute, 10*time.Minute }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

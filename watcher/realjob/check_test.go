@@ -137,6 +137,7 @@ type meta struct {
 	// pulse_floor ("" in fixtures recorded before the pulse).
 	Period     string `json:"period,omitempty"`
 	PulseFloor string `json:"pulse_floor,omitempty"`
+	PulseBeats int    `json:"pulse_beats,omitempty"`
 	FaultAt    string `json:"fault_at,omitempty"`
 }
 
@@ -147,7 +148,7 @@ func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
 		t.Fatal(err)
 	}
 	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window,
-		Period: watchPeriod, PulseFloor: watchPulseFloor}
+		Period: watchPeriod, PulseFloor: watchPulseFloor, PulseBeats: watchPulseBeats}
 	if at, ok := faultTime(j.dir); ok {
 		m.FaultAt = at.UTC().Format(time.RFC3339Nano)
 	}

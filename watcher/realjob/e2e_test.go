@@ -193,8 +193,8 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 	if err := os.WriteFile(filepath.Join(dir, "train.py"), src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(f.args, "--fault data") { // the input shard of the fault rank's 4th epoch
-		if err := syscall.Mkfifo(filepath.Join(dir, "data", fmt.Sprintf("shard-%d-3", f.rankOn())), 0o644); err != nil {
+	if strings.Contains(f.args, "--fault data") { // the input shard of the fault rank's epoch dataEpoch
+		if err := syscall.Mkfifo(filepath.Join(dir, "data", fmt.Sprintf("shard-%d-%d", f.rankOn(), dataEpoch)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,9 @@
 package realjob
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A fault is one job of the e2e test: how it is launched, what goes
 // wrong, and what vigil answers today. A wrong answer is allowed only with
@@ -49,23 +52,29 @@ const (
 	healthyWindow   = "2"   // of the healthy ones: 2 minutes, the new user's
 	watchPeriod     = "10s" // --period of every watcher
 	watchPulseFloor = "30s" // [watch] pulse_floor of every watcher
-	blockAt         = 150
+	blockAt         = 400   // the hangs come at step 400: some 8 polls of progress lines first
+	dataEpoch       = 8     // e-data's rank blocks on its input shard of epoch 8 (step 400)
 )
 
+// watchPulseBeats is the watchers' pulse_beats: the jobs fault after
+// about 20 s of training, 3 polls of their output at 10 s (a real job
+// trains for hours before it hangs; the default is 5).
+const watchPulseBeats = 3
+
 // watchConfig is the [watch] section the watchers read (--config).
-const watchConfig = "[watch]\npulse_floor = \"" + watchPulseFloor + "\"\n"
+var watchConfig = fmt.Sprintf("[watch]\npulse_floor = %q\npulse_beats = %d\n", watchPulseFloor, watchPulseBeats)
 
 // faults: one job per row, all at once on one cluster of 3 nodes per job.
 var faults = []fault{
 	{name: "a-kill", launch: "srun", per: 1, args: "--fault kill --fault-step 150", window: faultWindow, node: 1,
 		want: outcome{state: "FAILED", digest: true, failed: true, cause: "rank-failed", culprits: []int{1}, output: "task 1: Killed"}},
-	{name: "b-stop", launch: "torchrun", per: 2, args: "--fault stop --fault-step 150", window: faultWindow, node: 1,
+	{name: "b-stop", launch: "torchrun", per: 2, args: "--fault stop --fault-step 400", window: faultWindow, node: 1,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "rank-failed", culprits: []int{1}}},
 	{name: "c-network", launch: "srun", per: 1, args: "", window: faultWindow, node: 0, block: true,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G3"}},
 	{name: "d-desync", launch: "torchrun", per: 1, args: "--fault desync --fault-step 150 --steps 250", window: faultWindow, node: 1,
 		want: outcome{state: "FAILED", digest: true, failed: true, cause: "rank-failed", culprits: []int{1}, output: "gloo/transport/tcp/pair.cc"}},
-	{name: "e-data", launch: "srun", per: 2, args: "--fault data --fault-step 150", window: faultWindow, node: 1,
+	{name: "e-data", launch: "srun", per: 2, args: "--fault data --fault-step 400", window: faultWindow, node: 1,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "unknown", gap: "G5"}},
 	{name: "f-checkpoint", launch: "torchrun", per: 1, args: "--fault ckpt --fault-step 150 --pause 90 --steps 250", window: healthyWindow, node: 0,
 		want: outcome{state: "COMPLETED", output: "checkpoint saved in 90s"}},

@@ -61,6 +61,9 @@ func replayConfig(m meta) hang.Config {
 	if f, err := time.ParseDuration(m.PulseFloor); err == nil {
 		c.PulseFloor = f
 	}
+	if m.PulseBeats > 0 {
+		c.PulseBeats = m.PulseBeats
+	}
 	return c
 }
 
@@ -83,6 +86,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	var cause string
 	var failed bool
 	var culprits []int
+	var detection *hang.Detection
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var e struct {
@@ -91,6 +95,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 			Culprits []struct {
 				Host string `json:"host"`
 			} `json:"culprits"`
+			Detection *hang.Detection `json:"detection"`
 		}
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
@@ -102,6 +107,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 			digests++
 			if e.Event == "digest" {
 				hung++ // a hang's digest is its verdict, from the pulse or evidence before any window
+				detection = e.Detection
 			}
 			failed = e.Event == "failed"
 			cause = e.Cause
@@ -120,6 +126,19 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	}
 	if w.digest && (cause != w.cause || !slices.Equal(culprits, w.culprits)) {
 		t.Errorf("replay digest: cause %q culprits %v, want %q %v", cause, culprits, w.cause, w.culprits)
+	}
+	// A job that printed progress lines at least once a minute and hung
+	// has its verdict within 5 minutes of its last line (fixtures of the
+	// pulse: those recorded with pulse_floor).
+	if w.verdict && m.PulseFloor != "" {
+		switch {
+		case detection == nil || detection.By == hang.DetectedWindow:
+			t.Errorf("replay digest detected by %+v, want the pulse or evidence", detection)
+		case detection.LastProgress.IsZero() || detection.AfterProgressS > 300:
+			t.Errorf("replay verdict %.0fs after the last progress line (%v), want within 5 minutes", detection.AfterProgressS, detection.LastProgress)
+		default:
+			t.Logf("verdict by %s %.1fs after the last progress line", detection.By, detection.AfterProgressS)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "job.out")); !bytes.Contains(b, []byte(w.output)) {
 		t.Errorf("job.out lacks %q", w.output)

@@ -18,7 +18,8 @@ One fault per run (--fault, on --fault-rank at --fault-step):
   desync  the rank skips one gradient all_reduce
   data    the rank opens its next input shard, a FIFO nobody writes
   ckpt    rank 0 spends --pause seconds saving a checkpoint (healthy)
-  eval    every rank evaluates for --pause seconds, printing nothing (healthy)
+  eval    every rank evaluates for --pause seconds, reading its validation
+          set and printing nothing (healthy)
   none    (the network fault is injected from outside)
 Before a fault the rank writes the time to $FAULT_DIR/fault (epoch seconds).
 """
@@ -139,7 +140,7 @@ def main():
         if step == a.fault_step and a.fault == "eval":
             if rank == 0:
                 note_fault("eval", rank)
-            evaluate(model, gen, a.pause, group, world)
+            evaluate(model, gen, a.pause, group, world, a.data)
         time.sleep(a.step_sleep)
     print("[rank%d]: done after %d steps" % (rank, a.steps), flush=True)
     dist.destroy_process_group()
@@ -159,12 +160,20 @@ def save(model, path, seconds):
     os.replace(path + ".tmp", path)
 
 
-def evaluate(model, gen, seconds, group, world):
-    """Forward passes for seconds, printing nothing, then one all_reduce."""
+def evaluate(model, gen, seconds, group, world, data):
+    """Forward passes over a validation set read from data for seconds,
+    printing nothing, then one all_reduce. An evaluation reads its data:
+    on a CPU-only test machine the read, not the CPU, is what shows it at
+    work (a loaded 2-core machine leaves each rank a few percent of one)."""
     total, n = torch.zeros(1), 0
+    val = os.path.join(data, "val-%d.bin" % dist.get_rank())
+    with open(val, "wb") as f:
+        f.write(os.urandom(1 << 20))
     end = time.time() + seconds
-    with torch.no_grad():
+    with torch.no_grad(), open(val, "rb") as f:
         while time.time() < end:
+            if not f.read(64 << 10):
+                f.seek(0)
             x = torch.randn(256, 64, generator=gen)
             total += torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True) * 0.1)
             n += 1
