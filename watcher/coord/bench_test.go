@@ -171,7 +171,7 @@ func BenchmarkRounds1024(b *testing.B) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / time.Duration(b.N)
 	b.ReportMetric(float64(cpu.Microseconds())/1e3, "cpu-ms/period")
-	b.ReportMetric(100*cpu.Seconds()/c.Period.Seconds(), "%core@60s")
+	b.ReportMetric(100*cpu.Seconds()/c.Period.Seconds(), "%core@"+hang.ShortDuration(c.Period))
 	if st := nodes[0].sess.Stats(); st.Links != n-1 {
 		b.Errorf("coordinator holds %d links, want %d", st.Links, n-1)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
 	"time"
 
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -48,7 +50,8 @@ func BenchmarkMungeCredential(b *testing.B) {
 	b.ReportMetric(float64(per.Microseconds()), "cpu-µs/encode+decode")
 	period := 3 * 1023 * per / 2 // 1023 decodes and 2046 encodes, each about half a pair
 	b.ReportMetric(float64(period.Milliseconds()), "cpu-ms/period@1024")
-	b.ReportMetric(100*period.Seconds()/60, "%core@60s")
+	p := hang.DefaultConfig().Period
+	b.ReportMetric(100*period.Seconds()/p.Seconds(), "%core@"+hang.ShortDuration(p))
 }
 
 func readPid(b *testing.B, path string) int {

@@ -121,11 +121,15 @@ type host struct {
 
 // Detector holds per-host state. It is not safe for concurrent use.
 type Detector struct {
-	c      Config
-	hosts  map[string]*host
-	latest map[string]trace.Sample
-	span   time.Duration // longest stretch of one host's samples of one job
-	vals   []float64     // scratch
+	c Config
+	// windows is how many windows of readings each host's ring holds
+	// (about; 4 when 0: the window rule's baseline may lie before the
+	// window).
+	windows int
+	hosts   map[string]*host
+	latest  map[string]trace.Sample
+	span    time.Duration // longest stretch of one host's samples of one job
+	vals    []float64     // scratch
 }
 
 // New returns a Detector with configuration c, which must have passed
@@ -159,7 +163,11 @@ func (d *Detector) FirstVerdictAt(host string) (t time.Time, ok bool) {
 }
 
 func (d *Detector) capacity() int {
-	return 4*int(d.c.Window/d.c.Period) + 8
+	w := d.windows
+	if w == 0 {
+		w = 4
+	}
+	return w*int(d.c.Window/d.c.Period) + 8
 }
 
 // expected is the number of samples a full window holds.

@@ -90,13 +90,22 @@ const maxRanks = 64
 // NewEpisodes returns an empty tracker for configuration c whose rounds
 // are read from the records (a replay).
 func NewEpisodes(c Config) *Episodes {
-	return &Episodes{c: c, jobs: map[string]*jobTrack{}, det: New(c)}
+	return &Episodes{c: c, jobs: map[string]*jobTrack{}, det: spanDetector(c)}
+}
+
+// spanDetector keeps the readings the pulse and evidence rules judge:
+// stretches of at most a window (older evidence is the window rule's),
+// so one window and a little of each host's readings.
+func spanDetector(c Config) *Detector {
+	d := New(c)
+	d.windows = 1
+	return d
 }
 
 // NewLiveEpisodes returns an empty tracker for configuration c for a caller
 // that calls Due once per round, after the round's records.
 func NewLiveEpisodes(c Config) *Episodes {
-	return &Episodes{c: c, live: true, jobs: map[string]*jobTrack{}, det: New(c)}
+	return &Episodes{c: c, live: true, jobs: map[string]*jobTrack{}, det: spanDetector(c)}
 }
 
 func (e *Episodes) job(id string) *jobTrack {
