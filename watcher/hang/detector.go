@@ -401,14 +401,7 @@ func (d *Detector) judge(h *host, s *trace.Sample) []Event {
 		u = d.usage(h, win, need, true)
 		ev := evidence()
 		ev["since"] = h.since.Format(time.RFC3339)
-		ev["devices"] = slices.Clone(u.devs)
-		if u.devs == nil {
-			ev["devices"] = []DeviceStats{}
-		}
-		if u.cpuKnown {
-			ev["cpu_cores_median"] = round(u.cpuMedian)
-			ev["cpu_cores_stddev"] = round(u.cpuStddev)
-		}
+		u.addEvidence(ev)
 		return ev
 	}
 	switch {

@@ -67,14 +67,7 @@ func (d *Detector) JudgeSpan(hostName, job string, from, now time.Time) SpanVerd
 		return v
 	}
 	u := d.usage(h, h.win, need, true)
-	ev["devices"] = slices.Clone(u.devs)
-	if u.devs == nil {
-		ev["devices"] = []DeviceStats{}
-	}
-	if u.cpuKnown {
-		ev["cpu_cores_median"] = round(u.cpuMedian)
-		ev["cpu_cores_stddev"] = round(u.cpuStddev)
-	}
+	u.addEvidence(ev)
 	v.Message = u.message()
 	switch u.verdict {
 	case verdictFlat:

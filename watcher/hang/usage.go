@@ -32,6 +32,18 @@ type usage struct {
 	cpuMedian, cpuStddev float64
 }
 
+// addEvidence puts u's statistics (every device's, the CPU's) into ev.
+func (u *usage) addEvidence(ev map[string]any) {
+	ev["devices"] = slices.Clone(u.devs)
+	if u.devs == nil {
+		ev["devices"] = []DeviceStats{}
+	}
+	if u.cpuKnown {
+		ev["cpu_cores_median"] = round(u.cpuMedian)
+		ev["cpu_cores_stddev"] = round(u.cpuStddev)
+	}
+}
+
 func (u *usage) message() string {
 	if u.msg == nil {
 		return ""
