@@ -60,129 +60,149 @@ const (
 	inCommOther    // a communicator's ERROR, or its status MISMATCH
 )
 
+// textParser reads NCCL's text answer line by line: the job-wide lines
+// (version, groups, timeouts, the unresponsive and dead processes) and,
+// within a communicator, its missing ranks and collective counts.
+type textParser struct {
+	st    Status
+	known bool // a line only NCCL's answer has was seen
+	block int  // the in* block the lines are in
+	comm  *trace.RASComm
+	count *trace.RASCount
+	op    string // the collective the counts are of ("" for all)
+}
+
 func parseText(text string) (Status, error) {
-	st := Status{Format: trace.RASText}
-	known := false
-	block := inNone
-	var comm *trace.RASComm
-	var count *trace.RASCount
-	op := ""
+	p := textParser{st: Status{Format: trace.RASText}, block: inNone}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, "\r")
-		trimmed := strings.TrimSpace(line)
-		if m := reVersion.FindStringSubmatch(line); m != nil {
-			st.Version, known = m[1], true
-			continue
-		}
-		switch trimmed {
-		case "Job summary":
-			known = true
-			continue
-		case "INCOMPLETE":
-			if line == trimmed { // the job-wide block, not a table cell
-				block, comm = inUnresponsive, nil
-				continue
-			}
-		case "DEAD":
-			if line == trimmed {
-				block, comm = inDead, nil
-				continue
-			}
-		case "Errors", "Warnings", "TIMEOUT":
-			block, comm = inNone, nil
-			continue
-		}
-		if m := reGroupRow.FindStringSubmatch(line); m != nil && comm == nil && block == inNone {
-			known = true
-			st.Groups = append(st.Groups, trace.RASGroup{Group: atoi(m[1]), Comms: atoi(m[2]), Nodes: atoi(m[3]),
-				RanksPerNode: m[4], Ranks: atoi(m[5]), RanksInGroup: atoi(m[6]), Status: m[7], Errors: m[8]})
-			continue
-		}
-		if m := reComm.FindStringSubmatch(line); m != nil {
-			known = true
-			comm = commOf(&st, m[1], m[2], m[3])
-			comm.Errors = joinErrors(comm.Errors, m[4])
-			block, count = inCommOther, nil
-			if strings.Contains(m[4], "INCOMPLETE") {
-				block = inCommMissing
-			}
-			continue
-		}
-		if m := reTimeouts.FindStringSubmatch(line); m != nil {
-			st.Timeouts = atoi(m[1])
-			continue
-		}
-		if m := reDead.FindStringSubmatch(line); m != nil {
-			st.DeadCount = atoi(m[1])
-			continue
-		}
-		if m := reMissing.FindStringSubmatch(line); m != nil {
-			if m[2] == "job process" {
-				st.UnresponsiveCount = atoi(m[1])
-			} else if comm != nil {
-				comm.MissingCount = atoi(m[1])
-			}
-			continue
-		}
-		if m := reProcess.FindStringSubmatch(line); m != nil {
-			p := trace.RASRank{Rank: -1, PID: atoi(m[1]), Host: m[2], GPU: m[3]}
-			switch block {
-			case inUnresponsive:
-				st.Unresponsive = append(st.Unresponsive, p)
-			case inDead:
-				st.Dead = append(st.Dead, p)
-			}
-			continue
-		}
-		if comm == nil {
-			continue
-		}
-		if m := reRankList.FindStringSubmatch(line); m != nil && block == inCommMissing {
-			for _, f := range strings.Split(m[1], ",") {
-				if n, err := strconv.Atoi(f); err == nil {
-					comm.Missing = append(comm.Missing, trace.RASRank{Rank: n})
-				}
-			}
-			continue
-		}
-		if m := reOpCounts.FindStringSubmatch(line); m != nil {
-			block, count, op = inCommCounts, nil, m[1]
-			if op == "collective" { // 2.24, 2.25: all collectives together
-				op = ""
-			}
-			continue
-		}
-		if reStatuses.MatchString(line) {
-			block, count = inCommOther, nil
-			continue
-		}
-		if m := reLaunched.FindStringSubmatch(line); m != nil && block == inCommCounts {
-			comm.Counts = append(comm.Counts, trace.RASCount{Op: op, Count: atoi64(m[2]), Ranks: atoi(m[1])})
-			count = &comm.Counts[len(comm.Counts)-1]
-			continue
-		}
-		m := reRank.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		r := trace.RASRank{Rank: atoi(m[1]), GPU: m[4], PID: atoi(m[5]), Host: m[6]}
-		switch {
-		case block == inCommMissing:
-			comm.Missing = append(comm.Missing, r)
-		case block == inCommCounts && m[2] != "" && strings.HasPrefix(m[2], "has "):
-			// A group of one: "Rank 5 has launched up to operation 6649 -- ..."
-			comm.Counts = append(comm.Counts, trace.RASCount{Op: op, Count: atoi64(m[3]), Ranks: 1, Listed: []trace.RASRank{r}})
-			count = nil
-		case block == inCommCounts && count != nil:
-			count.Listed = append(count.Listed, r)
+		if !p.jobLine(line) && p.comm != nil {
+			p.commLine(line)
 		}
 	}
-	if !known {
+	if !p.known {
 		return Status{}, fmt.Errorf("ncclras: %w", ErrNoAnswer)
 	}
-	fillComms(&st)
-	clipAll(&st)
-	return st, nil
+	fillComms(&p.st)
+	clipAll(&p.st)
+	return p.st, nil
+}
+
+// jobLine takes a line about the job as a whole, or one that opens a
+// block; it reports whether the line was taken.
+func (p *textParser) jobLine(line string) bool {
+	st := &p.st
+	trimmed := strings.TrimSpace(line)
+	if m := reVersion.FindStringSubmatch(line); m != nil {
+		st.Version, p.known = m[1], true
+		return true
+	}
+	switch trimmed {
+	case "Job summary":
+		p.known = true
+		return true
+	case "INCOMPLETE":
+		if line == trimmed { // the job-wide block, not a table cell
+			p.block, p.comm = inUnresponsive, nil
+			return true
+		}
+	case "DEAD":
+		if line == trimmed {
+			p.block, p.comm = inDead, nil
+			return true
+		}
+	case "Errors", "Warnings", "TIMEOUT":
+		p.block, p.comm = inNone, nil
+		return true
+	}
+	if m := reGroupRow.FindStringSubmatch(line); m != nil && p.comm == nil && p.block == inNone {
+		p.known = true
+		st.Groups = append(st.Groups, trace.RASGroup{Group: atoi(m[1]), Comms: atoi(m[2]), Nodes: atoi(m[3]),
+			RanksPerNode: m[4], Ranks: atoi(m[5]), RanksInGroup: atoi(m[6]), Status: m[7], Errors: m[8]})
+		return true
+	}
+	if m := reComm.FindStringSubmatch(line); m != nil {
+		p.known = true
+		p.comm = commOf(st, m[1], m[2], m[3])
+		p.comm.Errors = joinErrors(p.comm.Errors, m[4])
+		p.block, p.count = inCommOther, nil
+		if strings.Contains(m[4], "INCOMPLETE") {
+			p.block = inCommMissing
+		}
+		return true
+	}
+	if m := reTimeouts.FindStringSubmatch(line); m != nil {
+		st.Timeouts = atoi(m[1])
+		return true
+	}
+	if m := reDead.FindStringSubmatch(line); m != nil {
+		st.DeadCount = atoi(m[1])
+		return true
+	}
+	if m := reMissing.FindStringSubmatch(line); m != nil {
+		if m[2] == "job process" {
+			st.UnresponsiveCount = atoi(m[1])
+		} else if p.comm != nil {
+			p.comm.MissingCount = atoi(m[1])
+		}
+		return true
+	}
+	if m := reProcess.FindStringSubmatch(line); m != nil {
+		r := trace.RASRank{Rank: -1, PID: atoi(m[1]), Host: m[2], GPU: m[3]}
+		switch p.block {
+		case inUnresponsive:
+			st.Unresponsive = append(st.Unresponsive, r)
+		case inDead:
+			st.Dead = append(st.Dead, r)
+		}
+		return true
+	}
+	return false
+}
+
+// commLine takes a line within the current communicator: its missing
+// ranks, the collective its counts are of, a group of ranks at one count.
+func (p *textParser) commLine(line string) {
+	comm := p.comm
+	if m := reRankList.FindStringSubmatch(line); m != nil && p.block == inCommMissing {
+		for _, f := range strings.Split(m[1], ",") {
+			if n, err := strconv.Atoi(f); err == nil {
+				comm.Missing = append(comm.Missing, trace.RASRank{Rank: n})
+			}
+		}
+		return
+	}
+	if m := reOpCounts.FindStringSubmatch(line); m != nil {
+		p.block, p.count, p.op = inCommCounts, nil, m[1]
+		if p.op == "collective" { // 2.24, 2.25: all collectives together
+			p.op = ""
+		}
+		return
+	}
+	if reStatuses.MatchString(line) {
+		p.block, p.count = inCommOther, nil
+		return
+	}
+	if m := reLaunched.FindStringSubmatch(line); m != nil && p.block == inCommCounts {
+		comm.Counts = append(comm.Counts, trace.RASCount{Op: p.op, Count: atoi64(m[2]), Ranks: atoi(m[1])})
+		p.count = &comm.Counts[len(comm.Counts)-1]
+		return
+	}
+	m := reRank.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	r := trace.RASRank{Rank: atoi(m[1]), GPU: m[4], PID: atoi(m[5]), Host: m[6]}
+	switch {
+	case p.block == inCommMissing:
+		comm.Missing = append(comm.Missing, r)
+	case p.block == inCommCounts && m[2] != "" && strings.HasPrefix(m[2], "has "):
+		// A group of one: "Rank 5 has launched up to operation 6649 -- ..."
+		comm.Counts = append(comm.Counts, trace.RASCount{Op: p.op, Count: atoi64(m[3]), Ranks: 1, Listed: []trace.RASRank{r}})
+		p.count = nil
+	case p.block == inCommCounts && p.count != nil:
+		p.count.Listed = append(p.count.Listed, r)
+	}
 }
 
 // maxField is the longest string field Parse keeps, in bytes: a field

@@ -66,34 +66,7 @@ func AppendSample(b []byte, s *Sample) []byte {
 		b = append(b, `,"procs_t":`...)
 		b = strconv.AppendInt(b, int64(s.ProcsT), 10)
 	}
-	b = append(b, `,"accel":[`...)
-	for i, a := range s.Accel {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"id":`...)
-		b = appendString(b, a.ID)
-		b = append(b, `,"util":`...)
-		b = appendFloat(b, a.Util)
-		b = append(b, `,"mem_used_mib":`...)
-		b = appendFloat(b, a.MemUsedMiB)
-		b = append(b, `,"power_w":`...)
-		b = appendFloat(b, a.PowerW)
-		if a.SMClockMHz != 0 {
-			b = append(b, `,"sm_clock_mhz":`...)
-			b = strconv.AppendInt(b, int64(a.SMClockMHz), 10)
-		}
-		if a.SMClockMaxMHz != 0 {
-			b = append(b, `,"sm_clock_max_mhz":`...)
-			b = strconv.AppendInt(b, int64(a.SMClockMaxMHz), 10)
-		}
-		if a.Throttle != 0 {
-			b = append(b, `,"throttle":`...)
-			b = strconv.AppendUint(b, a.Throttle, 10)
-		}
-		b = append(b, '}')
-	}
-	b = append(b, ']')
+	b = appendAccels(b, s.Accel)
 	if len(s.Missing) > 0 {
 		b = append(b, `,"missing":[`...)
 		for i, m := range s.Missing {
@@ -119,6 +92,38 @@ func AppendSample(b []byte, s *Sample) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// appendAccels appends the "accel" field of a sample to b.
+func appendAccels(b []byte, accels []Accel) []byte {
+	b = append(b, `,"accel":[`...)
+	for i, a := range accels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = appendString(b, a.ID)
+		b = append(b, `,"util":`...)
+		b = appendFloat(b, a.Util)
+		b = append(b, `,"mem_used_mib":`...)
+		b = appendFloat(b, a.MemUsedMiB)
+		b = append(b, `,"power_w":`...)
+		b = appendFloat(b, a.PowerW)
+		if a.SMClockMHz != 0 {
+			b = append(b, `,"sm_clock_mhz":`...)
+			b = strconv.AppendInt(b, int64(a.SMClockMHz), 10)
+		}
+		if a.SMClockMaxMHz != 0 {
+			b = append(b, `,"sm_clock_max_mhz":`...)
+			b = strconv.AppendInt(b, int64(a.SMClockMaxMHz), 10)
+		}
+		if a.Throttle != 0 {
+			b = append(b, `,"throttle":`...)
+			b = strconv.AppendUint(b, a.Throttle, 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 // appendLog appends the JSON encoding of the log record s to b.
