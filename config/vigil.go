@@ -55,8 +55,15 @@ type Prolog struct {
 	Timing string `toml:"timing"`
 	// ReportDir receives one JSON report per run; empty disables reports.
 	ReportDir string `toml:"report_dir"`
-	// Textfile is the Prometheus textfile written after each run; empty disables it.
-	Textfile string `toml:"textfile"`
+	// TextfileDir is node_exporter's textfile directory: each mode writes
+	// its own Prometheus textfile there after each run (vigil-prolog.prom,
+	// vigil-epilog.prom, vigil-health.prom); empty disables them.
+	TextfileDir string `toml:"textfile_dir"`
+	// Textfile is the one textfile that all modes shared before each had
+	// its own. Still accepted, it means TextfileDir = its directory, and
+	// the file itself, left over, is removed at the next write; setting
+	// both keys is an error. Empty when not set, and then not printed.
+	Textfile string `toml:"textfile,omitempty"`
 	// RunDir holds vigil's per-job files; the epilog removes them.
 	RunDir string `toml:"run_dir"`
 	// SlurmBinDir is where scontrol lives (the prolog runs without PATH).
@@ -121,7 +128,7 @@ func DefaultProlog() Prolog {
 		OnBudgetExpiry: ActionFail,
 		Timing:         TimingBefore,
 		ReportDir:      "/var/lib/vigil/reports",
-		Textfile:       "/var/lib/prometheus/node-exporter/vigil.prom",
+		TextfileDir:    "/var/lib/prometheus/node-exporter",
 		RunDir:         "/run/vigil",
 		SlurmBinDir:    "/usr/bin",
 		SlurmTimeout:   30 * time.Second,
@@ -170,6 +177,9 @@ func (p Prolog) Validate(f *File) error {
 	}
 	if p.ResultDir != "" && p.ResultDir != ResultDirWorkdir && !filepath.IsAbs(p.ResultDir) {
 		errs = append(errs, f.Errorf("prolog.result_dir", "%q: want an absolute path or %q", p.ResultDir, ResultDirWorkdir))
+	}
+	if f.Has("prolog.textfile") && f.Has("prolog.textfile_dir") {
+		errs = append(errs, f.Errorf("prolog.textfile", "%q: set textfile_dir alone (each mode writes vigil-MODE.prom there; textfile named the one file that earlier versions shared)", p.Textfile))
 	}
 	if p.KeepReports < 0 {
 		errs = append(errs, f.Errorf("prolog.keep_reports", "%d: must be 0 or more", p.KeepReports))

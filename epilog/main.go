@@ -62,7 +62,7 @@ OPTIONS
     --log-level LEVEL  debug, info, warn, error (default info).
     --log-format FMT   text or json (default text); logs go to stderr.
     OVERRIDES          the [prolog] overrides of vigil-prolog (--checks, --skip,
-                       --check-timeout, --budget, --report-dir, --textfile, --run-dir ...),
+                       --check-timeout, --budget, --report-dir, --textfile-dir, --run-dir ...),
                        flags over environment (VIGIL_<KEY>) over file.
 
 EXIT STATUS

@@ -24,7 +24,7 @@ func TestCorruptStateKeptAside(t *testing.T) {
 	if err := os.WriteFile(file, corrupt, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := RecordPaths{ReportDir: "/r", Textfile: "/t.prom", RunDir: "/run/v"}
+	p := RecordPaths{ReportDir: "/r", TextfileDir: "/t", RunDir: "/run/v"}
 	wrote, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now)
 	if !wrote || !errors.Is(err, ErrCorruptState) {
 		t.Fatalf("RememberRecordPaths = %v, %v; want written and ErrCorruptState", wrote, err)
@@ -86,7 +86,7 @@ func TestInvalidConfigCorruptStateStillAlerts(t *testing.T) {
 			if out.Report.Config.Valid || out.ExitCode != ExitOK || out.ReportPath != "" {
 				t.Fatalf("exit %d, report %q, config %+v", out.ExitCode, out.ReportPath, out.Report.Config)
 			}
-			prom, err := os.ReadFile(filepath.Join(dir, "vigil.prom"))
+			prom, err := os.ReadFile(filepath.Join(dir, "vigil-prolog.prom"))
 			if err != nil || !strings.Contains(string(prom), `vigil_config_valid{mode="prolog"} 0`) {
 				t.Fatalf("textfile (%v):\n%s", err, prom)
 			}
@@ -101,12 +101,15 @@ func TestInvalidConfigCorruptStateStillAlerts(t *testing.T) {
 	}
 }
 
-// TestFallbackTextfile: the broken file's own textfile, else the default,
-// and only into a directory that exists.
-func TestFallbackTextfile(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "vigil.prom")
-	missing := filepath.Join(dir, "nope", "vigil.prom")
+// TestFallbackTextfileDir: the broken file's own textfile directory, else
+// the default, and only a directory that exists.
+func TestFallbackTextfileDir(t *testing.T) {
+	in := t.TempDir()
+	missing := filepath.Join(in, "nope")
+	file := filepath.Join(in, "vigil.prom")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name       string
 		named      bool
@@ -115,13 +118,14 @@ func TestFallbackTextfile(t *testing.T) {
 	}{
 		{"the file's own", true, in, missing, in},
 		{"the file's own, no directory", true, missing, in, ""},
+		{"the file's own, a file", true, file, in, ""},
 		{"the file's own, empty (disabled)", true, "", in, ""},
-		{"the file's own, relative", true, "vigil.prom", in, ""},
+		{"the file's own, relative", true, "metrics", in, ""},
 		{"the default", false, missing, in, in},
 		{"the default, no directory", false, in, missing, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := fallbackTextfile(tc.named, tc.value, tc.def); got != tc.want {
+			if got := fallbackTextfileDir(tc.named, tc.value, tc.def); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

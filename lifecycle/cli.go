@@ -80,7 +80,9 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	} else {
 		fmt.Fprintf(w, "# %s not found: the shipped defaults apply. Effective configuration:\n", path)
 	}
-	eff := effective{Prolog: durationsAsStrings(s.Prolog), Epilog: durationsAsStrings(s.Epilog),
+	pro := s.Prolog
+	pro.Textfile = "" // deprecated: its effect is textfile_dir, printed; both would be invalid
+	eff := effective{Prolog: durationsAsStrings(pro), Epilog: durationsAsStrings(s.Epilog),
 		Watch: durationsAsStrings(s.Watch.Final()), Policy: durationsAsStrings(s.Policy), Checks: map[string]any{}}
 	var silent []string
 	for _, name := range benchmarks.Names() {

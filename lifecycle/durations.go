@@ -57,6 +57,9 @@ func convert(rv reflect.Value, keepEmpty bool) any {
 					continue
 				}
 				name = strings.Split(tag, ",")[0]
+				if strings.Contains(tag, ",omitempty") && rv.Field(i).IsZero() {
+					continue
+				}
 			}
 			if c := convert(rv.Field(i), keepEmpty); c != nil {
 				m[name] = c

@@ -28,12 +28,17 @@ const EnvStateDir = "VIGIL_STATE_DIR"
 const StateFileName = "record-paths.json"
 
 // RecordPaths are the [prolog] keys that say where a run leaves its
-// records: the JSON reports, the Prometheus textfile and the per-job files.
+// records: the JSON reports, the Prometheus textfiles and the per-job files.
 type RecordPaths struct {
 	// ReportDir is [prolog] report_dir.
 	ReportDir string `json:"report_dir"`
-	// Textfile is [prolog] textfile.
-	Textfile string `json:"textfile"`
+	// TextfileDir is [prolog] textfile_dir.
+	TextfileDir string `json:"textfile_dir"`
+	// Textfile is the deprecated [prolog] textfile, when the config still
+	// sets it: the shared textfile of earlier versions, the one textfile
+	// key in the state file they wrote (LastRecordPaths then takes
+	// TextfileDir from it).
+	Textfile string `json:"textfile,omitempty"`
 	// RunDir is [prolog] run_dir.
 	RunDir string `json:"run_dir"`
 	// Since is when a valid config first gave these paths.
@@ -41,7 +46,7 @@ type RecordPaths struct {
 }
 
 func (p RecordPaths) same(o RecordPaths) bool {
-	return p.ReportDir == o.ReportDir && p.Textfile == o.Textfile && p.RunDir == o.RunDir
+	return p.ReportDir == o.ReportDir && p.TextfileDir == o.TextfileDir && p.Textfile == o.Textfile && p.RunDir == o.RunDir
 }
 
 // recordState is the state file: the record paths of the last valid run,
@@ -88,6 +93,9 @@ func LastRecordPaths(dir, configPath string) (RecordPaths, error) {
 	p, ok := st.Configs[stateKey(configPath)]
 	if !ok {
 		return RecordPaths{}, fmt.Errorf("%w for %s in %s", ErrNoRecordPaths, configPath, file)
+	}
+	if p.TextfileDir == "" {
+		p.TextfileDir = textfileDirOf(p.Textfile) // written by a version with one shared textfile
 	}
 	return p, nil
 }
@@ -176,7 +184,7 @@ func (r *run) rememberRecordPaths() {
 		return
 	}
 	p := r.s.Prolog
-	_, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
+	_, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
 	switch {
 	case errors.Is(err, ErrCorruptState):
 		r.note("record paths: %v", err)
@@ -190,42 +198,51 @@ func (r *run) rememberRecordPaths() {
 // of the last valid one (a flag or environment override still wins). A
 // broken file never sends reports or per-job files anywhere else, not even
 // to the defaults. Without a last valid config (none seen, or the state
-// file unreadable) only the Prometheus textfile is written, so that
-// vigil_config_valid 0 reaches the alert: see fallbackTextfile.
+// file unreadable) only the mode's Prometheus textfile is written, so that
+// vigil_config_valid 0 reaches the alert: see fallbackTextfileDir.
 func (r *run) useLastRecordPaths() {
 	p := &r.s.Prolog
 	last, err := LastRecordPaths(r.stateDir(), r.s.Path)
 	gauge := ""
-	if err != nil && !r.s.Explicit["textfile"] {
-		own, named := r.s.File.String("prolog.textfile") // not p.Textfile: a broken [prolog] decodes part way
-		gauge = fallbackTextfile(named || r.s.File.Has("prolog.textfile"), own, config.DefaultProlog().Textfile)
-		last.Textfile = gauge
+	if err != nil && !r.s.textfileExplicit() {
+		// Not p.TextfileDir: a broken [prolog] decodes part way.
+		named, value := r.s.File.Has("prolog.textfile_dir"), ""
+		if named {
+			value, _ = r.s.File.String("prolog.textfile_dir")
+		} else if r.s.File.Has("prolog.textfile") {
+			named = true
+			last.Textfile, _ = r.s.File.String("prolog.textfile")
+			value = textfileDirOf(last.Textfile)
+		}
+		gauge = fallbackTextfileDir(named, value, config.DefaultProlog().TextfileDir)
+		last.TextfileDir = gauge
 	}
-	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "textfile": &p.Textfile, "run_dir": &p.RunDir} {
+	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "run_dir": &p.RunDir} {
 		if r.s.Explicit[key] {
 			continue // set by flag or environment, not by the broken file
 		}
 		switch key {
 		case "report_dir":
 			*dst = last.ReportDir
-		case "textfile":
-			*dst = last.Textfile
 		case "run_dir":
 			*dst = last.RunDir
 		}
+	}
+	if !r.s.textfileExplicit() {
+		p.TextfileDir, p.Textfile = last.TextfileDir, last.Textfile
 	}
 	if err != nil {
 		r.noteNoRecordPaths(err, gauge)
 		return
 	}
 	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(r.stateDir(), StateFileName))
-	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile": p.Textfile}).
+	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile_dir": p.TextfileDir}).
 		Error("INVALID CONFIG: recording where the last valid config said")
 }
 
 // noteNoRecordPaths says, in the report and at error level, that a broken
 // config found no record paths of a valid one (err says why), and where
-// the textfile went (gauge; "" when nowhere).
+// the textfile went (gauge, its directory; "" when nowhere).
 func (r *run) noteNoRecordPaths(err error, gauge string) {
 	log := r.log.WithField("config", r.s.Path).WithError(err)
 	if gauge == "" {
@@ -233,26 +250,28 @@ func (r *run) noteNoRecordPaths(err error, gauge string) {
 		log.Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable), so vigil writes no report or textfile; the errors are on stderr only")
 		return
 	}
-	r.note("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, gauge)
-	log.WithField("textfile", gauge).Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable): no report written, only the textfile, so that vigil_config_valid 0 can alert")
+	file := filepath.Join(gauge, report.TextfileName(r.rep.Mode))
+	r.note("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, file)
+	log.WithField("textfile", file).Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable): no report written, only the textfile, so that vigil_config_valid 0 can alert")
 }
 
-// fallbackTextfile is where a run with a broken config and no record paths
-// of a valid one writes its textfile: the textfile the broken file names
-// (named: it sets the key; value: its value), else the shipped default def
-// (where node_exporter's textfile collector reads by default), and only
-// when that is an absolute path into a directory that exists, since a
-// broken config creates nothing. "" means no textfile.
-func fallbackTextfile(named bool, value, def string) string {
-	path := def
+// fallbackTextfileDir is where a run with a broken config and no record
+// paths of a valid one writes its textfile: into the textfile directory the
+// broken file names (named: it sets textfile_dir, or the deprecated
+// textfile; value: that directory), else the shipped default def (where
+// node_exporter's textfile collector reads by default), and only when that
+// is an absolute path of a directory that exists, since a broken config
+// creates nothing. "" means no textfile.
+func fallbackTextfileDir(named bool, value, def string) string {
+	dir := def
 	if named {
-		path = value
+		dir = value
 	}
-	if path == "" || !filepath.IsAbs(path) {
+	if dir == "" || !filepath.IsAbs(dir) {
 		return ""
 	}
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return ""
 	}
-	return path
+	return dir
 }

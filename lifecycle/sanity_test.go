@@ -130,8 +130,8 @@ func setup(t *testing.T, prolog string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "vigil.toml")
-	body := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile = %q\nrun_dir = %q\n%s\n",
-		filepath.Join(dir, "reports"), filepath.Join(dir, "vigil.prom"), filepath.Join(dir, "run"), prolog)
+	body := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile_dir = %q\nrun_dir = %q\n%s\n",
+		filepath.Join(dir, "reports"), dir, filepath.Join(dir, "run"), prolog)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	}
 	// The admin points the records elsewhere and breaks the file.
 	other := filepath.Join(dir, "other")
-	body := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile = %q\nretries = \"two\"\n", other, filepath.Join(other, "vigil.prom"))
+	body := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile_dir = %q\nretries = \"two\"\n", other, other)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	if out.Report.Config.Valid || out.ExitCode != ExitOK || !strings.HasPrefix(out.ReportPath, filepath.Join(dir, "reports")+"/") {
 		t.Fatalf("report at %q, config %+v", out.ReportPath, out.Report.Config)
 	}
-	prom, err := os.ReadFile(filepath.Join(dir, "vigil.prom"))
+	prom, err := os.ReadFile(filepath.Join(dir, "vigil-prolog.prom"))
 	if err != nil || !strings.Contains(string(prom), `vigil_config_valid{mode="prolog"} 0`) {
 		t.Fatalf("textfile at the last valid path (%v):\n%s", err, prom)
 	}
@@ -285,7 +285,7 @@ func TestRecordPathsState(t *testing.T) {
 	if _, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml"); !errors.Is(err, ErrNoRecordPaths) {
 		t.Fatalf("empty state: %v", err)
 	}
-	p := RecordPaths{ReportDir: "/r", Textfile: "/t.prom", RunDir: "/run/v"}
+	p := RecordPaths{ReportDir: "/r", TextfileDir: "/t", RunDir: "/run/v"}
 	if w, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now); err != nil || !w {
 		t.Fatalf("first write %v %v", w, err)
 	}
@@ -331,7 +331,7 @@ func TestInvalidConfigChangesNothing(t *testing.T) {
 	if out.Report.Config.Valid || !strings.Contains(strings.Join(out.Report.Config.Errors, "\n"), "vigil.toml:6: prolog.bugdet: unknown key") {
 		t.Fatalf("config info %+v", out.Report.Config)
 	}
-	prom, err := os.ReadFile(filepath.Join(dir, "vigil.prom"))
+	prom, err := os.ReadFile(filepath.Join(dir, "vigil-prolog.prom"))
 	if err != nil || !strings.Contains(string(prom), `vigil_config_valid{mode="prolog"} 0`) {
 		t.Fatalf("textfile %s (%v)", prom, err)
 	}
@@ -349,7 +349,7 @@ func TestConfigFileMissing(t *testing.T) {
 	// The default path missing means defaults (here: only t-pass, no files).
 	out := runWith(t, missing, ModeHealth, fs, e, func(o *Options) {
 		o.ConfigExplicit = false
-		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile": filepath.Join(t.TempDir(), "x.prom"), "run_dir": t.TempDir()}
+		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile_dir": t.TempDir(), "run_dir": t.TempDir()}
 	})
 	if !out.Report.Config.Valid || out.Report.Config.Found || len(out.Report.Results) != 1 {
 		t.Fatalf("default missing: %+v", out.Report)
@@ -357,7 +357,7 @@ func TestConfigFileMissing(t *testing.T) {
 	// An explicit path that is missing is a config error (its report goes
 	// to the paths given by flag).
 	out = runWith(t, missing, ModeHealth, fs, e, func(o *Options) {
-		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile": filepath.Join(t.TempDir(), "x.prom"), "run_dir": t.TempDir()}
+		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile_dir": t.TempDir(), "run_dir": t.TempDir()}
 	})
 	if out.Report.Config.Valid || out.ExitCode != ExitOK {
 		t.Fatalf("explicit missing: %+v", out.Report.Config)

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ import (
 // upper case) and command-line flags (--<key with dashes>) can override.
 var Overridable = []string{
 	"suite", "checks", "skip", "check_timeout", "budget", "retries", "on_budget_expiry",
-	"timing", "report_dir", "textfile", "run_dir", "slurm_bin_dir",
+	"timing", "report_dir", "textfile", "textfile_dir", "run_dir", "slurm_bin_dir",
 }
 
 // EnvName is the environment variable that overrides [prolog] key.
@@ -87,7 +88,9 @@ func ApplyOverrides(p *config.Prolog, o map[string]string, from string) error {
 		case "report_dir":
 			p.ReportDir = v
 		case "textfile":
-			p.Textfile = v
+			p.Textfile, p.TextfileDir = v, textfileDirOf(v)
+		case "textfile_dir":
+			p.TextfileDir = v
 		case "run_dir":
 			p.RunDir = v
 		case "slurm_bin_dir":
@@ -95,6 +98,22 @@ func ApplyOverrides(p *config.Prolog, o map[string]string, from string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// textfileDirOf is the textfile directory that the deprecated [prolog]
+// textfile (the file all modes shared before each had its own) stands for:
+// its directory, or "" (no textfiles) for "".
+func textfileDirOf(textfile string) string {
+	if textfile == "" {
+		return ""
+	}
+	return filepath.Dir(textfile)
+}
+
+// textfileExplicit reports whether a flag or the environment says where
+// the textfiles go (textfile_dir, or the deprecated textfile).
+func (s *Settings) textfileExplicit() bool {
+	return s.Explicit["textfile_dir"] || s.Explicit["textfile"]
 }
 
 func splitList(s string) []string {

@@ -70,6 +70,9 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 	if err := f.Decode("prolog", &s.Prolog); err != nil {
 		errs = append(errs, withValidKeys(err, "prolog", s.Prolog)...)
 	}
+	if f.Has("prolog.textfile") && !f.Has("prolog.textfile_dir") {
+		s.Prolog.TextfileDir = textfileDirOf(s.Prolog.Textfile) // the deprecated key still works
+	}
 	if err := f.Decode("epilog", &s.Epilog); err != nil {
 		errs = append(errs, withValidKeys(err, "epilog", s.Epilog)...)
 	}

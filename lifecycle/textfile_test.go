@@ -1,13 +1,17 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/report/promtest"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -44,7 +48,7 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, conf := setup(t, tt.prolog)
 			runWith(t, conf, tt.mode, &fakeSlurm{node: idle}, tt.e, nil)
-			prom := readTextfile(t, dir)
+			prom := readTextfile(t, dir, tt.mode)
 			if !strings.Contains(prom, tt.want+"\n") {
 				t.Errorf("lacks %s:\n%s", tt.want, prom)
 			}
@@ -62,7 +66,7 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 			t.Fatal(err)
 		}
 		runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
-		prom := readTextfile(t, dir)
+		prom := readTextfile(t, dir, ModeProlog)
 		if !strings.Contains(prom, `vigil_config_valid{mode="prolog"} 0`+"\n") || strings.Contains(prom, "check=") {
 			t.Errorf("textfile:\n%s", prom)
 		}
@@ -70,9 +74,10 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 	})
 }
 
-func readTextfile(t *testing.T, dir string) string {
+// readTextfile reads mode's textfile in dir.
+func readTextfile(t *testing.T, dir string, mode Mode) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "vigil.prom"))
+	b, err := os.ReadFile(filepath.Join(dir, report.TextfileName(string(mode))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +85,26 @@ func readTextfile(t *testing.T, dir string) string {
 }
 
 // TestE2ETextfileThroughNodeExporter: a failing prolog, then a passing
-// epilog a moment later, write the one textfile; the real node_exporter's
-// textfile collector serves both runs' series on loopback.
+// epilog a moment later, write their own textfiles into one directory that
+// still holds the shared textfile of an earlier version; the prolog
+// removes it, and the real node_exporter's textfile collector serves both
+// runs' series on loopback, once each.
 func TestE2ETextfileThroughNodeExporter(t *testing.T) {
 	dir, conf := setup(t, `checks = ["t-pass", "t-fail"]`)
+	old, err := os.ReadFile(filepath.Join("..", "report", "testdata", "shared-textfile-v1.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, report.SharedTextfileName), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	if out := runWith(t, conf, ModeProlog, fs, nil, nil); out.ExitCode != ExitFail {
+	out := runWith(t, conf, ModeProlog, fs, nil, nil)
+	if out.ExitCode != ExitFail {
 		t.Fatalf("prolog exit %d", out.ExitCode)
+	}
+	if notes := strings.Join(out.Report.Notes, "\n"); !strings.Contains(notes, "removed "+filepath.Join(dir, report.SharedTextfileName)) {
+		t.Errorf("the report does not say the shared textfile went:\n%s", notes)
 	}
 	conf2 := filepath.Join(dir, "epilog.toml")
 	body, err := os.ReadFile(conf)
@@ -102,6 +120,13 @@ func TestE2ETextfileThroughNodeExporter(t *testing.T) {
 	samples := ne.Scrape(t)
 	if errs := promtest.Find(samples, "node_textfile_scrape_error"); len(errs) != 1 || errs[0].Value != 0 {
 		t.Fatalf("node_textfile_scrape_error %v\n%s", errs, ne.Log())
+	}
+	var files []string
+	for _, s := range promtest.Find(samples, "node_textfile_mtime_seconds") {
+		files = append(files, filepath.Base(s.Labels["file"]))
+	}
+	if slices.Sort(files); !slices.Equal(files, []string{"vigil-epilog.prom", "vigil-prolog.prom"}) {
+		t.Errorf("node_exporter read %v", files)
 	}
 	for _, want := range [][]string{
 		{"vigil_node_verdict", "mode", "prolog", "status", "fail"},
@@ -119,5 +144,105 @@ func TestE2ETextfileThroughNodeExporter(t *testing.T) {
 	}
 	if got := promtest.Find(samples, "vigil_check_status", "mode", "epilog", "check", "t-fail"); len(got) != 0 {
 		t.Errorf("the epilog did not run t-fail, yet: %v", got)
+	}
+	if got := promtest.Find(samples, "vigil_config_valid", "mode", "health"); len(got) != 0 {
+		t.Errorf("the shared textfile's series outlived it: %v", got)
+	}
+}
+
+// TestDeprecatedTextfileKey: [prolog] textfile, the one file that all
+// modes shared before, still works: the mode's own file goes into its
+// directory and the old file goes away (a mode's own file never does).
+// Set together with textfile_dir it is a config error naming textfile_dir.
+func TestDeprecatedTextfileKey(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("..", "report", "testdata", "shared-textfile-v1.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := slurm.Node{Name: "n1", State: "IDLE"}
+	write := func(t *testing.T, dir, keys string) string {
+		t.Helper()
+		conf := filepath.Join(dir, "vigil.toml")
+		body := fmt.Sprintf("[prolog]\nreport_dir = %q\nrun_dir = %q\nchecks = [\"t-pass\"]\n%s\n",
+			filepath.Join(dir, "reports"), filepath.Join(dir, "run"), keys)
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return conf
+	}
+	t.Run("alone", func(t *testing.T) {
+		dir := t.TempDir()
+		metrics := filepath.Join(dir, "metrics")
+		legacy := filepath.Join(metrics, "node-vigil.prom")
+		if err := os.MkdirAll(metrics, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{legacy, legacy + ".lock"} {
+			if err := os.WriteFile(p, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conf := write(t, dir, fmt.Sprintf("textfile = %q", legacy))
+		out := runWith(t, conf, ModeEpilog, &fakeSlurm{node: idle}, nil, nil)
+		if !out.Report.Config.Valid {
+			t.Fatalf("config invalid: %v", out.Report.Config.Errors)
+		}
+		if prom := readTextfile(t, metrics, ModeEpilog); !strings.Contains(prom, `vigil_config_valid{mode="epilog"} 1`) {
+			t.Errorf("textfile:\n%s", prom)
+		}
+		names, _ := filepath.Glob(filepath.Join(metrics, "*"))
+		if len(names) != 1 {
+			t.Errorf("metrics directory holds %v, want the epilog's file alone", names)
+		}
+		if notes := strings.Join(out.Report.Notes, "\n"); !strings.Contains(notes, "removed "+legacy) {
+			t.Errorf("notes:\n%s", notes)
+		}
+	})
+	t.Run("names a mode's own file", func(t *testing.T) {
+		dir := t.TempDir()
+		epilogs := filepath.Join(dir, "vigil-epilog.prom")
+		if err := os.WriteFile(epilogs, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		conf := write(t, dir, fmt.Sprintf("textfile = %q", epilogs))
+		runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
+		if b, err := os.ReadFile(epilogs); err != nil || !bytes.Equal(b, old) {
+			t.Errorf("the prolog touched the epilog's file (%v)", err)
+		}
+		readTextfile(t, dir, ModeProlog)
+	})
+	t.Run("by flag", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := write(t, dir, "")
+		flagged := filepath.Join(t.TempDir(), "vigil.prom")
+		runWith(t, conf, ModeHealth, &fakeSlurm{node: idle}, nil, func(o *Options) { o.Flags = map[string]string{"textfile": flagged} })
+		readTextfile(t, filepath.Dir(flagged), ModeHealth)
+	})
+	t.Run("with textfile_dir", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := write(t, dir, fmt.Sprintf("textfile = %q\ntextfile_dir = %q", filepath.Join(dir, "vigil.prom"), dir))
+		out := runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
+		errs := strings.Join(out.Report.Config.Errors, "\n")
+		if out.Report.Config.Valid || !strings.Contains(errs, "prolog.textfile:") || !strings.Contains(errs, "set textfile_dir alone") {
+			t.Fatalf("config %+v", out.Report.Config)
+		}
+	})
+}
+
+// TestRecordPathsOfEarlierVersions: a state file written when the modes
+// shared one textfile gives that file's directory as textfile_dir, so that
+// a broken config after the upgrade still reaches the alert.
+func TestRecordPathsOfEarlierVersions(t *testing.T) {
+	dir := t.TempDir()
+	state := `{"configs": {"/etc/vigil/vigil.toml": {"report_dir": "/r", "textfile": "/metrics/vigil.prom", "run_dir": "/run/v", "since": "2026-11-29T10:00:00Z"},
+ "/etc/vigil/off.toml": {"report_dir": "/r", "textfile": "", "run_dir": "/run/v", "since": "2026-11-29T10:00:00Z"}}}`
+	if err := os.WriteFile(filepath.Join(dir, StateFileName), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for conf, want := range map[string]string{"/etc/vigil/vigil.toml": "/metrics", "/etc/vigil/off.toml": ""} {
+		p, err := LastRecordPaths(dir, conf)
+		if err != nil || p.TextfileDir != want {
+			t.Errorf("%s: %+v, %v; want textfile_dir %q", conf, p, err, want)
+		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
-// e2eSetup is a config directory with reports and textfile paths inside it.
+// e2eSetup is a config directory with reports and textfile paths inside it
+// (textfile is the prolog's, in the config's textfile_dir).
 type e2eSetup struct {
 	dir, config, reports, textfile string
 }
@@ -28,7 +29,7 @@ func newSetup(t *testing.T, prolog string, extra string) e2eSetup {
 		t.Fatal(err)
 	}
 	s := e2eSetup{dir: dir, config: filepath.Join(dir, "vigil.toml"), reports: filepath.Join(dir, "reports"),
-		textfile: filepath.Join(dir, "metrics", "vigil.prom")}
+		textfile: filepath.Join(dir, "metrics", report.TextfileName("prolog"))}
 	s.write(t, prolog, extra)
 	return s
 }
@@ -36,8 +37,8 @@ func newSetup(t *testing.T, prolog string, extra string) e2eSetup {
 // write (re)writes the config: [prolog] lines given plus the paths.
 func (s e2eSetup) write(t *testing.T, prolog, extra string) {
 	t.Helper()
-	conf := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile = %q\nrun_dir = %q\nslurm_bin_dir = %q\n%s\n%s\n",
-		s.reports, s.textfile, filepath.Join(s.dir, "run"), scontrolDir(t), prolog, extra)
+	conf := fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile_dir = %q\nrun_dir = %q\nslurm_bin_dir = %q\n%s\n%s\n",
+		s.reports, filepath.Dir(s.textfile), filepath.Join(s.dir, "run"), scontrolDir(t), prolog, extra)
 	if err := os.WriteFile(s.config, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ check_timeout = "20s"`, "[checks.gpu-count]\nexpected = 1\n")
 	// has an unknown key for now, a config error: such runs change nothing
 	// (but record themselves) until the config is fixed below.
 	healthConf := filepath.Join(s.dir, "health.toml")
-	if err := os.WriteFile(healthConf, []byte(fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile = %q\nnot_fixed_yet = true\n",
-		s.reports, filepath.Join(s.dir, "metrics", "health.prom"))), 0o644); err != nil {
+	if err := os.WriteFile(healthConf, []byte(fmt.Sprintf("[prolog]\nreport_dir = %q\ntextfile_dir = %q\nnot_fixed_yet = true\n",
+		s.reports, filepath.Dir(s.textfile))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	health := filepath.Join(s.dir, "vigil-health.sh")
@@ -495,7 +496,7 @@ checks = ["gpu-count"]`, "")
 	other := filepath.Join(s.dir, "elsewhere")
 	broken := fmt.Sprintf(`[prolog]
 report_dir = %q
-textfile = %q
+textfile_dir = %q
 run_dir = %q
 slurm_bin_dir = %q
 suite = "health"
@@ -510,7 +511,7 @@ size_mib = 0
 [policy]
 min_hang_time = "10m"
 max_hang_time = "5m"
-`, filepath.Join(other, "reports"), filepath.Join(other, "vigil.prom"), filepath.Join(other, "run"), scontrolDir(t))
+`, filepath.Join(other, "reports"), filepath.Join(other, "metrics"), filepath.Join(other, "run"), scontrolDir(t))
 	if err := os.WriteFile(s.config, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ OPTIONS
                        file given explicitly is a config error.
     --dry-run          run every check, report what would be done, change nothing:
                        no drain, resume or hold, no Slurm queries, no files written
-                       unless --report-dir/--textfile are given (env VIGIL_DRY_RUN=1).
+                       unless --report-dir/--textfile-dir are given (env VIGIL_DRY_RUN=1).
     --health           health-facts-only run outside a job (HealthCheckProgram mode).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
     --check-config     validate every section of the config ([prolog], [epilog],
@@ -105,7 +105,10 @@ OVERRIDES (flags override environment, environment overrides the file)
     --on-budget-expiry fail|hold [prolog] on_budget_expiry env VIGIL_ON_BUDGET_EXPIRY
     --timing before|after-requeue [prolog] timing          env VIGIL_TIMING
     --report-dir DIR             [prolog] report_dir       env VIGIL_REPORT_DIR
-    --textfile FILE              [prolog] textfile         env VIGIL_TEXTFILE
+    --textfile-dir DIR           [prolog] textfile_dir     env VIGIL_TEXTFILE_DIR
+    --textfile FILE              deprecated [prolog] textfile (the one file all modes
+                                 shared before): means --textfile-dir of its directory,
+                                 and the file itself is removed; env VIGIL_TEXTFILE
     --run-dir DIR                [prolog] run_dir          env VIGIL_RUN_DIR
     --slurm-bin-dir DIR          [prolog] slurm_bin_dir    env VIGIL_SLURM_BIN_DIR
 
@@ -140,7 +143,10 @@ NOTIFICATIONS
 FILES
     /etc/vigil/vigil.toml                          config
     /var/lib/vigil/reports/*.json                  one JSON report per run
-    /var/lib/prometheus/node-exporter/vigil.prom   metrics for node_exporter
+    /var/lib/prometheus/node-exporter/vigil-MODE.prom
+                                                   metrics for node_exporter, one file per
+                                                   mode (vigil-prolog.prom, vigil-epilog.prom,
+                                                   vigil-health.prom)
     /run/vigil/jobs/JOBID/                         per-job files, removed by vigil-epilog
     /var/lib/vigil/record-paths.json               where the last valid config sent the
                                                    records (env VIGIL_STATE_DIR changes the

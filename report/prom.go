@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -13,9 +12,9 @@ import (
 
 // families are the textfile's metric families, in the order they are
 // written. Every one is a gauge, and every series carries the mode of the
-// run that wrote it (prolog, epilog, health) as its first label, so that
-// the runs of each mode keep their own series side by side in one file
-// (see WriteTextfile).
+// run that wrote it (prolog, epilog, health) as its first label: each mode
+// writes its own file (see WriteTextfile), and node_exporter serves the
+// modes' series side by side.
 var families = []struct{ name, help string }{
 	{"vigil_run_timestamp_seconds", "Unix time the last vigil run of this mode on this node started."},
 	{"vigil_run_duration_seconds", "Wall time of the last vigil run of this mode."},
@@ -102,58 +101,33 @@ func seriesOf(r *Report) series {
 }
 
 // Prometheus writes the report in the Prometheus text exposition format
-// for node_exporter's textfile collector.
+// for node_exporter's textfile collector: the series of the report's mode
+// alone, each family's HELP and TYPE once and then its samples (the
+// exposition format wants a family's samples together). A series written
+// twice keeps its first value, since node_exporter rejects a repeated
+// series.
 func Prometheus(w io.Writer, r *Report) error {
-	_, err := w.Write(render(map[string]series{r.Mode: seriesOf(r)}))
-	return err
-}
-
-// modeOrder is the order of the modes' series within a family: the known
-// modes first, then any other in byte order.
-func modeOrder(byMode map[string]series) []string {
-	known := []string{"prolog", "epilog", "health"}
-	var modes, other []string
-	for _, m := range known {
-		if _, ok := byMode[m]; ok {
-			modes = append(modes, m)
-		}
-	}
-	for m := range byMode {
-		if !slices.Contains(known, m) {
-			other = append(other, m)
-		}
-	}
-	slices.Sort(other)
-	return append(modes, other...)
-}
-
-// render writes every mode's series, family by family: each family's HELP
-// and TYPE once, then its samples (the exposition format wants a family's
-// samples together). A series written twice keeps its first value, since
-// node_exporter rejects a repeated series.
-func render(byMode map[string]series) []byte {
 	var b bytes.Buffer
-	modes := modeOrder(byMode)
+	s := seriesOf(r)
 	seen := map[string]bool{}
 	for _, f := range families {
 		head := false
-		for _, m := range modes {
-			for _, line := range byMode[m][f.name] {
-				id := line[:strings.LastIndexByte(line, ' ')]
-				if seen[id] {
-					continue
-				}
-				seen[id] = true
-				if !head {
-					fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
-					head = true
-				}
-				b.WriteString(line)
-				b.WriteByte('\n')
+		for _, line := range s[f.name] {
+			id := line[:strings.LastIndexByte(line, ' ')]
+			if seen[id] {
+				continue
 			}
+			seen[id] = true
+			if !head {
+				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
+				head = true
+			}
+			b.WriteString(line)
+			b.WriteByte('\n')
 		}
 	}
-	return b.Bytes()
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 var statuses = []benchmarks.Status{benchmarks.StatusPass, benchmarks.StatusFail, benchmarks.StatusUnknown}

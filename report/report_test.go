@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +80,7 @@ func TestGoldenPrometheus(t *testing.T) {
 	if err := Prometheus(&b, sampleReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "vigil.prom", b.Bytes())
+	golden(t, "vigil-prolog.prom", b.Bytes())
 }
 
 func TestGoldenTable(t *testing.T) {
@@ -142,26 +141,6 @@ func TestWriteJSONAtomicAndPrune(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != filepath.Base(paths[1]) {
 		t.Fatalf("after prune: %v (no temp files may remain)", names)
-	}
-}
-
-func TestWriteTextfileReplaces(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "tf", "vigil.prom")
-	r := sampleReport()
-	if err := WriteTextfile(p, r); err != nil {
-		t.Fatal(err)
-	}
-	r.Config.Valid = false
-	if err := WriteTextfile(p, r); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(p)
-	if !strings.Contains(string(b), `vigil_config_valid{mode="prolog"} 0`) {
-		t.Fatalf("textfile:\n%s", b)
-	}
-	m, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"))
-	if len(m) != 0 {
-		t.Fatalf("temp files left: %v", m)
 	}
 }
 

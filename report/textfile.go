@@ -1,102 +1,99 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 )
 
-// The textfile is shared by the prolog, the epilog and health mode: each
-// run replaces the series of its own mode and keeps the others', so that
-// the epilog a second after the prolog does not hide the prolog's result.
-// Writers take an exclusive flock on "<textfile>.lock" (node_exporter reads
-// only *.prom files, so it never sees the lock file), read the file, merge
-// and rename the new file into place. node_exporter, which takes no lock,
-// sees either the old file or the new one, never a half-written one.
+// Each mode writes its own textfile, TextfileName(mode), in node_exporter's
+// textfile directory: the collector reads every *.prom file there and
+// serves them together, so the prolog, the epilog and health mode never
+// touch each other's file and need no lock. A run replaces its file
+// atomically (WriteAtomic: temp file in the same directory, fsync, rename);
+// node_exporter sees the old file or the new one, never a half-written one,
+// and never the temp file, whose name does not end in ".prom".
 
-// WriteTextfile writes the report's metrics to path (its directory is
-// created when missing), keeping the series other modes wrote there.
-func WriteTextfile(path string, r *Report) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
+// SharedTextfileName is the one textfile that the prolog, the epilog and
+// health mode shared before each mode had its own. RemoveSharedTextfile
+// removes it.
+const SharedTextfileName = "vigil.prom"
+
+// TextfileName is the name of the textfile that runs of mode write.
+func TextfileName(mode string) string { return "vigil-" + mode + ".prom" }
+
+// ErrTextfileMode is returned for a mode that cannot name a textfile.
+var ErrTextfileMode = errors.New("report: mode cannot name a textfile")
+
+// WriteTextfile writes the report's metrics, its mode's series and nothing
+// else, to TextfileName(r.Mode) in dir (created when missing) and returns
+// the file's path. The file is replaced atomically; on error the old file
+// stays as it was and no temp file is left.
+func WriteTextfile(dir string, r *Report) (string, error) {
+	if r.Mode == "" || strings.ContainsAny(r.Mode, "/\x00") {
+		return "", fmt.Errorf("%w: %q", ErrTextfileMode, r.Mode)
 	}
-	unlock, err := lockFile(path + ".lock")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	path := filepath.Join(dir, TextfileName(r.Mode))
+	var b bytes.Buffer
+	if err := Prometheus(&b, r); err != nil {
+		return "", err
+	}
+	if err := WriteAtomic(path, b.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// RemoveSharedTextfile removes path, a shared textfile left over from the
+// versions before each mode had its own, and its "<path>.lock", and says
+// whether it removed the textfile. Left in place, its series would stay
+// next to the modes' own files for good, the same series twice (which
+// makes node_exporter reject the scrape) or frozen at their last value.
+// Only a file that holds vigil's lines alone is removed: a file another
+// program wrote under that name is left alone. A missing file is no error.
+func RemoveSharedTextfile(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, fmt.Errorf("report: the shared textfile of earlier versions: %w", err)
 	}
-	defer unlock()
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("report: reading the textfile: %w", err)
+	if !onlyVigilLines(b) {
+		return false, nil
 	}
-	return WriteAtomic(path, MergeTextfile(old, r), 0o644)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("report: removing the shared textfile of earlier versions: %w", err)
+	}
+	if err := os.Remove(path + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("report: removing the shared textfile's lock: %w", err)
+	}
+	return true, nil
 }
 
-// MergeTextfile returns the textfile old with the series of r's mode
-// replaced by r's. Of old it keeps only the sample lines vigil writes: a
-// known family, a mode label first, a number. Comments, foreign series,
-// lines without a mode (the format before modes were kept apart) and
-// broken lines are dropped, so that one bad line, which makes
-// node_exporter drop the whole file, does not outlive the next run.
-func MergeTextfile(old []byte, r *Report) []byte {
-	byMode := parseTextfile(old)
-	byMode[r.Mode] = seriesOf(r)
-	return render(byMode)
-}
-
-// sampleLine is a sample line as vigil writes it: a family name, the mode
-// label first, more labels with escaped values, and a value.
-var sampleLine = regexp.MustCompile(`^([a-z_]+)\{mode="((?:\\[\\"n]|[^"\\\n])*)"((?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:\\[\\"n]|[^"\\\n])*")*)\} (\S+)$`)
-
-// parseTextfile reads vigil's sample lines by mode and family.
-func parseTextfile(b []byte) map[string]series {
-	byMode := map[string]series{}
-	known := MetricNames()
-	for _, line := range strings.Split(string(b), "\n") {
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil || !slices.Contains(known, m[1]) {
+// onlyVigilLines reports whether b is a textfile that vigil wrote: some
+// lines, each a HELP or TYPE comment of a vigil family or a vigil sample.
+func onlyVigilLines(b []byte) bool {
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
 			continue
 		}
-		if _, err := strconv.ParseFloat(m[4], 64); err != nil {
-			continue
+		if !strings.HasPrefix(line, "# HELP vigil_") && !strings.HasPrefix(line, "# TYPE vigil_") && !strings.HasPrefix(line, "vigil_") {
+			return false
 		}
-		mode := unescapeLabel(m[2])
-		if byMode[mode] == nil {
-			byMode[mode] = series{}
-		}
-		byMode[mode][m[1]] = append(byMode[mode][m[1]], line)
+		n++
 	}
-	return byMode
-}
-
-var labelUnescaper = strings.NewReplacer(`\\`, `\`, `\"`, `"`, `\n`, "\n")
-
-func unescapeLabel(s string) string { return labelUnescaper.Replace(s) }
-
-// lockFile takes an exclusive flock on path (created when missing) and
-// returns its release. The lock file stays: removing it would let two
-// writers lock two different files.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("report: textfile lock: %w", err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("report: textfile lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return sc.Err() == nil && n > 0
 }

@@ -2,15 +2,16 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/report/promtest"
 )
 
@@ -41,61 +42,232 @@ func epilogReport() *Report {
 	return r
 }
 
-// TestMergeKeepsEveryMode: the prolog, the epilog and health mode share
-// the textfile; each run replaces its own mode's series and keeps the
-// others'. Lines vigil did not write, or wrote before series carried a
-// mode, are dropped.
-func TestMergeKeepsEveryMode(t *testing.T) {
-	old := []byte(`# HELP vigil_config_valid old help
-# TYPE vigil_config_valid gauge
-vigil_config_valid{mode="prolog"} 0
-vigil_check_status{check="gpu-count",device="",reason="",status="pass"} 1
-vigil_check_status{mode="health",check="disk",device="",reason="",status="pass"} 1
-vigil_check_status{mode="health",check="disk",device="",reason="",status="fail"} 0
-vigil_check_status{mode="health",check="disk",device="",reason="",status="unknown"} 0
-vigil_check_status{mode="health",check="broken
-other_metric{mode="health"} 1
-vigil_config_valid{mode="health"} 1
-vigil_config_valid{mode="health"} not-a-number
-`)
-	merged := MergeTextfile(MergeTextfile(old, sampleReport()), epilogReport())
-	golden(t, "vigil-merged.prom", merged)
-	promtest.CheckMetrics(t, "the merged textfile", merged)
+// healthReport is a health mode run on the same node.
+func healthReport() *Report {
+	r := epilogReport()
+	r.Program, r.Mode = "vigil-prolog", "health"
+	r.Start = r.Start.Add(time.Hour)
+	r.Action = Action{Kind: ActionNone}
+	r.Guarded, r.BadLinks = nil, nil
+	return r
+}
 
-	// The prolog's next run replaces the prolog's series alone.
-	next := sampleReport()
-	next.Results, next.Guarded = nil, nil
-	again := string(MergeTextfile(merged, next))
-	for _, want := range []string{
-		`vigil_check_status{mode="epilog",check="ecc",device="gpu1",reason="ECCUncorrectable",status="fail"} 1`,
-		`vigil_check_status{mode="health",check="disk",device="",reason="",status="pass"} 1`,
-		`vigil_config_valid{mode="prolog"} 1`,
-	} {
-		if !strings.Contains(again, want) {
-			t.Errorf("lacks %s:\n%s", want, again)
+// modesOf returns the values of the mode label in a textfile.
+func modesOf(t *testing.T, b []byte) []string {
+	t.Helper()
+	samples, err := promtest.Parse(b)
+	if err != nil {
+		t.Fatalf("%v in:\n%s", err, b)
+	}
+	var modes []string
+	for _, s := range samples {
+		if m := s.Labels["mode"]; !slices.Contains(modes, m) {
+			modes = append(modes, m)
 		}
 	}
-	if strings.Contains(again, `mode="prolog",check=`) {
-		t.Errorf("the prolog's old check series stayed:\n%s", again)
+	return modes
+}
+
+// dirNames lists dir, hidden files (temp files) included.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestWriteTextfileEachModeItsOwn: the prolog, the epilog and health mode
+// each write their own file in the directory (created when missing), and
+// each file holds that mode's series alone, as Prometheus writes them.
+func TestWriteTextfileEachModeItsOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "textfiles")
+	for _, r := range []*Report{sampleReport(), epilogReport(), healthReport()} {
+		p, err := WriteTextfile(dir, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, "vigil-"+r.Mode+".prom"); p != want {
+			t.Errorf("path %s, want %s", p, want)
+		}
+	}
+	if got, want := dirNames(t, dir), []string{"vigil-epilog.prom", "vigil-health.prom", "vigil-prolog.prom"}; !slices.Equal(got, want) {
+		t.Fatalf("directory holds %v, want %v", got, want)
+	}
+	for _, r := range []*Report{sampleReport(), epilogReport(), healthReport()} {
+		b, err := os.ReadFile(filepath.Join(dir, TextfileName(r.Mode)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := modesOf(t, b); !slices.Equal(got, []string{r.Mode}) {
+			t.Errorf("%s holds the modes %v", TextfileName(r.Mode), got)
+		}
+		var want bytes.Buffer
+		if err := Prometheus(&want, r); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, want.Bytes()) {
+			t.Errorf("%s:\n%s\nwant:\n%s", TextfileName(r.Mode), b, want.Bytes())
+		}
+		if r.Mode == "epilog" {
+			golden(t, "vigil-epilog.prom", b)
+		}
 	}
 }
 
-// TestWriteTextfileConcurrent: runs of the three modes writing at once
-// lose nobody's series.
-func TestWriteTextfileConcurrent(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "vigil.prom")
-	const rounds = 20
+// TestWriteTextfileReplacesAtomically: a run replaces its mode's file by
+// rename (a new inode, never the old one rewritten in place); a reader
+// that reads the file while it is rewritten sees one whole version or the
+// other, and no temp file stays.
+func TestWriteTextfileReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	small, big := sampleReport(), sampleReport()
+	small.Results, small.Guarded, small.BadLinks = nil, nil, nil
+	small.Config.Valid = false
+	var versions [2]bytes.Buffer
+	for i, r := range []*Report{small, big} {
+		if err := Prometheus(&versions[i], r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := WriteTextfile(dir, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	torn := make(chan string, 1)
+	go func() {
+		defer close(torn)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || (!bytes.Equal(b, versions[0].Bytes()) && !bytes.Equal(b, versions[1].Bytes())) {
+				torn <- fmt.Sprintf("read %d bytes (%v):\n%s", len(b), err, b)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		if _, err := WriteTextfile(dir, []*Report{small, big}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if msg, ok := <-torn; ok {
+		t.Fatalf("a reader saw a torn file: %s", msg)
+	}
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(before, after) {
+		t.Error("the file was rewritten in place, not replaced by rename")
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `vigil_config_valid{mode="prolog"} 1`) {
+		t.Errorf("the last write (valid config) is not in place:\n%s", b)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"vigil-prolog.prom"}) {
+		t.Fatalf("directory holds %v (temp files left?)", got)
+	}
+}
+
+// TestWriteTextfileErrorsLeaveNothing: a write that fails leaves the
+// directory as it was, no temp file in it.
+func TestWriteTextfileErrorsLeaveNothing(t *testing.T) {
+	t.Run("rename fails", func(t *testing.T) {
+		dir := t.TempDir()
+		// A non-empty directory where the file goes: the rename fails,
+		// after the temp file was written.
+		if err := os.MkdirAll(filepath.Join(dir, "vigil-prolog.prom", "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteTextfile(dir, sampleReport()); err == nil {
+			t.Fatal("no error")
+		}
+		if got := dirNames(t, dir); !slices.Equal(got, []string{"vigil-prolog.prom"}) {
+			t.Fatalf("directory holds %v (temp files left?)", got)
+		}
+	})
+	t.Run("directory is a file", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "tf")
+		if err := os.WriteFile(dir, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteTextfile(dir, sampleReport()); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("mode names no file", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, mode := range []string{"", "../prolog", "a/b"} {
+			r := sampleReport()
+			r.Mode = mode
+			if _, err := WriteTextfile(dir, r); !errors.Is(err, ErrTextfileMode) {
+				t.Errorf("mode %q: err = %v", mode, err)
+			}
+		}
+		if got := dirNames(t, dir); len(got) != 0 {
+			t.Fatalf("directory holds %v", got)
+		}
+	})
+}
+
+// TestWriteTextfileConcurrentModes: the prolog, the epilog and health
+// mode writing at once never clobber each other: every file holds its own
+// mode's series alone, whole, at every read and at the end its last run's.
+func TestWriteTextfileConcurrentModes(t *testing.T) {
+	dir := t.TempDir()
+	modes := []string{"prolog", "epilog", "health"}
+	const rounds = 50
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*rounds)
-	for _, mode := range []string{"prolog", "epilog", "health"} {
-		wg.Add(1)
+	errs := make(chan error, len(modes)*rounds*2)
+	for _, mode := range modes {
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			for i := 1; i <= rounds; i++ {
 				r := sampleReport()
 				r.Mode, r.Duration = mode, time.Duration(i)*time.Second
-				if err := WriteTextfile(p, r); err != nil {
+				if _, err := WriteTextfile(dir, r); err != nil {
 					errs <- err
+				}
+			}
+		}()
+		go func() { // a reader, as node_exporter
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				b, err := os.ReadFile(filepath.Join(dir, TextfileName(mode)))
+				if errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					continue
+				}
+				samples, err := promtest.Parse(b)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %v", TextfileName(mode), err)
+					continue
+				}
+				for _, s := range samples {
+					if s.Labels["mode"] != mode {
+						errs <- fmt.Errorf("%s holds %s of mode %q", TextfileName(mode), s.Name, s.Labels["mode"])
+						break
+					}
 				}
 			}
 		}()
@@ -103,77 +275,64 @@ func TestWriteTextfileConcurrent(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		t.Error(err)
 	}
-	b, err := os.ReadFile(p)
+	for _, mode := range modes {
+		b, err := os.ReadFile(filepath.Join(dir, TextfileName(mode)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("vigil_run_duration_seconds{mode=%q} %d\n", mode, rounds); !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%s lacks %s in:\n%s", TextfileName(mode), want, b)
+		}
+		if got := modesOf(t, b); !slices.Equal(got, []string{mode}) {
+			t.Errorf("%s holds the modes %v", TextfileName(mode), got)
+		}
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"vigil-epilog.prom", "vigil-health.prom", "vigil-prolog.prom"}) {
+		t.Fatalf("directory holds %v (temp files left?)", got)
+	}
+}
+
+// TestRemoveSharedTextfile: the shared file of earlier versions
+// (testdata/shared-textfile-v1.prom, three modes' series in one file) goes,
+// with its lock file, and only once; a file of that name that another
+// program wrote stays.
+func TestRemoveSharedTextfile(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "shared-textfile-v1.prom"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"prolog", "epilog", "health"} {
-		if want := fmt.Sprintf("vigil_run_duration_seconds{mode=%q} %d\n", mode, rounds); !bytes.Contains(b, []byte(want)) {
-			t.Errorf("lacks %s in:\n%s", want, b)
-		}
-	}
-	promtest.CheckMetrics(t, p, b)
-}
-
-// TestWriteTextfileNoLock: a directory vigil cannot create the lock in
-// is an error, and nothing is written.
-func TestWriteTextfileNoLock(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "vigil.prom")
-	if err := os.Mkdir(p+".lock", 0o755); err != nil {
+	p := filepath.Join(dir, SharedTextfileName)
+	if err := os.WriteFile(p, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteTextfile(p, sampleReport()); err == nil || !strings.Contains(err.Error(), "lock") {
-		t.Fatalf("err = %v", err)
+	if err := os.WriteFile(p+".lock", nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(p); !os.IsNotExist(err) {
-		t.Fatalf("textfile written without the lock: %v", err)
+	if removed, err := RemoveSharedTextfile(p); !removed || err != nil {
+		t.Fatalf("removed %v, err %v", removed, err)
 	}
-}
-
-// FuzzMergeTextfile: whatever the old file holds, the merged file has
-// only well formed vigil lines, each family's HELP and TYPE once, every
-// series of the new run, and merging the same run again changes nothing.
-func FuzzMergeTextfile(f *testing.F) {
-	for _, name := range []string{"vigil.prom", "vigil-merged.prom"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, "epilog")
+	if got := dirNames(t, dir); len(got) != 0 {
+		t.Fatalf("left %v", got)
 	}
-	f.Add([]byte("vigil_action{mode=\"pro\\\"log\",action=\"x\"} 1\nvigil_action{mode=\"a\\\\\"} NaN\n"), "pro\"log")
-	f.Fuzz(func(t *testing.T, old []byte, mode string) {
-		r := sampleReport()
-		r.Mode = mode
-		r.Results = append(r.Results, benchmarks.Result{Check: mode, Device: mode, Reason: mode, Status: benchmarks.StatusFail})
-		merged := MergeTextfile(old, r)
-		heads := map[string]bool{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(merged), "\n"), "\n") {
-			if strings.HasPrefix(line, "# ") {
-				if heads[line] {
-					t.Fatalf("%q twice", line)
-				}
-				heads[line] = true
-				continue
-			}
-			if !sampleLine.MatchString(line) || !promLine.MatchString(line) {
-				t.Fatalf("bad line %q", line)
-			}
-		}
-		var own bytes.Buffer
-		if err := Prometheus(&own, r); err != nil {
+	if removed, err := RemoveSharedTextfile(p); removed || err != nil {
+		t.Fatalf("again: removed %v, err %v", removed, err)
+	}
+	for name, foreign := range map[string]string{
+		"other series": "# HELP node_x x\n# TYPE node_x gauge\nnode_x 1\n",
+		"mixed":        string(old) + "node_x 1\n",
+		"empty":        "",
+	} {
+		if err := os.WriteFile(p, []byte(foreign), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(strings.TrimSuffix(own.String(), "\n"), "\n") {
-			if !strings.HasPrefix(line, "# ") && !bytes.Contains(merged, []byte(line+"\n")) {
-				t.Fatalf("merged file lacks %q", line)
-			}
+		if removed, err := RemoveSharedTextfile(p); removed || err != nil {
+			t.Errorf("%s: removed %v, err %v", name, removed, err)
 		}
-		if again := MergeTextfile(merged, r); !bytes.Equal(again, merged) {
-			t.Fatalf("merging twice changed\n%s\ninto\n%s", merged, again)
+		if b, err := os.ReadFile(p); err != nil || string(b) != foreign {
+			t.Errorf("%s: the file changed (%v)", name, err)
 		}
-	})
+	}
 }
