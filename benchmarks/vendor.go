@@ -3,9 +3,12 @@ package benchmarks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
-// Vendor is the maker of the accelerators a check is about. The default
+// Vendor is the maker of the accelerators a check is about: the name of a
+// row of the vendor table (internal/vendors), or VendorNone. The default
 // suite on a node holds the vendor-neutral checks and the checks of the
 // vendors whose devices the node shows; the others are not applicable there.
 type Vendor string
@@ -93,13 +96,11 @@ func (h Hardware) Has(v Vendor) bool {
 	return true
 }
 
-// absent says, for people, why a vendor's checks do not apply.
+// absent says, for people, why a vendor's checks do not apply: where the
+// vendor table says its devices show.
 func absent(v Vendor) string {
-	switch v {
-	case VendorNVIDIA:
-		return "no NVIDIA GPU on this node (PCI vendor 10de not found, no /dev/nvidia[0-9]*)"
-	case VendorAscend:
-		return "no Ascend NPU on this node (PCI vendor 19e5 not found, no /dev/davinci[0-9]*)"
+	if r, ok := vendors.Lookup(string(v)); ok {
+		return r.Absent()
 	}
 	return fmt.Sprintf("no %s device on this node", v)
 }

@@ -135,7 +135,7 @@ type Accelerators struct {
 	NVIDIA int `json:"nvidia"`
 	// Ascend is the number of Ascend NPUs seen.
 	Ascend int `json:"ascend"`
-	// Evidence says where they were seen ("/dev/nvidia0", "pci 0000:3b:00.0 10de").
+	// Evidence says where they were seen ("/dev/nvidia0", "pci 0000:3b:00.0 nvidia").
 	Evidence []string `json:"evidence,omitempty"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Table writes the report for people: what was found, each check with its
@@ -173,7 +174,7 @@ func heldBy(a Action) string {
 
 func describeAccel(a Accelerators) string {
 	if a.NVIDIA == 0 && a.Ascend == 0 {
-		return "no NVIDIA or Ascend devices found (no /dev/nvidia[0-9]*, /dev/davinci[0-9]*, or PCI functions of vendor 10de/19e5)"
+		return vendors.NoneFound()
 	}
 	var parts []string
 	if a.NVIDIA > 0 {

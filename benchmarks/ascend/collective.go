@@ -33,15 +33,15 @@ var (
 	allGatherThresholds = device.Thresholds{"Ascend910B": {"busbw_gbps": 100}}
 )
 
-// collPrefix starts the threshold reason of op's check ("NPUAllReduceBelowThreshold").
-func collPrefix(op device.CollOp) string {
+// collSlow is the threshold reason of op's check.
+func collSlow(op device.CollOp) string {
 	switch op {
 	case device.AllGather:
-		return "NPUAllGather"
+		return "NPUAllGatherBelowThreshold"
 	case device.AllToAll:
-		return "NPUAllToAll"
+		return "NPUAllToAllBelowThreshold"
 	}
-	return "NPUAllReduce"
+	return "NPUAllReduceBelowThreshold"
 }
 
 // newCollCheck is the HCCL check name of op over the NPUs open opens.
@@ -56,7 +56,7 @@ func newCollCheck(name string, op device.CollOp, thresholds device.Thresholds, o
 		Op:          op,
 		Collective:  func(s *CollectiveSettings) *device.CollectiveSettings { return &s.CollectiveSettings },
 		WrongResult: ReasonCollectiveWrongResult,
-		Prefix:      collPrefix(op),
+		Slow:        collSlow(op),
 		LibraryNote: "HCCL %s",
 	})
 }

@@ -3,6 +3,7 @@ package ascend
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonCopyWrongResult: bytes copied to a device and back changed (fail).
@@ -44,7 +45,7 @@ func newCopyCheck(open Opener) benchmarks.Check {
 		Spec:        spec[CopySettings]("npu-copy", "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)", DefaultCopySettings, copyThresholds, open),
 		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
-		Prefix:      "NPUCopyBandwidth",
+		Slow:        devcheck.Tokens{Limit: "NPUCopyBandwidthBelowThreshold", Peers: "NPUCopyBandwidthBelowPeers"},
 	})
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/dcmi/dcmifake"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // fakeLib wraps a fake node as the process-wide DCMI library.
@@ -355,11 +354,11 @@ func TestNPUCountWithoutDCMI(t *testing.T) {
 }
 
 func TestAscendPCIDevices(t *testing.T) {
-	got, err := pci.AscendNPUs(eightNPUs(t))
+	got, err := ascendOnBus(eightNPUs(t))
 	if err != nil || len(got) != 8 || got[0] != "0000:c1:00.0" || got[7] != "0000:c8:00.0" {
 		t.Errorf("got %v, %v", got, err)
 	}
-	got, err = pci.AscendNPUs(t.TempDir()) // no PCI bus at all
+	got, err = ascendOnBus(t.TempDir()) // no PCI bus at all
 	if err != nil || len(got) != 0 {
 		t.Errorf("empty sysfs: %v, %v", got, err)
 	}

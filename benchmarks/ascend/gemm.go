@@ -3,13 +3,19 @@ package ascend
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonGEMMWrongResult: a device computed a wrong product (fail). Low
 // throughput gives NPUGEMMBelowThreshold or NPUGEMMBelowPeers.
 const ReasonGEMMWrongResult = "NPUGEMMWrongResult"
 
-const reasonGEMMPrefix = "NPUGEMM"
+// ReasonGEMMBelowThreshold / BelowPeers: matmul throughput below the
+// model's floor or the node's median (fail).
+const (
+	ReasonGEMMBelowThreshold = "NPUGEMMBelowThreshold"
+	ReasonGEMMBelowPeers     = "NPUGEMMBelowPeers"
+)
 
 // GEMMSettings are the settings of [checks.npu-gemm].
 type GEMMSettings struct {
@@ -54,7 +60,7 @@ func newGEMMCheck(open Opener) benchmarks.Check {
 		GEMM:        func(s *GEMMSettings) *device.GEMMSettings { return &s.GEMMSettings },
 		Op:          "matmul",
 		WrongResult: ReasonGEMMWrongResult,
-		Prefix:      reasonGEMMPrefix,
+		Slow:        devcheck.Tokens{Limit: ReasonGEMMBelowThreshold, Peers: ReasonGEMMBelowPeers},
 		Seed:        defaultSeed,
 		Eps:         outEps,
 		RuntimeNote: "ACL %s",

@@ -3,6 +3,7 @@ package ascend
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonKernelWrongResult: the zero kernel did not clear what it should
@@ -44,7 +45,7 @@ func newLaunchCheck(open Opener) benchmarks.Check {
 			DefaultLaunchSettings, launchThresholds, open),
 		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
 		WrongResult: ReasonKernelWrongResult,
-		Prefix:      "NPULaunchLatency",
+		Slow:        devcheck.Tokens{Limit: "NPULaunchLatencyAboveThreshold", Peers: "NPULaunchLatencyAbovePeers"},
 		RuntimeNote: "ACL %s",
 	})
 }

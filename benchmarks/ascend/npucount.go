@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/internal/pci"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Reasons of the npu-count check.
@@ -68,7 +69,7 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		return devcheck.BadSettings(c.Name(), err)
 	}
 	t := newTally(c.Name())
-	onBus, busErr := pci.AscendNPUs(s.Sysfs)
+	onBus, busErr := ascendOnBus(s.Sysfs)
 	if busErr != nil {
 		t.Unknown("", ReasonSysfsUnreadable, "%v", busErr)
 	} else {
@@ -190,4 +191,12 @@ func (s *NPUCountSettings) Validate() error {
 		return benchmarks.BadSetting("expected", "%d: want 0 (the node's own count) or more", s.Expected)
 	}
 	return nil
+}
+
+// ascendOnBus lists the PCI addresses of the Ascend NPUs (the vendor
+// table's ids and classes) under sysfs/bus/pci/devices, sorted. A sysfs
+// without a PCI bus has none.
+func ascendOnBus(sysfs string) ([]string, error) {
+	r, _ := vendors.Lookup(string(benchmarks.VendorAscend))
+	return r.PCIDevices(sysfs)
 }

@@ -32,7 +32,7 @@ func newOverlapCheck(open Opener) benchmarks.Check {
 		Spec: spec[OverlapSettings]("npu-overlap", "aclnnMatmul and HCCL all-reduces alone and at once: how well they overlap",
 			DefaultOverlapSettings, nil, open),
 		Overlap: func(s *OverlapSettings) *device.OverlapSettings { return &s.OverlapSettings },
-		Prefix:  "NPUOverlap",
+		Slow:    "NPUOverlapBelowThreshold",
 	})
 }
 

@@ -36,7 +36,7 @@ func (s *CollectiveSettings) Validate() error {
 // newCollCheck is the NCCL check name of op over the GPUs open opens;
 // concurrent > 1 runs that many at once (multi-allreduce).
 func newCollCheck(name string, op CollOp, concurrent int, thresholds Thresholds, open Opener) benchmarks.Check {
-	reason := map[CollOp]string{AllReduce: "AllReduce", AllGather: "AllGather", AllToAll: "AllToAll"}[op]
+	slow := map[CollOp]string{AllReduce: "AllReduceBelowThreshold", AllGather: "AllGatherBelowThreshold", AllToAll: "AllToAllBelowThreshold"}[op]
 	desc := "NCCL " + device.Label(op) + " bus bandwidth over the node's GPUs, result verified"
 	if concurrent > 1 {
 		desc = fmt.Sprintf("%d NCCL all-reduces at once, each on its own communicator: aggregate bus bandwidth", concurrent)
@@ -58,7 +58,7 @@ func newCollCheck(name string, op CollOp, concurrent int, thresholds Thresholds,
 			return 1
 		},
 		WrongResult:  ReasonCollectiveWrongResult,
-		Prefix:       reason,
+		Slow:         slow,
 		LimitMessage: true,
 		LibraryNote:  "NCCL %s",
 	})

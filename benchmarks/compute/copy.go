@@ -3,6 +3,7 @@ package compute
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonCopyWrongResult: bytes copied to a device and back changed (fail).
@@ -44,7 +45,7 @@ func newCopyCheck(open Opener) benchmarks.Check {
 		Spec:        spec[CopySettings]("copy", "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)", DefaultCopySettings, copyThresholds, open),
 		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
-		Prefix:      "CopyBandwidth",
+		Slow:        devcheck.Tokens{Limit: "CopyBandwidthBelowThreshold", Peers: "CopyBandwidthBelowPeers"},
 		RuntimeNote: "libcuda %s",
 	})
 }

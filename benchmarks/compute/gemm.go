@@ -6,15 +6,17 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Reasons of the gemm check.
 const (
 	// ReasonGEMMWrongResult: a device computed a wrong product (fail).
 	ReasonGEMMWrongResult = "GEMMWrongResult"
-	// GEMM throughput below the model's floor or the node's median gives
-	// GEMMBelowThreshold or GEMMBelowPeers.
-	reasonGEMMPrefix = "GEMM"
+	// ReasonGEMMBelowThreshold / BelowPeers: GEMM throughput below the
+	// model's floor or the node's median (fail).
+	ReasonGEMMBelowThreshold = "GEMMBelowThreshold"
+	ReasonGEMMBelowPeers     = "GEMMBelowPeers"
 )
 
 // GEMMSettings are the settings of [checks.gemm].
@@ -68,7 +70,7 @@ func newGEMMCheck(open Opener) benchmarks.Check {
 		CrossCheck:  func(s *GEMMSettings) bool { return s.CrossCheck },
 		Op:          "GEMM",
 		WrongResult: ReasonGEMMWrongResult,
-		Prefix:      reasonGEMMPrefix,
+		Slow:        devcheck.Tokens{Limit: ReasonGEMMBelowThreshold, Peers: ReasonGEMMBelowPeers},
 		Seed:        defaultSeed,
 		Eps:         outEps,
 		SizesFirst:  true,

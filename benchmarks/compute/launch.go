@@ -3,6 +3,7 @@ package compute
 import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // ReasonKernelWrongResult: the fill kernel did not write what it should (fail).
@@ -47,7 +48,7 @@ func newLaunchCheck(open Opener) benchmarks.Check {
 			DefaultLaunchSettings, launchThresholds, open),
 		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
 		WrongResult: ReasonKernelWrongResult,
-		Prefix:      "LaunchLatency",
+		Slow:        devcheck.Tokens{Limit: "LaunchLatencyAboveThreshold", Peers: "LaunchLatencyAbovePeers"},
 		RuntimeNote: "libcuda %s",
 	})
 }

@@ -300,7 +300,7 @@ func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInpu
 	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, s.Thresholds, Peers{})
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {
-		t.Fail(f.Device, f.Reason(m, "AllReduce"), "%s", f.Message)
+		t.Fail(f.Device, f.Reason(devcheck.Tokens{Limit: device.ReasonMultinodeBelowThreshold}), "%s", f.Message)
 	}
 	return bus
 }

@@ -30,7 +30,7 @@ func newOverlapCheck(open Opener) benchmarks.Check {
 		Spec: spec[OverlapSettings]("overlap", "GEMMs and NCCL all-reduces alone and at once: how well they overlap",
 			DefaultOverlapSettings, nil, open),
 		Overlap: func(s *OverlapSettings) *device.OverlapSettings { return &s.OverlapSettings },
-		Prefix:  "Overlap",
+		Slow:    "OverlapBelowThreshold",
 	})
 }
 

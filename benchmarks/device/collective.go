@@ -59,9 +59,11 @@ type CollectiveSpec[S any] struct {
 	Collective func(*S) *CollectiveSettings
 	// Concurrent returns how many collectives run at once (nil: one).
 	Concurrent func(*S) int
-	// WrongResult is the reason token of wrong data; Prefix starts the
-	// threshold reason (Prefix+"BelowThreshold").
-	WrongResult, Prefix string
+	// WrongResult is the reason token of wrong data.
+	WrongResult string
+	// Slow is the threshold reason ("AllReduceBelowThreshold"); the bus
+	// bandwidth is not compared with peers.
+	Slow string
 	// LimitMessage, when true, words a bandwidth below the floor as
 	// "LABEL X GB/s, limit >= Y" rather than devcheck.Evaluate's message.
 	LimitMessage bool
@@ -174,7 +176,7 @@ func (c *collCheck[S, P]) evaluate(t *devcheck.Tally, cs *CollectiveSettings, in
 		if c.spec.LimitMessage {
 			msg = fmt.Sprintf("%s %.4g GB/s, limit >= %.4g", m.Label, bus, *vals[0].Threshold)
 		}
-		t.Fail(f.Device, f.Reason(m, c.spec.Prefix), "%s", msg)
+		t.Fail(f.Device, f.Reason(devcheck.Tokens{Limit: c.spec.Slow}), "%s", msg)
 	}
 	return bus
 }

@@ -44,9 +44,10 @@ type CopySpec[S any] struct {
 	Spec[S]
 	// Copy returns the settings' copy part.
 	Copy func(*S) *CopySettings
-	// WrongResult is the reason token of bytes that came back changed;
-	// Prefix starts the threshold and peer reasons.
-	WrongResult, Prefix string
+	// WrongResult is the reason token of bytes that came back changed.
+	WrongResult string
+	// Slow are the threshold and peer reasons ("CopyBandwidthBelowThreshold", ...).
+	Slow devcheck.Tokens
 	// RuntimeNote formats Node.Runtime in the message ("" for none).
 	RuntimeNote string
 }
@@ -101,7 +102,7 @@ func (c *copyCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 		{devcheck.Metric{Name: "d2h_gbps", Key: "d2h_gbps", Unit: "GB/s", Label: "device-to-host"}, d2h},
 		{devcheck.Metric{Name: "d2d_gbps", Key: "d2d_gbps", Unit: "GB/s", Label: "device-to-device"}, d2d},
 	} {
-		evaluate(t, x.m, c.spec.Prefix, x.rs, cs.Thresholds, cs.Peers)
+		evaluate(t, x.m, c.spec.Slow, x.rs, cs.Thresholds, cs.Peers)
 	}
 	if c.spec.RuntimeNote != "" {
 		t.Note(c.spec.RuntimeNote, node.Runtime())

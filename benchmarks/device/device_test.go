@@ -17,7 +17,7 @@ func TestEvaluate(t *testing.T) {
 	th := Thresholds{"Ascend910B": {"x": 10}, "Ascend910B4": {"x": 5}}
 	ty := &devcheck.Tally{Check: "c"}
 	rs := []devcheck.Reading{{Device: "npu0", Model: "Ascend910B4", Value: 6}, {Device: "npu1", Model: "Ascend910B3", Value: 9}, {Device: "npu2", Model: "Ascend910B3", Value: 20}, {Device: "npu3", Model: "Ascend910B3", Value: 21}}
-	evaluate(ty, devcheck.Metric{Name: "x", Key: "x", Unit: "u", Label: "x"}, "P", rs, th, Peers{Fraction: 0.5, Min: 3})
+	evaluate(ty, devcheck.Metric{Name: "x", Key: "x", Unit: "u", Label: "x"}, devcheck.Tokens{Limit: "PBelowThreshold", Peers: "PBelowPeers"}, rs, th, Peers{Fraction: 0.5, Min: 3})
 	// npu0 passes its own floor (5) but is below half the median (14.5);
 	// npu1 is below the 910B floor (10).
 	fails := ty.Faults()

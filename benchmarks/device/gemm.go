@@ -110,9 +110,10 @@ type GEMMSpec[S any] struct {
 	CrossCheck func(*S) bool
 	// Op is how labels name the operation ("GEMM", "matmul").
 	Op string
-	// WrongResult is the reason token of a wrong product; Prefix starts
-	// the threshold and peer reasons (Prefix+"BelowThreshold").
-	WrongResult, Prefix string
+	// WrongResult is the reason token of a wrong product.
+	WrongResult string
+	// Slow are the threshold and peer reasons ("GEMMBelowThreshold", "GEMMBelowPeers").
+	Slow devcheck.Tokens
 	// Seed seeds the inputs and the sampled elements.
 	Seed uint64
 	// Eps is the relative rounding allowed on an element of D.
@@ -272,7 +273,7 @@ func (c *gemmCheck[S, P]) measureAll(ctx context.Context, r *gemmRun, k gemmCase
 	if largest {
 		m.Key = "tflops_" + string(k.dt)
 	}
-	evaluate(r.t, m, c.spec.Prefix, rs, r.g.Thresholds, r.g.Peers)
+	evaluate(r.t, m, c.spec.Slow, rs, r.g.Thresholds, r.g.Peers)
 	return true
 }
 

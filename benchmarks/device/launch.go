@@ -52,9 +52,10 @@ type LaunchSpec[S any] struct {
 	Spec[S]
 	// Launch returns the settings' launch part.
 	Launch func(*S) *LaunchSettings
-	// WrongResult is the reason token of a kernel that wrote wrong values;
-	// Prefix starts the limit and peer reasons (Prefix+"AboveThreshold").
-	WrongResult, Prefix string
+	// WrongResult is the reason token of a kernel that wrote wrong values.
+	WrongResult string
+	// Slow are the limit and peer reasons ("LaunchLatencyAboveThreshold", "LaunchLatencyAbovePeers").
+	Slow devcheck.Tokens
 	// RuntimeNote formats Node.Runtime in the message ("" for none).
 	RuntimeNote string
 }
@@ -101,7 +102,7 @@ func (c *launchCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchm
 		{devcheck.Metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency (wall)"}, rs.wall, ls.Peers},
 		{devcheck.Metric{Name: "wall_us_p99", Unit: "us", Lower: true, Label: "launch latency p99 (wall)"}, rs.p99, Peers{}},
 	} {
-		evaluate(t, x.m, c.spec.Prefix, x.rs, ls.Thresholds, x.p)
+		evaluate(t, x.m, c.spec.Slow, x.rs, ls.Thresholds, x.p)
 	}
 	if c.spec.RuntimeNote != "" {
 		t.Note(c.spec.RuntimeNote, node.Runtime())

@@ -195,7 +195,7 @@ func EvaluateMultinode(t *devcheck.Tally, th Thresholds, nranks, count int, seco
 	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, th, Peers{})
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {
-		t.Fail(f.Device, f.Reason(m, "AllReduce"), "%s", f.Message)
+		t.Fail(f.Device, f.Reason(devcheck.Tokens{Limit: ReasonMultinodeBelowThreshold}), "%s", f.Message)
 	}
 	return bus
 }

@@ -81,8 +81,8 @@ type OverlapSpec[S any] struct {
 	Spec[S]
 	// Overlap returns the settings' overlap part.
 	Overlap func(*S) *OverlapSettings
-	// Prefix starts the floor's reason (Prefix+"BelowThreshold").
-	Prefix string
+	// Slow is the reason of an efficiency below the floor ("OverlapBelowThreshold").
+	Slow string
 }
 
 // overlapCheck times GEMMs and all-reduces alone and together.
@@ -136,7 +136,7 @@ func (c *overlapCheck[S, P]) evaluate(t *devcheck.Tally, ov *OverlapSettings, ou
 	st := benchmarks.StatusPass
 	if eff < lim {
 		st = benchmarks.StatusFail
-		t.Fail("", c.spec.Prefix+"BelowThreshold", "GEMM+all-reduce together took %.3g ms, alone %.3g + %.3g ms: efficiency %.3g < %.3g",
+		t.Fail("", c.spec.Slow, "GEMM+all-reduce together took %.3g ms, alone %.3g + %.3g ms: efficiency %.3g < %.3g",
 			out.Together*1e3, out.GEMMAlone*1e3, out.AllReduceAlone*1e3, eff, lim)
 	}
 	t.Value("", "overlap_efficiency", devcheck.Round(eff), "ratio", &lim, ">=", st)

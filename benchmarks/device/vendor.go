@@ -162,13 +162,13 @@ func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node,
 func (c *check[S, P]) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Spec.Name} }
 
 // evaluate records in t each reading's value and its comparison with its
-// model's limit and the node's median (devcheck.Evaluate): prefix names
-// the reasons (prefix+"BelowThreshold", prefix+"BelowPeers").
-func evaluate(t *devcheck.Tally, m devcheck.Metric, prefix string, rs []devcheck.Reading, th Thresholds, p Peers) {
+// model's limit and the node's median (devcheck.Evaluate): tok names
+// the reasons.
+func evaluate(t *devcheck.Tally, m devcheck.Metric, tok devcheck.Tokens, rs []devcheck.Reading, th Thresholds, p Peers) {
 	vals, fs := devcheck.Evaluate(m, rs, th, p)
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {
-		t.Fail(f.Device, f.Reason(m, prefix), "%s", f.Message)
+		t.Fail(f.Device, f.Reason(tok), "%s", f.Message)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
-	"github.com/vigil-hpc/vigil/internal/pci"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Reasons of the gpu-count check.
@@ -186,10 +186,11 @@ func nvmlState(err error) string {
 }
 
 // nvidiaPCIGPUs lists the PCI addresses of NVIDIA display and 3D
-// controllers (vendor 0x10de, class 0x0300xx or 0x0302xx) under
+// controllers (the vendor table's ids and classes) under
 // sysfs/bus/pci/devices, sorted. A sysfs without a PCI bus has none.
 func nvidiaPCIGPUs(sysfs string) ([]string, error) {
-	return pci.NVIDIAGPUs(sysfs)
+	r, _ := vendors.Lookup(string(benchmarks.VendorNVIDIA))
+	return r.PCIDevices(sysfs)
 }
 
 // missingFromNVML returns the PCI addresses in pci that none of NVML's n

@@ -1,6 +1,6 @@
-// Package pci finds accelerators on the PCI bus under a sysfs root,
-// without any vendor library: what the prolog's accelerator probe and the
-// device-count checks of both vendors compare their libraries with.
+// Package pci lists PCI functions of a vendor and class under a sysfs root,
+// without any vendor library. Which vendors and classes are accelerators is
+// the vendor table's to say (internal/vendors).
 package pci
 
 import (
@@ -13,35 +13,10 @@ import (
 	"strings"
 )
 
-// PCI vendor ids and class prefixes of the accelerators vigil knows.
-const (
-	// VendorNVIDIA is NVIDIA's PCI vendor id.
-	VendorNVIDIA = "0x10de"
-	// VendorHuawei is Huawei's PCI vendor id.
-	VendorHuawei = "0x19e5"
-	// ClassVGA and Class3D are the display controllers NVIDIA GPUs show
-	// as (a GPU's audio function, class 0x0403, is not one).
-	ClassVGA = "0x0300"
-	Class3D  = "0x0302"
-	// ClassAccelerator is the "processing accelerator" class of Ascend NPUs.
-	ClassAccelerator = "0x1200"
-)
-
-// NVIDIAGPUs lists the PCI addresses of NVIDIA display and 3D controllers
-// under sysfs (Devices).
-func NVIDIAGPUs(sysfs string) ([]string, error) {
-	return Devices(sysfs, VendorNVIDIA, ClassVGA, Class3D)
-}
-
-// AscendNPUs lists the PCI addresses of Huawei processing accelerators
-// under sysfs (Devices).
-func AscendNPUs(sysfs string) ([]string, error) {
-	return Devices(sysfs, VendorHuawei, ClassAccelerator)
-}
-
 // Devices lists the PCI addresses (normalised, sorted) of the devices
-// under sysfs/bus/pci/devices whose vendor file reads vendor ("0x10de") and
-// whose class file starts with one of classPrefixes ("0x0302"). A sysfs
+// under sysfs/bus/pci/devices whose vendor file reads vendor (a PCI vendor id
+// as sysfs writes it) and whose class file starts with one of
+// classPrefixes ("0x0302"). A sysfs
 // without a PCI bus has none; a device that vanishes while it is listed is
 // skipped.
 func Devices(sysfs, vendor string, classPrefixes ...string) ([]string, error) {

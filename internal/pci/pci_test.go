@@ -58,16 +58,3 @@ func TestNormalisePCI(t *testing.T) {
 		t.Run(strings.TrimSpace(in), func(t *testing.T) { assert.Equal(t, want, Normalise(in)) })
 	}
 }
-
-func TestVendors(t *testing.T) {
-	root := t.TempDir()
-	writeDevice(t, root, "0000:3b:00.0", VendorNVIDIA, "0x030200")
-	writeDevice(t, root, "0000:18:00.1", VendorNVIDIA, "0x040300") // audio function
-	writeDevice(t, root, "0000:c1:00.0", VendorHuawei, "0x120000")
-	got, err := NVIDIAGPUs(root)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"0000:3b:00.0"}, got)
-	got, err = AscendNPUs(root)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"0000:c1:00.0"}, got)
-}

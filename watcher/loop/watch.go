@@ -16,8 +16,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/cgo/dcmi"
-	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/action"
@@ -95,7 +93,7 @@ func Watch(ctx context.Context, o Options) error {
 		return fmt.Errorf("vigil-watch: %w", err)
 	}
 
-	accel, closeAccel, err := accelerators(o, job, log)
+	accel, closeAccel, err := accelerators(o, root, job, log)
 	if err != nil {
 		return err
 	}
@@ -246,41 +244,6 @@ func Stagger(job *slurm.Job, period time.Duration) time.Duration {
 // that the watchers of a multi-node job write one file each.
 func RecordPath(pattern, job, node string) string {
 	return strings.NewReplacer("%j", job, "%N", node, "%%", "%").Replace(pattern)
-}
-
-// accelerators opens the accelerator source: the --accel-trace file, else
-// NVML over the job's GPUs, else DCMI over the job's Ascend NPUs, else none
-// (the CPU then decides alone).
-func accelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sample.Accelerators, func(), error) {
-	if o.AccelTrace != "" {
-		f, err := os.Open(o.AccelTrace)
-		if err != nil {
-			return nil, nil, fmt.Errorf("vigil-watch: --accel-trace: %w", err)
-		}
-		defer f.Close()
-		t, err := sample.NewTraceAccelerators(f, job.NodeName)
-		if err != nil {
-			return nil, nil, fmt.Errorf("vigil-watch: --accel-trace %s: %w", o.AccelTrace, err)
-		}
-		log.WithFields(logrus.Fields{"accel_trace": o.AccelTrace, "lines": t.Len()}).Info("accelerator readings come from a recorded trace")
-		return t, func() {}, nil
-	}
-	lib := nvml.New()
-	n, nvmlErr := sample.NewNVML(lib, nvmlDevices(lib, job.GPUs))
-	if nvmlErr == nil {
-		return n, func() { n.Close() }, nil
-	}
-	if npu, err := dcmi.Open(dl.Options{}); err == nil {
-		d, err := sample.NewDCMI(npu, ascendDevices(o.lookup()))
-		if err == nil {
-			log.Info("sampling Ascend NPUs through DCMI")
-			return d, func() { d.Close() }, nil
-		}
-		npu.Close()
-		log.WithError(err).Info("DCMI found but unusable")
-	}
-	log.WithError(nvmlErr).Info("no NVIDIA or Ascend accelerators to sample")
-	return nil, func() {}, nil
 }
 
 // deviceFaults is the accelerator source's own fault reports as

@@ -267,9 +267,13 @@ func TestEvaluate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vals, fs := Evaluate(tt.m, tt.rs, th, tt.p)
 			require.Len(t, vals, len(tt.rs))
+			tok := Tokens{Limit: "CBelowThreshold", Peers: "CBelowPeers"}
+			if tt.m.Lower {
+				tok = Tokens{Limit: "CAboveThreshold", Peers: "CAbovePeers"}
+			}
 			var got []string
 			for _, f := range fs {
-				got = append(got, f.Device+":"+f.Reason(tt.m, "C"))
+				got = append(got, f.Device+":"+f.Reason(tok))
 			}
 			assert.Equal(t, tt.want, got)
 			for i, v := range vals {

@@ -102,17 +102,35 @@ type Finding struct {
 	Message string
 }
 
-// Reason is the reason token of f for metric m: prefix + "Below" (or
-// "Above" for lower-is-better metrics) + "Threshold" or "Peers".
-func (f Finding) Reason(m Metric, prefix string) string {
-	word := "Below"
-	if m.Lower {
-		word = "Above"
+// Tokens are the reason tokens of a metric's failed comparisons, each
+// spelled out whole so that the token sinfo -R shows can be found in the
+// source as it reads ("GEMMBelowThreshold", never "GEMM"+"BelowThreshold").
+type Tokens struct {
+	// Limit is the token of a reading past its model's limit ("GEMMBelowThreshold").
+	Limit string
+	// Peers is the token of a reading past the node's median ("GEMMBelowPeers");
+	// empty where readings are not compared with peers.
+	Peers string
+}
+
+// List returns the tokens that are set, Limit first.
+func (t Tokens) List() []string {
+	var out []string
+	for _, s := range []string{t.Limit, t.Peers} {
+		if s != "" {
+			out = append(out, s)
+		}
 	}
+	return out
+}
+
+// Reason is the reason token of f: t.Peers for a finding against the
+// peers, t.Limit for one against the limit.
+func (f Finding) Reason(t Tokens) string {
 	if f.Peers {
-		return prefix + word + "Peers"
+		return t.Peers
 	}
-	return prefix + word + "Threshold"
+	return t.Limit
 }
 
 // Evaluate compares each reading with its model's limit (when m.Key has
