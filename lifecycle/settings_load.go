@@ -113,10 +113,17 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		errs = append(errs, err)
 	}
 	errs = append(errs, loadAdminSections(f, s)...)
-	if _, err := benchmarks.Select(s.Prolog.Checks, s.Prolog.Skip, false); err != nil {
+	return s, append(errs, checkSections(f, s.Prolog)...)
+}
+
+// checkSections checks what names checks: [prolog] checks, skip and
+// timeouts, every check's [checks.NAME], and the keys nobody claimed.
+func checkSections(f *config.File, p config.Prolog) []error {
+	var errs []error
+	if _, err := benchmarks.Select(p.Checks, p.Skip, false); err != nil {
 		errs = append(errs, f.Errorf("prolog.checks", "%v (registered: %v)", err, benchmarks.Names()))
 	}
-	for name := range s.Prolog.Timeouts {
+	for name := range p.Timeouts {
 		if _, ok := benchmarks.Lookup(name); !ok {
 			errs = append(errs, f.Errorf("prolog.timeouts."+name, "%v %q", benchmarks.ErrUnknownCheck, name))
 		}
@@ -130,7 +137,7 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, and checks.NAME for the checks %s)",
 			e, strings.Join(OtherSections, ", "), strings.Join(benchmarks.Names(), ", ")))
 	}
-	return s, errs
+	return errs
 }
 
 // CheckSettings decodes the [checks.NAME] section of f over the check's
