@@ -139,7 +139,14 @@ func TestWriteTextfileReplacesAtomically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := os.Stat(p)
+	// Held open, the first file keeps its inode: a rename puts another
+	// in its place, which a rewrite in place would not.
+	first, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	before, err := first.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}
