@@ -51,6 +51,11 @@ func (faultCheck) Description() string {
 	return "test aid: passes, fails, hangs or crashes as [checks.fault-inject] mode says"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (faultCheck) Reasons() []string {
+	return []string{"FaultInjected", "FaultNeedsChild"}
+}
+
 func (faultCheck) Run(ctx context.Context, env *Env) Result {
 	s := FaultSettings{Delay: 2 * time.Second}
 	if env != nil && env.Settings != nil {

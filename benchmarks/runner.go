@@ -300,7 +300,7 @@ func normalize(name string, res Result) Result {
 			Message: fmt.Sprintf("check returned status %q", res.Status), Values: res.Values}
 	}
 	if res.Status == StatusFail && res.Reason == "" {
-		res.Reason = "Failed"
+		res.Reason = ReasonFailed
 	}
 	return res
 }

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/internal/vendors"
@@ -36,6 +37,15 @@ type Describer interface {
 	Description() string
 }
 
+// Reasoner is implemented by every shipped check: Reasons are the reason
+// tokens its results can carry beyond RunnerReasons, each spelled as in
+// the source ("GEMMBelowThreshold"); a numbered family is written as its
+// pattern ("XID<code>"). vigil-prolog --list-checks prints them, and a
+// test holds them to the code.
+type Reasoner interface {
+	Reasons() []string
+}
+
 // GresChecker is implemented by a vendor check that compares the devices
 // Slurm's Gres promises with those present (gpu-count). It stays in the
 // default suite on a node that shows no accelerator at all: a Gres that
@@ -58,6 +68,22 @@ func DescriptionOf(c Check) string {
 		return d.Description()
 	}
 	return ""
+}
+
+// ReasonsOf returns the reason tokens a check declares, each once and
+// none of RunnerReasons; nil when it declares none.
+func ReasonsOf(c Check) []string {
+	r, ok := c.(Reasoner)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, t := range r.Reasons() {
+		if !slices.Contains(out, t) && !slices.Contains(RunnerReasons(), t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // InDefaultSuite reports whether a check runs when [prolog] checks is empty
@@ -160,6 +186,8 @@ type CheckInfo struct {
 	Default bool
 	// Description is one line saying what the check does.
 	Description string
+	// Reasons are the reason tokens the check declares (beyond RunnerReasons).
+	Reasons []string
 }
 
 // Infos describes every registered check, sorted by name.
@@ -167,7 +195,7 @@ func Infos() []CheckInfo {
 	var out []CheckInfo
 	for _, c := range registered() {
 		out = append(out, CheckInfo{Name: c.Name(), Kind: c.Kind(), Vendor: VendorOf(c),
-			Default: InDefaultSuite(c), Description: DescriptionOf(c)})
+			Default: InDefaultSuite(c), Description: DescriptionOf(c), Reasons: ReasonsOf(c)})
 	}
 	return out
 }
@@ -193,7 +221,9 @@ func yesNo(b bool) string {
 
 // ListTable renders infos as the table vigil-prolog --list-checks prints:
 // one line a check with its name, kind, vendor, whether it is in the
-// default suite and its description, under a header line.
+// default suite and its description, under a header line; below each, an
+// indented line of the reason tokens it can give; and last, the tokens any
+// check can give (RunnerReasons).
 func ListTable(infos []CheckInfo) string {
 	w := len("CHECK")
 	for _, i := range infos {
@@ -203,6 +233,10 @@ func ListTable(infos []CheckInfo) string {
 	fmt.Fprintf(&b, "%-*s  %-6s  %-6s  %-7s  %s\n", w, "CHECK", "KIND", "VENDOR", "DEFAULT", "DESCRIPTION")
 	for _, i := range infos {
 		fmt.Fprintf(&b, "%-*s  %-6s  %-6s  %-7s  %s\n", w, i.Name, i.Kind, i.Vendor, yesNo(i.Default), i.Description)
+		if len(i.Reasons) > 0 {
+			fmt.Fprintf(&b, "%-*s  reasons: %s\n", w, "", strings.Join(i.Reasons, " "))
+		}
 	}
+	fmt.Fprintf(&b, "\nany check: %s\n", strings.Join(RunnerReasons(), " "))
 	return b.String()
 }

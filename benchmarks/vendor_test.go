@@ -152,13 +152,17 @@ func TestVendorOfAndInfos(t *testing.T) {
 
 func TestListTable(t *testing.T) {
 	got := ListTable([]CheckInfo{
-		{Name: "gpu-count", Kind: KindHealth, Vendor: VendorNVIDIA, Default: true, Description: "NVML's GPUs against Gres and the PCI bus"},
+		{Name: "gpu-count", Kind: KindHealth, Vendor: VendorNVIDIA, Default: true, Description: "NVML's GPUs against Gres and the PCI bus",
+			Reasons: []string{"GPUCountMismatch", "GPUFellOffBus"}},
 		{Name: "command", Kind: KindPerf, Vendor: VendorNone, Description: "an admin's command"},
 	})
 	want := "" +
 		"CHECK      KIND    VENDOR  DEFAULT  DESCRIPTION\n" +
 		"gpu-count  health  nvidia  yes      NVML's GPUs against Gres and the PCI bus\n" +
-		"command    perf    none    no       an admin's command\n"
+		"           reasons: GPUCountMismatch GPUFellOffBus\n" +
+		"command    perf    none    no       an admin's command\n" +
+		"\n" +
+		"any check: CheckTimedOut CheckCrashed CheckNotStarted CheckPanicked CheckBadResult BudgetExpired Canceled InvalidSettings Failed\n"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

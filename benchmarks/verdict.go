@@ -23,7 +23,17 @@ const (
 	// ReasonInvalidSettings: the check's [checks.NAME] settings do not
 	// decode or are out of range; unknown. Every check uses this one token.
 	ReasonInvalidSettings = "InvalidSettings"
+	// ReasonFailed: a check failed without giving a reason of its own.
+	ReasonFailed = "Failed"
 )
+
+// RunnerReasons are the tokens any check can give, whatever it declares
+// (Reasoner): those of the framework above, which the runner, the checker
+// child and every check's settings give alike.
+func RunnerReasons() []string {
+	return []string{ReasonTimedOut, ReasonCrashed, ReasonNotStarted, ReasonPanicked, ReasonBadResult,
+		ReasonBudgetExpired, ReasonCanceled, ReasonInvalidSettings, ReasonFailed}
+}
 
 // Verdict folds results into the node's verdict: fail when any check
 // failed, unknown when none failed but some could not tell, else pass.
@@ -91,7 +101,7 @@ func FormatDrain(entries []DrainEntry) string {
 	first := entries[0]
 	reason := first.Reason
 	if reason == "" {
-		reason = "Failed"
+		reason = ReasonFailed
 	}
 	parts := []string{"vigil:", token(first.Check), token(reason)}
 	if first.Device != "" {

@@ -81,11 +81,13 @@ OPTIONS
                        line, key and what is allowed (exit 3).
     --list-checks      list the registered checks: name, kind (health or perf),
                        vendor (nvidia, ascend, none), whether it is in the default
-                       suite, and what it does. A vendor's checks run by default
-                       only on nodes that show that vendor's devices (a PCI
-                       function of its vendor id, /dev/nvidiaN or /dev/davinciN);
-                       elsewhere they are reported as not applicable. gpu-count
-                       also runs on nodes without any accelerator.
+                       suite, and what it does, with the reason tokens each can
+                       give below it and, last, those any check can give. A
+                       vendor's checks run by default only on nodes that show
+                       that vendor's devices (a PCI function of its vendor id,
+                       /dev/nvidiaN or /dev/davinciN); elsewhere they are
+                       reported as not applicable. gpu-count also runs on nodes
+                       without any accelerator.
     --list-checks=names
                        the check names only, one a line (for scripts).
     --print-example-config

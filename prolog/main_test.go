@@ -46,6 +46,7 @@ func TestCommandLine(t *testing.T) {
 		{"bad flag", []string{"--nope"}, 2, "flag provided but not defined"},
 		{"stray argument", []string{"now"}, 2, "unexpected argument"},
 		{"list checks", []string{"--list-checks"}, 0, "fault-inject              health  none    no       test aid"},
+		{"list checks reasons", []string{"--list-checks"}, 0, "\n                          reasons: FaultInjected FaultNeedsChild\n"},
 		{"list check names", []string{"--list-checks=names"}, 0, "\nfault-inject\n"},
 		{"list checks table by name", []string{"--list-checks=table"}, 0, "CHECK  "},
 		{"list checks bad form", []string{"--list-checks=json"}, 2, `"json": want names or table`},
@@ -80,8 +81,11 @@ func TestListCheckNames(t *testing.T) {
 	}
 	out.Reset()
 	run([]string{"--list-checks"}, &out, &errb)
+	// A header, a line a check and its reasons' line, a blank line and
+	// the tokens any check can give.
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != len(benchmarks.Names())+1 || !strings.HasPrefix(lines[0], "CHECK ") {
+	if len(lines) != 2*len(benchmarks.Names())+3 || !strings.HasPrefix(lines[0], "CHECK ") ||
+		!strings.HasPrefix(lines[len(lines)-1], "any check: CheckTimedOut ") {
 		t.Fatalf("table of %d lines for %d checks:\n%s", len(lines), len(benchmarks.Names()), out.String())
 	}
 }

@@ -232,6 +232,12 @@ func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.E
 	return t.Result(fmt.Sprintf(pass, len(npus), devcheck.Plural(len(npus), "NPU")))
 }
 
+// dcmiReasons are the tokens every DCMI check can give: DCMI missing or
+// failing (dcmiUnavailable, classifyDCMI), a fact not reported, a device gone.
+func dcmiReasons() []string {
+	return []string{ReasonLibraryMissing, ReasonDCMIError, ReasonNotSupported, ReasonNPULost}
+}
+
 // dcmiUnavailable is the unknown result of a check that could not open or
 // initialise DCMI.
 func dcmiUnavailable(name string, err error) benchmarks.Result {

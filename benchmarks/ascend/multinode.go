@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
@@ -72,6 +73,14 @@ var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckNam
 	Desc: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified"}, cann: sharedCANN}
 
 func init() { benchmarks.Register(shippedMultinode) }
+
+// Reasons are the reason tokens the check gives, for --list-checks: its
+// own, ACL's and HCCL's, and the cross-node phase's.
+func (*multinode) Reasons() []string {
+	out := append([]string{ReasonHCCLError}, device.MultinodeReasons()...)
+	out = append(out, ascendNPUs.Reasons...)
+	return append(out, crossnet.PhaseReasons()...)
+}
 
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.

@@ -55,6 +55,12 @@ func (*npuCount) Description() string {
 	return "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*npuCount) Reasons() []string {
+	return append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
+		dcmiReasons()...)
+}
+
 // Defaults returns the shipped settings.
 func (*npuCount) Defaults() any {
 	return &NPUCountSettings{DCMISettings: DefaultDCMISettings(), Sysfs: "/sys"}

@@ -47,6 +47,11 @@ func (*npuECC) Description() string {
 	return "uncorrectable HBM ECC errors and isolated pages per NPU (DCMI)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*npuECC) Reasons() []string {
+	return append([]string{ReasonNPUECCUncorrectable, ReasonNPUIsolatedPages}, dcmiReasons()...)
+}
+
 // Defaults returns the shipped settings. The isolated-page limit of 64 is
 // a starting point in the spirit of NVIDIA's retired-page guidance, not a
 // Huawei figure; calibrate it on the fleet.

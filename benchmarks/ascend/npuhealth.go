@@ -44,6 +44,11 @@ func (*npuHealth) Description() string {
 	return "health alarms per NPU (DCMI)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*npuHealth) Reasons() []string {
+	return append([]string{ReasonNPUUnhealthy, ReasonNPUAbsent}, dcmiReasons()...)
+}
+
 // Defaults returns the shipped settings.
 func (*npuHealth) Defaults() any {
 	return &NPUHealthSettings{DCMISettings: DefaultDCMISettings(), FailOnMinor: true}

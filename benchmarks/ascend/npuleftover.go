@@ -56,6 +56,11 @@ func (*npuLeftover) Description() string {
 	return "processes and HBM left on the job's NPUs (DCMI)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*npuLeftover) Reasons() []string {
+	return append([]string{ReasonNPUProcessLeftover, ReasonNPUMemoryLeftover}, dcmiReasons()...)
+}
+
 // Defaults returns the shipped settings.
 func (*npuLeftover) Defaults() any {
 	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: leftoverThresholds.Merge(nil)}

@@ -43,6 +43,11 @@ func (*npuLink) Description() string {
 	return "RoCE network health per NPU (DCMI)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*npuLink) Reasons() []string {
+	return append([]string{ReasonNPULinkDown}, dcmiReasons()...)
+}
+
 // Defaults returns the shipped settings.
 func (*npuLink) Defaults() any { return &NPULinkSettings{DCMISettings: DefaultDCMISettings()} }
 

@@ -102,6 +102,7 @@ var ascendNPUs = &device.Vendor{
 	Noun:                "NPU",
 	Count:               func(n int) string { return fmt.Sprintf("%d %s", n, devcheck.Plural(n, "NPU")) },
 	Classify:            classify,
+	Reasons:             []string{ReasonLibraryMissing, ReasonNoDevices, ReasonDeviceHung, ReasonDeviceFault, ReasonCollectiveLink, ReasonCheckerError},
 	BadSettings:         devcheck.BadSettings,
 	UnknownDevice:       true,
 	MissingLibraryStops: true,

@@ -166,6 +166,12 @@ func (commandCheck) Description() string {
 	return "an admin-configured command; its JSON output is held against thresholds"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (commandCheck) Reasons() []string {
+	return []string{ReasonCommandNotConfigured, ReasonCommandNotStarted, ReasonCommandFailed, ReasonCommandTimedOut,
+		ReasonCommandBadOutput, ReasonCommandValueMissing, ReasonCommandBelowThreshold, ReasonCommandAboveThreshold}
+}
+
 // OffByDefault: the check runs only when [prolog] checks names it.
 func (commandCheck) OffByDefault() bool { return true }
 

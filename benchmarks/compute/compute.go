@@ -57,6 +57,7 @@ var nvidia = &device.Vendor{
 		r := classify("", err)
 		return r.Status, r.Reason
 	},
+	Reasons: []string{ReasonLibraryMissing, ReasonNoDevices, ReasonDeviceHung, ReasonDeviceFault, ReasonCheckerError},
 	BadSettings: func(check string, err error) benchmarks.Result {
 		return unknown(check, ReasonInvalidSettings, "%v", err)
 	},

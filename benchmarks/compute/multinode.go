@@ -75,6 +75,14 @@ var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckNam
 
 func init() { benchmarks.Register(shippedMultinode) }
 
+// Reasons are the reason tokens the check gives, for --list-checks: its
+// own, CUDA's and the cross-node phase's.
+func (*multinode) Reasons() []string {
+	out := append([]string{ReasonNCCLError}, device.MultinodeReasons()...)
+	out = append(out, nvidia.Reasons...)
+	return append(out, crossnet.PhaseReasons()...)
+}
+
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.
 func (*multinode) Defaults() any {

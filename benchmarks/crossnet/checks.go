@@ -50,6 +50,13 @@ const (
 	ReasonOutsideProlog = "NetNotInPhase"
 )
 
+// PhaseReasons are the tokens every cross-node check can give, its own
+// aside: the phase could not run, the nodes did not meet or could not
+// tell, or the check ran outside the prolog's phase.
+func PhaseReasons() []string {
+	return []string{ReasonNotTogether, ReasonNoMeeting, ReasonSetup, ReasonUndecided, ReasonOutsideProlog}
+}
+
 // Defaults of [checks.net-connect] and [checks.net-bandwidth].
 const (
 	// DefaultPort is the rendezvous port.
@@ -140,15 +147,20 @@ type check struct {
 	name, desc string
 	kind       benchmarks.Kind
 	defaults   func() any
+	// reasons are the check's own fail tokens (crossnode's culprits).
+	reasons []string
 }
 
 func init() {
 	benchmarks.Register(&check{name: Connect, kind: benchmarks.KindHealth,
 		desc:     "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
-		defaults: func() any { return DefaultConnect() }})
+		defaults: func() any { return DefaultConnect() },
+		reasons: []string{crossnode.ReasonUnreachable, crossnode.ReasonLatencyHigh, crossnode.ReasonIsolated,
+			crossnode.ReasonPairCutOff}})
 	benchmarks.Register(&check{name: Bandwidth, kind: benchmarks.KindPerf,
 		desc:     "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
-		defaults: func() any { return DefaultBandwidth() }})
+		defaults: func() any { return DefaultBandwidth() },
+		reasons:  []string{crossnode.ReasonBandwidthLow}})
 }
 
 // DefaultConnect returns the shipped [checks.net-connect].
@@ -169,6 +181,11 @@ func (*check) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
 func (c *check) Description() string     { return c.desc }
 func (c *check) Defaults() any           { return c.defaults() }
 func (*check) CrossNode() bool           { return true }
+
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *check) Reasons() []string {
+	return append(append([]string(nil), c.reasons...), PhaseReasons()...)
+}
 
 // Run is what the check does when run on its own (vigil-prolog --checks
 // net-connect outside a job's prolog): nothing, unknown. The prolog runs

@@ -77,6 +77,11 @@ type collCheck[S any, P settings[S]] struct {
 	spec CollectiveSpec[S]
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *collCheck[S, P]) Reasons() []string {
+	return c.reasons(c.spec.WrongResult, c.spec.Slow, ReasonSingleDevice)
+}
+
 // NewCollective returns the collective check that spec describes.
 func NewCollective[S any, P settings[S]](spec CollectiveSpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.Collective(s).Thresholds }

@@ -58,6 +58,11 @@ type copyCheck[S any, P settings[S]] struct {
 	spec CopySpec[S]
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *copyCheck[S, P]) Reasons() []string {
+	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
+}
+
 // NewCopy returns the copy check that spec describes.
 func NewCopy[S any, P settings[S]](spec CopySpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.Copy(s).Thresholds }

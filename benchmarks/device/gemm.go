@@ -136,6 +136,11 @@ type gemmCheck[S any, P settings[S]] struct {
 	spec GEMMSpec[S]
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *gemmCheck[S, P]) Reasons() []string {
+	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
+}
+
 // NewGEMM returns the GEMM check that spec describes.
 func NewGEMM[S any, P settings[S]](spec GEMMSpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.GEMM(s).Thresholds }

@@ -67,6 +67,11 @@ type launchCheck[S any, P settings[S]] struct {
 	spec LaunchSpec[S]
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *launchCheck[S, P]) Reasons() []string {
+	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
+}
+
 // NewLaunch returns the launch-latency check that spec describes.
 func NewLaunch[S any, P settings[S]](spec LaunchSpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.Launch(s).Thresholds }

@@ -30,6 +30,13 @@ const (
 	ReasonMultinodeBelowThreshold = "AllReduceBelowThreshold"
 )
 
+// MultinodeReasons are the tokens every vendor's multi-node all-reduce
+// gives, for the vendor check's Reasons.
+func MultinodeReasons() []string {
+	return []string{ReasonNeedsJobNodes, ReasonMultinodeHung, ReasonInvalidRole, ReasonCollectiveWrongResult,
+		ReasonMultinodeBelowThreshold}
+}
+
 // NeedsJobNodesMessage is the message of a multi-node check run alone.
 const NeedsJobNodesMessage = "needs the job's other nodes: runs in the prolog's cross-node phase"
 

@@ -91,6 +91,11 @@ type overlapCheck[S any, P settings[S]] struct {
 	spec OverlapSpec[S]
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (c *overlapCheck[S, P]) Reasons() []string {
+	return c.reasons(c.spec.Slow, ReasonSingleDevice)
+}
+
 // NewOverlap returns the overlap check that spec describes.
 func NewOverlap[S any, P settings[S]](spec OverlapSpec[S]) benchmarks.Check {
 	return &overlapCheck[S, P]{check: check[S, P]{spec.Spec, nil}, spec: spec}

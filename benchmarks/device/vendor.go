@@ -27,6 +27,8 @@ type Vendor struct {
 	// measurement is a fault (StatusFail) or leaves the check unknown, and
 	// with which reason token.
 	Classify func(err error) (benchmarks.Status, string)
+	// Reasons are the tokens Classify can give, for the checks' Reasons.
+	Reasons []string
 	// BadSettings is the result of a check whose settings are invalid.
 	BadSettings func(check string, err error) benchmarks.Result
 	// NodeDevice names the node in a node-wide error ("node", or "" for none).
@@ -127,6 +129,18 @@ func (*check[S, P]) Isolated() bool              { return true }
 func (c *check[S, P]) Vendor() benchmarks.Vendor { return c.Spec.Vendor.Vendor }
 func (c *check[S, P]) Description() string       { return c.Spec.Description }
 func (c *check[S, P]) Defaults() any             { s := c.Spec.Defaults(); return &s }
+
+// reasons are a check's reason tokens: its own (those that are set), then
+// its vendor's error classification.
+func (c *check[S, P]) reasons(own ...string) []string {
+	var out []string
+	for _, r := range own {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return append(out, c.Spec.Vendor.Reasons...)
+}
 
 // start decodes and validates the settings and opens the node under ctx's
 // deadline. When that fails it returns the result to report instead.

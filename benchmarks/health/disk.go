@@ -84,6 +84,12 @@ func (*disk) Description() string {
 	return "O_DIRECT write and read bandwidth and latency in the scratch directory"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*disk) Reasons() []string {
+	return []string{ReasonDiskPathMissing, ReasonDirectIOUnsupported, ReasonDiskFull, ReasonDiskReadOnly, ReasonDiskNotWritable,
+		ReasonDiskIOError, ReasonDiskDataMismatch, ReasonDiskWriteSlow, ReasonDiskReadSlow, ReasonDiskLatencyHigh}
+}
+
 // Defaults returns the shipped settings of [checks.disk].
 func (*disk) Defaults() any {
 	return &diskSettings{Path: os.TempDir(), SizeMiB: 8, BlockKiB: 1024,

@@ -37,6 +37,11 @@ func (*ecc) Description() string {
 	return "uncorrectable volatile ECC errors per GPU (NVML)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*ecc) Reasons() []string {
+	return append([]string{ReasonECCUncorrectable}, nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.ecc].
 func (*ecc) Defaults() any { return &eccSettings{} }
 

@@ -52,6 +52,12 @@ func (*gpuCount) Description() string {
 	return "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*gpuCount) Reasons() []string {
+	return append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, ReasonSysfsUnreadable},
+		nvmlReasons()...)
+}
+
 // ChecksGres: gpu-count compares Slurm's Gres with the GPUs present, so it
 // runs by default on a node that shows no accelerator at all.
 func (*gpuCount) ChecksGres() bool { return true }

@@ -48,6 +48,11 @@ func (*leftover) Description() string {
 	return "processes and memory left on the job's GPUs (NVML)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*leftover) Reasons() []string {
+	return append([]string{ReasonLeftoverProcess, ReasonLeftoverMemory}, nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.leftover].
 func (*leftover) Defaults() any {
 	return &leftoverSettings{MaxUsedMiB: 1024, Models: copyMap(leftoverDefaults)}

@@ -38,6 +38,11 @@ func (*nvlink) Description() string {
 	return "NVLink links that are down (NVML)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*nvlink) Reasons() []string {
+	return append([]string{ReasonNVLinkDown}, nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.nvlink].
 func (*nvlink) Defaults() any { return &nvlinkSettings{ExpectedLinks: copyMap(nvlinkDefaults)} }
 

@@ -237,6 +237,12 @@ const (
 	ReasonCanceled = devcheck.ReasonCanceled
 )
 
+// nvmlReasons are the tokens every per-device NVML check can give: NVML
+// missing or failing (nvmlUnavailable, classifyNVML) and a device lost.
+func nvmlReasons() []string {
+	return []string{ReasonNVMLLibraryNotFound, ReasonNVMLDriverNotLoaded, ReasonNVMLError, ReasonNotSupported, ReasonGPULost}
+}
+
 // openGPUs is the common start of every per-device NVML check: open NVML
 // and select the devices. On failure it returns the unknown result to
 // report.

@@ -52,6 +52,11 @@ func (*pcie) Description() string {
 	return "PCIe link generation and width below the GPU's maximum (NVML)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*pcie) Reasons() []string {
+	return append([]string{ReasonPCIeWidthDegraded, ReasonPCIeGenDegraded}, nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.pcie].
 func (*pcie) Defaults() any {
 	return &pcieSettings{Models: copyMap(pcieDefaults), IdleGenDownshift: true}

@@ -101,6 +101,12 @@ func (*rdma) Description() string {
 	return "RDMA ports (state, rate, error counters since the last run) and GPUDirect RDMA, from sysfs"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*rdma) Reasons() []string {
+	return []string{ReasonRDMAPortDown, ReasonRDMADeviceMissing, ReasonRDMARateLow, ReasonRDMAPortErrors, ReasonRDMAUnreadable,
+		ReasonGDRMissing}
+}
+
 // Defaults returns the shipped settings of [checks.rdma].
 func (*rdma) Defaults() any {
 	limits := map[string]uint64{}

@@ -34,6 +34,12 @@ func (rdmaPeers) Description() string {
 	return "RDMA ports, rates and GPUDirect RDMA against the job's other nodes (prolog, across nodes)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (rdmaPeers) Reasons() []string {
+	return append([]string{ReasonGDRMissing, ReasonRDMAPortsBelowPeers, ReasonRDMARateBelowPeers, ReasonRDMAUnreadable},
+		crossnet.PhaseReasons()...)
+}
+
 // Run is what the check does on its own, outside the phase: unknown.
 func (rdmaPeers) Run(context.Context, *benchmarks.Env) benchmarks.Result {
 	return benchmarks.Result{Check: RDMAPeersName, Status: benchmarks.StatusUnknown, Reason: crossnet.ReasonOutsideProlog,

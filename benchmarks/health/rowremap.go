@@ -46,6 +46,12 @@ func (*rowRemap) Description() string {
 	return "failed and pending HBM row remaps; retired pages before Ampere (NVML)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks.
+func (*rowRemap) Reasons() []string {
+	return append([]string{ReasonRowRemapFailed, ReasonRowRemapPending, ReasonRetiredPagesPending, ReasonRetiredPagesExceeded},
+		nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.row-remap].
 func (*rowRemap) Defaults() any { return &rowRemapSettings{MaxRetiredPages: 60} }
 

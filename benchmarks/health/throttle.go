@@ -50,6 +50,16 @@ func (*throttle) Description() string {
 	return "hardware, power-brake and thermal slowdowns (NVML clocks-event reasons)"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks: those
+// of throttleReasons, and NVML's.
+func (*throttle) Reasons() []string {
+	var out []string
+	for _, r := range throttleReasons {
+		out = append(out, r.reason)
+	}
+	return append(out, nvmlReasons()...)
+}
+
 // Defaults returns the shipped settings of [checks.throttle].
 func (*throttle) Defaults() any {
 	s := &throttleSettings{}

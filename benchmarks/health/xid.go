@@ -115,6 +115,12 @@ func (*xid) Description() string {
 	return "XID errors the NVIDIA driver logged in the kernel log since the last run"
 }
 
+// Reasons are the reason tokens the check gives, for --list-checks: a
+// fault XID is given by its number, "XID79", the family XID<code>.
+func (*xid) Reasons() []string {
+	return []string{"XID<code>", ReasonKernelLogUnreadable}
+}
+
 // Defaults returns the shipped settings of [checks.xid].
 func (*xid) Defaults() any {
 	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: nvxid.Faults(), Sticky: true}
