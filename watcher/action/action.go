@@ -156,6 +156,10 @@ type Actor struct {
 	Pages PageSource
 	// Sleep waits between webhook attempts; nil waits in real time.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// CommentSleep waits before the job's comment is read back after a
+	// write (slurm.CommentUpdate), to find another node's note; nil
+	// waits in real time.
+	CommentSleep func(ctx context.Context, d time.Duration) error
 
 	hung map[string]*episode // host -> its open hang episode
 	// jobHang is set while a hang digest this watcher announced before

@@ -206,6 +206,7 @@ func newFixture(t *testing.T, codes ...int) *fixture {
 			f.sleeps = append(f.sleeps, d)
 			return nil
 		},
+		CommentSleep: func(context.Context, time.Duration) error { return nil },
 	}
 	return f
 }

@@ -109,7 +109,7 @@ func (a *Actor) updateComment(ctx context.Context, log logrus.FieldLogger, ev ha
 	// announced this episode before this node looked.
 	var dup, read bool
 	var comment string
-	written, err := slurm.UpdateJobComment(ctx, a.Slurm, job, func(old string) (string, bool) {
+	written, err := slurm.CommentUpdate{Sleep: a.CommentSleep}.Run(ctx, a.Slurm, job, func(old string) (string, bool) {
 		c, d := next(old)
 		if !read {
 			read, dup = true, d
