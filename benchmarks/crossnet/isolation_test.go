@@ -77,7 +77,7 @@ func fabric(t *testing.T, n int, blocked func(from, to string) bool, relay Relay
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := p.Run(ctx)
+			r := p.RunJob(ctx).Results
 			mu.Lock()
 			got[name], took[name] = r, time.Since(start)
 			mu.Unlock()
@@ -182,7 +182,7 @@ func TestIsolationDecisions(t *testing.T) {
 					t.Errorf("%s: %s, want %s: %s", n, g, w, r.Message)
 				}
 				if w == "fail NetIsolated" {
-					d := benchmarks.DrainReason(r)
+					d := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
 					if !strings.HasPrefix(d, "vigil: net-connect NetIsolated to:") {
 						t.Errorf("%s: drain reason %q", n, d)
 					}
