@@ -401,27 +401,6 @@ func TestDCMIOpenedOnce(t *testing.T) {
 	}
 }
 
-func TestDeviceProcesses(t *testing.T) {
-	node := dcmifake.Healthy(4)
-	node.Init()
-	node.NPUs[1].Procs = []dcmi.Process{{PID: 300}, {PID: 100}}
-	node.NPUs[2].Procs = []dcmi.Process{{PID: 100}, {PID: 200}}
-	node.NPUs[3].Procs = []dcmi.Process{{PID: 999}}
-	pids, err := deviceProcesses(node, []int{1, 2})
-	if err != nil || fmt.Sprint(pids) != "[100 200 300]" {
-		t.Errorf("got %v, %v", pids, err)
-	}
-	node.NPUs[0].Errs = map[string]error{"Processes": &dcmi.Error{Op: "dcmi_get_device_resource_info", Code: dcmi.ErrIoctlFail}}
-	pids, err = deviceProcesses(node, nil)
-	if err == nil || !strings.Contains(err.Error(), "npu0") || fmt.Sprint(pids) != "[100 200 300 999]" {
-		t.Errorf("got %v, %v", pids, err)
-	}
-	// This machine has no Ascend driver.
-	if _, err := DeviceProcesses(nil); !errors.Is(err, dl.ErrNotFound) {
-		t.Errorf("DeviceProcesses without libdcmi.so: %v", err)
-	}
-}
-
 // BenchmarkHealthFacts is the cost of the five DCMI facts on an 8-NPU node
 // above the library (the fake answers at once).
 func BenchmarkHealthFacts(b *testing.B) {

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -299,8 +300,24 @@ func TestSettingsDecode(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.Message, "settings of [checks.leftover]"), r.Message)
 }
 
+// shutdown releases NVML if get opened it. The next get opens it again.
+// The prolog never calls it (the process exits); tests do, to start over.
+func (l *library) shutdown() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lib := l.lib
+	l.opened, l.lib, l.err = false, nil, nil
+	if lib == nil {
+		return nil
+	}
+	if ret := lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml shutdown: %w", ret)
+	}
+	return nil
+}
+
 // TestLibraryOpenedOnce: every check of the process shares one NVML Init,
-// and Shutdown releases it.
+// and shutdown releases it.
 func TestLibraryOpenedOnce(t *testing.T) {
 	node := newHealthyNode()
 	lib := node.library()
@@ -335,8 +352,8 @@ func TestLibraryOpenedOnce(t *testing.T) {
 // module (CI: .ci/deps-nvidia installs libnvidia-ml1) they must say so as
 // unknown, not crash or fail; with a driver they must read the devices.
 func TestRealLibrary(t *testing.T) {
-	_, err := Library()
-	t.Cleanup(func() { _ = Shutdown() })
+	_, err := shared.get()
+	t.Cleanup(func() { _ = shared.shutdown() })
 	if errors.Is(err, ErrLibraryNotFound) {
 		t.Fatalf("libnvidia-ml.so.1 not installed: install the Debian non-free package libnvidia-ml1 (bash .ci/deps-nvidia): %v", err)
 	}
@@ -381,33 +398,6 @@ func BenchmarkHealthFacts(b *testing.B) {
 			}
 		}
 	}
-}
-
-func TestDeviceProcesses(t *testing.T) {
-	node := newHealthyNode()
-	node.gpus[1].procs = []nvml.ProcessInfo{{Pid: 300}, {Pid: 12}}
-	node.gpus[4].procs = []nvml.ProcessInfo{{Pid: 12}, {Pid: 77}}
-	lib := node.iface()
-
-	pids, err := DeviceProcesses(lib, nil)
-	require.NoError(t, err)
-	assert.Equal(t, []uint32{12, 77, 300}, pids)
-
-	pids, err = DeviceProcesses(lib, []int{4, 5})
-	require.NoError(t, err)
-	assert.Equal(t, []uint32{12, 77}, pids)
-
-	pids, err = DeviceProcesses(lib, []int{0})
-	require.NoError(t, err)
-	assert.Empty(t, pids)
-
-	node.gpus[4].errs["procs"] = nvml.ERROR_UNKNOWN
-	pids, err = DeviceProcesses(lib, []int{1, 4, 9})
-	assert.Equal(t, []uint32{12, 300}, pids)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "gpu4")
-	assert.Contains(t, err.Error(), "gpu9")
-	assert.ErrorIs(t, err, nvml.ERROR_UNKNOWN)
 }
 
 func TestNormalisePCI(t *testing.T) {

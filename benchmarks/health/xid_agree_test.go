@@ -51,7 +51,7 @@ func TestXIDPrologAndWatcherAgree(t *testing.T) {
 	for _, line := range agreeLines() {
 		t.Run(line[28:min(len(line), 60)], func(t *testing.T) {
 			kern := "Nov 29 14:55:40 gpu-node-07 kernel: [ 3240.118812] " + line
-			m, ok := joblog.Line(kern)
+			m, ok := joblog.LineIn("", kern)
 			if !ok || m.Kind != joblog.KindXID {
 				t.Fatalf("watcher: %+v, %v", m, ok)
 			}
@@ -118,7 +118,7 @@ func writeFile(t *testing.T, root, path, text string) {
 func TestXIDDeviceEventsAgree(t *testing.T) {
 	for _, info := range nvxid.Catalogue() {
 		line := fmt.Sprintf("NVRM: Xid (PCI:0000:3b:00): %d, pid=1234, name=python, %s", info.Code, info.What)
-		kernel, _ := joblog.Line(line)
+		kernel, _ := joblog.LineIn("", line)
 		rec := trace.DeviceRecord("n1", "7", time.Now(), trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: "0000:3b:00",
 			Kind: trace.DeviceXID, XID: info.Code, What: info.What})
 		dev, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)
