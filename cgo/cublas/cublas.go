@@ -137,10 +137,6 @@ func (f *ltFuncs) symbols() map[string]*unsafe.Pointer {
 	}
 }
 
-// Symbols lists, sorted, every symbol Open looks up in cuBLASLt, so that
-// tests can check them against a real library.
-func Symbols() []string { return dl.Names(new(ltFuncs).symbols()) }
-
 // Open loads cuBLASLt.
 func Open(o dl.Options) (*Lib, error) {
 	if len(o.Names) == 0 {

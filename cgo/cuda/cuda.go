@@ -228,10 +228,6 @@ func (f *driverFuncs) symbols() map[string]*unsafe.Pointer {
 	}
 }
 
-// Symbols lists, sorted, every symbol Open looks up in libcuda, so that
-// tests can check them against a real library.
-func Symbols() []string { return dl.Names(new(driverFuncs).symbols()) }
-
 // Open loads the driver library, resolves its symbols and calls cuInit(0).
 // When CUDA_DEVICE_ORDER is unset it is set to PCI_BUS_ID first, so that
 // device ordinals match nvidia-smi and NVML.

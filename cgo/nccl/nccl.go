@@ -112,10 +112,6 @@ func (f *ncclFuncs) symbols() map[string]*unsafe.Pointer {
 	}
 }
 
-// Symbols lists, sorted, every symbol Open looks up in NCCL, so that
-// tests can check them against a real library.
-func Symbols() []string { return dl.Names(new(ncclFuncs).symbols()) }
-
 // Open loads NCCL.
 func Open(o dl.Options) (*Lib, error) {
 	if len(o.Names) == 0 {
