@@ -62,15 +62,9 @@ func WriteJobComment(ctx context.Context, c JobCommenter, id string, next func(o
 // commentAttempts bounds CommentUpdate.Run's rounds of read, write, read back.
 const commentAttempts = 5
 
-// UpdateJobComment sets the job's comment to next(the comment as it is)
-// when next says so (ok) and that changes it; written says it wrote,
-// waiting in real time before each read-back (CommentUpdate.Run).
-func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(old string) (string, bool)) (written bool, err error) {
-	return CommentUpdate{}.Run(ctx, c, id, next)
-}
-
-// CommentUpdate is UpdateJobComment with its wait before each read-back
-// injected, so that tests wait no real time.
+// CommentUpdate writes a job's comment that other nodes write at once
+// (Run), with its wait before each read-back injected, so that tests wait
+// no real time.
 type CommentUpdate struct {
 	// Sleep waits d, or until ctx ends (then it returns ctx's error);
 	// nil waits in real time.
