@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,13 +98,6 @@ func seriesOf(r *Report) series {
 		}
 	}
 	return s
-}
-
-// Prometheus writes the report in the Prometheus text exposition format
-// for node_exporter's textfile collector.
-func Prometheus(w io.Writer, r *Report) error {
-	_, err := w.Write(render(map[string]series{r.Mode: seriesOf(r)}))
-	return err
 }
 
 // modeOrder is the order of the modes' series within a family: the known

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,4 +176,12 @@ func TestWriteAtomicFailsCleanly(t *testing.T) {
 	if err := WriteAtomic(filepath.Join(t.TempDir(), "missing", "f"), []byte("x"), 0o644); err == nil {
 		t.Fatal("no error for a missing directory")
 	}
+}
+
+// Prometheus writes the report in the Prometheus text exposition format
+// for node_exporter's textfile collector, alone (the textfile writer
+// renders every mode's series at once).
+func Prometheus(w io.Writer, r *Report) error {
+	_, err := w.Write(render(map[string]series{r.Mode: seriesOf(r)}))
+	return err
 }
