@@ -139,19 +139,12 @@ func (f *ltFuncs) symbols() map[string]*unsafe.Pointer {
 
 // Open loads cuBLASLt.
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
+	l := &Lib{}
+	lib, err := dl.Load(o, DefaultNames, l.f.symbols())
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{lib: lib}
-	err = lib.Syms(l.f.symbols())
-	if err != nil {
-		lib.Close()
-		return nil, err
-	}
+	l.lib = lib
 	return l, nil
 }
 

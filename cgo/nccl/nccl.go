@@ -114,19 +114,12 @@ func (f *ncclFuncs) symbols() map[string]*unsafe.Pointer {
 
 // Open loads NCCL.
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
+	l := &Lib{}
+	lib, err := dl.Load(o, DefaultNames, l.f.symbols())
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{lib: lib}
-	err = lib.Syms(l.f.symbols())
-	if err != nil {
-		lib.Close()
-		return nil, err
-	}
+	l.lib = lib
 	return l, nil
 }
 
