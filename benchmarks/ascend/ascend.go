@@ -89,6 +89,17 @@ var sharedDCMI = &dcmiLibrary{open: func(o dl.Options) (dcmi.Interface, error) {
 	return l, nil
 }}
 
+// dcmiCheck is what the DCMI checks share: the DCMI library, and their
+// place in the registry (health checks of Ascend NPUs, run in a child:
+// DCMI calls go to the driver and can hang on a sick device).
+type dcmiCheck struct{ lib *dcmiLibrary }
+
+func (dcmiCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (dcmiCheck) Isolated() bool        { return true }
+
+// Vendor says which devices the check is about.
+func (dcmiCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
 // get opens and initialises DCMI on first use with o; later calls return
 // the first outcome.
 func (l *dcmiLibrary) get(o dl.Options) (dcmi.Interface, error) {

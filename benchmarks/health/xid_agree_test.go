@@ -59,7 +59,7 @@ func TestXIDPrologAndWatcherAgree(t *testing.T) {
 			setBootID(t, root, "boot-1")
 			writeFile(t, root, logSource, kern+"\n")
 			env := &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir())}
-			r := (&xid{lib: node.library()}).Run(context.Background(), env)
+			r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), env)
 			if failed := r.Status == benchmarks.StatusFail; failed != m.Fault {
 				t.Errorf("prolog %s (%s), watcher fault %v", r.Status, r.Message, m.Fault)
 			}
@@ -88,7 +88,7 @@ func TestXIDCausedByPrevious(t *testing.T) {
 		root := t.TempDir()
 		setBootID(t, root, "boot-1")
 		writeFile(t, root, logSource, line)
-		r := (&xid{lib: node.library()}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir(), tc.extra...)})
+		r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir(), tc.extra...)})
 		if r.Status != tc.status || r.Reason != tc.reason {
 			t.Errorf("%v: %s %s (%s), want %s %s", tc.extra, r.Status, r.Reason, r.Message, tc.status, tc.reason)
 		}
