@@ -157,6 +157,9 @@ func TestIsolationDecisions(t *testing.T) {
 			if tt.n > 8 && testing.Short() {
 				t.Skip("64 in-process nodes: not under -short")
 			}
+			// Each case waits its deadlines out on its own port: they wait
+			// side by side.
+			t.Parallel()
 			names, _ := rdvtest.Cluster(tt.n)
 			blocked := func(string, string) bool { return false }
 			if tt.blocked != nil {
