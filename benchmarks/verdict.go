@@ -51,24 +51,6 @@ func Verdict(results []Result) Status {
 	return v
 }
 
-// FirstFailure returns the first failed result, or false when none failed.
-func FirstFailure(results []Result) (Result, bool) {
-	for _, r := range results {
-		if r.Status == StatusFail {
-			return r, true
-		}
-	}
-	return Result{}, false
-}
-
-// DrainReason builds the short, parseable reason vigil drains a node with:
-// "vigil: <check> <Reason> [<device>]", e.g. "vigil: gpu-count
-// GPUCountMismatch" or "vigil: nvml-ecc ECCUncorrectable gpu3". Spaces inside
-// the parts are replaced so the reason splits into fields.
-func DrainReason(r Result) string {
-	return FormatDrain([]DrainEntry{EntryOf(r)})
-}
-
 // DrainEntry is one check named in a drain reason, with the token and device
 // of its failure.
 type DrainEntry struct {
@@ -88,7 +70,8 @@ func EntryOf(r Result) DrainEntry {
 	return DrainEntry{Check: r.Check, Reason: r.Reason, Device: r.Device}
 }
 
-// FormatDrain writes a drain reason that names every entry: the first in
+// FormatDrain writes the short, parseable reason vigil drains a node with,
+// naming every entry: the first in
 // full ("vigil: gemm GEMMBelowThreshold gpu3"), each further one as
 // "+check[:Reason][@device]" ("vigil: gemm GEMMBelowThreshold gpu3
 // +disk:DiskSlow +copy:CopyBelowThreshold@gpu1"), so that a run which lifts
@@ -124,7 +107,7 @@ func token(s string) string {
 	return strings.Join(strings.Fields(s), "_")
 }
 
-// ParseDrain splits a reason written by FormatDrain (or DrainReason) into
+// ParseDrain splits a reason written by FormatDrain into
 // its entries. ok is false for reasons vigil did not write.
 func ParseDrain(s string) (entries []DrainEntry, ok bool) {
 	f := strings.Fields(s)
@@ -150,14 +133,4 @@ func ParseDrain(s string) (entries []DrainEntry, ok bool) {
 		entries = append(entries, DrainEntry{Check: check, Reason: reason, Device: dev})
 	}
 	return entries, true
-}
-
-// ParseDrainReason splits a reason written by DrainReason into its first
-// check, reason token and device. ok is false for reasons vigil did not write.
-func ParseDrainReason(s string) (check, reason, device string, ok bool) {
-	e, ok := ParseDrain(s)
-	if !ok {
-		return "", "", "", false
-	}
-	return e[0].Check, e[0].Reason, e[0].Device, true
 }

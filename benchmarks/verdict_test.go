@@ -42,17 +42,17 @@ func TestDrainReasonRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			got := DrainReason(tt.res)
+			got := FormatDrain([]DrainEntry{EntryOf(tt.res)})
 			if got != tt.want {
-				t.Fatalf("DrainReason = %q, want %q", got, tt.want)
+				t.Fatalf("FormatDrain = %q, want %q", got, tt.want)
 			}
-			c, r, d, ok := ParseDrainReason(got)
-			if !ok || c != tt.res.Check || (tt.res.Reason != "" && r != tt.res.Reason) || (d == "") != (tt.res.Device == "") {
-				t.Fatalf("ParseDrainReason(%q) = %q %q %q %v", got, c, r, d, ok)
+			e, ok := ParseDrain(got)
+			if !ok || len(e) != 1 || e[0].Check != tt.res.Check || (tt.res.Reason != "" && e[0].Reason != tt.res.Reason) || (e[0].Device == "") != (tt.res.Device == "") {
+				t.Fatalf("ParseDrain(%q) = %+v %v", got, e, ok)
 			}
 		})
 	}
-	if _, _, _, ok := ParseDrainReason("admin: bad fan"); ok {
+	if _, ok := ParseDrain("admin: bad fan"); ok {
 		t.Error("parsed someone else's reason")
 	}
 }

@@ -241,18 +241,6 @@ const (
 	OutcomeUnknown Outcome = "unknown"
 )
 
-// Outcome returns fail for a culprit, unknown for a node in Unknown or
-// Absent, and pass for any other node.
-func (v Verdict) Outcome(node string) Outcome {
-	switch {
-	case slices.ContainsFunc(v.Culprits, func(c Culprit) bool { return c.Node == node }):
-		return OutcomeFail
-	case slices.Contains(v.Unknown, node), slices.Contains(v.Absent, node):
-		return OutcomeUnknown
-	}
-	return OutcomePass
-}
-
 // CulpritsOf returns the culprits entries of node (none for a node that is
 // not a culprit).
 func (v Verdict) CulpritsOf(node string) []Culprit {

@@ -521,3 +521,15 @@ func TestDecideLinkSets(t *testing.T) {
 		})
 	}
 }
+
+// Outcome returns fail for a culprit, unknown for a node in Unknown or
+// Absent, and pass for any other node.
+func (v Verdict) Outcome(node string) Outcome {
+	switch {
+	case slices.ContainsFunc(v.Culprits, func(c Culprit) bool { return c.Node == node }):
+		return OutcomeFail
+	case slices.Contains(v.Unknown, node), slices.Contains(v.Absent, node):
+		return OutcomeUnknown
+	}
+	return OutcomePass
+}

@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -98,17 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
 	overrides := lifecycle.OverrideFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
-			return lifecycle.ExitOK
-		}
-		return usageError(stderr, err)
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if err := lifecycle.ValidateFlags(overrides()); err != nil {
+	if help, err := lifecycle.ParseArgs(fs, args, overrides); help {
+		fmt.Fprint(stdout, usage)
+		return lifecycle.ExitOK
+	} else if err != nil {
 		return usageError(stderr, err)
 	}
 	if err := lifecycle.SetupLog(stderr, *logLevel, *logFormat); err != nil {

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +32,20 @@ func OverrideFlags(fs *flag.FlagSet) func() map[string]string {
 		})
 		return out
 	}
+}
+
+// ParseArgs parses the command line of vigil-prolog or vigil-epilog with
+// fs, whose override flags OverrideFlags registered (overrides): help says
+// --help was asked for; err is a usage error (a bad flag, a positional
+// argument, an override value out of range).
+func ParseArgs(fs *flag.FlagSet, args []string, overrides func() map[string]string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		return errors.Is(err, flag.ErrHelp), err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return false, ValidateFlags(overrides())
 }
 
 // ConfigPathFrom returns the config path from the flag value (when given),

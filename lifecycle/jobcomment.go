@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -234,7 +235,7 @@ func (r *run) commentResult(ctx context.Context, code int) {
 
 // setComment sets the job's comment with vigil's part replaced by
 // next(vigil's part), when next says so: a node's failure through
-// slurm.UpdateJobComment (read, write, read back and merge again when
+// slurm.CommentUpdate (read, write, read back and merge again when
 // another node wrote at once), "checking" and "passed", which give way to
 // a failure, through slurm.WriteJobComment (once).
 func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) error {
@@ -242,7 +243,7 @@ func (r *run) setComment(ctx context.Context, next func(mine string) (string, bo
 	defer cancel()
 	update := slurm.WriteJobComment
 	if r.failure != "" {
-		update = slurm.UpdateJobComment
+		update = slurm.CommentUpdate{Sleep: r.sleepCtx}.Run
 	}
 	var status string
 	written, err := update(cctx, r.commenter(), r.job.ID, func(old string) (string, bool) {
@@ -267,4 +268,14 @@ func (r *run) sleep(d time.Duration) {
 		return
 	}
 	time.Sleep(d)
+}
+
+// sleepCtx waits d through Options.Sleep, or in real time until ctx ends
+// when that is nil: the wait before a failure's comment is read back.
+func (r *run) sleepCtx(ctx context.Context, d time.Duration) error {
+	if r.o.Sleep == nil {
+		return osutil.Sleep(ctx, d)
+	}
+	r.o.Sleep(d)
+	return ctx.Err()
 }

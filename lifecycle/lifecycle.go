@@ -107,7 +107,8 @@ type Options struct {
 	Holders DeviceHolders
 	// Signaler kills them; nil means OSSignaler.
 	Signaler Signaler
-	// Sleep waits between SIGTERM and SIGKILL; nil means time.Sleep.
+	// Sleep waits between SIGTERM and SIGKILL, and before the job's
+	// comment is looked at again; nil means time.Sleep.
 	Sleep func(time.Duration)
 	// StateDir holds the record paths of the last valid config (see
 	// RecordPaths); "" means VIGIL_STATE_DIR, else DefaultStateDir.

@@ -33,26 +33,15 @@ const (
 	TimingAfterRequeue = "after-requeue"
 )
 
-// Values of --vigil-hang-action, VIGIL_HANG_ACTION and [policy]
-// hang_actions: the action names of watchcfg, which vigil-watch's --action
-// and [watch] action take too. ActionNotify only notifies ("none" is
-// another name of it); cancel, requeue and requeue-exclude act on the job.
-const (
-	ActionNotify         = watchcfg.ActionNotify
-	ActionCancel         = watchcfg.ActionCancel
-	ActionRequeue        = watchcfg.ActionRequeue
-	ActionRequeueExclude = watchcfg.ActionRequeueExclude
-)
-
 // normAction checks an action name and returns the policy's name for it:
-// "none" and "notify" are both ActionNotify.
+// "none" and "notify" are both watchcfg.ActionNotify.
 func normAction(a string) (string, error) {
 	w, err := watchcfg.ParseAction(a)
 	if err != nil || a == "" {
 		return "", fmt.Errorf("%q: want %s", a, watchcfg.ActionList)
 	}
 	if w == watchcfg.ActionNone {
-		return ActionNotify, nil
+		return watchcfg.ActionNotify, nil
 	}
 	return w, nil
 }
@@ -111,7 +100,7 @@ type Policy struct {
 func Default() Policy {
 	return Policy{
 		Timings:            []string{TimingBefore, TimingAfterRequeue},
-		HangActions:        []string{ActionNotify, ActionCancel, ActionRequeue, ActionRequeueExclude},
+		HangActions:        []string{watchcfg.ActionNotify, watchcfg.ActionCancel, watchcfg.ActionRequeue, watchcfg.ActionRequeueExclude},
 		MinWindow:          time.Minute,
 		MaxWindow:          24 * time.Hour,
 		AllowWatchOptOut:   true,
@@ -505,7 +494,7 @@ type Watch struct {
 
 // WatchAction maps a --vigil-hang-action value to vigil-watch's action.
 func WatchAction(a string) string {
-	if a == ActionNotify {
+	if a == watchcfg.ActionNotify {
 		return "none"
 	}
 	return a

@@ -81,7 +81,7 @@ func FuzzRequest(f *testing.F) {
 			}
 		case r.Timing != "" && r.Timing != TimingBefore && r.Timing != TimingAfterRequeue:
 			t.Fatalf("%q: timing %q", value, r.Timing)
-		case r.HangAction != "" && !slices.Contains([]string{ActionNotify, ActionCancel, ActionRequeue}, r.HangAction):
+		case r.HangAction != "" && !slices.Contains([]string{watchcfg.ActionNotify, watchcfg.ActionCancel, watchcfg.ActionRequeue}, r.HangAction):
 			t.Fatalf("%q: action %q", value, r.HangAction)
 		case r.Window < 0 || (r.WatchOff && r.Window != 0):
 			t.Fatalf("%q: window %v off %v", value, r.Window, r.WatchOff)

@@ -372,7 +372,7 @@ func TestCheckCommand(t *testing.T) {
 // vigil-watch's --action; both load and compare as "notify".
 func TestActionNamesAreShared(t *testing.T) {
 	var r Request
-	if err := r.Set(OptHangAction, "none"); err != nil || r.HangAction != ActionNotify {
+	if err := r.Set(OptHangAction, "none"); err != nil || r.HangAction != watchcfg.ActionNotify {
 		t.Fatalf("--vigil-hang-action=none: %q, %v", r.HangAction, err)
 	}
 	f, err := config.Parse(strings.NewReader("[policy]\nhang_actions = [\"none\", \"cancel\"]\n"), "p.toml")
@@ -383,7 +383,7 @@ func TestActionNamesAreShared(t *testing.T) {
 	if err != nil || strings.Join(p.HangActions, ",") != "notify,cancel" {
 		t.Fatalf("hang_actions %v, %v", p.HangActions, err)
 	}
-	if w := p.ApplyWatch(Request{HangAction: ActionNotify}, time.Hour, "cancel"); w.Action != "none" || len(w.Warnings) != 0 {
+	if w := p.ApplyWatch(Request{HangAction: watchcfg.ActionNotify}, time.Hour, "cancel"); w.Action != "none" || len(w.Warnings) != 0 {
 		t.Fatalf("ApplyWatch: %+v", w)
 	}
 }

@@ -8,8 +8,9 @@ import (
 )
 
 func TestForJob(t *testing.T) {
-	job, err := slurm.JobFromEnviron([]string{"SLURM_JOB_ID=77", "SLURMD_NODENAME=gpu03",
-		"SLURM_JOB_NODELIST=gpu[03-04],gpu01", "SLURM_JOB_RESTART_COUNT=2"})
+	env := map[string]string{"SLURM_JOB_ID": "77", "SLURMD_NODENAME": "gpu03",
+		"SLURM_JOB_NODELIST": "gpu[03-04],gpu01", "SLURM_JOB_RESTART_COUNT": "2"}
+	job, err := slurm.JobFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
 	}

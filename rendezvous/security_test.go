@@ -417,3 +417,12 @@ func TestRosterEncoding(t *testing.T) {
 		t.Errorf("roster without its coordinator: err = %v", err)
 	}
 }
+
+// WriteFrame writes body with its 4-byte big-endian length prefix in one
+// write.
+func WriteFrame(w io.Writer, body []byte) error {
+	b := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	_, err := w.Write(append(b, body...))
+	return err
+}

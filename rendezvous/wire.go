@@ -237,15 +237,6 @@ func take(p []byte, w int) (field, rest []byte, err error) {
 	return p[:n:n], p[n:], nil
 }
 
-// WriteFrame writes body with its 4-byte big-endian length prefix in one
-// write.
-func WriteFrame(w io.Writer, body []byte) error {
-	b := make([]byte, 4, 4+len(body))
-	binary.BigEndian.PutUint32(b, uint32(len(body)))
-	_, err := w.Write(append(b, body...))
-	return err
-}
-
 // ReadFrame reads one length-prefixed body of at most max bytes. A longer
 // announced length is rejected before anything is allocated; a short read
 // is io.ErrUnexpectedEOF (io.EOF when nothing at all was read).

@@ -59,12 +59,22 @@ func WriteJobComment(ctx context.Context, c JobCommenter, id string, next func(o
 	return true, nil
 }
 
-// commentAttempts bounds UpdateJobComment's rounds of read, write, read back.
+// commentAttempts bounds CommentUpdate.Run's rounds of read, write, read back.
 const commentAttempts = 5
 
-// UpdateJobComment sets the job's comment to next(the comment as it is)
-// when next says so (ok) and that changes it; written says it wrote. Slurm has no compare-and-set, so two nodes that read, change and
-// write the comment at once can lose one change. UpdateJobComment therefore
+// CommentUpdate writes a job's comment that other nodes write at once
+// (Run), with its wait before each read-back injected, so that tests wait
+// no real time.
+type CommentUpdate struct {
+	// Sleep waits d, or until ctx ends (then it returns ctx's error);
+	// nil waits in real time.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Run sets the job's comment to next(the comment as it is) when next says
+// so (ok) and that changes it; written says it wrote. Slurm has no
+// compare-and-set, so two nodes that read, change and
+// write the comment at once can lose one change. Run therefore
 // reads the comment back, after four times the time its own read and write
 // took (at least 250 ms, at most 4 s) and a random as much again: another
 // writer that read before its write has written by then, unless its
@@ -73,7 +83,11 @@ const commentAttempts = 5
 // next to that one and writes again if that changes it, for
 // commentAttempts rounds in all. next must merge (keep what others wrote
 // that it still wants), so that the writers converge.
-func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(old string) (string, bool)) (written bool, err error) {
+func (u CommentUpdate) Run(ctx context.Context, c JobCommenter, id string, next func(old string) (string, bool)) (written bool, err error) {
+	sleep := u.Sleep
+	if sleep == nil {
+		sleep = osutil.Sleep
+	}
 	start := time.Now()
 	info, err := c.Job(ctx, id)
 	if err != nil {
@@ -90,7 +104,7 @@ func UpdateJobComment(ctx context.Context, c JobCommenter, id string, next func(
 		written = true
 		d := min(max(4*time.Since(start), 250*time.Millisecond), 4*time.Second)
 		// The jitter keeps writers that collided from meeting again.
-		if err := osutil.Sleep(ctx, d+rand.N(d)); err != nil {
+		if err := sleep(ctx, d+rand.N(d)); err != nil {
 			return true, nil // written; only the check was cut short
 		}
 		start = time.Now()

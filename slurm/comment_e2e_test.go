@@ -30,7 +30,7 @@ func addToken(tok string) func(string) (string, bool) {
 
 // TestE2EJobCommentWriters: six writers add their part to a real job's
 // comment at the same moment, as the nodes of a job that all fail their
-// prolog or all hang do. Slurm has no compare-and-set; UpdateJobComment's
+// prolog or all hang do. Slurm has no compare-and-set; CommentUpdate's
 // read-back must leave every part in the comment, and the user's text.
 func TestE2EJobCommentWriters(t *testing.T) {
 	if testing.Short() {
@@ -54,7 +54,7 @@ func TestE2EJobCommentWriters(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := slurm.UpdateJobComment(ctx, cl, job, addToken(tok)); err != nil {
+				if _, err := (slurm.CommentUpdate{}).Run(ctx, cl, job, addToken(tok)); err != nil {
 					errs <- err
 				}
 			}()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // racyComments is a job whose comment other writers change: after each of
@@ -44,8 +45,22 @@ func appendOnce(tok string) func(string) (string, bool) {
 	}
 }
 
+// noWait stands in for CommentUpdate's wait before each read-back, checking
+// the wait is within its documented bounds: 250 ms to 4 s, and as much again.
+func noWait(t *testing.T, waits *int) func(context.Context, time.Duration) error {
+	return func(_ context.Context, d time.Duration) error {
+		if d < 250*time.Millisecond || d > 8*time.Second {
+			t.Errorf("wait before the read-back %v, want 250ms to 8s", d)
+		}
+		*waits++
+		return nil
+	}
+}
+
 func TestUpdateJobComment(t *testing.T) {
 	ctx := context.Background()
+	var waits int
+	update := CommentUpdate{Sleep: noWait(t, &waits)}.Run
 	cases := []struct {
 		name    string
 		start   string
@@ -63,21 +78,25 @@ func TestUpdateJobComment(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &racyComments{comment: tc.start, others: tc.others}
-			written, err := UpdateJobComment(ctx, r, "1", appendOnce("a"))
+			waits = 0
+			written, err := update(ctx, r, "1", appendOnce("a"))
 			if err != nil || written != tc.written {
 				t.Fatalf("written %v, err %v; want %v", written, err, tc.written)
 			}
 			if r.comment != tc.want || len(r.sets) != tc.sets {
 				t.Errorf("comment %q after %d writes %q, want %q after %d", r.comment, len(r.sets), r.sets, tc.want, tc.sets)
 			}
+			if waits != tc.sets {
+				t.Errorf("%d waits before a read-back for %d writes", waits, tc.sets)
+			}
 		})
 	}
 	r := &racyComments{failSet: errors.New("scontrol: Job has already finished")}
-	if written, err := UpdateJobComment(ctx, r, "1", appendOnce("a")); err == nil || written {
+	if written, err := update(ctx, r, "1", appendOnce("a")); err == nil || written {
 		t.Errorf("a refused write: written %v, err %v", written, err)
 	}
 	r = &racyComments{comment: "x"}
-	if written, _ := UpdateJobComment(ctx, r, "1", func(string) (string, bool) { return "y", false }); written || len(r.sets) != 0 {
+	if written, _ := update(ctx, r, "1", func(string) (string, bool) { return "y", false }); written || len(r.sets) != 0 {
 		t.Errorf("next said no: written %v, sets %q", written, r.sets)
 	}
 }

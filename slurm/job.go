@@ -70,8 +70,7 @@ var hostname = os.Hostname
 // is a list of numbers (UUIDs and MIG names are ignored). Empty variables
 // count as unset. A lookup function cannot list its names, so the SPANK_*
 // variables are those whose names appear in the process environment
-// (os.Environ), with values from lookup; JobFromEnviron lists them from its
-// own argument. UID and GID are -1 when not set.
+// (os.Environ), with values from lookup. UID and GID are -1 when not set.
 func JobFromEnv(lookup func(string) (string, bool)) (*Job, error) {
 	return jobFromEnv(lookup, envNames(os.Environ()))
 }
@@ -267,19 +266,4 @@ func envNames(environ []string) []string {
 		}
 	}
 	return names
-}
-
-// JobFromEnviron reads the job from a list of NAME=value entries
-// (os.Environ(), or an environment saved by a test). Later entries win.
-// It is JobFromEnv with a lookup over environ; SPANK_* variables are
-// enumerated from environ itself.
-func JobFromEnviron(environ []string) (*Job, error) {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	lookup := func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-	return jobFromEnv(lookup, envNames(environ))
 }

@@ -206,3 +206,18 @@ func TestJobFromEnvSpankFromProcess(t *testing.T) {
 		t.Errorf("spank %q", j.Spank)
 	}
 }
+
+// JobFromEnviron reads the job from a list of NAME=value entries
+// (os.Environ(), or an environment saved by a test). Later entries win.
+// It is JobFromEnv with a lookup over environ; SPANK_* variables are
+// enumerated from environ itself.
+func JobFromEnviron(environ []string) (*Job, error) {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	lookup := func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	return jobFromEnv(lookup, envNames(environ))
+}

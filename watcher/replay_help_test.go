@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
@@ -17,7 +18,7 @@ import (
 // and window rule with the shipped defaults, so that it cannot drift from
 // them.
 func TestHelpSaysWhenTheFirstVerdictComes(t *testing.T) {
-	def := hang.DefaultConfig()
+	def := watchcfg.DefaultHang()
 	var stdout bytes.Buffer
 	if code := realMain(context.Background(), []string{"--help"}, env(), &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("--help exit %d", code)

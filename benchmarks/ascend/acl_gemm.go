@@ -59,7 +59,7 @@ func (n *aclNode) GEMM(ctx context.Context, dev int, in device.GEMMInput) (devic
 		if err := n.uploadGEMM(in, host, hb, dA, dB); err != nil {
 			return err
 		}
-		mm := &matmul{rt: n.rt, ops: ops, s: s}
+		mm := &matmul{aclnnOp{rt: n.rt, ops: ops, s: s}}
 		defer func() { err = errors.Join(err, mm.close()) }()
 		if err := mm.tensors(in, dA, dB, dC); err != nil {
 			return err
@@ -144,9 +144,9 @@ func (n *aclNode) timeMatmuls(ctx context.Context, s acl.Stream, mm *matmul, in 
 	return total / float64(iters), iters, nil
 }
 
-// matmul is one aclnnMatmul on a stream: its three tensors and the
+// aclnnOp is one aclnn operator on a stream: its tensors and the
 // workspace, grown as the operator asks.
-type matmul struct {
+type aclnnOp struct {
 	rt     *acl.Lib
 	ops    *acl.Ops
 	s      acl.Stream
@@ -154,6 +154,40 @@ type matmul struct {
 	ws     uint64
 	wsSize uint64
 }
+
+// workspace returns a workspace of at least size bytes, replacing a
+// smaller one.
+func (o *aclnnOp) workspace(size uint64) (uint64, error) {
+	if size > o.wsSize {
+		if o.ws != 0 {
+			if err := o.rt.Free(o.ws); err != nil {
+				return 0, err
+			}
+			o.ws, o.wsSize = 0, 0
+		}
+		ws, err := o.rt.Malloc(int(size))
+		if err != nil {
+			return 0, err
+		}
+		o.ws, o.wsSize = ws, size
+	}
+	return o.ws, nil
+}
+
+// close frees the workspace and destroys the tensors.
+func (o *aclnnOp) close() error {
+	var err error
+	if o.ws != 0 {
+		err = o.rt.Free(o.ws)
+	}
+	for _, t := range o.ts {
+		err = errors.Join(err, o.ops.DestroyTensor(t))
+	}
+	return err
+}
+
+// matmul is one aclnnMatmul on a stream over three tensors.
+type matmul struct{ aclnnOp }
 
 // tensors describes A (m×k), B (k×n) and C (m×n) at dA, dB and dC.
 func (mm *matmul) tensors(in device.GEMMInput, dA, dB, dC uint64) error {
@@ -182,29 +216,9 @@ func (mm *matmul) launch() error {
 	if err != nil {
 		return err
 	}
-	if size > mm.wsSize {
-		if mm.ws != 0 {
-			if err := mm.rt.Free(mm.ws); err != nil {
-				return err
-			}
-			mm.ws, mm.wsSize = 0, 0
-		}
-		if mm.ws, err = mm.rt.Malloc(int(size)); err != nil {
-			return err
-		}
-		mm.wsSize = size
+	ws, err := mm.workspace(size)
+	if err != nil {
+		return err
 	}
-	return mm.ops.Matmul(mm.ws, size, ex, mm.s)
-}
-
-// close frees the workspace and destroys the tensors.
-func (mm *matmul) close() error {
-	var err error
-	if mm.ws != 0 {
-		err = mm.rt.Free(mm.ws)
-	}
-	for _, t := range mm.ts {
-		err = errors.Join(err, mm.ops.DestroyTensor(t))
-	}
-	return err
+	return mm.ops.Matmul(ws, size, ex, mm.s)
 }

@@ -37,7 +37,7 @@ func (n *aclNode) Launch(ctx context.Context, dev int, count int) (device.Launch
 		if b.err != nil {
 			return b.err
 		}
-		z := &zeroOp{rt: n.rt, ops: ops, s: s}
+		z := &zeroOp{aclnnOp{rt: n.rt, ops: ops, s: s}}
 		defer func() { err = errors.Join(err, z.close()) }()
 		one, err := z.tensor(1, buf)
 		if err != nil {
@@ -119,16 +119,8 @@ func (n *aclNode) zeroed(s acl.Stream, z *zeroOp, all acl.Tensor, host, buf uint
 	return true, nil
 }
 
-// zeroOp is aclnnInplaceZero on a stream: its tensors and the workspace,
-// grown as the operator asks.
-type zeroOp struct {
-	rt     *acl.Lib
-	ops    *acl.Ops
-	s      acl.Stream
-	ts     []acl.Tensor
-	ws     uint64
-	wsSize uint64
-}
+// zeroOp is aclnnInplaceZero on a stream.
+type zeroOp struct{ aclnnOp }
 
 // tensor describes a one-dimensional fp16 tensor of words elements at data.
 func (z *zeroOp) tensor(words int, data uint64) (acl.Tensor, error) {
@@ -146,33 +138,12 @@ func (z *zeroOp) launch(t acl.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if size > z.wsSize {
-		if z.ws != 0 {
-			if err := z.rt.Free(z.ws); err != nil {
-				return err
-			}
-			z.ws, z.wsSize = 0, 0
-		}
-		if z.ws, err = z.rt.Malloc(int(size)); err != nil {
-			return err
-		}
-		z.wsSize = size
+	ws, err := z.workspace(size)
+	if err != nil {
+		return err
 	}
-	ws := z.ws
 	if size == 0 {
 		ws = 0
 	}
 	return z.ops.Zero(ws, size, ex, z.s)
-}
-
-// close frees the workspace and destroys the tensors.
-func (z *zeroOp) close() error {
-	var err error
-	if z.ws != 0 {
-		err = z.rt.Free(z.ws)
-	}
-	for _, t := range z.ts {
-		err = errors.Join(err, z.ops.DestroyTensor(t))
-	}
-	return err
 }

@@ -169,7 +169,7 @@ func (rk *overlapRank) setup(b *buffers) (err error) {
 			return err
 		}
 	}
-	rk.mm = &matmul{rt: n.rt, ops: rk.ops, s: rk.gs}
+	rk.mm = &matmul{aclnnOp{rt: n.rt, ops: rk.ops, s: rk.gs}}
 	return rk.mm.tensors(g, a, bt, d)
 }
 

@@ -3,8 +3,8 @@
 // npu-leftover) and compute probes through ACL and HCCL (npu-gemm,
 // npu-copy, npu-kernel-launch, npu-allreduce, npu-allgather, npu-alltoall,
 // npu-overlap, and hccl-allreduce-multinode,
-// which the prolog's cross-node phase runs through NewRootInfo and
-// RunMultinode). Each check lives in its own file and registers itself
+// which the prolog's cross-node phase runs through its Setup and
+// RunRanks). Each check lives in its own file and registers itself
 // with benchmarks.Register from init().
 //
 // The vendor libraries are opened at run time (packages cgo/dcmi, cgo/acl,
@@ -89,6 +89,17 @@ var sharedDCMI = &dcmiLibrary{open: func(o dl.Options) (dcmi.Interface, error) {
 	return l, nil
 }}
 
+// dcmiCheck is what the DCMI checks share: the DCMI library, and their
+// place in the registry (health checks of Ascend NPUs, run in a child:
+// DCMI calls go to the driver and can hang on a sick device).
+type dcmiCheck struct{ lib *dcmiLibrary }
+
+func (dcmiCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (dcmiCheck) Isolated() bool        { return true }
+
+// Vendor says which devices the check is about.
+func (dcmiCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+
 // get opens and initialises DCMI on first use with o; later calls return
 // the first outcome.
 func (l *dcmiLibrary) get(o dl.Options) (dcmi.Interface, error) {
@@ -106,42 +117,6 @@ func (l *dcmiLibrary) get(o dl.Options) (dcmi.Interface, error) {
 		l.lib, l.err = lib, err
 	}
 	return l.lib, l.err
-}
-
-// DeviceProcesses returns the PIDs of the processes holding the Ascend
-// NPUs with the given logical ids (every NPU when devices is nil), sorted
-// and without duplicates, read through DCMI (dcmi_get_device_resource_info).
-// On a node without libdcmi.so the error wraps dl.ErrNotFound.
-func DeviceProcesses(devices []int) ([]int, error) {
-	lib, err := sharedDCMI.get(DefaultDCMISettings().options())
-	if err != nil {
-		return nil, err
-	}
-	return deviceProcesses(lib, devices)
-}
-
-func deviceProcesses(lib dcmi.Interface, devices []int) ([]int, error) {
-	npus, err := selectNPUs(lib, devices)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[int]bool{}
-	var errs []error
-	for _, n := range npus {
-		ps, err := lib.Processes(n.dev)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", n.id(), err))
-		}
-		for _, p := range ps {
-			seen[p.PID] = true
-		}
-	}
-	pids := make([]int, 0, len(seen))
-	for p := range seen {
-		pids = append(pids, p)
-	}
-	sort.Ints(pids)
-	return pids, errors.Join(errs...)
 }
 
 // DefaultDCMISettings are the shipped library settings.

@@ -115,8 +115,8 @@ func TestHealthyNode(t *testing.T) {
 	node := dcmifake.Healthy(8)
 	lib := fakeLib(node)
 	env := settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nexpected = 8\nsysfs = %q\n", eightNPUs(t)))
-	expect(t, run1(t, &npuCount{lib: lib}, env), benchmarks.StatusPass, "", "", "8 NPUs, 8 expected")
-	for _, c := range []benchmarks.Check{&npuHealth{lib: lib}, &npuECC{lib: lib}, &npuLink{lib: lib}, &npuLeftover{lib: lib}} {
+	expect(t, run1(t, &npuCount{dcmiCheck{lib}}, env), benchmarks.StatusPass, "", "", "8 NPUs, 8 expected")
+	for _, c := range []benchmarks.Check{&npuHealth{dcmiCheck{lib}}, &npuECC{dcmiCheck{lib}}, &npuLink{dcmiCheck{lib}}, &npuLeftover{dcmiCheck{lib}}} {
 		r := run1(t, c, nil)
 		expect(t, r, benchmarks.StatusPass, "", "", "8 NPUs")
 		if len(r.Values) < 8 {
@@ -138,7 +138,7 @@ func TestFaults(t *testing.T) {
 	}{
 		{
 			name:  "missing NPU",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuCount{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuCount{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs = append(n.NPUs[:3], n.NPUs[4:]...) // npu3 at 0000:c4:00.0 gone from DCMI
 			},
@@ -150,7 +150,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "fell off the bus, count from gres",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuCount{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuCount{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs = n.NPUs[:7]
 			},
@@ -164,7 +164,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "allocated NPU missing",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuCount{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuCount{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {},
 			env: func(t *testing.T) *benchmarks.Env {
 				e := settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nsysfs = %q\n", eightNPUs(t)))
@@ -175,7 +175,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "major alarm",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[5].Health = dcmi.HealthMajor
 				n.NPUs[5].Codes = []uint32{0x80E01801, 0x80CB8009}
@@ -185,13 +185,13 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "absent",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[2].Health = dcmi.HealthAbsent },
 			status: benchmarks.StatusFail, reason: ReasonNPUAbsent, device: "npu2",
 		},
 		{
 			name:   "minor alarm tolerated by config",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[1].Health = dcmi.HealthMinor },
 			env: func(t *testing.T) *benchmarks.Env {
 				return settings(t, "npu-health", "[checks.npu-health]\nfail_on_minor = false\n")
@@ -200,7 +200,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "health call error",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[4].Errs = map[string]error{"Health": &dcmi.Error{Op: "dcmi_get_device_health", Code: dcmi.ErrTimeOut}}
 			},
@@ -209,7 +209,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "device gone during the call",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[4].Errs = map[string]error{"Health": &dcmi.Error{Op: "dcmi_get_device_health", Code: dcmi.ErrDeviceNotExist}}
 			},
@@ -217,20 +217,20 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "uncorrectable ECC",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[7].HBMECC.DoubleBit = 2 },
 			status: benchmarks.StatusFail, reason: ReasonNPUECCUncorrectable, device: "npu7",
 			msgs: []string{"npu7: 2 uncorrectable HBM ECC errors (limit 0)"},
 		},
 		{
 			name:   "isolated pages",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[0].HBMECC.DoubleBitIsolatedPages = 65 },
 			status: benchmarks.StatusFail, reason: ReasonNPUIsolatedPages, device: "npu0",
 		},
 		{
 			name:  "ECC not supported",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuECC{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuECC{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[0].Errs = map[string]error{"ECC": &dcmi.Error{Op: "dcmi_get_device_ecc_info", Code: dcmi.ErrNotSupport}}
 			},
@@ -238,20 +238,20 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "link down",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[6].Net = dcmi.NetUnreachable },
 			status: benchmarks.StatusFail, reason: ReasonNPULinkDown, device: "npu6",
 			msgs: []string{"npu6: RoCE link unreachable"},
 		},
 		{
 			name:   "link detection not started",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[6].Net = dcmi.NetInit },
 			status: benchmarks.StatusPass, msgs: []string{"npu6: RoCE detection not started"},
 		},
 		{
 			name:   "link detection required",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLink{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[6].Net = dcmi.NetInit },
 			env: func(t *testing.T) *benchmarks.Env {
 				return settings(t, "npu-link", "[checks.npu-link]\nrequire_detection = true\n")
@@ -260,7 +260,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "link function missing in an old driver",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuLink{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuLink{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[0].Errs = map[string]error{"NetworkHealth": fmt.Errorf("dcmi_get_device_network_health in /x/libdcmi.so: %w", dl.ErrSymbol)}
 			},
@@ -268,21 +268,21 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "leftover process",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[3].Procs = []dcmi.Process{{PID: 4242, MemBytes: 20 << 30}} },
 			status: benchmarks.StatusFail, reason: ReasonNPUProcessLeftover, device: "npu3",
 			msgs: []string{"npu3 held by 1 process: pid 4242 (20480 MiB)"},
 		},
 		{
 			name:   "leftover memory",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[3].HBM.UsedMiB = 30000 },
 			status: benchmarks.StatusFail, reason: ReasonNPUMemoryLeftover, device: "npu3",
 			msgs: []string{"npu3: 30000 MiB of HBM in use, an idle Ascend910B3 reports at most 5632"},
 		},
 		{
 			name:   "leftover memory threshold from config",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuLeftover{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.NPUs[3].HBM.UsedMiB = 30000 },
 			env: func(t *testing.T) *benchmarks.Env {
 				return settings(t, "npu-leftover", "[checks.npu-leftover.thresholds.Ascend910B3]\nhbm_used_mib = 32768\n")
@@ -291,7 +291,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:  "device list error",
-			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{lib: l} },
+			check: func(l *dcmiLibrary) benchmarks.Check { return &npuHealth{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) {
 				n.DevicesErr = &dcmi.Error{Op: "dcmi_get_card_num_list", Code: dcmi.ErrIoctlFail}
 			},
@@ -299,7 +299,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			name:   "init error",
-			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{lib: l} },
+			check:  func(l *dcmiLibrary) benchmarks.Check { return &npuECC{dcmiCheck{l}} },
 			break_: func(n *dcmifake.Node) { n.InitErr = &dcmi.Error{Op: "dcmi_init", Code: dcmi.ErrInnerErr} },
 			status: benchmarks.StatusUnknown, reason: ReasonDCMIError, msgs: []string{"DCMI unavailable: dcmi_init: DCMI_ERR_CODE_INNER_ERR"},
 		},
@@ -321,7 +321,7 @@ func TestJobDevicesOnly(t *testing.T) {
 	node := dcmifake.Healthy(8)
 	node.NPUs[5].Health = dcmi.HealthCritical // not the job's
 	lib := fakeLib(node)
-	r := run1(t, &npuHealth{lib: lib}, &benchmarks.Env{Devices: []int{0, 1}})
+	r := run1(t, &npuHealth{dcmiCheck{lib}}, &benchmarks.Env{Devices: []int{0, 1}})
 	expect(t, r, benchmarks.StatusPass, "", "", "2 NPUs healthy")
 	if node.Calls["Health"] != 2 {
 		t.Errorf("Health called %d times, want 2", node.Calls["Health"])
@@ -329,7 +329,7 @@ func TestJobDevicesOnly(t *testing.T) {
 }
 
 func TestWithoutDCMI(t *testing.T) {
-	for _, c := range []benchmarks.Check{&npuHealth{lib: missingLib()}, &npuECC{lib: missingLib()}, &npuLink{lib: missingLib()}, &npuLeftover{lib: missingLib()}, &npuCount{lib: missingLib()}} {
+	for _, c := range []benchmarks.Check{&npuHealth{dcmiCheck{missingLib()}}, &npuECC{dcmiCheck{missingLib()}}, &npuLink{dcmiCheck{missingLib()}}, &npuLeftover{dcmiCheck{missingLib()}}, &npuCount{dcmiCheck{missingLib()}}} {
 		t.Run(c.Name(), func(t *testing.T) {
 			env := settings(t, c.Name(), fmt.Sprintf("[checks.%s]\n", c.Name()))
 			if c.Name() == "npu-count" {
@@ -345,11 +345,11 @@ func TestWithoutDCMI(t *testing.T) {
 func TestNPUCountWithoutDCMI(t *testing.T) {
 	t.Run("expected by config", func(t *testing.T) {
 		env := settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nexpected = 8\nsysfs = %q\n", sysfsTree(t)))
-		expect(t, run1(t, &npuCount{lib: missingLib()}, env), benchmarks.StatusFail, ReasonNPUCountMismatch, "", "expected 8 NPUs, found none")
+		expect(t, run1(t, &npuCount{dcmiCheck{missingLib()}}, env), benchmarks.StatusFail, ReasonNPUCountMismatch, "", "expected 8 NPUs, found none")
 	})
 	t.Run("NPUs on the bus", func(t *testing.T) {
 		env := settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nsysfs = %q\n", eightNPUs(t)))
-		expect(t, run1(t, &npuCount{lib: missingLib()}, env), benchmarks.StatusUnknown, ReasonLibraryMissing, "", "but 8 Ascend NPUs on the PCI bus")
+		expect(t, run1(t, &npuCount{dcmiCheck{missingLib()}}, env), benchmarks.StatusUnknown, ReasonLibraryMissing, "", "but 8 Ascend NPUs on the PCI bus")
 	})
 }
 
@@ -370,10 +370,10 @@ func TestBadSettings(t *testing.T) {
 		check benchmarks.Check
 		toml  string
 	}{
-		{&npuCount{lib: lib}, "[checks.npu-count]\nexpected = -1\n"},
-		{&npuCount{lib: lib}, "[checks.npu-count]\nexpectd = 1\n"},
-		{&npuECC{lib: lib}, "[checks.npu-ecc]\nmax_uncorrectable = -2\n"},
-		{&npuHealth{lib: lib}, "[checks.npu-health]\nfail_on_minor = \"yes\"\n"},
+		{&npuCount{dcmiCheck{lib}}, "[checks.npu-count]\nexpected = -1\n"},
+		{&npuCount{dcmiCheck{lib}}, "[checks.npu-count]\nexpectd = 1\n"},
+		{&npuECC{dcmiCheck{lib}}, "[checks.npu-ecc]\nmax_uncorrectable = -2\n"},
+		{&npuHealth{dcmiCheck{lib}}, "[checks.npu-health]\nfail_on_minor = \"yes\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.check.Name(), func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestDCMIOpenedOnce(t *testing.T) {
 	node := dcmifake.Healthy(2)
 	lib := &dcmiLibrary{open: func(dl.Options) (dcmi.Interface, error) { opens++; return node, nil }}
 	for i := 0; i < 3; i++ {
-		run1(t, &npuHealth{lib: lib}, nil)
+		run1(t, &npuHealth{dcmiCheck{lib}}, nil)
 	}
 	if opens != 1 {
 		t.Errorf("opened %d times", opens)
@@ -400,33 +400,12 @@ func TestDCMIOpenedOnce(t *testing.T) {
 	}
 }
 
-func TestDeviceProcesses(t *testing.T) {
-	node := dcmifake.Healthy(4)
-	node.Init()
-	node.NPUs[1].Procs = []dcmi.Process{{PID: 300}, {PID: 100}}
-	node.NPUs[2].Procs = []dcmi.Process{{PID: 100}, {PID: 200}}
-	node.NPUs[3].Procs = []dcmi.Process{{PID: 999}}
-	pids, err := deviceProcesses(node, []int{1, 2})
-	if err != nil || fmt.Sprint(pids) != "[100 200 300]" {
-		t.Errorf("got %v, %v", pids, err)
-	}
-	node.NPUs[0].Errs = map[string]error{"Processes": &dcmi.Error{Op: "dcmi_get_device_resource_info", Code: dcmi.ErrIoctlFail}}
-	pids, err = deviceProcesses(node, nil)
-	if err == nil || !strings.Contains(err.Error(), "npu0") || fmt.Sprint(pids) != "[100 200 300 999]" {
-		t.Errorf("got %v, %v", pids, err)
-	}
-	// This machine has no Ascend driver.
-	if _, err := DeviceProcesses(nil); !errors.Is(err, dl.ErrNotFound) {
-		t.Errorf("DeviceProcesses without libdcmi.so: %v", err)
-	}
-}
-
 // BenchmarkHealthFacts is the cost of the five DCMI facts on an 8-NPU node
 // above the library (the fake answers at once).
 func BenchmarkHealthFacts(b *testing.B) {
 	node := dcmifake.Healthy(8)
 	lib := fakeLib(node)
-	checks := []benchmarks.Check{&npuHealth{lib: lib}, &npuECC{lib: lib}, &npuLink{lib: lib}, &npuLeftover{lib: lib}}
+	checks := []benchmarks.Check{&npuHealth{dcmiCheck{lib}}, &npuECC{dcmiCheck{lib}}, &npuLink{dcmiCheck{lib}}, &npuLeftover{dcmiCheck{lib}}}
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		for _, c := range checks {

@@ -41,7 +41,7 @@ const (
 
 // MultinodeRole is this node's part in the job's communicator: the role
 // type every vendor's multi-node check takes. Its ID is the 4108 bytes of
-// NewRootInfo.
+// newRootInfo (the check's Setup).
 type MultinodeRole = device.MultinodeRole
 
 // MultinodeSettings are the settings of [checks.hccl-allreduce-multinode]:
@@ -63,7 +63,7 @@ var multinodeThresholds = device.Thresholds{}
 
 // multinode is hccl-allreduce-multinode: registered so that it has
 // settings, a description and a place in reports; it runs only through
-// RunMultinode.
+// the cross-node phase (Setup, RunRanks).
 type multinode struct {
 	device.MultinodeCheck
 	cann *cann
@@ -102,7 +102,7 @@ func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 	return s, s.Validate()
 }
 
-// NewRootInfo makes the HcclRootInfo (HcclGetRootInfo, 4108 bytes) of a
+// newRootInfo makes the HcclRootInfo (HcclGetRootInfo, 4108 bytes) of a
 // communicator spanning the job's nodes, with CANN found as
 // [checks.hccl-allreduce-multinode] in env says, on the job's first NPU
 // (env.Devices[0], or 0). The coordinator's node calls it once and hands
@@ -110,12 +110,10 @@ func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 //
 // HCCL starts the communicator's root (its topology server, on the host
 // address HCCL_IF_IP or HCCL_SOCKET_IFNAME selects) in the calling process,
-// and every rank connects to it there: the process that calls NewRootInfo
+// and every rank connects to it there: the process that calls newRootInfo
 // must stay alive until every rank has joined; best, it is the one that
-// then runs the RunMultinode of rank 0. ACL stays initialised and the
+// then runs rank 0. ACL stays initialised and the
 // device stays set, as the root may need them.
-func NewRootInfo(env *benchmarks.Env) ([]byte, error) { return shippedMultinode.newRootInfo(env) }
-
 func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 	s, err := c.settings(env)
 	if err != nil {
@@ -146,7 +144,7 @@ func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 	return info[:], nil
 }
 
-// RunMultinode runs this node's part of hccl-allreduce-multinode: its NPUs
+// run runs this node's part of hccl-allreduce-multinode: its NPUs
 // (env.Devices, nil for all) join the communicator role names as ranks
 // FirstRank, FirstRank+1, ... (HcclCommInitRootInfo, one thread per NPU,
 // all at once), verify one all-reduce exactly, then time warmup + iters
@@ -161,10 +159,6 @@ func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 // whom to act on. Only an ACL fault of this node's NPUs is the node's own.
 // ctx's deadline bounds it all; the communicators are destroyed when it
 // passes.
-func RunMultinode(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
-	return shippedMultinode.run(ctx, env, role)
-}
-
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
 	s, err := c.settings(env)
 	if err != nil {

@@ -26,7 +26,7 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 	return len(node.Devices())
 }
 
-// Setup makes the communicator's root info (NewRootInfo) on the
+// Setup makes the communicator's root info (newRootInfo) on the
 // coordinator, in the prolog process that stays alive while the ranks join.
 func (c *multinode) Setup(env *benchmarks.Env) ([]byte, error) { return c.newRootInfo(env) }
 

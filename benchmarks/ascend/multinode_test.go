@@ -150,9 +150,9 @@ func TestMultinodeOnStub(t *testing.T) {
 
 	// The exported pair, over the process's CANN (the stub).
 	env := settings(t, MultinodeName, mnSettings(libs))
-	id, err := NewRootInfo(env)
+	id, err := shippedMultinode.newRootInfo(env)
 	if err != nil || len(id) != hccl.RootInfoBytes {
-		t.Fatalf("NewRootInfo: %d bytes, %v", len(id), err)
+		t.Fatalf("newRootInfo: %d bytes, %v", len(id), err)
 	}
 	var wg sync.WaitGroup
 	got := make([]benchmarks.Result, 2)
@@ -162,13 +162,13 @@ func TestMultinodeOnStub(t *testing.T) {
 			defer wg.Done()
 			e := settings(t, MultinodeName, mnSettings(libs))
 			e.Devices = devs
-			got[i] = RunMultinode(context.Background(), e, MultinodeRole{ID: id, NRanks: 4, FirstRank: 2 * i})
+			got[i] = shippedMultinode.run(context.Background(), e, MultinodeRole{ID: id, NRanks: 4, FirstRank: 2 * i})
 		}()
 	}
 	wg.Wait()
 	for i, r := range got {
 		if r.Status != benchmarks.StatusPass || !strings.HasPrefix(r.Message, "all-reduce over 4 NPUs of the job") {
-			t.Errorf("RunMultinode %d: %+v", i, r)
+			t.Errorf("run %d: %+v", i, r)
 		}
 	}
 }
@@ -310,9 +310,9 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 	}
 	absent := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n", MultinodeName))
 	if _, err := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).newRootInfo(absent); !errors.Is(err, dl.ErrNotFound) {
-		t.Errorf("NewRootInfo without CANN: %v", err)
+		t.Errorf("newRootInfo without CANN: %v", err)
 	}
 	if r := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).run(context.Background(), absent, MultinodeRole{ID: id, NRanks: 4}); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
-		t.Errorf("RunMultinode without CANN: %+v", r)
+		t.Errorf("run without CANN: %+v", r)
 	}
 }

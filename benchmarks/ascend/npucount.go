@@ -37,18 +37,11 @@ type NPUCountSettings struct {
 	Sysfs string `toml:"sysfs"`
 }
 
-type npuCount struct{ lib *dcmiLibrary }
+type npuCount struct{ dcmiCheck }
 
-func init() { benchmarks.Register(&npuCount{lib: sharedDCMI}) }
+func init() { benchmarks.Register(&npuCount{dcmiCheck{sharedDCMI}}) }
 
-func (*npuCount) Name() string          { return "npu-count" }
-func (*npuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-
-// Isolated: DCMI calls go to the driver and can hang on a sick device.
-func (*npuCount) Isolated() bool { return true }
-
-// Vendor says which devices the check is about.
-func (*npuCount) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+func (*npuCount) Name() string { return "npu-count" }
 
 // Description says what the check does, for --list-checks.
 func (*npuCount) Description() string {

@@ -29,18 +29,11 @@ type NPUECCSettings struct {
 	MaxIsolatedPages int `toml:"max_isolated_pages"`
 }
 
-type npuECC struct{ lib *dcmiLibrary }
+type npuECC struct{ dcmiCheck }
 
-func init() { benchmarks.Register(&npuECC{lib: sharedDCMI}) }
+func init() { benchmarks.Register(&npuECC{dcmiCheck{sharedDCMI}}) }
 
-func (*npuECC) Name() string          { return "npu-ecc" }
-func (*npuECC) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-
-// Isolated: DCMI calls go to the driver and can hang on a sick device.
-func (*npuECC) Isolated() bool { return true }
-
-// Vendor says which devices the check is about.
-func (*npuECC) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+func (*npuECC) Name() string { return "npu-ecc" }
 
 // Description says what the check does, for --list-checks.
 func (*npuECC) Description() string {

@@ -26,18 +26,11 @@ type NPUHealthSettings struct {
 	FailOnMinor bool `toml:"fail_on_minor"`
 }
 
-type npuHealth struct{ lib *dcmiLibrary }
+type npuHealth struct{ dcmiCheck }
 
-func init() { benchmarks.Register(&npuHealth{lib: sharedDCMI}) }
+func init() { benchmarks.Register(&npuHealth{dcmiCheck{sharedDCMI}}) }
 
-func (*npuHealth) Name() string          { return "npu-health" }
-func (*npuHealth) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-
-// Isolated: DCMI calls go to the driver and can hang on a sick device.
-func (*npuHealth) Isolated() bool { return true }
-
-// Vendor says which devices the check is about.
-func (*npuHealth) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+func (*npuHealth) Name() string { return "npu-health" }
 
 // Description says what the check does, for --list-checks.
 func (*npuHealth) Description() string {

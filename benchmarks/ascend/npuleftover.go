@@ -38,18 +38,11 @@ var leftoverThresholds = device.Thresholds{
 	"Ascend910B4": {"hbm_used_mib": 3072 + 1536},
 }
 
-type npuLeftover struct{ lib *dcmiLibrary }
+type npuLeftover struct{ dcmiCheck }
 
-func init() { benchmarks.Register(&npuLeftover{lib: sharedDCMI}) }
+func init() { benchmarks.Register(&npuLeftover{dcmiCheck{sharedDCMI}}) }
 
-func (*npuLeftover) Name() string          { return "npu-leftover" }
-func (*npuLeftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-
-// Isolated: DCMI calls go to the driver and can hang on a sick device.
-func (*npuLeftover) Isolated() bool { return true }
-
-// Vendor says which devices the check is about.
-func (*npuLeftover) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+func (*npuLeftover) Name() string { return "npu-leftover" }
 
 // Description says what the check does, for --list-checks.
 func (*npuLeftover) Description() string {

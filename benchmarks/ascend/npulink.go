@@ -25,18 +25,11 @@ type NPULinkSettings struct {
 	RequireDetection bool `toml:"require_detection"`
 }
 
-type npuLink struct{ lib *dcmiLibrary }
+type npuLink struct{ dcmiCheck }
 
-func init() { benchmarks.Register(&npuLink{lib: sharedDCMI}) }
+func init() { benchmarks.Register(&npuLink{dcmiCheck{sharedDCMI}}) }
 
-func (*npuLink) Name() string          { return "npu-link" }
-func (*npuLink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-
-// Isolated: DCMI calls go to the driver and can hang on a sick device.
-func (*npuLink) Isolated() bool { return true }
-
-// Vendor says which devices the check is about.
-func (*npuLink) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+func (*npuLink) Name() string { return "npu-link" }
 
 // Description says what the check does, for --list-checks.
 func (*npuLink) Description() string {

@@ -142,9 +142,6 @@ type Thresholds = devcheck.Thresholds
 // Peers configures the comparison of each device with the node's median.
 type Peers = devcheck.Peers
 
-// DefaultPeers are the shipped peer settings.
-func DefaultPeers() Peers { return Peers{Fraction: 0.85, Min: 3} }
-
 // result assembles a check's Result from its values and findings. prefix
 // names the reasons: prefix+"BelowThreshold", prefix+"BelowPeers" (or
 // "Above…" for lower-is-better metrics).

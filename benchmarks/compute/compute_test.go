@@ -15,6 +15,9 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
+// defaultPeers are the peer settings the GEMM check ships with.
+var defaultPeers = Peers{Fraction: 0.85, Min: 3}
+
 func TestThresholdsLookup(t *testing.T) {
 	th := Thresholds{
 		"H100":      {"tflops_bf16": 600},
@@ -68,15 +71,15 @@ func TestEvaluate(t *testing.T) {
 		peers     Peers
 		wantFails []string // "gpuN:threshold" or "gpuN:peers"
 	}{
-		{"all healthy", higher, rs(700, 710, 705, 695), DefaultPeers(), nil},
-		{"below floor", higher, rs(700, 550, 705, 695), DefaultPeers(), []string{"gpu1:threshold"}},
-		{"above floor, below peers", higher, rs(800, 810, 640, 805), DefaultPeers(), []string{"gpu2:peers"}},
-		{"peers need 3 devices", higher, rs(800, 640), DefaultPeers(), nil},
+		{"all healthy", higher, rs(700, 710, 705, 695), defaultPeers, nil},
+		{"below floor", higher, rs(700, 550, 705, 695), defaultPeers, []string{"gpu1:threshold"}},
+		{"above floor, below peers", higher, rs(800, 810, 640, 805), defaultPeers, []string{"gpu2:peers"}},
+		{"peers need 3 devices", higher, rs(800, 640), defaultPeers, nil},
 		{"peers disabled", higher, rs(800, 810, 640, 805), Peers{Fraction: 0, Min: 3}, nil},
-		{"lower is better", lower, rs(8, 12, 8.5, 8.2), DefaultPeers(), []string{"gpu1:threshold"}},
-		{"lower: above peers", lower, rs(4, 4.1, 6, 3.9), DefaultPeers(), []string{"gpu2:peers"}},
-		{"NaN fails", higher, rs(math.NaN(), 700, 700), DefaultPeers(), []string{"gpu0:threshold"}},
-		{"no key, peers only", devcheck.Metric{Name: "x", Unit: "u", Label: "x"}, rs(100, 100, 50), DefaultPeers(), []string{"gpu2:peers"}},
+		{"lower is better", lower, rs(8, 12, 8.5, 8.2), defaultPeers, []string{"gpu1:threshold"}},
+		{"lower: above peers", lower, rs(4, 4.1, 6, 3.9), defaultPeers, []string{"gpu2:peers"}},
+		{"NaN fails", higher, rs(math.NaN(), 700, 700), defaultPeers, []string{"gpu0:threshold"}},
+		{"no key, peers only", devcheck.Metric{Name: "x", Unit: "u", Label: "x"}, rs(100, 100, 50), defaultPeers, []string{"gpu2:peers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

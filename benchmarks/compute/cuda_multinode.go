@@ -15,7 +15,7 @@ import (
 )
 
 // UniqueID is NCCL's ncclUniqueId (NCCL_UNIQUE_ID_BYTES = 128): made once
-// for the job by NewUniqueID, handed to every node's RunMultinode.
+// for the job by NewUniqueID, handed to every node's RunRanks.
 type UniqueID = nccl.UniqueID
 
 // MultinodeInput and MultinodeOutput are this node's part of one

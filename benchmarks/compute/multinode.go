@@ -26,7 +26,7 @@ const (
 	// ReasonNCCLError: an NCCL call failed (unknown: a remote rank's fault
 	// reads the same here).
 	ReasonNCCLError = "NCCLError"
-	// ReasonInvalidRole: the rank assignment handed to RunMultinode does
+	// ReasonInvalidRole: the rank assignment handed to RunRanks does
 	// not fit this node's GPUs (unknown).
 	ReasonInvalidRole = device.ReasonInvalidRole
 )
@@ -64,7 +64,7 @@ type MultinodeRole struct {
 
 // multinode is nccl-allreduce-multinode: registered so that it has
 // settings, a description and a place in reports; it runs only through
-// RunMultinode.
+// the cross-node phase (Setup, RunRanks).
 type multinode struct {
 	device.MultinodeCheck
 	open Opener
@@ -149,7 +149,7 @@ func (c *multinode) Setup(env *benchmarks.Env) ([]byte, error) {
 	return id[:], nil
 }
 
-// RunRanks runs RunMultinode as ranks first, first+1, ... of total with
+// RunRanks runs run as ranks first, first+1, ... of total with
 // the id Setup made.
 func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result {
 	var id UniqueID
@@ -174,7 +174,7 @@ func (*multinode) Joined(reason string) bool {
 // NCCL starts its bootstrap root in the calling process and the ranks
 // connect to it there: the process that calls NewUniqueID must stay alive
 // until every rank has joined; best, it is the one that then runs the
-// RunMultinode of rank 0. NCCL stays loaded.
+// ranks of rank 0. NCCL stays loaded.
 func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 	s, err := shippedMultinode.settings(env)
 	if err != nil {
@@ -187,7 +187,7 @@ func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 	return lib.GetUniqueID()
 }
 
-// RunMultinode runs this node's part of nccl-allreduce-multinode: its GPUs
+// run runs this node's part of nccl-allreduce-multinode: its GPUs
 // (env.Devices, nil for all) join the communicator role names as ranks
 // FirstRank, FirstRank+1, ... (ncclGroupStart, ncclCommInitRank per GPU,
 // ncclGroupEnd), verify one all-reduce exactly, then time warmup + iters
@@ -201,10 +201,6 @@ func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 // wrong data fail as the node's view, and the cross-node phase decides whom
 // to act on. Only a CUDA fault of this node's GPUs is the node's own.
 // ctx's deadline bounds it all; the communicators are aborted when it passes.
-func RunMultinode(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
-	return shippedMultinode.run(ctx, env, role)
-}
-
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
 	s, err := c.settings(env)
 	if err != nil {

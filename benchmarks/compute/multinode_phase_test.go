@@ -50,7 +50,7 @@ func runPhaseJob(t *testing.T, settings func(node string) string) map[string]ben
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rs := p.Run(ctx)
+			rs := p.RunJob(ctx).Results
 			if len(rs) != 1 {
 				t.Errorf("%s: %+v", n.name, rs)
 				return

@@ -31,7 +31,7 @@ var fakeJob = []struct {
 
 const fakeJobRanks = 5
 
-// runFakeJob runs RunMultinode on every node of fakeJob at once with one id,
+// runFakeJob runs the check on every node of fakeJob at once with one id,
 // each under timeout, and returns the results by node.
 func runFakeJob(t *testing.T, libs string, timeout time.Duration, role func(node int, r MultinodeRole) MultinodeRole) map[string]benchmarks.Result {
 	t.Helper()
@@ -55,7 +55,7 @@ func runFakeJob(t *testing.T, libs string, timeout time.Duration, role func(node
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			res := RunMultinode(ctx, env, r)
+			res := shippedMultinode.run(ctx, env, r)
 			mu.Lock()
 			out[n.name] = res
 			mu.Unlock()
@@ -224,7 +224,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 		{MultinodeRole{ID: id, NRanks: 4, FirstRank: 3}, "ranks 3-4 for this node's 2 GPUs do not fit in 4"},
 		{MultinodeRole{NRanks: 4}, "no communicator id"},
 	} {
-		r := RunMultinode(context.Background(), env, tt.role)
+		r := shippedMultinode.run(context.Background(), env, tt.role)
 		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidRole || r.Message != tt.msg {
 			t.Errorf("%+v: %+v", tt.role.NRanks, r)
 		}

@@ -67,19 +67,3 @@ func e4m3FromF32(x float32) uint8 {
 	}
 	return sign | uint8(e+7)<<3 | uint8(n-8)
 }
-
-func e4m3ToF32(b uint8) float32 {
-	sign := float32(1)
-	if b&0x80 != 0 {
-		sign = -1
-	}
-	exp := int(b>>3) & 0xf
-	mant := float64(b & 7)
-	if exp == 0xf && b&7 == 7 {
-		return float32(math.NaN())
-	}
-	if exp == 0 {
-		return sign * float32(math.Ldexp(mant, -9))
-	}
-	return sign * float32(math.Ldexp(8+mant, exp-7-3))
-}

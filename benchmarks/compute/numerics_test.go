@@ -131,3 +131,21 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t.Error("onePattern is not 1.0 in every type")
 	}
 }
+
+// e4m3ToF32 decodes an FP8 E4M3 byte: the inverse of e4m3FromF32, which
+// only the tests need.
+func e4m3ToF32(b uint8) float32 {
+	sign := float32(1)
+	if b&0x80 != 0 {
+		sign = -1
+	}
+	exp := int(b>>3) & 0xf
+	mant := float64(b & 7)
+	if exp == 0xf && b&7 == 7 {
+		return float32(math.NaN())
+	}
+	if exp == 0 {
+		return sign * float32(math.Ldexp(mant, -9))
+	}
+	return sign * float32(math.Ldexp(8+mant, exp-7-3))
+}

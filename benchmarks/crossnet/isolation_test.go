@@ -77,7 +77,7 @@ func fabric(t *testing.T, n int, blocked func(from, to string) bool, relay Relay
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := p.Run(ctx)
+			r := p.RunJob(ctx).Results
 			mu.Lock()
 			got[name], took[name] = r, time.Since(start)
 			mu.Unlock()
@@ -157,6 +157,9 @@ func TestIsolationDecisions(t *testing.T) {
 			if tt.n > 8 && testing.Short() {
 				t.Skip("64 in-process nodes: not under -short")
 			}
+			// Each case waits its deadlines out on its own port: they wait
+			// side by side.
+			t.Parallel()
 			names, _ := rdvtest.Cluster(tt.n)
 			blocked := func(string, string) bool { return false }
 			if tt.blocked != nil {
@@ -182,7 +185,7 @@ func TestIsolationDecisions(t *testing.T) {
 					t.Errorf("%s: %s, want %s: %s", n, g, w, r.Message)
 				}
 				if w == "fail NetIsolated" {
-					d := benchmarks.DrainReason(r)
+					d := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
 					if !strings.HasPrefix(d, "vigil: net-connect NetIsolated to:") {
 						t.Errorf("%s: drain reason %q", n, d)
 					}

@@ -99,13 +99,10 @@ type LinkNote struct {
 // String is "A-B (state)".
 func (l LinkNote) String() string { return l.A + "-" + l.B + " (" + l.State + ")" }
 
-// Run runs the phase within ctx's deadline and returns one result per
-// check of p.Checks, for this node only. Nothing in the meeting itself
-// fails a check: a node that cannot meet, measure or hear its outcome
-// gets unknown.
-func (p Phase) Run(ctx context.Context) []benchmarks.Result { return p.RunJob(ctx).Results }
-
-// RunJob is Run with what the coordinator saw of the whole job.
+// RunJob runs the phase within ctx's deadline. Its Results hold one
+// result per check of p.Checks, for this node only, with what the
+// coordinator saw of the whole job. Nothing in the meeting itself fails a
+// check: a node that cannot meet, measure or hear its outcome gets unknown.
 func (p Phase) RunJob(ctx context.Context) Outcome {
 	start := time.Now()
 	if p.Log == nil {

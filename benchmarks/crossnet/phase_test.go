@@ -60,7 +60,7 @@ func jobWith(t *testing.T, n int, checks []string, tweak func(p *Phase)) map[str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := p.Run(ctx)
+			r := p.RunJob(ctx).Results
 			mu.Lock()
 			out[name] = r
 			mu.Unlock()
@@ -119,8 +119,8 @@ func TestPhaseDeadNode(t *testing.T) {
 			!strings.HasPrefix(r.Message, "net-connect ") || !strings.Contains(r.Device, ":") {
 			t.Fatalf("dead node %s: %+v", n, r)
 		}
-		d := benchmarks.DrainReason(r)
-		if check, reason, dev, ok := benchmarks.ParseDrainReason(d); !ok || check != Connect || reason != "NetUnreachable" || dev != r.Device {
+		d := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
+		if e, ok := benchmarks.ParseDrain(d); !ok || e[0] != (benchmarks.DrainEntry{Check: Connect, Reason: "NetUnreachable", Device: r.Device}) {
 			t.Errorf("drain reason %q does not parse back", d)
 		}
 	}
@@ -175,13 +175,13 @@ func TestPhaseCoordinatorAbsent(t *testing.T) {
 	p.Log = logger
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, r := range p.Run(ctx) {
+	for _, r := range p.RunJob(ctx).Results {
 		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNoMeeting {
 			t.Errorf("%+v", r)
 		}
 	}
 	p.Addrs = map[string]string{}
-	if r := p.Run(ctx); r[0].Reason != ReasonSetup {
+	if r := p.RunJob(ctx).Results; r[0].Reason != ReasonSetup {
 		t.Errorf("no address: %+v", r[0])
 	}
 }

@@ -148,7 +148,7 @@ func simulate(t testing.TB, n int, budget time.Duration, checks []string) simFig
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = p.Run(ctx)
+			out[i] = p.RunJob(ctx).Results
 			for d := int64(time.Since(start)); ; {
 				if old := took.Load(); d <= old || took.CompareAndSwap(old, d) {
 					break
@@ -197,7 +197,7 @@ func checkOutcomes(t testing.TB, names []string, dead string, out [][]benchmarks
 		r := status(out[i], Connect)
 		switch {
 		case n == dead:
-			drain := benchmarks.DrainReason(r)
+			drain := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
 			if r.Status != benchmarks.StatusFail || r.Reason != "NetUnreachable" ||
 				!strings.HasPrefix(r.Device, "from:") || !strings.Contains(r.Message, "unreachable from") {
 				t.Errorf("dead node %s: %+v", n, r)

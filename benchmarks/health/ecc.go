@@ -21,16 +21,11 @@ type eccSettings struct {
 }
 
 // ecc reads each device's uncorrectable volatile ECC error count.
-type ecc struct{ lib *library }
+type ecc struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&ecc{lib: shared}) }
+func init() { benchmarks.Register(&ecc{nvmlCheck{shared}}) }
 
-func (*ecc) Name() string          { return "ecc" }
-func (*ecc) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*ecc) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*ecc) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*ecc) Name() string { return "ecc" }
 
 // Description says what the check does, for --list-checks.
 func (*ecc) Description() string {

@@ -36,16 +36,11 @@ type gpuCountSettings struct {
 
 // gpuCount compares the GPUs NVML sees with the expected count and with the
 // NVIDIA GPUs on the PCI bus.
-type gpuCount struct{ lib *library }
+type gpuCount struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&gpuCount{lib: shared}) }
+func init() { benchmarks.Register(&gpuCount{nvmlCheck{shared}}) }
 
-func (*gpuCount) Name() string          { return "gpu-count" }
-func (*gpuCount) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*gpuCount) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*gpuCount) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*gpuCount) Name() string { return "gpu-count" }
 
 // Description says what the check does, for --list-checks.
 func (*gpuCount) Description() string {

@@ -144,7 +144,7 @@ func TestGPUCount(t *testing.T) {
 			}
 			env := &benchmarks.Env{GresGPUs: tc.gres, Devices: tc.devices,
 				Settings: settings(t, "sysfs = '"+root+"'\n"+tc.settings)}
-			r := (&gpuCount{lib: node.library()}).Run(context.Background(), env)
+			r := (&gpuCount{nvmlCheck{node.library()}}).Run(context.Background(), env)
 			assert.Equal(t, tc.status, r.Status, r.Message)
 			assert.Equal(t, tc.reason, r.Reason, r.Message)
 			assert.Equal(t, tc.device, r.Device, r.Message)
@@ -162,19 +162,19 @@ func TestGPUCountSysfsUnreadable(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bus", "pci", "devices"), nil, 0o644))
 	env := &benchmarks.Env{Settings: settings(t, "sysfs = '"+root+"'\nexpected = 8")}
 	node := newHealthyNode()
-	r := (&gpuCount{lib: node.library()}).Run(context.Background(), env)
+	r := (&gpuCount{nvmlCheck{node.library()}}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusUnknown, r.Status, r.Message)
 	assert.Equal(t, "SysfsUnreadable", r.Reason)
 
 	node.visible = 6
-	r = (&gpuCount{lib: node.library()}).Run(context.Background(), env)
+	r = (&gpuCount{nvmlCheck{node.library()}}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusFail, r.Status, r.Message)
 	assert.Equal(t, "GPUCountMismatch", r.Reason)
 	assert.Equal(t, "fewer GPUs than expected (config: 8, PCI: unreadable, NVML: 6)", r.Message)
 
 	// No driver and nothing expected: a node without GPUs, sysfs or not.
 	env.Settings = settings(t, "sysfs = '"+root+"'")
-	r = (&gpuCount{lib: (&fakeNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}).library()}).Run(context.Background(), env)
+	r = (&gpuCount{nvmlCheck{(&fakeNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}).library()}}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
 	assert.Equal(t, "no NVIDIA devices found (libnvidia-ml.so.1 not found)", r.Message)
 }

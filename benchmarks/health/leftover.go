@@ -32,16 +32,11 @@ type leftoverSettings struct {
 // leftover looks for processes and memory that earlier jobs left on the
 // devices. On a shared node it must only see the job's own devices
 // (Env.Devices), or the other jobs' processes count as leftovers.
-type leftover struct{ lib *library }
+type leftover struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&leftover{lib: shared}) }
+func init() { benchmarks.Register(&leftover{nvmlCheck{shared}}) }
 
-func (*leftover) Name() string          { return "leftover" }
-func (*leftover) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*leftover) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*leftover) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*leftover) Name() string { return "leftover" }
 
 // Description says what the check does, for --list-checks.
 func (*leftover) Description() string {

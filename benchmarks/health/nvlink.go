@@ -22,16 +22,11 @@ type nvlinkSettings struct {
 }
 
 // nvlink counts each device's active NVLink links.
-type nvlink struct{ lib *library }
+type nvlink struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&nvlink{lib: shared}) }
+func init() { benchmarks.Register(&nvlink{nvmlCheck{shared}}) }
 
-func (*nvlink) Name() string          { return "nvlink" }
-func (*nvlink) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*nvlink) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*nvlink) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*nvlink) Name() string { return "nvlink" }
 
 // Description says what the check does, for --list-checks.
 func (*nvlink) Description() string {

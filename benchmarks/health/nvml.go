@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -45,6 +44,17 @@ type library struct {
 // shared is the process-wide NVML session used by the registered checks.
 var shared = &library{open: func() nvml.Interface { return nvml.New() }}
 
+// nvmlCheck is what the NVML checks share: the NVML session, and their
+// place in the registry (health checks of NVIDIA GPUs, run in a child:
+// NVML calls go to the driver and can hang on a sick GPU).
+type nvmlCheck struct{ lib *library }
+
+func (nvmlCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
+func (nvmlCheck) Isolated() bool        { return true }
+
+// Vendor says which devices the check is about.
+func (nvmlCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+
 // get initialises NVML on first use and returns the handle, or the reason it
 // cannot be used (wrapping ErrLibraryNotFound or ErrDriverNotLoaded where
 // that is the cause). Init is not retried within a process.
@@ -63,21 +73,6 @@ func (l *library) get() (nvml.Interface, error) {
 	return l.lib, l.err
 }
 
-// shutdown releases NVML if get opened it. The next get opens it again.
-func (l *library) shutdown() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lib := l.lib
-	l.opened, l.lib, l.err = false, nil, nil
-	if lib == nil {
-		return nil
-	}
-	if ret := lib.Shutdown(); ret != nvml.SUCCESS {
-		return fmt.Errorf("nvml shutdown: %w", ret)
-	}
-	return nil
-}
-
 func initError(ret nvml.Return) error {
 	switch ret {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
@@ -86,50 +81,6 @@ func initError(ret nvml.Return) error {
 		return fmt.Errorf("%w: %w", ErrDriverNotLoaded, ret)
 	}
 	return fmt.Errorf("nvml init: %w", ret)
-}
-
-// Library returns the process-wide NVML handle, initialising NVML on first
-// use. The error wraps ErrLibraryNotFound on a node without the NVIDIA
-// driver. Callers must not call Init or Shutdown on the handle; call
-// Shutdown once when the process is done with NVML.
-func Library() (nvml.Interface, error) { return shared.get() }
-
-// Shutdown releases the process-wide NVML handle opened by Library or by a
-// check. It is safe to call when NVML was never opened.
-func Shutdown() error { return shared.shutdown() }
-
-// DeviceProcesses returns the PIDs of the processes (compute and graphics)
-// running on the given NVML device indices, or on every device when
-// devices is nil, sorted and without duplicates. lib must be initialised
-// (see Library). A device whose processes cannot be listed makes it return
-// the PIDs found so far together with an error naming the device.
-func DeviceProcesses(lib nvml.Interface, devices []int) ([]uint32, error) {
-	indices, err := deviceIndices(lib, devices)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[uint32]bool{}
-	var errs []error
-	for _, i := range indices {
-		dev, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			errs = append(errs, fmt.Errorf("gpu%d: get handle: %w", i, ret))
-			continue
-		}
-		procs, err := deviceProcs(dev)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gpu%d: %w", i, err))
-		}
-		for _, p := range procs {
-			seen[p.Pid] = true
-		}
-	}
-	pids := make([]uint32, 0, len(seen))
-	for p := range seen {
-		pids = append(pids, p)
-	}
-	sort.Slice(pids, func(a, b int) bool { return pids[a] < pids[b] })
-	return pids, errors.Join(errs...)
 }
 
 // deviceProcs lists the compute and graphics processes of one device; a

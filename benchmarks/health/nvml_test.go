@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,13 +35,13 @@ func settings(t *testing.T, table string) func(v any) error {
 
 // newChecks builds each NVML check over one library.
 var newChecks = map[string]func(l *library) benchmarks.Check{
-	"gpu-count": func(l *library) benchmarks.Check { return &gpuCount{lib: l} },
-	"ecc":       func(l *library) benchmarks.Check { return &ecc{lib: l} },
-	"row-remap": func(l *library) benchmarks.Check { return &rowRemap{lib: l} },
-	"nvlink":    func(l *library) benchmarks.Check { return &nvlink{lib: l} },
-	"pcie":      func(l *library) benchmarks.Check { return &pcie{lib: l} },
-	"throttle":  func(l *library) benchmarks.Check { return &throttle{lib: l} },
-	"leftover":  func(l *library) benchmarks.Check { return &leftover{lib: l} },
+	"gpu-count": func(l *library) benchmarks.Check { return &gpuCount{nvmlCheck{l}} },
+	"ecc":       func(l *library) benchmarks.Check { return &ecc{nvmlCheck{l}} },
+	"row-remap": func(l *library) benchmarks.Check { return &rowRemap{nvmlCheck{l}} },
+	"nvlink":    func(l *library) benchmarks.Check { return &nvlink{nvmlCheck{l}} },
+	"pcie":      func(l *library) benchmarks.Check { return &pcie{nvmlCheck{l}} },
+	"throttle":  func(l *library) benchmarks.Check { return &throttle{nvmlCheck{l}} },
+	"leftover":  func(l *library) benchmarks.Check { return &leftover{nvmlCheck{l}} },
 }
 
 func TestRegistered(t *testing.T) {
@@ -263,7 +264,7 @@ func TestFaults(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := (&ecc{lib: newHealthyNode().library()}).Run(ctx, &benchmarks.Env{})
+	r := (&ecc{nvmlCheck{newHealthyNode().library()}}).Run(ctx, &benchmarks.Env{})
 	assert.Equal(t, benchmarks.StatusUnknown, r.Status)
 	assert.Equal(t, "Canceled", r.Reason)
 }
@@ -279,7 +280,7 @@ func TestSettingsDecode(t *testing.T) {
 [expected_links]
 "Custom Board" = 8
 `)}
-	r := (&nvlink{lib: node.library()}).Run(context.Background(), env)
+	r := (&nvlink{nvmlCheck{node.library()}}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusFail, r.Status)
 	assert.Equal(t, "gpu1", r.Device, "only the custom board lacks links: %s", r.Message)
 	assert.Equal(t, "gpu1 NVLink 6 of 8 links active", r.Message)
@@ -288,19 +289,35 @@ func TestSettingsDecode(t *testing.T) {
 	assert.False(t, added, "settings must not write into the shipped defaults")
 
 	bad := &benchmarks.Env{Settings: settings(t, "max_uncorrected = -1")}
-	r = (&ecc{lib: node.library()}).Run(context.Background(), bad)
+	r = (&ecc{nvmlCheck{node.library()}}).Run(context.Background(), bad)
 	assert.Equal(t, benchmarks.StatusUnknown, r.Status)
 	assert.Equal(t, "InvalidSettings", r.Reason)
 	assert.Contains(t, r.Message, "max_uncorrected = -1")
 
 	wrongType := &benchmarks.Env{Settings: settings(t, `max_used_mib = "lots"`)}
-	r = (&leftover{lib: node.library()}).Run(context.Background(), wrongType)
+	r = (&leftover{nvmlCheck{node.library()}}).Run(context.Background(), wrongType)
 	assert.Equal(t, "InvalidSettings", r.Reason)
 	assert.True(t, strings.HasPrefix(r.Message, "settings of [checks.leftover]"), r.Message)
 }
 
+// shutdown releases NVML if get opened it. The next get opens it again.
+// The prolog never calls it (the process exits); tests do, to start over.
+func (l *library) shutdown() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lib := l.lib
+	l.opened, l.lib, l.err = false, nil, nil
+	if lib == nil {
+		return nil
+	}
+	if ret := lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml shutdown: %w", ret)
+	}
+	return nil
+}
+
 // TestLibraryOpenedOnce: every check of the process shares one NVML Init,
-// and Shutdown releases it.
+// and shutdown releases it.
 func TestLibraryOpenedOnce(t *testing.T) {
 	node := newHealthyNode()
 	lib := node.library()
@@ -311,7 +328,7 @@ func TestLibraryOpenedOnce(t *testing.T) {
 		}
 		mk(lib).Run(context.Background(), env)
 	}
-	(&xid{lib: lib}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, newLogRoot(t, "boot-a", "healthy.txt"), t.TempDir())})
+	(&xid{nvmlCheck{lib}}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, newLogRoot(t, "boot-a", "healthy.txt"), t.TempDir())})
 	assert.Equal(t, 1, node.inits)
 	require.NoError(t, lib.shutdown())
 	assert.Equal(t, 1, node.shutdowns)
@@ -335,8 +352,8 @@ func TestLibraryOpenedOnce(t *testing.T) {
 // module (CI: .ci/deps-nvidia installs libnvidia-ml1) they must say so as
 // unknown, not crash or fail; with a driver they must read the devices.
 func TestRealLibrary(t *testing.T) {
-	_, err := Library()
-	t.Cleanup(func() { _ = Shutdown() })
+	_, err := shared.get()
+	t.Cleanup(func() { _ = shared.shutdown() })
 	if errors.Is(err, ErrLibraryNotFound) {
 		t.Fatalf("libnvidia-ml.so.1 not installed: install the Debian non-free package libnvidia-ml1 (bash .ci/deps-nvidia): %v", err)
 	}
@@ -381,33 +398,6 @@ func BenchmarkHealthFacts(b *testing.B) {
 			}
 		}
 	}
-}
-
-func TestDeviceProcesses(t *testing.T) {
-	node := newHealthyNode()
-	node.gpus[1].procs = []nvml.ProcessInfo{{Pid: 300}, {Pid: 12}}
-	node.gpus[4].procs = []nvml.ProcessInfo{{Pid: 12}, {Pid: 77}}
-	lib := node.iface()
-
-	pids, err := DeviceProcesses(lib, nil)
-	require.NoError(t, err)
-	assert.Equal(t, []uint32{12, 77, 300}, pids)
-
-	pids, err = DeviceProcesses(lib, []int{4, 5})
-	require.NoError(t, err)
-	assert.Equal(t, []uint32{12, 77}, pids)
-
-	pids, err = DeviceProcesses(lib, []int{0})
-	require.NoError(t, err)
-	assert.Empty(t, pids)
-
-	node.gpus[4].errs["procs"] = nvml.ERROR_UNKNOWN
-	pids, err = DeviceProcesses(lib, []int{1, 4, 9})
-	assert.Equal(t, []uint32{12, 300}, pids)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "gpu4")
-	assert.Contains(t, err.Error(), "gpu9")
-	assert.ErrorIs(t, err, nvml.ERROR_UNKNOWN)
 }
 
 func TestNormalisePCI(t *testing.T) {
@@ -463,7 +453,7 @@ max_used_mib = 512
 
 	bad, err := config.Parse(strings.NewReader("[checks.ecc]\nmax_uncorected = 1\n"), "vigil.toml")
 	require.NoError(t, err)
-	r := (&ecc{lib: newHealthyNode().library()}).Run(context.Background(), &benchmarks.Env{Settings: benchmarks.SettingsFrom(bad, "ecc")})
+	r := (&ecc{nvmlCheck{newHealthyNode().library()}}).Run(context.Background(), &benchmarks.Env{Settings: benchmarks.SettingsFrom(bad, "ecc")})
 	assert.Equal(t, benchmarks.StatusUnknown, r.Status)
 	assert.Equal(t, "InvalidSettings", r.Reason)
 	assert.Contains(t, r.Message, "max_uncorected")

@@ -36,16 +36,11 @@ type pcieSettings struct {
 
 // pcie compares each device's PCIe link with its maximum and with the
 // model's expected link.
-type pcie struct{ lib *library }
+type pcie struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&pcie{lib: shared}) }
+func init() { benchmarks.Register(&pcie{nvmlCheck{shared}}) }
 
-func (*pcie) Name() string          { return "pcie" }
-func (*pcie) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*pcie) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*pcie) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*pcie) Name() string { return "pcie" }
 
 // Description says what the check does, for --list-checks.
 func (*pcie) Description() string {

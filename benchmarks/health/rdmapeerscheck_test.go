@@ -102,7 +102,7 @@ func TestRDMAPeersInPhase(t *testing.T) {
 				return settings(t, "root = '"+root+"'\n")
 			}}
 		wg.Add(1)
-		go func() { defer wg.Done(); out[i] = p.Run(ctx) }()
+		go func() { defer wg.Done(); out[i] = p.RunJob(ctx).Results }()
 	}
 	wg.Wait()
 	for i, n := range names {
@@ -116,12 +116,12 @@ func TestRDMAPeersInPhase(t *testing.T) {
 			}
 			continue
 		}
-		d := benchmarks.DrainReason(r)
+		d := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
 		if r.Status != benchmarks.StatusFail || d != "vigil: rdma-peers GPUDirectRDMAMissing" || !strings.Contains(r.Message, "NCCL_NET_GDR_LEVEL=0") {
 			t.Errorf("%s: %+v, drain %q", n, r, d)
 		}
-		if c, reason, _, ok := benchmarks.ParseDrainReason(d); !ok || c != RDMAPeersName || reason != ReasonGDRMissing {
-			t.Errorf("drain reason %q parses to %q %q %v", d, c, reason, ok)
+		if e, ok := benchmarks.ParseDrain(d); !ok || e[0].Check != RDMAPeersName || e[0].Reason != ReasonGDRMissing {
+			t.Errorf("drain reason %q parses to %+v %v", d, e, ok)
 		}
 	}
 }

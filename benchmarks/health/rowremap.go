@@ -30,16 +30,11 @@ type rowRemapSettings struct {
 
 // rowRemap reads row remapping state (Ampere and later) or retired pages
 // (earlier devices).
-type rowRemap struct{ lib *library }
+type rowRemap struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&rowRemap{lib: shared}) }
+func init() { benchmarks.Register(&rowRemap{nvmlCheck{shared}}) }
 
-func (*rowRemap) Name() string          { return "row-remap" }
-func (*rowRemap) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*rowRemap) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*rowRemap) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*rowRemap) Name() string { return "row-remap" }
 
 // Description says what the check does, for --list-checks.
 func (*rowRemap) Description() string {

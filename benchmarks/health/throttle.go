@@ -34,16 +34,11 @@ type throttleSettings struct {
 }
 
 // throttle reads each device's current clocks-event reasons.
-type throttle struct{ lib *library }
+type throttle struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&throttle{lib: shared}) }
+func init() { benchmarks.Register(&throttle{nvmlCheck{shared}}) }
 
-func (*throttle) Name() string          { return "throttle" }
-func (*throttle) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*throttle) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*throttle) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*throttle) Name() string { return "throttle" }
 
 // Description says what the check does, for --list-checks.
 func (*throttle) Description() string {

@@ -99,16 +99,11 @@ type xidSettings struct {
 
 // xid reads the XID errors the NVIDIA driver logged since the last run. A
 // dry run (Env.DryRun) reads the saved position but writes nothing.
-type xid struct{ lib *library }
+type xid struct{ nvmlCheck }
 
-func init() { benchmarks.Register(&xid{lib: shared}) }
+func init() { benchmarks.Register(&xid{nvmlCheck{shared}}) }
 
-func (*xid) Name() string          { return "xid" }
-func (*xid) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*xid) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*xid) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
+func (*xid) Name() string { return "xid" }
 
 // Description says what the check does, for --list-checks.
 func (*xid) Description() string {

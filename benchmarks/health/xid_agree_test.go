@@ -51,7 +51,7 @@ func TestXIDPrologAndWatcherAgree(t *testing.T) {
 	for _, line := range agreeLines() {
 		t.Run(line[28:min(len(line), 60)], func(t *testing.T) {
 			kern := "Nov 29 14:55:40 gpu-node-07 kernel: [ 3240.118812] " + line
-			m, ok := joblog.Line(kern)
+			m, ok := joblog.LineIn("", kern)
 			if !ok || m.Kind != joblog.KindXID {
 				t.Fatalf("watcher: %+v, %v", m, ok)
 			}
@@ -59,7 +59,7 @@ func TestXIDPrologAndWatcherAgree(t *testing.T) {
 			setBootID(t, root, "boot-1")
 			writeFile(t, root, logSource, kern+"\n")
 			env := &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir())}
-			r := (&xid{lib: node.library()}).Run(context.Background(), env)
+			r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), env)
 			if failed := r.Status == benchmarks.StatusFail; failed != m.Fault {
 				t.Errorf("prolog %s (%s), watcher fault %v", r.Status, r.Message, m.Fault)
 			}
@@ -88,7 +88,7 @@ func TestXIDCausedByPrevious(t *testing.T) {
 		root := t.TempDir()
 		setBootID(t, root, "boot-1")
 		writeFile(t, root, logSource, line)
-		r := (&xid{lib: node.library()}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir(), tc.extra...)})
+		r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir(), tc.extra...)})
 		if r.Status != tc.status || r.Reason != tc.reason {
 			t.Errorf("%v: %s %s (%s), want %s %s", tc.extra, r.Status, r.Reason, r.Message, tc.status, tc.reason)
 		}
@@ -118,7 +118,7 @@ func writeFile(t *testing.T, root, path, text string) {
 func TestXIDDeviceEventsAgree(t *testing.T) {
 	for _, info := range nvxid.Catalogue() {
 		line := fmt.Sprintf("NVRM: Xid (PCI:0000:3b:00): %d, pid=1234, name=python, %s", info.Code, info.What)
-		kernel, _ := joblog.Line(line)
+		kernel, _ := joblog.LineIn("", line)
 		rec := trace.DeviceRecord("n1", "7", time.Now(), trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: "0000:3b:00",
 			Kind: trace.DeviceXID, XID: info.Code, What: info.What})
 		dev, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)

@@ -137,7 +137,7 @@ func TestXID(t *testing.T) {
 				table += fmt.Sprintf("source = %q\n", logSource)
 			}
 			env := &benchmarks.Env{Devices: tc.devices, Settings: settings(t, table+strings.Join(tc.extra, "\n"))}
-			r := (&xid{lib: node.library()}).Run(context.Background(), env)
+			r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), env)
 			assert.Equal(t, tc.status, r.Status, r.Message)
 			assert.Equal(t, tc.reason, r.Reason, r.Message)
 			assert.Equal(t, tc.device, r.Device, r.Message)
@@ -157,7 +157,7 @@ func TestXIDSinceLastCheck(t *testing.T) {
 	run := func(extra ...string) benchmarks.Result {
 		t.Helper()
 		env := &benchmarks.Env{Settings: xidSettingsFor(t, root, state, extra...)}
-		return (&xid{lib: node.library()}).Run(context.Background(), env)
+		return (&xid{nvmlCheck{node.library()}}).Run(context.Background(), env)
 	}
 
 	r := run()
@@ -239,7 +239,7 @@ func TestXIDDryRun(t *testing.T) {
 	run := func(dry bool, extra ...string) benchmarks.Result {
 		t.Helper()
 		env := &benchmarks.Env{DryRun: dry, Settings: xidSettingsFor(t, root, state, extra...)}
-		return (&xid{lib: node.library()}).Run(context.Background(), env)
+		return (&xid{nvmlCheck{node.library()}}).Run(context.Background(), env)
 	}
 
 	r := run(true)
@@ -285,7 +285,7 @@ func TestXIDCorruptState(t *testing.T) {
 	state := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(state, "xid-state.json"), []byte("{not json"), 0o644))
 	env := &benchmarks.Env{Settings: xidSettingsFor(t, root, state)}
-	r := (&xid{lib: newHealthyNode().library()}).Run(context.Background(), env)
+	r := (&xid{nvmlCheck{newHealthyNode().library()}}).Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
 	assert.Contains(t, r.Message, "state ignored")
 	_, err := loadState[xidState](filepath.Join(state, "xid-state.json"))
@@ -334,6 +334,6 @@ func TestReadKmsgDevice(t *testing.T) {
 
 	// The whole check over the real device: readable, nothing unknown.
 	env := &benchmarks.Env{Settings: settings(t, fmt.Sprintf("state_dir = %q", t.TempDir()))}
-	r := (&xid{lib: (&fakeNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}).library()}).Run(context.Background(), env)
+	r := (&xid{nvmlCheck{(&fakeNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}).library()}}).Run(context.Background(), env)
 	assert.NotEqual(t, benchmarks.StatusUnknown, r.Status, r.Message)
 }

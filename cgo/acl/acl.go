@@ -135,17 +135,10 @@ type Lib struct {
 // missing one is an error naming it. aclrtCreateEventWithFlag and
 // aclrtGetSocName are optional.
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
 	o.Dirs = append(append([]string(nil), o.Dirs...), DefaultDirs...)
-	lib, err := dl.Open(o)
-	if err != nil {
-		return nil, err
-	}
-	l := &Lib{lib: lib}
+	l := &Lib{}
 	f := &l.f
-	err = lib.Syms(map[string]*unsafe.Pointer{
+	lib, err := dl.Load(o, DefaultNames, map[string]*unsafe.Pointer{
 		"aclInit": &f.init, "aclFinalize": &f.finalize,
 		"aclrtSetDevice": &f.setDevice, "aclrtResetDevice": &f.resetDevice, "aclrtGetDeviceCount": &f.deviceCount,
 		"aclrtCreateContext": &f.createContext, "aclrtDestroyContext": &f.destroyContext, "aclrtSetCurrentContext": &f.setCurrentContext,
@@ -157,9 +150,9 @@ func Open(o dl.Options) (*Lib, error) {
 		"aclGetRecentErrMsg": &f.recentErrMsg,
 	})
 	if err != nil {
-		lib.Close()
 		return nil, err
 	}
+	l.lib = lib
 	f.createEventFlag, _ = lib.Sym("aclrtCreateEventWithFlag")
 	f.socName, _ = lib.Sym("aclrtGetSocName")
 	return l, nil

@@ -228,27 +228,16 @@ func (f *driverFuncs) symbols() map[string]*unsafe.Pointer {
 	}
 }
 
-// Symbols lists, sorted, every symbol Open looks up in libcuda, so that
-// tests can check them against a real library.
-func Symbols() []string { return dl.Names(new(driverFuncs).symbols()) }
-
 // Open loads the driver library, resolves its symbols and calls cuInit(0).
 // When CUDA_DEVICE_ORDER is unset it is set to PCI_BUS_ID first, so that
 // device ordinals match nvidia-smi and NVML.
 func Open(o dl.Options) (*Driver, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
+	d := &Driver{}
+	lib, err := dl.Load(o, DefaultNames, d.f.symbols())
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{lib: lib}
-	err = lib.Syms(d.f.symbols())
-	if err != nil {
-		lib.Close()
-		return nil, err
-	}
+	d.lib = lib
 	if os.Getenv("CUDA_DEVICE_ORDER") == "" {
 		os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	}

@@ -173,6 +173,24 @@ func dlerror() string {
 	return ""
 }
 
+// Load opens the library o names (names when o.Names is empty) and looks
+// up every symbol of table (Syms), closing it again when one is missing:
+// the start of every binding's Open.
+func Load(o Options, names []string, table map[string]*unsafe.Pointer) (*Library, error) {
+	if len(o.Names) == 0 {
+		o.Names = names
+	}
+	lib, err := Open(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := lib.Syms(table); err != nil {
+		lib.Close()
+		return nil, err
+	}
+	return lib, nil
+}
+
 // Sym looks a symbol up. A missing symbol is an error wrapping ErrSymbol;
 // the library stays usable.
 func (l *Library) Sym(name string) (unsafe.Pointer, error) {

@@ -59,6 +59,21 @@ func TestSymsReportsAllMissing(t *testing.T) {
 	}
 }
 
+func TestLoad(t *testing.T) {
+	var cosp, a unsafe.Pointer
+	l, err := Load(Options{}, []string{"libm.so.6"}, map[string]*unsafe.Pointer{"cos": &cosp})
+	if err != nil || cosp == nil || l.Name != "libm.so.6" {
+		t.Fatalf("Load with the default names: %v, cos %v", err, cosp)
+	}
+	l.Close()
+	if _, err := Load(Options{Names: []string{"libvigil-absent.so"}}, []string{"libm.so.6"}, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the given names lost to the defaults: %v", err)
+	}
+	if l, err := Load(Options{}, []string{"libm.so.6"}, map[string]*unsafe.Pointer{"vigil_missing_a": &a}); !errors.Is(err, ErrSymbol) || l != nil {
+		t.Errorf("a missing symbol: %v, %v", l, err)
+	}
+}
+
 func TestOpenMissingNamesCandidates(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Open(Options{Names: []string{"libcuda.so.1.vigil-test", "libcuda.so.vigil-test"}, Dirs: []string{dir}})

@@ -107,25 +107,18 @@ type Lib struct {
 // searched after o.Dirs). HcclAlltoAll is optional (AllToAll reports it
 // missing); everything else vigil calls is required.
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
 	o.Dirs = append(append([]string(nil), o.Dirs...), DefaultDirs...)
-	lib, err := dl.Open(o)
-	if err != nil {
-		return nil, err
-	}
-	l := &Lib{lib: lib}
+	l := &Lib{}
 	f := &l.f
-	err = lib.Syms(map[string]*unsafe.Pointer{
+	lib, err := dl.Load(o, DefaultNames, map[string]*unsafe.Pointer{
 		"HcclGetErrorString": &f.errString, "HcclGetRootInfo": &f.rootInfo,
 		"HcclCommInitRootInfo": &f.initRoot, "HcclCommInitAll": &f.initAll, "HcclCommDestroy": &f.destroy,
 		"HcclAllReduce": &f.allReduce, "HcclAllGather": &f.allGather,
 	})
 	if err != nil {
-		lib.Close()
 		return nil, err
 	}
+	l.lib = lib
 	f.allToAll, _ = lib.Sym("HcclAlltoAll")
 	return l, nil
 }

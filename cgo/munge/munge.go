@@ -158,25 +158,17 @@ type Config struct {
 // symbol is an error (wrapping dl.ErrNotFound or dl.ErrSymbol). Open does
 // not contact munged.
 func Open(c Config) (*Client, error) {
-	o := c.Lib
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
-	if err != nil {
-		return nil, err
-	}
-	m := &Client{lib: lib, socket: c.Socket, ttl: c.TTL}
+	m := &Client{socket: c.Socket, ttl: c.TTL}
 	f := &m.f
-	err = lib.Syms(map[string]*unsafe.Pointer{
+	lib, err := dl.Load(c.Lib, DefaultNames, map[string]*unsafe.Pointer{
 		"munge_encode": &f.encode, "munge_decode": &f.decode, "munge_strerror": &f.strerror,
 		"munge_ctx_create": &f.ctxCreate, "munge_ctx_destroy": &f.ctxDestroy,
 		"munge_ctx_strerror": &f.ctxStrerror, "munge_ctx_set": &f.ctxSet,
 	})
 	if err != nil {
-		lib.Close()
 		return nil, err
 	}
+	m.lib = lib
 	return m, nil
 }
 

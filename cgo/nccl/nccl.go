@@ -112,25 +112,14 @@ func (f *ncclFuncs) symbols() map[string]*unsafe.Pointer {
 	}
 }
 
-// Symbols lists, sorted, every symbol Open looks up in NCCL, so that
-// tests can check them against a real library.
-func Symbols() []string { return dl.Names(new(ncclFuncs).symbols()) }
-
 // Open loads NCCL.
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	lib, err := dl.Open(o)
+	l := &Lib{}
+	lib, err := dl.Load(o, DefaultNames, l.f.symbols())
 	if err != nil {
 		return nil, err
 	}
-	l := &Lib{lib: lib}
-	err = lib.Syms(l.f.symbols())
-	if err != nil {
-		lib.Close()
-		return nil, err
-	}
+	l.lib = lib
 	return l, nil
 }
 

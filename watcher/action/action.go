@@ -53,14 +53,6 @@ func ParseControl(s string) (Control, error) {
 // ErrBadControl is returned for an unknown action name.
 var ErrBadControl = errors.New("action: unknown action")
 
-// Event names the detector emits.
-const (
-	EventSuspect   = hang.EventSuspect
-	EventHung      = hang.EventHung
-	EventRecovered = hang.EventRecovered
-	EventFailed    = hang.EventFailed
-)
-
 // Slurm is the part of slurm.Client the actions use.
 type Slurm interface {
 	Job(ctx context.Context, id string) (slurm.JobInfo, error)
@@ -72,12 +64,6 @@ type Slurm interface {
 	SetJobExcludedNodes(ctx context.Context, id string, nodes []string) error
 	Release(ctx context.Context, id string) error
 }
-
-// MailRunner runs one command with stdin: the mail action runs MailProg with it.
-type MailRunner = notify.Runner
-
-// DefaultMailProg is Slurm's own default MailProg.
-const DefaultMailProg = notify.DefaultMailProg
 
 // Config says what to do on a hang and for which job.
 type Config struct {
@@ -105,7 +91,7 @@ type Config struct {
 
 	// Mail sends mail to User through MailProg when true.
 	Mail bool
-	// MailProg is Slurm's MailProg; "" means DefaultMailProg.
+	// MailProg is Slurm's MailProg; "" means notify.DefaultMailProg.
 	MailProg string
 	// MailTimeout bounds MailProg; 0 means 30 s.
 	MailTimeout time.Duration
@@ -148,7 +134,7 @@ type Config struct {
 type Actor struct {
 	Config
 	Slurm  Slurm              // nil: no comment, no cancel or requeue
-	Mailer MailRunner         // nil: the exec runner
+	Mailer notify.Runner      // nil: the exec runner
 	HTTP   *http.Client       // nil: a client without timeout (each POST has its own)
 	Log    logrus.FieldLogger // nil: the standard logger
 	// Pages gives what each hang report's HTML page is drawn from; nil
@@ -156,6 +142,10 @@ type Actor struct {
 	Pages PageSource
 	// Sleep waits between webhook attempts; nil waits in real time.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// CommentSleep waits before the job's comment is read back after a
+	// write (slurm.CommentUpdate), to find another node's note; nil
+	// waits in real time.
+	CommentSleep func(ctx context.Context, d time.Duration) error
 
 	hung map[string]*episode // host -> its open hang episode
 	// jobHang is set while a hang digest this watcher announced before
@@ -178,10 +168,10 @@ func (a *Actor) Handle(ctx context.Context, ev hang.Event) error {
 	}
 	log := a.log().WithFields(logrus.Fields{"node": ev.Host, "job": a.jobID(ev), "event": ev.Event, "reason": ev.Reason})
 	switch ev.Event {
-	case EventSuspect:
+	case hang.EventSuspect:
 		log.WithField("evidence", ev.Evidence).Warn(fmt.Sprintf("vigil: job %s suspect on %s: no I/O progress for the whole window; watching its resource usage", a.jobID(ev), ev.Host))
 		return nil
-	case EventHung:
+	case hang.EventHung:
 		if ep, open := a.hung[ev.Host]; open {
 			log.WithField("since", ep.since.UTC().Format(time.RFC3339)).Debug("hang episode already reported")
 			return nil
@@ -189,7 +179,7 @@ func (a *Actor) Handle(ctx context.Context, ev hang.Event) error {
 		ep := &episode{since: Since(ev, a.Window)}
 		a.hung[ev.Host] = ep
 		return a.onHung(ctx, log, ev, ep)
-	case EventRecovered:
+	case hang.EventRecovered:
 		ep, open := a.hung[ev.Host]
 		if !open {
 			log.Info("vigil: job made progress again on this node")

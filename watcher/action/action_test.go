@@ -169,7 +169,7 @@ func (h *hook) received() []WebhookBody {
 var t0 = time.Date(2026, 11, 29, 10, 30, 0, 0, time.UTC)
 
 func hungEvent(host string, at time.Time) hang.Event {
-	return hang.Event{Time: at, Host: host, Job: "1234", Event: EventHung, Reason: hang.ReasonFlatUsageStuckCollective,
+	return hang.Event{Time: at, Host: host, Job: "1234", Event: hang.EventHung, Reason: hang.ReasonFlatUsageStuckCollective,
 		Message: "2 devices flat near 100% at 80 W",
 		Evidence: map[string]any{"io_bytes": 120, "io_threshold": 1 << 20, "window_s": 1800.0, "coverage": 1.0, "procs": 12, "procs_d": 0,
 			"devices": []hang.DeviceStats{
@@ -206,6 +206,7 @@ func newFixture(t *testing.T, codes ...int) *fixture {
 			f.sleeps = append(f.sleeps, d)
 			return nil
 		},
+		CommentSleep: func(context.Context, time.Duration) error { return nil },
 	}
 	return f
 }
@@ -258,14 +259,14 @@ func TestHungActsOncePerEpisode(t *testing.T) {
 		t.Errorf("Hung() = %v", got)
 	}
 
-	rec := hang.Event{Time: t0.Add(10 * time.Minute), Host: "n1", Job: "1234", Event: EventRecovered, Reason: "IOProgress"}
+	rec := hang.Event{Time: t0.Add(10 * time.Minute), Host: "n1", Job: "1234", Event: hang.EventRecovered, Reason: "IOProgress"}
 	if err := a.Handle(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	if want := "my run; vigil: recovered at 2026-11-29T10:40:00Z on n1 (hung since 2026-11-29T10:00:00Z)"; f.slurm.comment != want {
 		t.Errorf("comment after recovery = %q, want %q", f.slurm.comment, want)
 	}
-	if got := f.hook.received(); len(got) != 2 || got[1].Event != EventRecovered {
+	if got := f.hook.received(); len(got) != 2 || got[1].Event != hang.EventRecovered {
 		t.Errorf("webhooks after recovery = %+v, want a second one, recovered", got)
 	}
 	if len(a.Hung()) != 0 {
@@ -301,7 +302,7 @@ func TestHungNotifications(t *testing.T) {
 	if b.Text != wantText {
 		t.Errorf("webhook text =\n %q\nwant\n %q", b.Text, wantText)
 	}
-	if b.Event != EventHung || b.Job != "1234" || b.Host != "n1" || b.User != "alice" || !b.Since.Equal(t0.Add(-30*time.Minute)) {
+	if b.Event != hang.EventHung || b.Job != "1234" || b.Host != "n1" || b.User != "alice" || !b.Since.Equal(t0.Add(-30*time.Minute)) {
 		t.Errorf("webhook fields = %+v", b)
 	}
 	if reps := f.reports(t); len(reps) != 1 || b.ReportPath != reps[0] {
@@ -471,7 +472,7 @@ func TestDryRunActsOnNothing(t *testing.T) {
 	if err := f.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.actor.Handle(ctx, hang.Event{Time: t0.Add(time.Hour), Host: "n1", Event: EventRecovered}); err != nil {
+	if err := f.actor.Handle(ctx, hang.Event{Time: t0.Add(time.Hour), Host: "n1", Event: hang.EventRecovered}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.hook.received()); n != 0 {
@@ -533,7 +534,7 @@ func TestOtherNodeReportedFirst(t *testing.T) {
 	if len(f.sleeps) != 1 || f.sleeps[0] != 3*time.Second {
 		t.Errorf("waits before reading the comment = %v, want the 3s stagger", f.sleeps)
 	}
-	if err := f.actor.Handle(context.Background(), hang.Event{Time: t0.Add(time.Hour), Host: "n1", Event: EventRecovered}); err != nil {
+	if err := f.actor.Handle(context.Background(), hang.Event{Time: t0.Add(time.Hour), Host: "n1", Event: hang.EventRecovered}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.hook.received()) != 0 {
@@ -584,12 +585,12 @@ func TestFlat(t *testing.T) {
 		want string
 	}{
 		{"devices", hungEvent("n1", t0), "io accel:0 accel:1"},
-		{"one device not flat", hang.Event{Event: EventHung, Evidence: map[string]any{"devices": []any{
+		{"one device not flat", hang.Event{Event: hang.EventHung, Evidence: map[string]any{"devices": []any{
 			map[string]any{"id": "0", "flat": true}, map[string]any{"id": "1", "flat": false}}}}, "io accel:0"},
-		{"no devices", hang.Event{Event: EventHung, Evidence: map[string]any{"cpu_cores_median": 0.0}}, "io cpu"},
-		{"suspect", hang.Event{Event: EventSuspect, Evidence: map[string]any{"io_bytes": 3}}, "io"},
-		{"recovered", hang.Event{Event: EventRecovered}, ""},
-		{"explicit", hang.Event{Event: EventHung, Evidence: map[string]any{"flat": []any{"x"}}}, "x"},
+		{"no devices", hang.Event{Event: hang.EventHung, Evidence: map[string]any{"cpu_cores_median": 0.0}}, "io cpu"},
+		{"suspect", hang.Event{Event: hang.EventSuspect, Evidence: map[string]any{"io_bytes": 3}}, "io"},
+		{"recovered", hang.Event{Event: hang.EventRecovered}, ""},
+		{"explicit", hang.Event{Event: hang.EventHung, Evidence: map[string]any{"flat": []any{"x"}}}, "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := strings.Join(Flat(tc.ev), " "); got != tc.want {

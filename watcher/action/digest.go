@@ -32,7 +32,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause, "origin": d.Origin})
 	rep := a.digestReport(d)
 	what := "hang digest"
-	if rep.Event == EventFailed {
+	if rep.Event == hang.EventFailed {
 		what = "failure digest"
 	}
 	log.WithFields(logrus.Fields{"culprits": strings.Join(rep.Culprits, ","), "hosts": strings.Join(d.Hosts, ",")}).
@@ -42,7 +42,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	}
 	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
 	var p plan
-	if notify && rep.Event != EventFailed {
+	if notify && rep.Event != hang.EventFailed {
 		// Decided before the report is written and anyone is told, so
 		// that they say what is done to the job; done last.
 		p = a.planControl(ctx, log, ev, rep.Culprits, d.Origin)
@@ -56,11 +56,11 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if !notify {
 		return errors.Join(errs...)
 	}
-	if rep.Event == EventHung && d.Detection != nil && d.Detection.By != hang.DetectedWindow {
+	if rep.Event == hang.EventHung && d.Detection != nil && d.Detection.By != hang.DetectedWindow {
 		a.jobHang = true // announced before any window verdict: those only log
 	}
 	switch {
-	case a.Comment && rep.Event == EventFailed:
+	case a.Comment && rep.Event == hang.EventFailed:
 		// The watcher stops once the job has ended, and Slurm keeps no
 		// comment on a finished job ("Job has already finished"): a
 		// failed job's digest goes to the report, the webhook and the mail.
@@ -82,7 +82,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if err := a.mail(ctx, log, rep); err != nil {
 		errs = append(errs, err)
 	}
-	if rep.Event == EventFailed {
+	if rep.Event == hang.EventFailed {
 		return errors.Join(errs...) // the job has ended: nothing to cancel or requeue
 	}
 	if err := a.control(ctx, log, ev, p); err != nil {
@@ -99,9 +99,9 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error {
 	since = a.digestSince(digest, since)
 	a.jobHang = false
-	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: EventRecovered, Reason: "JobRecovered",
+	ev := hang.Event{Time: t, Host: a.Host, Job: a.Job, Event: hang.EventRecovered, Reason: "JobRecovered",
 		Message: "no host of the job is hung any more"}
-	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": EventRecovered})
+	log := a.log().WithFields(logrus.Fields{"job": a.Job, "event": hang.EventRecovered})
 	log.Warn(fmt.Sprintf("vigil: job %s recovered at %s (hung since %s)", a.Job, t.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339)))
 	var errs []error
 	if a.Comment {
@@ -139,7 +139,7 @@ func (a *Actor) digestSince(digest, since time.Time) time.Time {
 
 // digestReport is the hang report of a digest: about this node, blaming
 // the digest's culprits. Since is the digest's since (digestSince).
-func (a *Actor) digestReport(d hang.DigestEvent) Report {
+func (a *Actor) digestReport(d hang.DigestEvent) hangreport.Report {
 	dg := &hangreport.Digest{Cause: d.Cause, Origin: d.Origin, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
 	if det := d.Detection; det != nil {
 		dg.DetectedBy, dg.Detection, dg.LastProgress = det.By, det.Words(), det.LastProgress.UTC()
@@ -149,14 +149,14 @@ func (a *Actor) digestReport(d hang.DigestEvent) Report {
 		dg.Culprits = append(dg.Culprits, hangreport.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
 		culprits = append(culprits, c.Host)
 	}
-	r := Report{
-		V: ReportVersion, Event: EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
+	r := hangreport.Report{
+		V: hangreport.ReportVersion, Event: hang.EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
 		Time: d.Time.UTC(), Since: a.digestSince(d.Time, d.Since).UTC(), Window: a.Window.String(),
 		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
 		Actions: a.plannedActions(d.Event == hang.EventFailed, nil), Digest: dg,
 	}
 	if d.Event == hang.EventFailed {
-		r.Event = EventFailed // the job has ended: no hang action
+		r.Event = hang.EventFailed // the job has ended: no hang action
 	}
 	return r
 }

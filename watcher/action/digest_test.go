@@ -37,7 +37,7 @@ func TestDigestNotifiesOnceFromTheCoordinator(t *testing.T) {
 		t.Errorf("mail %q %q", f.mailer.argv, f.mailer.stdin)
 	}
 	r := f.onlyReport(t)
-	if r.Event != EventHung || r.Host != "n1" || r.Digest == nil || !r.Blames("gpu04") || r.Blames("n1") || r.Blames("gpu01") {
+	if r.Event != hang.EventHung || r.Host != "n1" || r.Digest == nil || !r.Blames("gpu04") || r.Blames("n1") || r.Blames("gpu01") {
 		t.Errorf("report %+v: want hung, about n1, blaming gpu04 only", r)
 	}
 }
@@ -71,7 +71,7 @@ func TestQuietNodeLeavesTheHangToTheCoordinator(t *testing.T) {
 	if err := f.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	rec := hang.Event{Time: t0.Add(time.Hour), Host: "n1", Job: "1234", Event: EventRecovered, Reason: "IOProgress"}
+	rec := hang.Event{Time: t0.Add(time.Hour), Host: "n1", Job: "1234", Event: hang.EventRecovered, Reason: "IOProgress"}
 	if err := f.actor.Handle(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestJobRecoveredFromTheCoordinator(t *testing.T) {
 	if want := "my run; vigil: recovered at 2026-11-29T11:30:00Z (hung since 2026-11-29T10:00:00Z)"; f.slurm.comment != want {
 		t.Errorf("comment %q, want %q", f.slurm.comment, want)
 	}
-	if h := f.hook.received(); len(h) != 1 || h[0].Event != EventRecovered || h[0].Reason != "JobRecovered" {
+	if h := f.hook.received(); len(h) != 1 || h[0].Event != hang.EventRecovered || h[0].Reason != "JobRecovered" {
 		t.Errorf("webhooks %+v, want one recovered", h)
 	}
 }
@@ -140,7 +140,7 @@ func TestFailedJobDigest(t *testing.T) {
 	}
 	hooks := f.hook.received()
 	want := "vigil: job 1234 (alice) failed (3 hosts) at 2026-11-29T10:29:58Z: rank-failed: gpu02 (RankKilled). A rank on gpu02 was the first to fail. It looks like the job's own."
-	if len(hooks) != 1 || hooks[0].Text != want || hooks[0].Event != EventFailed || hooks[0].Digest.Origin != hang.OriginJob {
+	if len(hooks) != 1 || hooks[0].Text != want || hooks[0].Event != hang.EventFailed || hooks[0].Digest.Origin != hang.OriginJob {
 		t.Fatalf("webhooks %+v, want one: %q", hooks, want)
 	}
 	r := f.onlyReport(t)

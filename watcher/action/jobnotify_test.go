@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
 // TestJobWebhook: the job's own webhook (--vigil-webhook) gets the hang
@@ -17,7 +19,7 @@ func TestJobWebhook(t *testing.T) {
 	if err := f.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if site, mine := f.hook.received(), job.received(); len(site) != 1 || len(mine) != 1 || mine[0].Text != site[0].Text || mine[0].Event != EventHung {
+	if site, mine := f.hook.received(), job.received(); len(site) != 1 || len(mine) != 1 || mine[0].Text != site[0].Text || mine[0].Event != hang.EventHung {
 		t.Fatalf("site webhook got %d, job webhook %d (%+v); want the same hang once each", len(site), len(mine), mine)
 	}
 	for _, e := range f.logs.AllEntries() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
@@ -109,7 +110,7 @@ func (a *Actor) updateComment(ctx context.Context, log logrus.FieldLogger, ev ha
 	// announced this episode before this node looked.
 	var dup, read bool
 	var comment string
-	written, err := slurm.UpdateJobComment(ctx, a.Slurm, job, func(old string) (string, bool) {
+	written, err := slurm.CommentUpdate{Sleep: a.CommentSleep}.Run(ctx, a.Slurm, job, func(old string) (string, bool) {
 		c, d := next(old)
 		if !read {
 			read, dup = true, d
@@ -130,21 +131,21 @@ func (a *Actor) updateComment(ctx context.Context, log logrus.FieldLogger, ev ha
 // the report's structured fields.
 type WebhookBody struct {
 	Text string `json:"text"` // one line for people (Slack, Mattermost, Teams connectors)
-	Report
+	hangreport.Report
 	ReportPath string `json:"report,omitempty"` // the report file on the node
 }
 
-func webhookBody(r Report) WebhookBody {
+func webhookBody(r hangreport.Report) WebhookBody {
 	return WebhookBody{Text: Summary(r), Report: r, ReportPath: r.Path}
 }
 
 // Summary is the one-line message for people about a report.
-func Summary(r Report) string {
+func Summary(r hangreport.Report) string {
 	who := "job " + r.Job
 	if r.User != "" {
 		who += " (" + r.User + ")"
 	}
-	if r.Digest != nil && r.Event == EventFailed {
+	if r.Digest != nil && r.Event == hang.EventFailed {
 		s := fmt.Sprintf("vigil: %s failed (%d hosts) at %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))
 		if o := originWords[r.Digest.Origin]; o != "" {
@@ -152,7 +153,7 @@ func Summary(r Report) string {
 		}
 		return s
 	}
-	if r.Digest != nil && r.Event == EventHung {
+	if r.Digest != nil && r.Event == hang.EventHung {
 		s := fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))
 		if r.Digest.Detection != "" {
@@ -161,7 +162,7 @@ func Summary(r Report) string {
 		return s + excludedLine(r)
 	}
 	switch r.Event {
-	case EventRecovered:
+	case hang.EventRecovered:
 		return fmt.Sprintf("vigil: %s recovered on %s at %s (hung since %s)", who, r.Host,
 			r.Time.Format(time.RFC3339), r.Since.Format(time.RFC3339))
 	}
@@ -181,7 +182,7 @@ func Summary(r Report) string {
 
 // excludedLine is " Requeued without n3." for a report whose hang action
 // requeues the job without culprits, else "".
-func excludedLine(r Report) string {
+func excludedLine(r hangreport.Report) string {
 	if len(r.Excluded) == 0 {
 		return ""
 	}
@@ -241,11 +242,7 @@ func (a *Actor) sleep(ctx context.Context, d time.Duration) error {
 	return osutil.Sleep(ctx, d)
 }
 
-// MailArgv is the MailProg command line, as slurmctld calls it:
-// MailProg -s SUBJECT USER.
-func MailArgv(prog, subject, user string) []string { return notify.MailArgv(prog, subject, user) }
-
-func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) error {
+func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r hangreport.Report) error {
 	if !a.Mail {
 		return nil
 	}
@@ -272,7 +269,7 @@ func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r Report) erro
 }
 
 // MailBody is the mail's text: the summary, then the report as JSON.
-func MailBody(r Report) []byte {
+func MailBody(r hangreport.Report) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n\n", Summary(r))
 	fmt.Fprintf(&b, "Job:      %s\nNode:     %s\nSince:    %s\nDetected: %s\nReason:   %s\n",
@@ -313,7 +310,3 @@ func writeEvidence(b *bytes.Buffer, v any) {
 	b.Write(ev)
 	b.WriteByte('\n')
 }
-
-// ExecRunner runs a command in its own process group with stdin, killing
-// the group when the context ends (notify.ExecRunner).
-type ExecRunner = notify.ExecRunner

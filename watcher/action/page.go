@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
@@ -27,7 +28,7 @@ func PagePath(report string) string { return strings.TrimSuffix(report, ".json")
 // with the report's digest on top, writes it to path atomically and
 // returns path; "" when the Actor has no PageSource or the write failed,
 // which is logged: the report and the other actions go on without it.
-func (a *Actor) writePage(log logrus.FieldLogger, path string, r Report) string {
+func (a *Actor) writePage(log logrus.FieldLogger, path string, r hangreport.Report) string {
 	if a.Pages == nil {
 		return ""
 	}
@@ -44,7 +45,7 @@ func (a *Actor) writePage(log logrus.FieldLogger, path string, r Report) string 
 }
 
 // digestEvent is the report's digest as an event of the page.
-func digestEvent(r Report) hangview.Event {
+func digestEvent(r hangreport.Report) hangview.Event {
 	cs := make([]hang.DigestCulprit, 0, len(r.Digest.Culprits))
 	for _, c := range r.Digest.Culprits {
 		cs = append(cs, hang.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})

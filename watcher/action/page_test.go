@@ -46,7 +46,7 @@ func TestDigestReportWithPage(t *testing.T) {
 	if err := f.actor.HandleDigest(context.Background(), networkDigest(), true); err != nil {
 		t.Fatal(err)
 	}
-	name := strings.TrimSuffix(ReportName("1234", "n1", t0), ".json")
+	name := strings.TrimSuffix(hangreport.Name("1234", "n1", t0), ".json")
 	json, html := filepath.Join(dir, name+".json"), filepath.Join(dir, name+".html")
 	if got := strings.Join(f.reports(t), " "); got != name+".html "+name+".json" { // sorted by name
 		t.Fatalf("report directory holds %s, want %s and %s", got, json, html)
@@ -135,7 +135,7 @@ func TestNodeReportWithPage(t *testing.T) {
 func TestPageFailureKeepsTheReport(t *testing.T) {
 	f := newFixture(t)
 	f.actor.Pages = recentOf("n1")
-	page := PagePath(filepath.Join(f.actor.ReportDir, ReportName("1234", "n1", t0)))
+	page := PagePath(filepath.Join(f.actor.ReportDir, hangreport.Name("1234", "n1", t0)))
 	if err := os.Mkdir(page, 0o755); err != nil { // the rename onto it fails
 		t.Fatal(err)
 	}

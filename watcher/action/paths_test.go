@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
@@ -22,7 +23,7 @@ func TestPathsAreAbsolute(t *testing.T) {
 	if err := f.actor.Handle(context.Background(), hungEvent("n1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	json := filepath.Join(dir, ReportName("1234", "n1", t0))
+	json := filepath.Join(dir, hangreport.Name("1234", "n1", t0))
 	html := PagePath(json)
 	if h := f.hook.received(); len(h) != 1 || h[0].ReportPath != json || h[0].HTML != html {
 		t.Errorf("webhook %+v, want report %s and html %s", h, json, html)
@@ -42,7 +43,7 @@ func TestUnwrittenReportIsNotAnAction(t *testing.T) {
 	f := newFixture(t)
 	// A directory in the report's way: the rename onto it fails, as a
 	// write to a full disk does (and as root, unlike a read-only directory).
-	if err := os.Mkdir(filepath.Join(f.actor.ReportDir, ReportName("1234", "n1", t0)), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(f.actor.ReportDir, hangreport.Name("1234", "n1", t0)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.actor.Handle(context.Background(), hungEvent("n1", t0)); err == nil || !strings.Contains(err.Error(), "hang report") {

@@ -13,12 +13,9 @@ import (
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
-// Report is the JSON record of one hang (or recovery); see hangreport.
-type Report = hangreport.Report
-
-func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Report {
-	r := Report{
-		V:        ReportVersion,
+func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) hangreport.Report {
+	r := hangreport.Report{
+		V:        hangreport.ReportVersion,
 		Event:    ev.Event,
 		Job:      a.jobID(ev),
 		User:     a.User,
@@ -32,7 +29,7 @@ func (a *Actor) newReport(ev hang.Event, since time.Time, culprits []string) Rep
 		Culprits: culprits,
 		Evidence: ev.Evidence,
 	}
-	if ev.Event == EventHung {
+	if ev.Event == hang.EventHung {
 		r.Actions = a.plannedActions(false, nil)
 	}
 	if r.Actions == nil {
@@ -94,7 +91,7 @@ func Flat(ev hang.Event) []string {
 		return out
 	}
 	out := []string{}
-	if ev.Event != EventHung && ev.Event != EventSuspect {
+	if ev.Event != hang.EventHung && ev.Event != hang.EventSuspect {
 		return out
 	}
 	out = append(out, "io")
@@ -119,21 +116,18 @@ func Flat(ev hang.Event) []string {
 			}
 		}
 	}
-	if _, ok := ev.Evidence["cpu_cores_median"]; ok && devices == 0 && ev.Event == EventHung {
+	if _, ok := ev.Evidence["cpu_cores_median"]; ok && devices == 0 && ev.Event == hang.EventHung {
 		out = append(out, "cpu")
 	}
 	return out
 }
-
-// ReportName is the report's file name for a job, host and event time.
-func ReportName(job, host string, t time.Time) string { return hangreport.Name(job, host, t) }
 
 // writeReport writes r to the report directory, with its page next to
 // it when a PageSource is set, and sets r.Path and r.HTML. The page is
 // written first, so that the report names it only once it is whole; a page
 // that cannot be written is logged and left out, the report is written
 // regardless.
-func (a *Actor) writeReport(log logrus.FieldLogger, r *Report) error {
+func (a *Actor) writeReport(log logrus.FieldLogger, r *hangreport.Report) error {
 	dir := a.ReportDir
 	if dir == "" {
 		dir = "."
@@ -143,7 +137,7 @@ func (a *Actor) writeReport(log logrus.FieldLogger, r *Report) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	path := filepath.Join(dir, ReportName(r.Job, r.Host, r.Time))
+	path := filepath.Join(dir, hangreport.Name(r.Job, r.Host, r.Time))
 	if a.DryRun {
 		log.WithField("report", path).Warn("dry run: would write the hang report")
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -25,7 +26,7 @@ import (
 // hungFrom on every host is hung.
 func benchSummaries(b *testing.B, n, k, stallAt, hungFrom int) map[string][]byte {
 	out := make(map[string][]byte, n)
-	period := hang.DefaultConfig().Period
+	period := watchcfg.DefaultHang().Period
 	for i := range n {
 		host := fmt.Sprintf("gpu%04d", i+1)
 		s := reading(host, k, 12)
@@ -68,7 +69,7 @@ func benchSummaries(b *testing.B, n, k, stallAt, hungFrom int) map[string][]byte
 // live heap after a window of periods.
 func BenchmarkCoordinator1024(b *testing.B) {
 	const n = 1024
-	c := hang.DefaultConfig() // 30 min window, 30 s period
+	c := watchcfg.DefaultHang() // 30 min window, 30 s period
 	periods := make([]map[string][]byte, 40)
 	for k := range periods {
 		periods[k] = benchSummaries(b, n, k, 25, 35)
@@ -136,7 +137,7 @@ func BenchmarkRounds1024(b *testing.B) {
 	l.Close()
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	nodes := make([]*Node, n)
 	var wg sync.WaitGroup
 	for i := range names {

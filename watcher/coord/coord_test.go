@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -21,7 +22,7 @@ import (
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 func testHang() hang.Config {
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Period, c.Grace = 6*time.Minute, time.Minute, 0
 	return c
 }

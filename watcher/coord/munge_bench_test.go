@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"time"
 
@@ -50,7 +51,7 @@ func BenchmarkMungeCredential(b *testing.B) {
 	b.ReportMetric(float64(per.Microseconds()), "cpu-µs/encode+decode")
 	period := 3 * 1023 * per / 2 // 1023 decodes and 2046 encodes, each about half a pair
 	b.ReportMetric(float64(period.Milliseconds()), "cpu-ms/period@1024")
-	p := hang.DefaultConfig().Period
+	p := watchcfg.DefaultHang().Period
 	b.ReportMetric(100*period.Seconds()/p.Seconds(), "%core@"+hang.ShortDuration(p))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -99,7 +100,7 @@ func replayDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample)
 // stall. Issue 19 item 8: the replay gave it one period early, and the
 // live one had no since (the report said digest time minus window).
 func TestReplayDigestAtTheLiveRound(t *testing.T) {
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Period, c.Grace = 10*time.Minute, time.Minute, 5*time.Minute
 	for _, tc := range []struct {
 		name    string

@@ -9,14 +9,8 @@ import (
 
 // Config holds the detector's thresholds: the [watch] keys of vigil.toml
 // (see watchcfg.Hang for each key, its unit and default). The zero value is
-// not useful: start from DefaultConfig and override.
+// not useful: start from watchcfg.DefaultHang and override.
 type Config = watchcfg.Hang
-
-// DefaultConfig returns the documented defaults.
-func DefaultConfig() Config { return watchcfg.DefaultHang() }
-
-// ErrConfig is wrapped by every error of Config.Validate.
-var ErrConfig = watchcfg.ErrHang
 
 // ShortDuration writes d as time.Duration does, without the zero units at
 // its end: "30m", "1h", "1h30m", "1m30s", "0s".

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // testConfig: 10-minute window, 1-minute period, 5-minute grace, so the first
 // verdict can come at minute 10 (one whole window).
 func testConfig() Config {
-	c := DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window = 10 * time.Minute
 	c.Period = time.Minute
 	c.Grace = 5 * time.Minute
@@ -361,7 +362,7 @@ func TestFirstVerdict(t *testing.T) {
 		{time.Hour, 30 * time.Minute, time.Hour},
 		{0, 5 * time.Minute, 5 * time.Minute},
 	} {
-		c := DefaultConfig()
+		c := watchcfg.DefaultHang()
 		c.Grace, c.Window = tc.grace, tc.window
 		if got := c.FirstVerdict(); got != tc.want {
 			t.Errorf("grace %v window %v: FirstVerdict %v, want %v", tc.grace, tc.window, got, tc.want)
@@ -369,7 +370,7 @@ func TestFirstVerdict(t *testing.T) {
 	}
 	// The shipped defaults: "hung after 30 minutes" means 30 minutes, also
 	// for a job that never starts.
-	if c := DefaultConfig(); c.Grace != 10*time.Minute || c.Window != 30*time.Minute || c.FirstVerdict() != 30*time.Minute {
+	if c := watchcfg.DefaultHang(); c.Grace != 10*time.Minute || c.Window != 30*time.Minute || c.FirstVerdict() != 30*time.Minute {
 		t.Errorf("defaults: grace %v window %v first verdict %v", c.Grace, c.Window, c.FirstVerdict())
 	}
 }
@@ -426,15 +427,15 @@ func TestValidate(t *testing.T) {
 		{"idle_util", func(c *Config) { c.IdleUtil = 101 }},
 		{"busy_power_w", func(c *Config) { c.BusyPowerW = -3 }},
 	}
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := watchcfg.DefaultHang().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
-			c := DefaultConfig()
+			c := watchcfg.DefaultHang()
 			tc.mod(&c)
 			err := c.Validate()
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.key+":") {
+			if !errors.Is(err, watchcfg.ErrHang) || !strings.Contains(err.Error(), tc.key+":") {
 				t.Fatalf("got %v", err)
 			}
 		})
@@ -462,7 +463,7 @@ func TestMedianMatchesSort(t *testing.T) {
 		if n%2 == 0 {
 			want = (s[n/2-1] + s[n/2]) / 2
 		}
-		if got := median(v); got != want {
+		if got := new(Detector).median(v); got != want {
 			t.Fatalf("median(%v) = %v, want %v", v, got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -20,7 +21,7 @@ func TestJobLevelLinesNeverMakeACulprit(t *testing.T) {
 		lg("", "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
 		lg("", "Traceback (most recent call last):"),
 	}}
-	d := Digest(in, DefaultConfig())
+	d := Digest(in, watchcfg.DefaultHang())
 	if d.Cause != CauseBadDevice || len(d.Culprits) != 0 || len(d.JobEvidence) != 1 {
 		t.Fatalf("digest %+v, want bad-device with no culprit and the line as job evidence", d)
 	}
@@ -36,7 +37,7 @@ func TestJobLevelLinesNeverMakeACulprit(t *testing.T) {
 func TestReplayAttributesFromTheLine(t *testing.T) {
 	hosts := []string{"gpu01", "gpu02", "gpu03"}
 	lay, _ := json.Marshal(joblog.Layout{Nodes: hosts, Tasks: map[int]string{0: "gpu01", 1: "gpu02", 2: "gpu03"}})
-	e := NewEpisodes(DefaultConfig())
+	e := NewEpisodes(watchcfg.DefaultHang())
 	at := t0.Add(time.Minute)
 	for i, line := range []string{
 		string(lay),
@@ -69,7 +70,7 @@ func TestTaskExitNamesItsHost(t *testing.T) {
 	line := "srun: error: gpu03: task 2: Exited with exit code 1"
 	src := joblog.Attribute(line, joblog.Layout{Nodes: []string{"gpu01", "gpu02", "gpu03"}})
 	in := DigestInput{Time: t0, Job: "7", Hosts: views(3), Logs: []LogEvidence{lg(src.Host, line)}}
-	d := Digest(in, DefaultConfig())
+	d := Digest(in, watchcfg.DefaultHang())
 	if d.Cause != CauseRankFailed || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu03" {
 		t.Fatalf("digest %+v, want rank-failed gpu03", d)
 	}
@@ -95,7 +96,7 @@ func TestCauseByTime(t *testing.T) {
 		{"a crash first", []LogEvidence{at(lg("gpu04", tb), 29), at(lg("gpu01", ib), 30), at(lg("gpu02", ib2), 30)}, CauseRankFailed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Digest(DigestInput{Time: t0, Job: "7", Hosts: views(4), Logs: tt.logs, Addrs: addrs}, DefaultConfig())
+			d := Digest(DigestInput{Time: t0, Job: "7", Hosts: views(4), Logs: tt.logs, Addrs: addrs}, watchcfg.DefaultHang())
 			if d.Cause != tt.cause || len(d.Chain) != 2 || !strings.HasPrefix(d.Chain[0], tt.cause+" at ") {
 				t.Errorf("cause %s, chain %q; want %s first", d.Cause, d.Chain, tt.cause)
 			}

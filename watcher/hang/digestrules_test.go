@@ -19,7 +19,7 @@ func view(host string) HostView {
 
 // lg is a matched line of host.
 func lg(host, line string) LogEvidence {
-	m, ok := joblog.Line(line)
+	m, ok := joblog.LineIn("", line)
 	if !ok {
 		panic("no match: " + line)
 	}

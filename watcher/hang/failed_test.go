@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -17,7 +18,7 @@ func failedJob(t *testing.T, role string, lines ...string) []any {
 	hosts := []string{"gpu01", "gpu02", "gpu03"}
 	lay, _ := json.Marshal(joblog.Layout{Nodes: hosts, Addrs: map[string]string{"gpu01": "10.0.0.1", "gpu02": "10.0.0.2", "gpu03": "10.0.0.3"}})
 	end, _ := json.Marshal(trace.End{Role: role, Why: trace.EndSignalled})
-	e := NewLiveEpisodes(DefaultConfig())
+	e := NewLiveEpisodes(watchcfg.DefaultHang())
 	at := t0.Add(time.Hour)
 	rec := func(stream, line string) {
 		e.Observe(trace.Sample{V: 1, Time: at, Host: "gpu01", Job: "9", Log: &trace.Log{Stream: stream, Line: line}}, nil)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -178,7 +179,7 @@ func incidentLayout(in incident) trace.Sample {
 // incidentConfig is the golden traces' configuration: a 10-minute window,
 // 1-minute period, 5-minute grace.
 func incidentConfig() hang.Config {
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Period, c.Grace = 10*time.Minute, time.Minute, 5*time.Minute
 	return c
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // pulseConfig is the shipped configuration: window 30 minutes, period
 // 30 s, grace 10 minutes, pulse factor 3, floor 2 minutes.
-func pulseConfig() Config { return DefaultConfig() }
+func pulseConfig() Config { return watchcfg.DefaultHang() }
 
 // progressAt is rank 0's progress line at sample i of 30 s periods,
 // printed on gpu01's output (the batch host reads the job's output).

@@ -48,13 +48,6 @@ func (s Summary) TooShort(c Config) string {
 	return msg
 }
 
-// Replay runs a Detector with configuration c over the trace read from r and
-// writes one JSON line per event to w: ReplayInputs with one input.
-func Replay(r io.Reader, c Config, w io.Writer) error {
-	_, err := ReplayInputs([]Input{{R: r}}, c, w)
-	return err
-}
-
 // ReplayInputs runs a Detector with configuration c over the traces ins and
 // writes one JSON line per event to w. Each input must be in time order
 // (as --record writes it); several inputs, typically one per host, are

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -192,7 +194,7 @@ func TestReplayBadLine(t *testing.T) {
 	}
 	c := testConfig()
 	c.Period = 0
-	if err := Replay(strings.NewReader(in), c, &bytes.Buffer{}); !errors.Is(err, ErrConfig) {
+	if err := Replay(strings.NewReader(in), c, &bytes.Buffer{}); !errors.Is(err, watchcfg.ErrHang) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -210,7 +212,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	data := encode(b, jobTrace(gens...))
 	lines := bytes.Count(data, []byte{'\n'})
-	c := DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Grace = 30*time.Minute, 10*time.Minute
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -312,7 +314,7 @@ func TestReplayInputsBadLineNamesTheInput(t *testing.T) {
 
 func TestSummaryTooShort(t *testing.T) {
 	cfg := func(grace, window time.Duration) Config {
-		c := DefaultConfig()
+		c := watchcfg.DefaultHang()
 		c.Grace, c.Window, c.Period = grace, window, time.Minute
 		return c
 	}
@@ -347,4 +349,12 @@ func TestSummaryTooShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Replay runs a Detector with configuration c over the trace read from r and
+// writes one JSON line per event to w: ReplayInputs with one input. The
+// tests' shorthand (also for package hang_test's).
+func Replay(r io.Reader, c Config, w io.Writer) error {
+	_, err := ReplayInputs([]Input{{R: r}}, c, w)
+	return err
 }

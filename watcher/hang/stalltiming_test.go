@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -57,7 +58,7 @@ func TestVerdictOneWindowAfterTheStall(t *testing.T) {
 	} {
 		for seed := int64(1); seed <= 8; seed++ {
 			t.Run(fmt.Sprintf("%s/seed%d", tc.name, seed), func(t *testing.T) {
-				c := DefaultConfig()
+				c := watchcfg.DefaultHang()
 				c.Window, c.Period, c.Grace = 2*time.Minute, period, time.Minute
 				ss := stallTrace(period, tc.jitter, tc.stall, 40, seed)
 				var last time.Time // the newest sample whose I/O grew

@@ -22,14 +22,6 @@ func (d *Detector) median(v []float64) float64 {
 	return stats.MedianInPlace(d.vals)
 }
 
-// median of v (not modified); 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	return stats.Median(v)
-}
-
 // stddev is the population standard deviation of v; 0 for fewer than two values.
 func stddev(v []float64) float64 {
 	if len(v) < 2 {

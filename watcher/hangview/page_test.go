@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -21,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // testConfig is the detector's configuration for the traces under testdata/
 // (one sample a minute).
 func testConfig() hang.Config {
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Period, c.Grace = 10*time.Minute, time.Minute, time.Minute
 	return c
 }

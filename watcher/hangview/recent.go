@@ -102,8 +102,3 @@ func (r *Recent) Data() Data {
 	sort.SliceStable(d.Events, func(i, j int) bool { return d.Events[i].Time.Before(d.Events[j].Time) })
 	return d
 }
-
-// DigestOf is a digest as an event of the page.
-func DigestOf(d hang.DigestEvent) Event {
-	return Event{Time: d.Time, Job: d.Job, Event: hang.EventDigest, Cause: d.Cause, Culprits: d.Culprits, Hint: d.Hint, Hosts: d.Hosts}
-}

@@ -84,3 +84,8 @@ func TestRecentPageWithDigest(t *testing.T) {
 		}
 	}
 }
+
+// DigestOf is a digest as an event of the page: how the tests draw one.
+func DigestOf(d hang.DigestEvent) Event {
+	return Event{Time: d.Time, Job: d.Job, Event: hang.EventDigest, Cause: d.Cause, Culprits: d.Culprits, Hint: d.Hint, Hosts: d.Hosts}
+}

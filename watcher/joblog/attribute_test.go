@@ -89,12 +89,12 @@ func TestTaskExitLine(t *testing.T) {
 		"srun: error: gpu03: task 2: Exited with exit code 1",
 		"srun: error: gpu04: tasks 3,7: Killed",
 	} {
-		m, ok := Line(line)
+		m, ok := LineIn("", line)
 		if !ok || m.Kind != KindTaskExit {
-			t.Errorf("Line(%q) = %+v, %v; want a task exit", line, m, ok)
+			t.Errorf("LineIn(%q) = %+v, %v; want a task exit", line, m, ok)
 		}
 	}
-	if m, ok := Line("srun: error: Unable to create step for job 7: Job/step already completing or completed"); ok && m.Kind == KindTaskExit {
+	if m, ok := LineIn("", "srun: error: Unable to create step for job 7: Job/step already completing or completed"); ok && m.Kind == KindTaskExit {
 		t.Errorf("a step error is no task exit: %+v", m)
 	}
 }

@@ -102,10 +102,6 @@ var (
 	reBracket   = regexp.MustCompile(`\]\[\s*(\d+)/\d+\]`) // "Epoch: [2][ 300/5004]"
 )
 
-// Line returns what line says, and false for a line that matches nothing
-// known (most lines): LineIn for a line of the job's output.
-func Line(line string) (Match, bool) { return LineIn("", line) }
-
 // LineIn returns what a line of stream ("kmsg" for the kernel log, else
 // the job's output) says: XID and Ascend DCMI lines are parsed first, then
 // the line rules (the shipped rules.toml, overridden by the site's

@@ -94,9 +94,9 @@ func TestLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Line(tc.line)
+			got, ok := LineIn("", tc.line)
 			if ok != tc.ok || got != tc.want {
-				t.Fatalf("Line(%q)\n got %+v %v\nwant %+v %v", tc.line, got, ok, tc.want, tc.ok)
+				t.Fatalf("LineIn(%q)\n got %+v %v\nwant %+v %v", tc.line, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
@@ -117,7 +117,7 @@ func FuzzLine(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		m, ok := Line(line)
+		m, ok := LineIn("", line)
 		if !ok {
 			if m != (Match{}) {
 				t.Fatalf("no match, but %+v", m)
@@ -142,7 +142,7 @@ func FuzzLine(f *testing.F) {
 			t.Fatalf("progress without numbers: %+v", m)
 		}
 		if len(line) > MaxLine {
-			if m2, _ := Line(line[:MaxLine]); m2 != m {
+			if m2, _ := LineIn("", line[:MaxLine]); m2 != m {
 				t.Fatalf("a line is judged by its first %d bytes: %+v vs %+v", MaxLine, m, m2)
 			}
 		}

@@ -36,7 +36,7 @@ func TestShippedRulesLoad(t *testing.T) {
 func TestSiteRules(t *testing.T) {
 	t.Cleanup(func() { SetSiteRules(linerules.Set{}) })
 	const custom = "gpu03:1:2 [0] NCCL WARN mycorp fabric: link down on mlx5_2"
-	if m, _ := Line(custom); m.Kind != KindNCCLWarn {
+	if m, _ := LineIn("", custom); m.Kind != KindNCCLWarn {
 		t.Fatalf("without the site rule: %+v", m)
 	}
 	site, err := linerules.Compile([]linerules.Spec{
@@ -47,10 +47,10 @@ func TestSiteRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	SetSiteRules(site)
-	if m, _ := Line(custom); m.Kind != KindNCCLNet || m.Rule != "mycorp-fabric" {
+	if m, _ := LineIn("", custom); m.Kind != KindNCCLNet || m.Rule != "mycorp-fabric" {
 		t.Errorf("with the site rule: %+v", m)
 	}
-	if _, ok := Line("Traceback (most recent call last):"); ok {
+	if _, ok := LineIn("", "Traceback (most recent call last):"); ok {
 		t.Error("the site's ignore rule did not replace the shipped traceback rule")
 	}
 }

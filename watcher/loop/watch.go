@@ -16,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/action"
@@ -371,17 +372,17 @@ func nvmlDevices(lib nvml.Interface, gpus []int) []string {
 }
 
 // discoverMailProg asks scontrol for Slurm's MailProg, falling back to
-// action.DefaultMailProg.
+// notify.DefaultMailProg.
 func discoverMailProg(ctx context.Context, c *slurm.Client, log logrus.FieldLogger) string {
 	cfg, err := c.Config(ctx)
 	if err != nil {
-		log.WithError(err).Warn("could not read Slurm's MailProg; using " + action.DefaultMailProg)
-		return action.DefaultMailProg
+		log.WithError(err).Warn("could not read Slurm's MailProg; using " + notify.DefaultMailProg)
+		return notify.DefaultMailProg
 	}
 	if p, ok := slurm.MailProg(cfg); ok {
 		return p
 	}
-	return action.DefaultMailProg
+	return notify.DefaultMailProg
 }
 
 // cgroups keeps the list of the job's cgroup directories to sample: every

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
@@ -53,7 +54,7 @@ func replayConfig(m meta) hang.Config {
 		n, _ := strconv.Atoi(m.Window)
 		w = time.Duration(n) * time.Minute
 	}
-	c := hang.DefaultConfig()
+	c := watchcfg.DefaultHang()
 	c.Window, c.Period, c.Grace = w, w/6, min(w, c.Grace)
 	if p, err := time.ParseDuration(m.Period); err == nil {
 		c.Period = p

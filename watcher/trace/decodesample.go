@@ -204,18 +204,7 @@ func (d *decoder) cgroupIO(s *Sample) error {
 	}
 	c := new(CgroupIO)
 	s.CgroupIO = c
-	return d.object(func(k []byte) error {
-		var err error
-		switch string(k) {
-		case "rbytes":
-			c.ReadBytes, err = d.uint()
-		case "wbytes":
-			c.WriteBytes, err = d.uint()
-		default:
-			err = d.skip()
-		}
-		return err
-	})
+	return d.uintPair("rbytes", &c.ReadBytes, "wbytes", &c.WriteBytes)
 }
 
 // ioPressure decodes the "io_pressure" object into a new s.IOPressure (null
@@ -226,13 +215,19 @@ func (d *decoder) ioPressure(s *Sample) error {
 	}
 	p := new(Pressure)
 	s.IOPressure = p
+	return d.uintPair("some_usec", &p.SomeUsec, "full_usec", &p.FullUsec)
+}
+
+// uintPair decodes an object whose keys ka and kb hold unsigned integers
+// into a and b; other keys are skipped.
+func (d *decoder) uintPair(ka string, a *uint64, kb string, b *uint64) error {
 	return d.object(func(k []byte) error {
 		var err error
 		switch string(k) {
-		case "some_usec":
-			p.SomeUsec, err = d.uint()
-		case "full_usec":
-			p.FullUsec, err = d.uint()
+		case ka:
+			*a, err = d.uint()
+		case kb:
+			*b, err = d.uint()
 		default:
 			err = d.skip()
 		}

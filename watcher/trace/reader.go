@@ -44,9 +44,6 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, 64<<10), strs: make(map[string]string)}
 }
 
-// Line is the number of the line last returned or rejected by Next (1-based).
-func (r *Reader) Line() int { return r.line }
-
 // Next returns the next sample, or io.EOF at the end of the input. After an
 // error naming a bad line Next may be called again to go on with the next
 // line; other errors (from the underlying reader) are returned as is.

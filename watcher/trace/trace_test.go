@@ -349,3 +349,6 @@ func BenchmarkWriter(b *testing.B) {
 		}
 	}
 }
+
+// Line is the number of the line last returned or rejected by Next (1-based).
+func (r *Reader) Line() int { return r.line }

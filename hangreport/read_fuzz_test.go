@@ -1,4 +1,4 @@
-package action
+package hangreport
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 // report directory, which the job's user can write to. Errors wrap
 // ErrBadReport; an accepted report has the version, a job and a host,
 // re-encodes to JSON that reads back the same, and ReadReport reads the
-// same from a file. Seeds: the golden report and its variants.
+// same from a file. Seeds: a copy of vigil-watch's golden report
+// (watcher/action/testdata) and its variants.
 func FuzzParseReport(f *testing.F) {
-	golden, err := os.ReadFile(filepath.Join("testdata", "report.golden.json"))
+	golden, err := os.ReadFile(filepath.Join("testdata", "report.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
