@@ -104,7 +104,7 @@ func writeFleet(t *testing.T) []Source {
 
 func fleetReport(node, mode string, start time.Time) *report.Report {
 	return &report.Report{V: report.Version, Program: "vigil-prolog", Mode: mode, Node: node, Start: start,
-		Accelerators: report.Accelerators{NVIDIA: fleetGPUs}, Verdict: benchmarks.StatusPass}
+		Accelerators: report.Accelerators{Count: benchmarks.Hardware{benchmarks.VendorNVIDIA: fleetGPUs}}, Verdict: benchmarks.StatusPass}
 }
 
 func mustWrite(t *testing.T, dir string, r *report.Report) {

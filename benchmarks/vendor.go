@@ -12,6 +12,9 @@ import (
 // row of the vendor table (internal/vendors), or VendorNone. The default
 // suite on a node holds the vendor-neutral checks and the checks of the
 // vendors whose devices the node shows; the others are not applicable there.
+// VendorNVIDIA and VendorAscend name the shipped vendors for the packages
+// that share them; a new vendor's package declares its own Vendor, the
+// name of its row, and nothing here changes.
 type Vendor string
 
 const (
@@ -99,28 +102,24 @@ func checksGres(c Check) bool {
 }
 
 // Hardware is what a node shows of accelerators, found without any vendor
-// library: PCI functions of the vendor's ID and device nodes.
-type Hardware struct {
-	// NVIDIA is the number of NVIDIA GPUs seen.
-	NVIDIA int
-	// Ascend is the number of Ascend NPUs seen.
-	Ascend int
-}
+// library (PCI functions of the vendor's ids and device nodes): the number
+// of devices seen per vendor, keyed by the vendor table's name. A vendor
+// the node shows none of may be absent or zero.
+type Hardware map[Vendor]int
 
 // None reports whether the node shows no accelerator at all.
-func (h Hardware) None() bool { return h.NVIDIA == 0 && h.Ascend == 0 }
-
-// Has reports whether the node shows devices of vendor v; every node "has"
-// VendorNone.
-func (h Hardware) Has(v Vendor) bool {
-	switch v {
-	case VendorNVIDIA:
-		return h.NVIDIA > 0
-	case VendorAscend:
-		return h.Ascend > 0
+func (h Hardware) None() bool {
+	for _, n := range h {
+		if n > 0 {
+			return false
+		}
 	}
 	return true
 }
+
+// Has reports whether the node shows devices of vendor v; every node "has"
+// VendorNone.
+func (h Hardware) Has(v Vendor) bool { return v == VendorNone || h[v] > 0 }
 
 // absent says, for people, why a vendor's checks do not apply: where the
 // vendor table says its devices show.

@@ -64,7 +64,7 @@ func naNames(na []NotApplicable) string {
 }
 
 func TestSelectByVendor(t *testing.T) {
-	nvidia, ascend, both, none := Hardware{NVIDIA: 8}, Hardware{Ascend: 8}, Hardware{NVIDIA: 2, Ascend: 8}, Hardware{}
+	nvidia, ascend, both, none := Hardware{VendorNVIDIA: 8}, Hardware{VendorAscend: 8}, Hardware{VendorNVIDIA: 2, VendorAscend: 8}, Hardware{}
 	tests := []struct {
 		name       string
 		names      []string
@@ -123,7 +123,7 @@ func TestNotApplicableMessages(t *testing.T) {
 }
 
 func TestSelectForUnknownNames(t *testing.T) {
-	_, _, err := SelectFor([]string{"nope"}, []string{"nada"}, false, Hardware{NVIDIA: 1})
+	_, _, err := SelectFor([]string{"nope"}, []string{"nada"}, false, Hardware{VendorNVIDIA: 1})
 	if !errors.Is(err, ErrUnknownCheck) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), `"nada" in skip`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -243,8 +244,8 @@ func (r *run) do(ctx context.Context) int {
 	if len(errs) > 0 {
 		return r.invalidConfig(errs)
 	}
-	if r.rep.Accelerators.NVIDIA == 0 && r.rep.Accelerators.Ascend == 0 {
-		r.log.Info("no NVIDIA or Ascend devices found on this host")
+	if r.rep.Accelerators.Count.None() {
+		r.log.Info(vendors.NoneFound())
 	}
 
 	if o.Mode == ModeProlog && r.job != nil {
@@ -331,8 +332,7 @@ func (r *run) selectChecks() []benchmarks.Check {
 			r.note("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
 		}
 	}
-	hw := benchmarks.Hardware{NVIDIA: r.rep.Accelerators.NVIDIA, Ascend: r.rep.Accelerators.Ascend}
-	checks, na, err := benchmarks.SelectFor(s.Prolog.Checks, s.Prolog.Skip, healthOnly, hw)
+	checks, na, err := benchmarks.SelectFor(s.Prolog.Checks, s.Prolog.Skip, healthOnly, r.rep.Accelerators.Count)
 	if err != nil { // validated above; kept for safety
 		r.note("selecting checks: %v", err)
 	}

@@ -561,7 +561,7 @@ func TestProbeAccelerators(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a := ProbeAccelerators(root); a.NVIDIA != 0 || a.Ascend != 0 {
+	if a := ProbeAccelerators(root); !a.Count.None() {
 		t.Fatalf("empty root: %+v", a)
 	}
 	write("dev/nvidia0", "")
@@ -575,7 +575,7 @@ func TestProbeAccelerators(t *testing.T) {
 	write("sys/bus/pci/devices/0000:c1:00.0/vendor", "0x19e5\n")
 	write("sys/bus/pci/devices/0000:c1:00.0/class", "0x120000\n")
 	a := ProbeAccelerators(root)
-	if a.NVIDIA != 2 || a.Ascend != 1 {
+	if a.Count["nvidia"] != 2 || a.Count["ascend"] != 1 {
 		t.Fatalf("%+v", a)
 	}
 }

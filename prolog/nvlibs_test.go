@@ -35,7 +35,7 @@ var driverFree = map[string]string{"gpu-count": "(driver not loaded)", "xid": "n
 func TestRealNVIDIALibrariesWithoutGPU(t *testing.T) {
 	dltest.OpenReal(t, "libcuda1", "libcuda.so.1")
 	dltest.OpenReal(t, "libnvidia-ml1", "libnvidia-ml.so.1")
-	if hw := lifecycle.ProbeAccelerators("/"); hw.NVIDIA > 0 {
+	if hw := lifecycle.ProbeAccelerators("/"); hw.Count["nvidia"] > 0 {
 		t.Skipf("this machine has NVIDIA GPUs (%+v): the no-device path cannot be shown", hw)
 	}
 	var names []string

@@ -22,7 +22,7 @@ func TestValidateScriptWithoutGPU(t *testing.T) {
 	}
 	dltest.OpenReal(t, "libcuda1", "libcuda.so.1")
 	dltest.OpenReal(t, "libnvidia-ml1", "libnvidia-ml.so.1")
-	if hw := lifecycle.ProbeAccelerators("/"); hw.NVIDIA > 0 {
+	if hw := lifecycle.ProbeAccelerators("/"); hw.Count["nvidia"] > 0 {
 		t.Skipf("this machine has NVIDIA GPUs (%+v): the no-device path cannot be shown", hw)
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")

@@ -41,10 +41,10 @@ check_timeout = "20s"`, "")
 		ran = append(ran, res.Check)
 	}
 	hw := lifecycle.ProbeAccelerators("/")
-	if hw.Ascend == 0 && (slices.Contains(ran, "npu-count") || !strings.HasPrefix(na["npu-count"], "no Ascend NPU on this node")) {
+	if hw.Count["ascend"] == 0 && (slices.Contains(ran, "npu-count") || !strings.HasPrefix(na["npu-count"], "no Ascend NPU on this node")) {
 		t.Errorf("no Ascend NPU here, yet ran %v, not applicable %v", ran, na)
 	}
-	if hw.NVIDIA == 0 && (slices.Contains(ran, "ecc") || !strings.HasPrefix(na["ecc"], "no NVIDIA GPU on this node")) {
+	if hw.Count["nvidia"] == 0 && (slices.Contains(ran, "ecc") || !strings.HasPrefix(na["ecc"], "no NVIDIA GPU on this node")) {
 		t.Errorf("no NVIDIA GPU here, yet ran %v, not applicable %v", ran, na)
 	}
 	if !slices.Contains(ran, "gpu-count") {
@@ -53,7 +53,7 @@ check_timeout = "20s"`, "")
 	if !strings.Contains(out, "n/a:") || !strings.Contains(out, "not applicable)") {
 		t.Errorf("the table does not show the checks that are not applicable:\n%s", out)
 	}
-	if hw.NVIDIA > 0 || hw.Ascend > 0 {
+	if !hw.Count.None() {
 		t.Logf("accelerators on this machine (%+v): the Gres mismatch is not checked", hw)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // families are the textfile's metric families, in the order they are
@@ -63,8 +64,9 @@ func seriesOf(r *Report) series {
 		s.add("vigil_node_verdict", m, boolNum(r.Verdict == st), "status", string(st))
 	}
 	s.add("vigil_action", m, "1", "action", r.Action.Kind, "done", strconv.FormatBool(r.Action.Done))
-	s.add("vigil_accelerators", m, strconv.Itoa(r.Accelerators.NVIDIA), "vendor", "nvidia")
-	s.add("vigil_accelerators", m, strconv.Itoa(r.Accelerators.Ascend), "vendor", "ascend")
+	for _, v := range vendors.Table {
+		s.add("vigil_accelerators", m, strconv.Itoa(r.Accelerators.Count[benchmarks.Vendor(v.Name)]), "vendor", v.Name)
+	}
 	for _, res := range r.Results {
 		for _, st := range statuses {
 			s.add("vigil_check_status", m, boolNum(res.Status == st),

@@ -40,7 +40,7 @@ type Report struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Config says which config the run used and whether it was valid.
 	Config ConfigInfo `json:"config"`
-	// Accelerators is what the host shows of NVIDIA and Ascend devices.
+	// Accelerators is what the host shows of each vendor's devices.
 	Accelerators Accelerators `json:"accelerators"`
 	// Results has one entry per check, in run order.
 	Results []benchmarks.Result `json:"results"`
@@ -126,17 +126,6 @@ type ConfigInfo struct {
 	Valid bool `json:"valid"`
 	// Errors are the config errors, each naming key and line.
 	Errors []string `json:"errors,omitempty"`
-}
-
-// Accelerators is what the host shows of accelerators, independent of any
-// vendor library.
-type Accelerators struct {
-	// NVIDIA is the number of NVIDIA GPUs seen (device nodes or PCI functions).
-	NVIDIA int `json:"nvidia"`
-	// Ascend is the number of Ascend NPUs seen.
-	Ascend int `json:"ascend"`
-	// Evidence says where they were seen ("/dev/nvidia0", "pci 0000:3b:00.0 nvidia").
-	Evidence []string `json:"evidence,omitempty"`
 }
 
 // Action kinds.

@@ -44,7 +44,7 @@ func sampleReport() *Report {
 		Start:        time.Date(2026, 11, 29, 15, 10, 0, 0, time.UTC),
 		Duration:     1234 * time.Millisecond,
 		Config:       ConfigInfo{Path: "/etc/vigil/vigil.toml", Found: true, Valid: true},
-		Accelerators: Accelerators{NVIDIA: 2, Evidence: []string{"/dev/nvidia0", "/dev/nvidia1"}},
+		Accelerators: Accelerators{Count: benchmarks.Hardware{benchmarks.VendorNVIDIA: 2}, Evidence: []string{"/dev/nvidia0", "/dev/nvidia1"}},
 		Results: []benchmarks.Result{
 			{Check: "gpu-count", Status: benchmarks.StatusPass, Attempts: 1, Duration: 3 * time.Millisecond,
 				Values: []benchmarks.Value{{Name: "gpus", Value: 2, Unit: "count", Threshold: f64(2), Op: ">=", Status: benchmarks.StatusPass}}},

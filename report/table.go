@@ -173,15 +173,14 @@ func heldBy(a Action) string {
 }
 
 func describeAccel(a Accelerators) string {
-	if a.NVIDIA == 0 && a.Ascend == 0 {
+	if a.Count.None() {
 		return vendors.NoneFound()
 	}
 	var parts []string
-	if a.NVIDIA > 0 {
-		parts = append(parts, fmt.Sprintf("%d NVIDIA", a.NVIDIA))
-	}
-	if a.Ascend > 0 {
-		parts = append(parts, fmt.Sprintf("%d Ascend", a.Ascend))
+	for _, v := range vendors.Table {
+		if n := a.Count[benchmarks.Vendor(v.Name)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, v.Maker))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -38,9 +38,9 @@ func TestShippedDefaultSuites(t *testing.T) {
 		hw       benchmarks.Hardware
 		run, not []string
 	}{
-		{"nvidia", benchmarks.Hardware{NVIDIA: 8}, []string{"gpu-count", "ecc", "xid", "gemm", "disk", "rdma"}, []string{"npu-count", "npu-gemm"}},
-		{"ascend", benchmarks.Hardware{Ascend: 8}, []string{"npu-count", "npu-ecc", "npu-gemm", "disk"}, []string{"gpu-count", "ecc", "xid", "gemm"}},
-		{"both", benchmarks.Hardware{NVIDIA: 1, Ascend: 8}, []string{"gpu-count", "gemm", "npu-count", "npu-gemm", "disk"}, nil},
+		{"nvidia", benchmarks.Hardware{benchmarks.VendorNVIDIA: 8}, []string{"gpu-count", "ecc", "xid", "gemm", "disk", "rdma"}, []string{"npu-count", "npu-gemm"}},
+		{"ascend", benchmarks.Hardware{benchmarks.VendorAscend: 8}, []string{"npu-count", "npu-ecc", "npu-gemm", "disk"}, []string{"gpu-count", "ecc", "xid", "gemm"}},
+		{"both", benchmarks.Hardware{benchmarks.VendorNVIDIA: 1, benchmarks.VendorAscend: 8}, []string{"gpu-count", "gemm", "npu-count", "npu-gemm", "disk"}, nil},
 		{"none", benchmarks.Hardware{}, []string{"gpu-count", "disk", "rdma"}, []string{"ecc", "xid", "gemm", "npu-count", "npu-gemm"}},
 	}
 	for _, tt := range tests {
