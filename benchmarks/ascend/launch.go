@@ -12,7 +12,6 @@ const ReasonKernelWrongResult = "NPUKernelWrongResult"
 
 // LaunchSettings are the settings of [checks.npu-kernel-launch].
 type LaunchSettings struct {
-	Libraries
 	// Launches, the peer comparison and Thresholds (model → "event_us" /
 	// "wall_us" → most microseconds, median) are those of every
 	// launch-latency check.
@@ -32,7 +31,7 @@ var launchThresholds = device.Thresholds{"Ascend910B": {"event_us": 100, "wall_u
 
 // DefaultLaunchSettings are the shipped settings.
 func DefaultLaunchSettings() LaunchSettings {
-	return LaunchSettings{Libraries: DefaultLibraries(), LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
+	return LaunchSettings{LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
 }
 
 // Validate reports out-of-range settings, naming the key.

@@ -11,7 +11,6 @@ const ReasonCopyWrongResult = "CopyWrongResult"
 
 // CopySettings are the settings of [checks.copy].
 type CopySettings struct {
-	Libraries
 	// Bytes, Iters, the peer comparison and Thresholds (model → "h2d_gbps"
 	// / "d2h_gbps" / "d2d_gbps" → least GB/s) are those of every copy check.
 	device.CopySettings
@@ -31,7 +30,6 @@ var copyThresholds = Thresholds{
 // DefaultCopySettings are the shipped settings.
 func DefaultCopySettings() CopySettings {
 	return CopySettings{
-		Libraries:    DefaultLibraries(),
 		CopySettings: device.DefaultCopySettings(copyThresholds),
 	}
 }

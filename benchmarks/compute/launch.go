@@ -11,7 +11,6 @@ const ReasonKernelWrongResult = "KernelWrongResult"
 
 // LaunchSettings are the settings of [checks.kernel-launch].
 type LaunchSettings struct {
-	Libraries
 	// Launches, the peer comparison and Thresholds (model → "event_us" /
 	// "wall_us" → most microseconds, median) are those of every
 	// launch-latency check.
@@ -34,7 +33,7 @@ var launchThresholds = Thresholds{
 
 // DefaultLaunchSettings are the shipped settings.
 func DefaultLaunchSettings() LaunchSettings {
-	return LaunchSettings{Libraries: DefaultLibraries(), LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
+	return LaunchSettings{LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
 }
 
 // Validate reports out-of-range settings, naming the key.
