@@ -140,6 +140,10 @@ type Env struct {
 	// Settings decodes this check's own config table ([checks.NAME]) into v,
 	// which holds the check's defaults beforehand. Nil means no config.
 	Settings func(v any) error
+	// Libraries decodes the [vendor.NAME] table of the check's vendor
+	// (where its vendor libraries are) into v, which holds the vendor's
+	// shipped library search beforehand. Nil means no config.
+	Libraries func(v any) error
 	// DryRun is set for vigil-prolog --dry-run: a check should then leave no
 	// state behind (e.g. not advance a "since the last check" marker).
 	DryRun bool

@@ -87,7 +87,7 @@ func ChildMain(args []string, stdin io.Reader, result io.Writer, stderr io.Write
 			return 2
 		}
 		env := &Env{Node: spec.Node, JobID: spec.JobID, Devices: spec.Devices, GresGPUs: spec.GresGPUs,
-			DryRun: spec.DryRun, Settings: SettingsFrom(f, name)}
+			DryRun: spec.DryRun, Settings: SettingsFrom(f, name), Libraries: LibrariesFrom(f, name)}
 		ctx, cancel := context.WithCancel(context.Background())
 		if t := spec.Timeouts[name]; t > 0 {
 			ctx, cancel = context.WithTimeout(context.Background(), time.Duration(t))

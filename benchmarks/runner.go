@@ -273,12 +273,14 @@ func (r *CheckRunner) config() (*config.File, error) {
 	return r.loaded, r.loadErr
 }
 
-// checkEnv is the Env of one check: Settings decodes [checks.NAME].
+// checkEnv is the Env of one check: Settings decodes [checks.NAME],
+// Libraries its vendor's [vendor.NAME].
 func (r *CheckRunner) checkEnv(name string) *Env {
 	e := *r.env()
 	f, err := r.config()
 	if err != nil {
 		e.Settings = func(any) error { return err }
+		e.Libraries = e.Settings
 		return &e
 	}
 	if f != nil || e.Settings == nil {
@@ -286,6 +288,7 @@ func (r *CheckRunner) checkEnv(name string) *Env {
 			f = config.Empty("defaults")
 		}
 		e.Settings = SettingsFrom(f, name)
+		e.Libraries = LibrariesFrom(f, name)
 	}
 	return &e
 }

@@ -66,11 +66,12 @@ type effective struct {
 	Epilog any            `toml:"epilog"`
 	Watch  any            `toml:"watch"`
 	Policy any            `toml:"policy"`
+	Vendor map[string]any `toml:"vendor"`
 	Checks map[string]any `toml:"checks"`
 }
 
 // CheckConfig validates the whole config as a run would ([prolog],
-// [epilog], every [checks.NAME] with the check's own ranges, [watch] as
+// [epilog], every [vendor.NAME], every [checks.NAME] with the check's own ranges, [watch] as
 // vigil-watch reads it, [policy] as the SPANK plugin and the nodes apply it,
 // and keys nobody knows) and prints the effective config (file, then
 // environment, then flags; every section with its shipped defaults) to w,
@@ -98,7 +99,11 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	pro := s.Prolog
 	pro.Textfile = "" // deprecated: its effect is textfile_dir, printed; both would be invalid
 	eff := effective{Prolog: durationsAsStrings(pro), Epilog: durationsAsStrings(s.Epilog),
-		Watch: durationsAsStrings(s.Watch.Final()), Policy: durationsAsStrings(s.Policy), Checks: map[string]any{}}
+		Watch: durationsAsStrings(s.Watch.Final()), Policy: durationsAsStrings(s.Policy), Vendor: map[string]any{}, Checks: map[string]any{}}
+	for _, v := range benchmarks.LibraryVendors() {
+		l, _ := VendorLibraries(s.File, v) // validated above
+		eff.Vendor[string(v)] = l
+	}
 	var silent []string
 	for _, name := range benchmarks.Names() {
 		v, _ := CheckSettings(s.File, name) // validated above

@@ -248,8 +248,9 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
 		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log,
-		Settings: func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) },
-		Devices:  r.job.GPUs, Timeouts: timeouts, Relay: relay}, "", nil
+		Settings:  func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) },
+		Libraries: func(check string) func(v any) error { return benchmarks.LibrariesFrom(r.s.File, check) },
+		Devices:   r.job.GPUs, Timeouts: timeouts, Relay: relay}, "", nil
 }
 
 // slurmSettings reads slurm.conf as scontrol would find it (no slurmctld

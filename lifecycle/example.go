@@ -28,13 +28,18 @@ type ExampleSection struct {
 // valid and changes nothing; with every line uncommented it is valid too
 // and sets each key to its default. It is generated from the same structs
 // and defaults the programs read, so it cannot drift from them. Sections
-// come in the order [prolog], [epilog], [notify], [guard], the extra ones, [policy], then
+// come in the order [prolog], [epilog], [notify], [guard], the extra ones, [policy],
+// [vendor.NAME] for every vendor whose libraries are configurable, then
 // [checks.NAME] for every check that publishes its settings.
 func ExampleConfig(w io.Writer, extra ...ExampleSection) error {
 	sections := []ExampleSection{{"prolog", config.DefaultProlog()}, {"epilog", config.DefaultEpilog()},
 		{"notify", config.DefaultNotify()}, {"guard", config.DefaultGuard()}}
 	sections = append(sections, extra...)
 	sections = append(sections, ExampleSection{policy.Section, policy.Default()})
+	for _, v := range benchmarks.LibraryVendors() {
+		d, _ := benchmarks.LibraryDefaults(v)
+		sections = append(sections, ExampleSection{benchmarks.VendorSection + "." + string(v), d})
+	}
 	var silent []string
 	for _, name := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(name)

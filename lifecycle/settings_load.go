@@ -117,7 +117,8 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 }
 
 // checkSections checks what names checks: [prolog] checks, skip and
-// timeouts, every check's [checks.NAME], and the keys nobody claimed.
+// timeouts, every vendor's [vendor.NAME], every check's [checks.NAME], and
+// the keys nobody claimed.
 func checkSections(f *config.File, p config.Prolog) []error {
 	var errs []error
 	if _, err := benchmarks.Select(p.Checks, p.Skip, false); err != nil {
@@ -128,14 +129,15 @@ func checkSections(f *config.File, p config.Prolog) []error {
 			errs = append(errs, f.Errorf("prolog.timeouts."+name, "%v %q", benchmarks.ErrUnknownCheck, name))
 		}
 	}
+	errs = append(errs, vendorSections(f)...)
 	for _, name := range benchmarks.Names() {
 		if _, err := CheckSettings(f, name); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, e := range f.Unused() {
-		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, and checks.NAME for the checks %s)",
-			e, strings.Join(OtherSections, ", "), strings.Join(benchmarks.Names(), ", ")))
+		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, vendor.NAME for the vendors %s, and checks.NAME for the checks %s)",
+			e, strings.Join(OtherSections, ", "), vendorNames(), strings.Join(benchmarks.Names(), ", ")))
 	}
 	return errs
 }
@@ -158,7 +160,7 @@ func CheckSettings(f *config.File, name string) (any, error) {
 	}
 	v := d.Defaults()
 	if err := f.Decode(section, v); err != nil {
-		return v, err
+		return v, movedLibraryKeys(err, name)
 	}
 	val, ok := v.(benchmarks.Validator)
 	if !ok {

@@ -166,6 +166,14 @@ func TestCheckConfigWholeFile(t *testing.T) {
 		{"npu-gemm", "[checks.npu-gemm]\nsizes = [8]\n", ":2: checks.npu-gemm.sizes: invalid value: 8: want a multiple of 16"},
 		{"npu-ecc", "[checks.npu-ecc]\nmax_uncorrectable = -1\n", ":2: checks.npu-ecc.max_uncorrectable: invalid value: -1: want 0 or more"},
 		{"fault mode", "[checks.fault-inject]\nmode = \"explode\"\n", `:2: checks.fault-inject.mode: invalid value: "explode": want pass, fail`},
+		{"check library key", "[checks.gemm]\nsizes = [32]\ncuda_libraries = [\"/opt/libcuda.so.1\"]\n",
+			":3: checks.gemm.cuda_libraries: invalid value: vendor libraries are set once per vendor: move it to [vendor.nvidia] cuda_libraries"},
+		{"check library path", "[checks.npu-health]\nlibrary_paths = [\"/opt/dcmi\"]\n",
+			":2: checks.npu-health.library_paths: invalid value: vendor libraries are set once per vendor: move it to [vendor.ascend] library_paths"},
+		{"neutral check library path", "[checks.disk]\nlibrary_paths = []\n",
+			":2: checks.disk.library_paths: invalid value: vendor libraries are set once per vendor: move it to [vendor.ascend] library_paths or [vendor.nvidia] library_paths"},
+		{"vendor typo", "[vendor.nvidia]\ncuda_librarys = []\n", ":2: vendor.nvidia.cuda_librarys: unknown key (keys of [vendor.nvidia]: cuda_libraries, cublaslt_libraries,"},
+		{"unknown vendor", "[vendor.amd]\nlibraries = []\n", ":2: vendor.amd.libraries: unknown key (known sections: prolog, epilog, watch, policy, notify, guard, vendor.NAME for the vendors nvidia, ascend,"},
 		{"unknown section", "[wach]\nwindow = \"2m\"\n", ":2: wach.window: unknown key (known sections: prolog, epilog, watch, policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,14 +189,15 @@ func TestCheckConfigWholeFile(t *testing.T) {
 		})
 	}
 	good := filepath.Join(dir, "good.toml")
-	if err := os.WriteFile(good, []byte("[watch]\nwindow = \"20m\"\naction = \"notify\"\n[policy]\nauto_watch = true\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("[watch]\nwindow = \"20m\"\naction = \"notify\"\n[policy]\nauto_watch = true\n[vendor.ascend]\nlibrary_paths = [\"/opt/cann/lib64\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"--check-config", "--config", good}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"[watch]\n", `window = "20m0s"`, `grace = "10m0s"`, `action = "notify"`, "[policy]\n", "auto_watch = true", `hang_actions = ["notify", "cancel", "requeue", "requeue-exclude"]`} {
+	for _, want := range []string{"[watch]\n", `window = "20m0s"`, `grace = "10m0s"`, `action = "notify"`, "[policy]\n", "auto_watch = true", `hang_actions = ["notify", "cancel", "requeue", "requeue-exclude"]`,
+		"[vendor.ascend]\n", `library_paths = ["/opt/cann/lib64"]`, "[vendor.nvidia]\n", `nccl_libraries = ["libnccl.so.2", "libnccl.so"]`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("effective config lacks %q:\n%s", want, out.String())
 		}
@@ -207,7 +216,7 @@ func TestMultinodeSelftestDispatch(t *testing.T) {
 	errb.Reset()
 	t.Setenv("VIGIL_LIBRARY_PATH", t.TempDir())
 	conf := filepath.Join(t.TempDir(), "vigil.toml")
-	if err := os.WriteFile(conf, []byte("[checks.nccl-allreduce-multinode]\ncuda_libraries = [\"libcuda-absent.so.1\"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte("[vendor.nvidia]\ncuda_libraries = [\"libcuda-absent.so.1\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code := run([]string{"multinode-selftest", "--config", conf, "--timeout", "20s"}, &out, &errb)

@@ -126,7 +126,7 @@ func TestACLNodeOnStub(t *testing.T) {
 // speed, so the floors are lowered).
 func TestChecksOnStub(t *testing.T) {
 	libs := stubCANN(t)
-	lib := fmt.Sprintf("acl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", libs.ACL[0], libs.ACL[0], libs.ACL[0], libs.ACL[0])
+	lib := fmt.Sprintf("[vendor.ascend]\nacl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", libs.ACL[0], libs.ACL[0], libs.ACL[0], libs.ACL[0])
 	tests := []struct{ name, toml, msg string }{
 		{"npu-gemm", "sizes = [32]\nmin_time = \"1ms\"\nmax_iters = 2\npeer_fraction = 0.0\n[checks.npu-gemm.thresholds.Ascend910B3]\ntflops_fp16 = 0.0\ntflops_bf16 = 0.0\n", "4 NPUs: matmul throughput and results as expected"},
 		{"npu-copy", "bytes = 1048576\niters = 1\npeer_fraction = 0.0\n[checks.npu-copy.thresholds.Ascend910B]\nh2d_gbps = 0.0\nd2h_gbps = 0.0\nd2d_gbps = 0.0\n", "4 NPUs: copy bandwidth as expected"},
@@ -139,7 +139,7 @@ func TestChecksOnStub(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := withOpener(t, tt.name, freshOpener())
-			env := settings(t, tt.name, fmt.Sprintf("[checks.%s]\n%s%s", tt.name, lib, tt.toml))
+			env := settings(t, tt.name, fmt.Sprintf("[checks.%s]\n%s%s", tt.name, tt.toml, lib))
 			expect(t, run1(t, c, env), benchmarks.StatusPass, "", "", tt.msg)
 		})
 	}
@@ -197,12 +197,12 @@ const overlapStub = "size = 32\ngemms = 2\nallreduces = 2\nbytes = 65536\n"
 func TestNewChecksOnStub(t *testing.T) {
 	libs := stubCANN(t)
 	lib := func(path string) string {
-		return fmt.Sprintf("acl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", path, path, path, path)
+		return fmt.Sprintf("[vendor.ascend]\nacl_libraries = [%q]\nnnopbase_libraries = [%q]\nopapi_libraries = [%q]\nhccl_libraries = [%q]\n", path, path, path, path)
 	}
 	run := func(t *testing.T, name, path, toml string) benchmarks.Result {
 		t.Helper()
 		c := withOpener(t, name, freshOpener())
-		return run1(t, c, settings(t, name, fmt.Sprintf("[checks.%s]\n%s%s", name, lib(path), toml)))
+		return run1(t, c, settings(t, name, fmt.Sprintf("[checks.%s]\n%s%s", name, toml, lib(path))))
 	}
 	const small = "bytes = 65536\nverify_bytes = 4096\niters = 2\nwarmup = 0\n"
 	t.Run("slow launches", func(t *testing.T) {

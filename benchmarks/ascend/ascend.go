@@ -18,8 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 
@@ -53,21 +51,9 @@ const (
 // the same variable the CUDA checks read.
 const EnvLibraryPath = "VIGIL_LIBRARY_PATH"
 
-// DCMISettings says where libdcmi.so is; every DCMI check's settings carry it.
-type DCMISettings struct {
-	// DCMI are candidate names or absolute paths of libdcmi.so.
-	DCMI []string `toml:"dcmi_libraries"`
-	// Paths are directories searched before dcmi.DefaultDirs and the loader.
-	Paths []string `toml:"library_paths"`
-}
-
-func (s DCMISettings) options() dl.Options {
-	var dirs []string
-	if v := os.Getenv(EnvLibraryPath); v != "" {
-		dirs = append(dirs, filepath.SplitList(v)...)
-	}
-	return dl.Options{Names: s.DCMI, Dirs: append(dirs, s.Paths...)}
-}
+// dcmiOptions is the search for libdcmi.so: the library paths, then
+// dcmi.DefaultDirs and the loader's own search.
+func (l Libraries) dcmiOptions() dl.Options { return l.options(l.DCMI) }
 
 // dcmiLibrary opens DCMI at most once per process and hands the same handle
 // to every check (checks usually run in their own child process, where
@@ -119,11 +105,6 @@ func (l *dcmiLibrary) get(o dl.Options) (dcmi.Interface, error) {
 	return l.lib, l.err
 }
 
-// DefaultDCMISettings are the shipped library settings.
-func DefaultDCMISettings() DCMISettings {
-	return DCMISettings{DCMI: append([]string(nil), dcmi.DefaultNames...)}
-}
-
 // npu is one selected device.
 type npu struct {
 	index int // logical id, or enumeration order when DCMI gives none
@@ -170,11 +151,26 @@ func selectNPUs(lib dcmi.Interface, want []int) ([]npu, error) {
 	return out, nil
 }
 
-// openNPUs is the common start of the per-device DCMI checks: decode the
-// settings, open DCMI and select the job's devices. On failure it returns
-// the result to report.
-func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings) (dcmi.Interface, []npu, *benchmarks.Result) {
-	lib, err := l.get(s.options())
+// dcmiLibraries decodes the libraries of [vendor.ascend] in env; a bad
+// setting is returned as the result to report.
+func dcmiLibraries(name string, env *benchmarks.Env) (Libraries, *benchmarks.Result) {
+	libs, err := libraries(env)
+	if err != nil {
+		r := devcheck.BadSettings(name, err)
+		return libs, &r
+	}
+	return libs, nil
+}
+
+// openNPUs is the common start of the per-device DCMI checks: open DCMI
+// and select the job's devices. On failure it returns the result to
+// report.
+func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env) (dcmi.Interface, []npu, *benchmarks.Result) {
+	libs, res := dcmiLibraries(name, env)
+	if res != nil {
+		return nil, nil, res
+	}
+	lib, err := l.get(libs.dcmiOptions())
 	if err != nil {
 		r := dcmiUnavailable(name, err)
 		return nil, nil, &r
@@ -189,11 +185,11 @@ func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings) 
 	return lib, npus, nil
 }
 
-// eachNPU runs a per-device DCMI check: it opens DCMI with s, selects the
+// eachNPU runs a per-device DCMI check: it opens DCMI, selects the
 // job's NPUs and calls read for each until ctx ends. pass is the message of
 // a pass, with %d for the number of NPUs and %s for the word "NPU(s)".
-func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.Env, s DCMISettings, pass string, read func(t *tally, lib dcmi.Interface, n npu)) benchmarks.Result {
-	lib, npus, res := openNPUs(l, name, env, s)
+func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.Env, pass string, read func(t *tally, lib dcmi.Interface, n npu)) benchmarks.Result {
+	lib, npus, res := openNPUs(l, name, env)
 	if res != nil {
 		return *res
 	}

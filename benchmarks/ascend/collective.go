@@ -11,7 +11,6 @@ const ReasonCollectiveWrongResult = "NPUCollectiveWrongResult"
 // CollectiveSettings are the settings of [checks.npu-allreduce],
 // [checks.npu-allgather] and [checks.npu-alltoall].
 type CollectiveSettings struct {
-	Libraries
 	// Bytes, VerifyBytes, Warmup, Iters and Thresholds (model →
 	// "busbw_gbps" → least bus bandwidth in GB/s) are those of every
 	// collective check.
@@ -49,7 +48,6 @@ func newCollCheck(name string, op device.CollOp, thresholds device.Thresholds, o
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
 		Spec: spec[CollectiveSettings](name, "HCCL "+device.Label(op)+" bus bandwidth over the node's NPUs, result verified", func() CollectiveSettings {
 			return CollectiveSettings{
-				Libraries:          DefaultLibraries(),
 				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
 			}
 		}, thresholds, open),

@@ -10,13 +10,10 @@ import (
 // Low bandwidth gives NPUCopyBandwidthBelowThreshold or …BelowPeers.
 const ReasonCopyWrongResult = "NPUCopyWrongResult"
 
-// CopySettings are the settings of [checks.npu-copy].
-type CopySettings struct {
-	Libraries
-	// Bytes, Iters, the peer comparison and Thresholds (model → "h2d_gbps"
-	// / "d2h_gbps" / "d2d_gbps" → least GB/s) are those of every copy check.
-	device.CopySettings
-}
+// CopySettings are the settings of [checks.npu-copy]: bytes, iters, the peer
+// comparison and thresholds (model → "h2d_gbps" / "d2h_gbps" /
+// "d2d_gbps" → least GB/s), those of every copy check.
+type CopySettings = device.CopySettings
 
 // copyThresholds are shipped floors. 910B parts attach to the host over
 // PCIe 4.0 x16 (about 25 GB/s achievable with page-locked memory; floor
@@ -30,20 +27,13 @@ var copyThresholds = device.Thresholds{
 
 // DefaultCopySettings are the shipped settings.
 func DefaultCopySettings() CopySettings {
-	return CopySettings{
-		Libraries:    DefaultLibraries(),
-		CopySettings: device.DefaultCopySettings(copyThresholds),
-	}
+	return device.DefaultCopySettings(copyThresholds)
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *CopySettings) Validate() error { return device.ValidateCopy(&s.CopySettings) }
 
 // newCopyCheck is the npu-copy check over the NPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
-	return device.NewCopy(device.CopySpec[CopySettings]{
+	return device.NewCopy(device.CopySpec{
 		Spec:        spec[CopySettings]("npu-copy", "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)", DefaultCopySettings, copyThresholds, open),
-		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
 		Slow:        devcheck.Tokens{Limit: "NPUCopyBandwidthBelowThreshold", Peers: "NPUCopyBandwidthBelowPeers"},
 	})

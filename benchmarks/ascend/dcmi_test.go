@@ -40,7 +40,7 @@ func settings(t *testing.T, name, text string) *benchmarks.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &benchmarks.Env{Node: "n1", Settings: func(v any) error { return f.Decode("checks."+name, v) }}
+	return &benchmarks.Env{Node: "n1", Settings: benchmarks.SettingsFrom(f, name), Libraries: benchmarks.LibrariesFrom(f, name)}
 }
 
 // sysfsTree writes a PCI tree: each entry "ADDR VENDOR CLASS".

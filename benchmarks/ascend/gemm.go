@@ -19,7 +19,6 @@ const (
 
 // GEMMSettings are the settings of [checks.npu-gemm].
 type GEMMSettings struct {
-	Libraries
 	// DTypes (fp16, bf16), Sizes, Warmup, MinTime, MaxIters, VerifySamples,
 	// the peer comparison and Thresholds (model → "tflops_fp16" /
 	// "tflops_bf16" → least dense TFLOPS) are those of every GEMM check.
@@ -42,7 +41,6 @@ var gemmThresholds = device.Thresholds{
 // DefaultGEMMSettings are the shipped settings.
 func DefaultGEMMSettings() GEMMSettings {
 	return GEMMSettings{
-		Libraries:    DefaultLibraries(),
 		GEMMSettings: device.DefaultGEMMSettings(gemmThresholds, device.FP16, device.BF16),
 	}
 }

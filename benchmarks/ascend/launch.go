@@ -10,14 +10,10 @@ import (
 // (fail). Slow launches give NPULaunchLatencyAboveThreshold or …AbovePeers.
 const ReasonKernelWrongResult = "NPUKernelWrongResult"
 
-// LaunchSettings are the settings of [checks.npu-kernel-launch].
-type LaunchSettings struct {
-	Libraries
-	// Launches, the peer comparison and Thresholds (model → "event_us" /
-	// "wall_us" → most microseconds, median) are those of every
-	// launch-latency check.
-	device.LaunchSettings
-}
+// LaunchSettings are the settings of [checks.npu-kernel-launch]: launches, the peer
+// comparison and thresholds (model → "event_us" / "wall_us" → most
+// microseconds, median), those of every launch-latency check.
+type LaunchSettings = device.LaunchSettings
 
 // launchThresholds are the shipped limits on the median latency of one
 // aclnnInplaceZero on one element: its two-phase call and kernel between
@@ -32,18 +28,14 @@ var launchThresholds = device.Thresholds{"Ascend910B": {"event_us": 100, "wall_u
 
 // DefaultLaunchSettings are the shipped settings.
 func DefaultLaunchSettings() LaunchSettings {
-	return LaunchSettings{Libraries: DefaultLibraries(), LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
+	return device.DefaultLaunchSettings(launchThresholds)
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *LaunchSettings) Validate() error { return device.ValidateLaunch(&s.LaunchSettings) }
 
 // newLaunchCheck is the npu-kernel-launch check over the NPUs open opens.
 func newLaunchCheck(open Opener) benchmarks.Check {
-	return device.NewLaunch(device.LaunchSpec[LaunchSettings]{
+	return device.NewLaunch(device.LaunchSpec{
 		Spec: spec[LaunchSettings]("npu-kernel-launch", "aclnnInplaceZero launch latency per NPU and a verified zero kernel (ACL)",
 			DefaultLaunchSettings, launchThresholds, open),
-		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
 		WrongResult: ReasonKernelWrongResult,
 		Slow:        devcheck.Tokens{Limit: "NPULaunchLatencyAboveThreshold", Peers: "NPULaunchLatencyAbovePeers"},
 		RuntimeNote: "ACL %s",

@@ -85,7 +85,7 @@ func (*multinode) Reasons() []string {
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.
 func (*multinode) Defaults() any {
-	s := MultinodeSettings{Libraries: DefaultLibraries(), CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
+	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
 }
@@ -94,17 +94,23 @@ func (c *multinode) unknown(reason, format string, args ...any) benchmarks.Resul
 	return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
+// settings decodes and validates the check's settings and its vendor's
+// libraries.
+func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
 	s := c.Defaults().(*MultinodeSettings)
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
-		return nil, err
+		return nil, Libraries{}, err
 	}
-	return s, s.Validate()
+	libs, err := libraries(env)
+	if err != nil {
+		return nil, Libraries{}, err
+	}
+	return s, libs, s.Validate()
 }
 
 // newRootInfo makes the HcclRootInfo (HcclGetRootInfo, 4108 bytes) of a
 // communicator spanning the job's nodes, with CANN found as
-// [checks.hccl-allreduce-multinode] in env says, on the job's first NPU
+// [vendor.ascend] in env says, on the job's first NPU
 // (env.Devices[0], or 0). The coordinator's node calls it once and hands
 // the bytes out as MultinodeRole.ID.
 //
@@ -115,15 +121,15 @@ func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
 // then runs rank 0. ACL stays initialised and the
 // device stays set, as the root may need them.
 func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
-	s, err := c.settings(env)
+	_, libs, err := c.settings(env)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := c.cann.runtime(s.Libraries)
+	rt, err := c.cann.runtime(libs)
 	if err != nil {
 		return nil, err
 	}
-	hc, err := c.cann.hccl(s.Libraries)
+	hc, err := c.cann.hccl(libs)
 	if err != nil {
 		return nil, err
 	}
@@ -160,13 +166,13 @@ func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 // ctx's deadline bounds it all; the communicators are destroyed when it
 // passes.
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
-	s, err := c.settings(env)
+	s, libs, err := c.settings(env)
 	if err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
 	var node Node
 	err = devcheck.Run(ctx, func() (err error) {
-		node, err = openACL(c.cann, s.Libraries, devcheck.EnvDevices(env))
+		node, err = openACL(c.cann, libs, devcheck.EnvDevices(env))
 		return err
 	})
 	if err != nil {

@@ -14,11 +14,11 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 	if len(env.Devices) > 0 {
 		return len(env.Devices)
 	}
-	s, err := c.settings(env)
+	_, libs, err := c.settings(env)
 	if err != nil {
 		return 0
 	}
-	node, err := openACL(c.cann, s.Libraries, nil)
+	node, err := openACL(c.cann, libs, nil)
 	if err != nil {
 		return 0
 	}

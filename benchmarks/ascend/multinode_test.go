@@ -33,7 +33,7 @@ var mnJob = []struct {
 const mnJobRanks = 5
 
 func mnSettings(libs Libraries) string {
-	return fmt.Sprintf("[checks.%s]\nacl_libraries = [%q]\nhccl_libraries = [%q]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n",
+	return fmt.Sprintf("[checks.%s]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n[vendor.ascend]\nacl_libraries = [%q]\nhccl_libraries = [%q]\n",
 		MultinodeName, libs.ACL[0], libs.HCCL[0])
 }
 
@@ -304,11 +304,11 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 			t.Errorf("%q: %+v", tt.msg, r)
 		}
 	}
-	bad := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nhccl_libraries = [%q]\nbytes = 16\n", MultinodeName, libs.HCCL[0]))
+	bad := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nbytes = 16\n[vendor.ascend]\nhccl_libraries = [%q]\n", MultinodeName, libs.HCCL[0]))
 	if r := m.run(context.Background(), bad, MultinodeRole{ID: id, NRanks: 4}); r.Reason != ReasonInvalidSettings {
 		t.Errorf("bytes = 16: %+v", r)
 	}
-	absent := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n", MultinodeName))
+	absent := settings(t, MultinodeName, "[vendor.ascend]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n")
 	if _, err := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).newRootInfo(absent); !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("newRootInfo without CANN: %v", err)
 	}

@@ -28,7 +28,6 @@ const (
 
 // NPUCountSettings are the settings of [checks.npu-count].
 type NPUCountSettings struct {
-	DCMISettings
 	// Expected is how many NPUs the node must have; 0 means the node's
 	// Slurm Gres GPU count when Ascend NPUs are on its PCI bus, and no
 	// expectation otherwise.
@@ -56,7 +55,7 @@ func (*npuCount) Reasons() []string {
 
 // Defaults returns the shipped settings.
 func (*npuCount) Defaults() any {
-	return &NPUCountSettings{DCMISettings: DefaultDCMISettings(), Sysfs: "/sys"}
+	return &NPUCountSettings{Sysfs: "/sys"}
 }
 
 func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -75,7 +74,11 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		t.Value("", "pci_npus", float64(len(onBus)), "count", nil, "", benchmarks.StatusPass)
 	}
 	expected := s.Expected
-	lib, err := c.lib.get(s.options())
+	libs, res := dcmiLibraries(c.Name(), env)
+	if res != nil {
+		return *res
+	}
+	lib, err := c.lib.get(libs.dcmiOptions())
 	if expected == 0 && env != nil && env.GresGPUs > 0 && (len(onBus) > 0 || err == nil) {
 		// The Gres count is about NPUs only on a node that has them.
 		expected = env.GresGPUs

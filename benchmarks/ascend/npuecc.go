@@ -21,7 +21,6 @@ const (
 
 // NPUECCSettings are the settings of [checks.npu-ecc].
 type NPUECCSettings struct {
-	DCMISettings
 	// MaxUncorrectable is the most current double-bit HBM errors a device may report.
 	MaxUncorrectable int `toml:"max_uncorrectable"`
 	// MaxIsolatedPages is the most HBM pages a device may have isolated
@@ -49,7 +48,7 @@ func (*npuECC) Reasons() []string {
 // a starting point in the spirit of NVIDIA's retired-page guidance, not a
 // Huawei figure; calibrate it on the fleet.
 func (*npuECC) Defaults() any {
-	return &NPUECCSettings{DCMISettings: DefaultDCMISettings(), MaxUncorrectable: 0, MaxIsolatedPages: 64}
+	return &NPUECCSettings{MaxUncorrectable: 0, MaxIsolatedPages: 64}
 }
 
 func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -60,7 +59,7 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 	if err := s.Validate(); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
 		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {

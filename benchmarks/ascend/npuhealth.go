@@ -20,7 +20,6 @@ const (
 
 // NPUHealthSettings are the settings of [checks.npu-health].
 type NPUHealthSettings struct {
-	DCMISettings
 	// FailOnMinor makes a minor alarm (health 1) a fault; major (2) and
 	// critical (3) alarms always are.
 	FailOnMinor bool `toml:"fail_on_minor"`
@@ -44,7 +43,7 @@ func (*npuHealth) Reasons() []string {
 
 // Defaults returns the shipped settings.
 func (*npuHealth) Defaults() any {
-	return &NPUHealthSettings{DCMISettings: DefaultDCMISettings(), FailOnMinor: true}
+	return &NPUHealthSettings{FailOnMinor: true}
 }
 
 func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -52,7 +51,7 @@ func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.Health(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "health", err)

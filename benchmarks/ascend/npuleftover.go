@@ -22,7 +22,6 @@ const (
 
 // NPULeftoverSettings are the settings of [checks.npu-leftover].
 type NPULeftoverSettings struct {
-	DCMISettings
 	// Thresholds: model → "hbm_used_mib" → the most HBM (MiB) an idle
 	// device may report in use.
 	Thresholds device.Thresholds `toml:"thresholds"`
@@ -56,7 +55,7 @@ func (*npuLeftover) Reasons() []string {
 
 // Defaults returns the shipped settings.
 func (*npuLeftover) Defaults() any {
-	return &NPULeftoverSettings{DCMISettings: DefaultDCMISettings(), Thresholds: leftoverThresholds.Merge(nil)}
+	return &NPULeftoverSettings{Thresholds: leftoverThresholds.Merge(nil)}
 }
 
 func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -64,7 +63,7 @@ func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, leftoverThresholds); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
 		ps, err := lib.Processes(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "processes", err)

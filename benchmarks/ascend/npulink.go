@@ -18,7 +18,6 @@ const (
 
 // NPULinkSettings are the settings of [checks.npu-link].
 type NPULinkSettings struct {
-	DCMISettings
 	// RequireDetection makes a device whose RoCE detection has not been
 	// started (no detect IP configured with hccn_tool) unknown instead of
 	// passing with a note.
@@ -42,14 +41,14 @@ func (*npuLink) Reasons() []string {
 }
 
 // Defaults returns the shipped settings.
-func (*npuLink) Defaults() any { return &NPULinkSettings{DCMISettings: DefaultDCMISettings()} }
+func (*npuLink) Defaults() any { return &NPULinkSettings{} }
 
 func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := c.Defaults().(*NPULinkSettings)
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Name(), err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, s.DCMISettings, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.NetworkHealth(n.dev)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {

@@ -7,7 +7,6 @@ import (
 
 // OverlapSettings are the settings of [checks.npu-overlap].
 type OverlapSettings struct {
-	Libraries
 	// DType (fp16, bf16), Size, GEMMs, AllReduces, Bytes and MinEfficiency
 	// are those of every overlap check.
 	device.OverlapSettings
@@ -17,7 +16,7 @@ type OverlapSettings struct {
 // floor every overlap check ships (0.9: concurrent slower than serial),
 // which only catches pathological interference.
 func DefaultOverlapSettings() OverlapSettings {
-	return OverlapSettings{Libraries: DefaultLibraries(), OverlapSettings: device.DefaultOverlapSettings(device.BF16)}
+	return OverlapSettings{OverlapSettings: device.DefaultOverlapSettings(device.BF16)}
 }
 
 // Validate reports out-of-range settings, naming the key.

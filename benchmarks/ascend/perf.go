@@ -11,6 +11,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/acl"
+	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
 )
@@ -36,9 +37,11 @@ const (
 // ErrNoDevices means ACL reports no device, or none of those asked for.
 var ErrNoDevices = errors.New("no Ascend NPUs")
 
-// Libraries says where the CANN libraries are. Every Ascend compute check's
-// settings carry these keys.
+// Libraries says where the Ascend libraries are (CANN and the driver's
+// DCMI): the [vendor.ascend] table, set once for every Ascend check.
 type Libraries struct {
+	// DCMI are candidate names or absolute paths of libdcmi.so.
+	DCMI []string `toml:"dcmi_libraries"`
 	// ACL are candidate names or paths of the runtime (libascendcl.so).
 	ACL []string `toml:"acl_libraries"`
 	// NNOpBase are candidates of libnnopbase.so (aclCreateTensor).
@@ -55,6 +58,7 @@ type Libraries struct {
 // (set by CANN's set_env.sh) is searched when set.
 func DefaultLibraries() Libraries {
 	return Libraries{
+		DCMI:     append([]string(nil), dcmi.DefaultNames...),
 		ACL:      append([]string(nil), acl.DefaultNames...),
 		NNOpBase: append([]string(nil), acl.DefaultNNOpBaseNames...),
 		OpAPI:    append([]string(nil), acl.DefaultOpAPINames...),
@@ -127,20 +131,29 @@ func classify(err error) (benchmarks.Status, string) {
 	return benchmarks.StatusUnknown, ReasonCheckerError
 }
 
-// spec declares an Ascend check of settings S (which embed Libraries) over
-// the devices open opens, with its shipped thresholds base.
-func spec[S any, P interface {
-	*S
-	libraries() Libraries
-}](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Spec[S] {
+// spec declares an Ascend check of settings S over the devices open opens
+// with the libraries of [vendor.ascend], with its shipped thresholds base.
+func spec[S any](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Spec[S] {
 	return device.Spec[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
-		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
-			return open(ctx, P(s).libraries(), devices)
+		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
+			libs, err := libraries(env)
+			if err != nil {
+				return nil, err
+			}
+			return open(ctx, libs, devices)
 		}}
 }
 
-// libraries lets the settings that embed Libraries hand them to spec.
-func (l Libraries) libraries() Libraries { return l }
+// libraries decodes [vendor.ascend] of env over the shipped search.
+func libraries(env *benchmarks.Env) (Libraries, error) {
+	l := DefaultLibraries()
+	err := devcheck.DecodeLibraries(env, &l)
+	return l, err
+}
+
+func init() {
+	benchmarks.RegisterLibraries(benchmarks.VendorAscend, func() any { l := DefaultLibraries(); return &l })
+}
 
 // devName is how results name the NPU with logical id i.
 func devName(i int) string { return fmt.Sprintf("npu%d", i) }

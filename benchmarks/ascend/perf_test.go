@@ -326,7 +326,7 @@ func TestComputeChecksWithoutCANN(t *testing.T) {
 	for _, name := range []string{"npu-gemm", "npu-copy", "npu-allreduce", "npu-allgather", "npu-alltoall", "npu-kernel-launch", "npu-overlap"} {
 		t.Run(name, func(t *testing.T) {
 			c := withOpener(t, name, freshOpener())
-			env := settings(t, name, fmt.Sprintf("[checks.%s]\nacl_libraries = [\"libascendcl.so.vigil-test-absent\"]\n", name))
+			env := settings(t, name, "[vendor.ascend]\nacl_libraries = [\"libascendcl.so.vigil-test-absent\"]\n")
 			r := run1(t, c, env)
 			expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "", "libascendcl.so.vigil-test-absent not found (searched:", "/usr/local/Ascend/ascend-toolkit/latest/lib64")
 		})

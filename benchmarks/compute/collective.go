@@ -13,7 +13,6 @@ const ReasonCollectiveWrongResult = "CollectiveWrongResult"
 // CollectiveSettings are the settings of [checks.allreduce], [checks.allgather],
 // [checks.alltoall] and [checks.multi-allreduce].
 type CollectiveSettings struct {
-	Libraries
 	// Bytes, VerifyBytes, Warmup, Iters and Thresholds (model →
 	// "busbw_gbps" → least bus bandwidth in GB/s) are those of every
 	// collective check.
@@ -44,7 +43,6 @@ func newCollCheck(name string, op CollOp, concurrent int, thresholds Thresholds,
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
 		Spec: spec[CollectiveSettings](name, desc, func() CollectiveSettings {
 			return CollectiveSettings{
-				Libraries:          DefaultLibraries(),
 				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
 				Concurrent:         concurrent,
 			}

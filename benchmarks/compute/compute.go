@@ -65,15 +65,16 @@ var nvidia = &device.Vendor{
 	StopIsHang: true,
 }
 
-// spec declares a CUDA check of settings S (which embed Libraries) over
-// the devices open opens, with its shipped thresholds base.
-func spec[S any, P interface {
-	*S
-	libraries() Libraries
-}](name, description string, defaults func() S, base Thresholds, open Opener) device.Spec[S] {
+// spec declares a CUDA check of settings S over the devices open opens
+// with the libraries of [vendor.nvidia], with its shipped thresholds base.
+func spec[S any](name, description string, defaults func() S, base Thresholds, open Opener) device.Spec[S] {
 	return device.Spec[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
-		Open: func(ctx context.Context, s *S, devices []int) (device.Node, error) {
-			n, err := open(ctx, P(s).libraries(), devices)
+		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
+			libs, err := libraries(env)
+			if err != nil {
+				return nil, err
+			}
+			n, err := open(ctx, libs, devices)
 			if err != nil {
 				return nil, err // no typed nil in the interface
 			}
@@ -81,15 +82,23 @@ func spec[S any, P interface {
 		}}
 }
 
-// libraries lets the settings that embed Libraries hand them to spec.
-func (l Libraries) libraries() Libraries { return l }
+// libraries decodes [vendor.nvidia] of env over the shipped search.
+func libraries(env *benchmarks.Env) (Libraries, error) {
+	l := DefaultLibraries()
+	err := devcheck.DecodeLibraries(env, &l)
+	return l, err
+}
+
+func init() {
+	benchmarks.RegisterLibraries(benchmarks.VendorNVIDIA, func() any { l := DefaultLibraries(); return &l })
+}
 
 // EnvLibraryPath lists extra directories (colon-separated) searched for the
 // vendor libraries by every compute check, before the configured ones.
 const EnvLibraryPath = "VIGIL_LIBRARY_PATH"
 
-// Libraries says where the vendor libraries are. Every compute check's
-// settings carry these keys.
+// Libraries says where the NVIDIA libraries are: the [vendor.nvidia]
+// table, set once for every NVIDIA check.
 type Libraries struct {
 	// CUDA are candidate names or paths of the driver library.
 	CUDA []string `toml:"cuda_libraries"`

@@ -233,7 +233,7 @@ func TestRunRespectsDeadline(t *testing.T) {
 // prolog does on a machine without the NVIDIA libraries: each reports
 // unknown, names the library it looked for and never panics.
 func TestChecksWithoutCUDA(t *testing.T) {
-	settings := `cuda_libraries = ["libcuda.so.1.vigil-test-absent"]` + "\n"
+	settings := "[vendor.nvidia]\n" + `cuda_libraries = ["libcuda.so.1.vigil-test-absent"]` + "\n"
 	for _, name := range []string{"gemm", "kernel-launch", "copy", "allreduce", "allgather", "alltoall", "multi-allreduce", "overlap"} {
 		t.Run(name, func(t *testing.T) {
 			c, ok := benchmarks.Lookup(name)

@@ -9,13 +9,10 @@ import (
 // ReasonCopyWrongResult: bytes copied to a device and back changed (fail).
 const ReasonCopyWrongResult = "CopyWrongResult"
 
-// CopySettings are the settings of [checks.copy].
-type CopySettings struct {
-	Libraries
-	// Bytes, Iters, the peer comparison and Thresholds (model → "h2d_gbps"
-	// / "d2h_gbps" / "d2d_gbps" → least GB/s) are those of every copy check.
-	device.CopySettings
-}
+// CopySettings are the settings of [checks.copy]: bytes, iters, the peer
+// comparison and thresholds (model → "h2d_gbps" / "d2h_gbps" /
+// "d2d_gbps" → least GB/s), those of every copy check.
+type CopySettings = device.CopySettings
 
 // copyThresholds are shipped floors. Host copies use pinned memory over
 // PCIe (gen4 x16 on A100 reaches ~25 GB/s, gen5 x16 on H100/H200/B200
@@ -30,20 +27,13 @@ var copyThresholds = Thresholds{
 
 // DefaultCopySettings are the shipped settings.
 func DefaultCopySettings() CopySettings {
-	return CopySettings{
-		Libraries:    DefaultLibraries(),
-		CopySettings: device.DefaultCopySettings(copyThresholds),
-	}
+	return device.DefaultCopySettings(copyThresholds)
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *CopySettings) Validate() error { return device.ValidateCopy(&s.CopySettings) }
 
 // newCopyCheck is the copy check over the GPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
-	return device.NewCopy(device.CopySpec[CopySettings]{
+	return device.NewCopy(device.CopySpec{
 		Spec:        spec[CopySettings]("copy", "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)", DefaultCopySettings, copyThresholds, open),
-		Copy:        func(s *CopySettings) *device.CopySettings { return &s.CopySettings },
 		WrongResult: ReasonCopyWrongResult,
 		Slow:        devcheck.Tokens{Limit: "CopyBandwidthBelowThreshold", Peers: "CopyBandwidthBelowPeers"},
 		RuntimeNote: "libcuda %s",

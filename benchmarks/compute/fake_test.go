@@ -168,7 +168,7 @@ func envWith(t *testing.T, name, text string) *benchmarks.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &benchmarks.Env{Node: "node1", Settings: benchmarks.SettingsFrom(f, name)}
+	return &benchmarks.Env{Node: "node1", Settings: benchmarks.SettingsFrom(f, name), Libraries: benchmarks.LibrariesFrom(f, name)}
 }
 
 func valueOf(t *testing.T, r benchmarks.Result, device, name string) benchmarks.Value {

@@ -13,7 +13,7 @@ import (
 
 // fakeGPULibs builds testdata/fakegpu/fakegpu.c, a host-memory emulation of
 // the libcuda, cuBLASLt and NCCL calls vigil makes, and returns library
-// settings that point the real checks (OpenCUDA, cuda_node.go, the cgo
+// settings ([vendor.nvidia], to follow a check's own keys) that point the real checks (OpenCUDA, cuda_node.go, the cgo
 // packages) at it.
 func fakeGPULibs(t *testing.T) string {
 	t.Helper()
@@ -27,7 +27,9 @@ func fakeGPULibs(t *testing.T) string {
 }
 
 func libSettings(dir string) string {
-	return `cuda_libraries = ["` + dir + `/libcuda.so.1"]
+	return `
+[vendor.nvidia]
+cuda_libraries = ["` + dir + `/libcuda.so.1"]
 cublaslt_libraries = ["` + dir + `/libcublasLt.so.12"]
 nccl_libraries = ["` + dir + `/libnccl.so.2"]
 python_prefixes = []
@@ -55,7 +57,7 @@ func TestChecksOnFakeGPU(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.check, func(t *testing.T) {
 			c, _ := benchmarks.Lookup(tt.check)
-			r := c.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\n"+libs+tt.settings))
+			r := c.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\n"+tt.settings+libs))
 			if r.Status != benchmarks.StatusPass {
 				t.Fatalf("result %s %s: %s", r.Status, r.Reason, r.Message)
 			}
@@ -72,7 +74,7 @@ func TestFakeGPUFaults(t *testing.T) {
 	t.Run("gemm wrong on gpu1", func(t *testing.T) {
 		t.Setenv("FAKEGPU_CORRUPT", "1")
 		c, _ := benchmarks.Lookup("gemm")
-		r := c.Run(context.Background(), envWith(t, "gemm", "[checks.gemm]\n"+libs+"sizes = [32]\ndtypes = [\"bf16\"]\nmin_time = \"1ms\"\n"))
+		r := c.Run(context.Background(), envWith(t, "gemm", "[checks.gemm]\nsizes = [32]\ndtypes = [\"bf16\"]\nmin_time = \"1ms\"\n"+libs))
 		if r.Status != benchmarks.StatusFail || r.Reason != ReasonGEMMWrongResult || r.Device != "gpu1" {
 			t.Fatalf("%+v", r)
 		}
@@ -80,7 +82,7 @@ func TestFakeGPUFaults(t *testing.T) {
 	t.Run("all-reduce wrong", func(t *testing.T) {
 		t.Setenv("FAKEGPU_BAD_COLLECTIVE", "1")
 		c, _ := benchmarks.Lookup("allreduce")
-		r := c.Run(context.Background(), envWith(t, "allreduce", "[checks.allreduce]\n"+libs+"bytes = 65536\nverify_bytes = 8192\n"))
+		r := c.Run(context.Background(), envWith(t, "allreduce", "[checks.allreduce]\nbytes = 65536\nverify_bytes = 8192\n"+libs))
 		if r.Status != benchmarks.StatusFail || r.Reason != ReasonCollectiveWrongResult || !strings.Contains(r.Message, "gpu3") {
 			t.Fatalf("%+v", r)
 		}
@@ -88,14 +90,14 @@ func TestFakeGPUFaults(t *testing.T) {
 	t.Run("fp8 unsupported before 8.9", func(t *testing.T) {
 		t.Setenv("FAKEGPU_CC", "80")
 		c, _ := benchmarks.Lookup("gemm")
-		r := c.Run(context.Background(), envWith(t, "gemm", "[checks.gemm]\n"+libs+"sizes = [32]\ndtypes = [\"fp8\", \"bf16\"]\nmin_time = \"1ms\"\npeer_fraction = 0.0\n"))
+		r := c.Run(context.Background(), envWith(t, "gemm", "[checks.gemm]\nsizes = [32]\ndtypes = [\"fp8\", \"bf16\"]\nmin_time = \"1ms\"\npeer_fraction = 0.0\n"+libs))
 		if r.Status != benchmarks.StatusPass || !strings.Contains(r.Message, "fp8 skipped on gpu0, gpu1, gpu2, gpu3 (compute capability 8.0 < 8.9)") {
 			t.Fatalf("%+v", r)
 		}
 	})
 	t.Run("job devices", func(t *testing.T) {
 		c, _ := benchmarks.Lookup("kernel-launch")
-		env := envWith(t, "kernel-launch", "[checks.kernel-launch]\n"+libs+"launches = 10\n")
+		env := envWith(t, "kernel-launch", "[checks.kernel-launch]\nlaunches = 10\n"+libs)
 		env.Devices = []int{1, 7}
 		r := c.Run(context.Background(), env)
 		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNoDevices || !strings.Contains(r.Message, "device 7 asked for, 4 visible") {

@@ -21,7 +21,6 @@ const (
 
 // GEMMSettings are the settings of [checks.gemm].
 type GEMMSettings struct {
-	Libraries
 	// DTypes (bf16, fp16, tf32, fp8: fp8 only on compute capability >= 8.9,
 	// skipped with a note elsewhere), Sizes, Warmup, MinTime, MaxIters,
 	// VerifySamples, the peer comparison and Thresholds (model →
@@ -50,7 +49,6 @@ var gemmThresholds = Thresholds{
 // DefaultGEMMSettings are the shipped settings.
 func DefaultGEMMSettings() GEMMSettings {
 	return GEMMSettings{
-		Libraries:    DefaultLibraries(),
 		GEMMSettings: device.DefaultGEMMSettings(gemmThresholds, BF16, FP16, TF32, FP8),
 		CrossCheck:   true,
 	}

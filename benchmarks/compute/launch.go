@@ -9,14 +9,10 @@ import (
 // ReasonKernelWrongResult: the fill kernel did not write what it should (fail).
 const ReasonKernelWrongResult = "KernelWrongResult"
 
-// LaunchSettings are the settings of [checks.kernel-launch].
-type LaunchSettings struct {
-	Libraries
-	// Launches, the peer comparison and Thresholds (model → "event_us" /
-	// "wall_us" → most microseconds, median) are those of every
-	// launch-latency check.
-	device.LaunchSettings
-}
+// LaunchSettings are the settings of [checks.kernel-launch]: launches, the peer
+// comparison and thresholds (model → "event_us" / "wall_us" → most
+// microseconds, median), those of every launch-latency check.
+type LaunchSettings = device.LaunchSettings
 
 // launchThresholds are the shipped limits on the median launch latency of
 // an empty kernel: event time between two events around the launch, and
@@ -34,19 +30,15 @@ var launchThresholds = Thresholds{
 
 // DefaultLaunchSettings are the shipped settings.
 func DefaultLaunchSettings() LaunchSettings {
-	return LaunchSettings{Libraries: DefaultLibraries(), LaunchSettings: device.DefaultLaunchSettings(launchThresholds)}
+	return device.DefaultLaunchSettings(launchThresholds)
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *LaunchSettings) Validate() error { return device.ValidateLaunch(&s.LaunchSettings) }
 
 // newLaunchCheck is the kernel-launch check over the GPUs open opens:
 // an empty kernel's launch latency per device and a verified fill kernel.
 func newLaunchCheck(open Opener) benchmarks.Check {
-	return device.NewLaunch(device.LaunchSpec[LaunchSettings]{
+	return device.NewLaunch(device.LaunchSpec{
 		Spec: spec[LaunchSettings]("kernel-launch", "empty-kernel launch latency and a verified fill kernel (CUDA)",
 			DefaultLaunchSettings, launchThresholds, open),
-		Launch:      func(s *LaunchSettings) *device.LaunchSettings { return &s.LaunchSettings },
 		WrongResult: ReasonKernelWrongResult,
 		Slow:        devcheck.Tokens{Limit: "LaunchLatencyAboveThreshold", Peers: "LaunchLatencyAbovePeers"},
 		RuntimeNote: "libcuda %s",

@@ -35,10 +35,9 @@ const (
 const MultinodeName = "nccl-allreduce-multinode"
 
 // MultinodeSettings are the settings of [checks.nccl-allreduce-multinode]:
-// the library keys and those of every collective check (bytes,
-// verify_bytes, warmup, iters, thresholds: model → "busbw_gbps").
+// the keys of every collective check (bytes, verify_bytes, warmup, iters,
+// thresholds: model → "busbw_gbps"). The libraries are [vendor.nvidia]'s.
 type MultinodeSettings struct {
-	Libraries
 	device.CollectiveSettings
 }
 
@@ -86,17 +85,23 @@ func (*multinode) Reasons() []string {
 // Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
 // 5 untimed, verified on 1 MiB.
 func (*multinode) Defaults() any {
-	s := MultinodeSettings{Libraries: DefaultLibraries(), CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
+	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
 }
 
-func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, error) {
+// settings decodes and validates the check's settings and its vendor's
+// libraries.
+func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
 	s := c.Defaults().(*MultinodeSettings)
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
-		return nil, err
+		return nil, Libraries{}, err
 	}
-	return s, s.Validate()
+	libs, err := libraries(env)
+	if err != nil {
+		return nil, Libraries{}, err
+	}
+	return s, libs, s.Validate()
 }
 
 // Ranks is how many ranks this node brings: the job's GPUs here
@@ -117,12 +122,12 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 // result says why: settings, no library, no GPU (unknown), a driver that
 // hangs (fail).
 func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *benchmarks.Result) {
-	s, err := c.settings(env)
+	_, libs, err := c.settings(env)
 	if err != nil {
 		r := unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
 		return nil, &r
 	}
-	node, err := openNode(ctx, c.open, s.Libraries, nil)
+	node, err := openNode(ctx, c.open, libs, nil)
 	if err != nil {
 		r := classify(c.Name(), err)
 		return nil, &r
@@ -168,19 +173,18 @@ func (*multinode) Joined(reason string) bool {
 }
 
 // NewUniqueID makes the id of a communicator spanning the job's nodes
-// (ncclGetUniqueId), with NCCL found as [checks.nccl-allreduce-multinode]
-// in env says. The coordinator's node calls it once and hands it out.
+// (ncclGetUniqueId), with NCCL found as [vendor.nvidia] in env says. The coordinator's node calls it once and hands it out.
 //
 // NCCL starts its bootstrap root in the calling process and the ranks
 // connect to it there: the process that calls NewUniqueID must stay alive
 // until every rank has joined; best, it is the one that then runs the
 // ranks of rank 0. NCCL stays loaded.
 func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
-	s, err := shippedMultinode.settings(env)
+	_, libs, err := shippedMultinode.settings(env)
 	if err != nil {
 		return UniqueID{}, err
 	}
-	lib, err := nccl.Open(s.options(s.NCCL, "nccl"))
+	lib, err := nccl.Open(libs.options(libs.NCCL, "nccl"))
 	if err != nil {
 		return UniqueID{}, err
 	}
@@ -202,11 +206,11 @@ func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 // to act on. Only a CUDA fault of this node's GPUs is the node's own.
 // ctx's deadline bounds it all; the communicators are aborted when it passes.
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
-	s, err := c.settings(env)
+	s, libs, err := c.settings(env)
 	if err != nil {
 		return unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
 	}
-	node, err := openNode(ctx, c.open, s.Libraries, devcheck.EnvDevices(env))
+	node, err := openNode(ctx, c.open, libs, devcheck.EnvDevices(env))
 	if err != nil {
 		r := classify(c.Name(), err)
 		return r

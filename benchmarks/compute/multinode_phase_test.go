@@ -46,7 +46,8 @@ func runPhaseJob(t *testing.T, settings func(node string) string) map[string]ben
 		p := crossnet.Phase{Job: "31", Self: n.name, Nodes: names, Addrs: addrs, Checks: []string{MultinodeName},
 			Connect: conn, Bandwidth: *crossnet.DefaultBandwidth(), Auth: rdvtest.New([]byte("k"), 0), Log: logger,
 			Devices: n.devs, Timeouts: map[string]time.Duration{MultinodeName: 3 * time.Second},
-			Settings: func(string) func(v any) error { return env.Settings }}
+			Settings:  func(string) func(v any) error { return env.Settings },
+			Libraries: func(string) func(v any) error { return env.Libraries }}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -73,7 +74,7 @@ func TestMultinodeInPhase(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "nccl.log")
 	t.Setenv("FAKEGPU_NCCL_LOG", log)
 	small := "bytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n"
-	res := runPhaseJob(t, func(string) string { return libs + small })
+	res := runPhaseJob(t, func(string) string { return small + libs })
 	for _, n := range fakeJob {
 		r := res[n.name]
 		want := fmt.Sprintf("all-reduce over 5 GPUs of the job (ranks %d-%d here): ", n.first, n.first+len(n.devs)-1)
@@ -93,9 +94,9 @@ func TestMultinodeInPhaseNeverJoined(t *testing.T) {
 	small := "bytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n"
 	res := runPhaseJob(t, func(node string) string {
 		if node == "node-c" {
-			return strings.Replace(libs, "libnccl.so.2", "libnccl.so.vigil-absent", 1) + small
+			return small + strings.Replace(libs, "libnccl.so.2", "libnccl.so.vigil-absent", 1)
 		}
-		return libs + small
+		return small + libs
 	})
 	if r := res["node-c"]; r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
 		t.Errorf("node-c: %+v", r)

@@ -96,8 +96,9 @@ func SelftestCommand(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 // selftestEnv is the Env of the self-test: the settings of
-// [checks.nccl-allreduce-multinode] in the file at path, the shipped ones
-// when the file is missing and was not named explicitly.
+// [checks.nccl-allreduce-multinode] and [vendor.nvidia] in the file at
+// path, the shipped ones when the file is missing and was not named
+// explicitly.
 func selftestEnv(path string, explicit bool) (*benchmarks.Env, error) {
 	env := &benchmarks.Env{Node: "selftest"}
 	f, err := config.Load(path)
@@ -108,5 +109,6 @@ func selftestEnv(path string, explicit bool) (*benchmarks.Env, error) {
 		return nil, err
 	}
 	env.Settings = benchmarks.SettingsFrom(f, MultinodeName)
+	env.Libraries = benchmarks.LibrariesFrom(f, MultinodeName)
 	return env, nil
 }

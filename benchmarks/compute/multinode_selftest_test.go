@@ -41,7 +41,7 @@ func TestSplitDevices(t *testing.T) {
 func runSelftest(t *testing.T, settings string, args ...string) (int, string, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "vigil.toml")
-	body := "[checks." + MultinodeName + "]\n" + settings + "bytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n"
+	body := "[checks." + MultinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + settings
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

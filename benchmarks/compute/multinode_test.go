@@ -35,7 +35,7 @@ const fakeJobRanks = 5
 // each under timeout, and returns the results by node.
 func runFakeJob(t *testing.T, libs string, timeout time.Duration, role func(node int, r MultinodeRole) MultinodeRole) map[string]benchmarks.Result {
 	t.Helper()
-	settings := "[checks." + MultinodeName + "]\n" + libs + "bytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n"
+	settings := "[checks." + MultinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + libs
 	id, err := NewUniqueID(envWith(t, MultinodeName, settings))
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 			t.Errorf("%+v: %+v", tt.role.NRanks, r)
 		}
 	}
-	_, err = NewUniqueID(envWith(t, MultinodeName, "[checks."+MultinodeName+"]\nnccl_libraries = [\"libnccl.so.vigil-absent\"]\npython_prefixes = []\n"))
+	_, err = NewUniqueID(envWith(t, MultinodeName, "[vendor.nvidia]\nnccl_libraries = [\"libnccl.so.vigil-absent\"]\npython_prefixes = []\n"))
 	if !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("NewUniqueID without NCCL: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 // OverlapSettings are the settings of [checks.overlap].
 type OverlapSettings struct {
-	Libraries
 	// DType (bf16, fp16, tf32, fp8), Size, GEMMs, AllReduces, Bytes and
 	// MinEfficiency are those of every overlap check.
 	device.OverlapSettings
@@ -15,7 +14,7 @@ type OverlapSettings struct {
 
 // DefaultOverlapSettings are the shipped settings: bf16 GEMMs.
 func DefaultOverlapSettings() OverlapSettings {
-	return OverlapSettings{Libraries: DefaultLibraries(), OverlapSettings: device.DefaultOverlapSettings(BF16)}
+	return OverlapSettings{OverlapSettings: device.DefaultOverlapSettings(BF16)}
 }
 
 // Validate reports out-of-range settings, naming the key.

@@ -242,6 +242,9 @@ func (p Phase) env(check string) *benchmarks.Env {
 	if p.Settings != nil {
 		e.Settings = p.Settings(check)
 	}
+	if p.Libraries != nil {
+		e.Libraries = p.Libraries(check)
+	}
 	return e
 }
 

@@ -45,6 +45,9 @@ type Phase struct {
 	// Settings decodes the [checks.NAME] section of a check into v, which
 	// holds its defaults; nil leaves the defaults.
 	Settings func(check string) func(v any) error
+	// Libraries decodes the [vendor.NAME] table of a check's vendor into
+	// v, which holds the vendor's library defaults; nil leaves the defaults.
+	Libraries func(check string) func(v any) error
 	// Devices are the job's devices on this node (nil: all), for a
 	// Collective.
 	Devices []int

@@ -10,7 +10,7 @@ import (
 )
 
 // CollectiveSettings are the settings every vendor's collective checks
-// have; the vendor's settings type embeds them next to its library keys.
+// have; the vendor's settings type embeds them next to its own keys.
 type CollectiveSettings struct {
 	// Bytes is each rank's buffer size (all-gather: each rank's contribution).
 	Bytes int `toml:"bytes"`

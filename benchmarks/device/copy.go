@@ -9,8 +9,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
-// CopySettings are the settings every vendor's copy check has; the
-// vendor's settings type embeds them next to its library keys.
+// CopySettings are the settings of every vendor's copy check, whole: the
+// vendor adds only its shipped thresholds.
 type CopySettings struct {
 	Peers
 	// Bytes is the size of each copy.
@@ -28,6 +28,9 @@ func DefaultCopySettings(th Thresholds) CopySettings {
 	return CopySettings{Peers: Peers{Fraction: 0.75, Min: 3}, Bytes: 256 << 20, Iters: 10, Thresholds: th.Merge(nil)}
 }
 
+// Validate reports out-of-range copy settings, naming the key.
+func (s *CopySettings) Validate() error { return ValidateCopy(s) }
+
 // ValidateCopy reports out-of-range copy settings, naming the key.
 func ValidateCopy(s *CopySettings) error {
 	if s.Bytes < 1<<20 || s.Bytes%4 != 0 {
@@ -40,10 +43,8 @@ func ValidateCopy(s *CopySettings) error {
 }
 
 // CopySpec is one vendor's copy check.
-type CopySpec[S any] struct {
-	Spec[S]
-	// Copy returns the settings' copy part.
-	Copy func(*S) *CopySettings
+type CopySpec struct {
+	Spec[CopySettings]
 	// WrongResult is the reason token of bytes that came back changed.
 	WrongResult string
 	// Slow are the threshold and peer reasons ("CopyBandwidthBelowThreshold", ...).
@@ -53,29 +54,29 @@ type CopySpec[S any] struct {
 }
 
 // copyCheck measures copy bandwidth per device and verifies the bytes.
-type copyCheck[S any, P settings[S]] struct {
-	check[S, P]
-	spec CopySpec[S]
+type copyCheck struct {
+	check[CopySettings, *CopySettings]
+	spec CopySpec
 }
 
 // Reasons are the reason tokens the check gives, for --list-checks.
-func (c *copyCheck[S, P]) Reasons() []string {
+func (c *copyCheck) Reasons() []string {
 	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
 }
 
 // NewCopy returns the copy check that spec describes.
-func NewCopy[S any, P settings[S]](spec CopySpec[S]) benchmarks.Check {
-	th := func(s *S) *Thresholds { return &spec.Copy(s).Thresholds }
-	return &copyCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
+func NewCopy(spec CopySpec) benchmarks.Check {
+	th := func(s *CopySettings) *Thresholds { return &s.Thresholds }
+	return &copyCheck{check: check[CopySettings, *CopySettings]{spec.Spec, th}, spec: spec}
 }
 
-func (c *copyCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s, node, res := c.start(ctx, env)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	v, cs := c.Spec.Vendor, c.spec.Copy(s)
+	v, cs := c.Spec.Vendor, s
 	devs := node.Devices()
 	t := c.tally()
 	var h2d, d2h, d2d []devcheck.Reading

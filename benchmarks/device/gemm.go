@@ -13,7 +13,7 @@ import (
 )
 
 // GEMMSettings are the settings every vendor's GEMM check has; the
-// vendor's settings type embeds them next to its library keys.
+// vendor's settings type embeds them next to its own keys.
 type GEMMSettings struct {
 	Peers
 	// DTypes are the input types measured.

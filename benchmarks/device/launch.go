@@ -21,8 +21,8 @@ type LaunchOutput struct {
 	FillOK bool
 }
 
-// LaunchSettings are the settings every vendor's launch-latency check has;
-// the vendor's settings type embeds them next to its library keys.
+// LaunchSettings are the settings of every vendor's launch-latency check,
+// whole: the vendor adds only its shipped thresholds.
 type LaunchSettings struct {
 	Peers
 	// Launches is how many kernels are timed per device.
@@ -39,6 +39,9 @@ func DefaultLaunchSettings(th Thresholds) LaunchSettings {
 	return LaunchSettings{Peers: Peers{Fraction: 0.5, Min: 3}, Launches: 1000, Thresholds: th.Merge(nil)}
 }
 
+// Validate reports out-of-range launch settings, naming the key.
+func (s *LaunchSettings) Validate() error { return ValidateLaunch(s) }
+
 // ValidateLaunch reports out-of-range launch settings, naming the key.
 func ValidateLaunch(s *LaunchSettings) error {
 	if s.Launches < 10 {
@@ -48,10 +51,8 @@ func ValidateLaunch(s *LaunchSettings) error {
 }
 
 // LaunchSpec is one vendor's launch-latency check.
-type LaunchSpec[S any] struct {
-	Spec[S]
-	// Launch returns the settings' launch part.
-	Launch func(*S) *LaunchSettings
+type LaunchSpec struct {
+	Spec[LaunchSettings]
 	// WrongResult is the reason token of a kernel that wrote wrong values.
 	WrongResult string
 	// Slow are the limit and peer reasons ("LaunchLatencyAboveThreshold", "LaunchLatencyAbovePeers").
@@ -62,32 +63,32 @@ type LaunchSpec[S any] struct {
 
 // launchCheck measures each device's launch latency and checks that a
 // kernel computes.
-type launchCheck[S any, P settings[S]] struct {
-	check[S, P]
-	spec LaunchSpec[S]
+type launchCheck struct {
+	check[LaunchSettings, *LaunchSettings]
+	spec LaunchSpec
 }
 
 // Reasons are the reason tokens the check gives, for --list-checks.
-func (c *launchCheck[S, P]) Reasons() []string {
+func (c *launchCheck) Reasons() []string {
 	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
 }
 
 // NewLaunch returns the launch-latency check that spec describes.
-func NewLaunch[S any, P settings[S]](spec LaunchSpec[S]) benchmarks.Check {
-	th := func(s *S) *Thresholds { return &spec.Launch(s).Thresholds }
-	return &launchCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
+func NewLaunch(spec LaunchSpec) benchmarks.Check {
+	th := func(s *LaunchSettings) *Thresholds { return &s.Thresholds }
+	return &launchCheck{check: check[LaunchSettings, *LaunchSettings]{spec.Spec, th}, spec: spec}
 }
 
 // launchReadings are the per-device figures of a launch check.
 type launchReadings struct{ event, wall, p99 []devcheck.Reading }
 
-func (c *launchCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s, node, res := c.start(ctx, env)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	ls := c.spec.Launch(s)
+	ls := s
 	devs := node.Devices()
 	t := c.tally()
 	var rs launchReadings
@@ -117,7 +118,7 @@ func (c *launchCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchm
 
 // measure times launches on device d and adds its readings to rs; it
 // returns false when the check must stop (the device hung).
-func (c *launchCheck[S, P]) measure(ctx context.Context, t *devcheck.Tally, node Node, d Info, launches int, rs *launchReadings) bool {
+func (c *launchCheck) measure(ctx context.Context, t *devcheck.Tally, node Node, d Info, launches int, rs *launchReadings) bool {
 	v := c.Spec.Vendor
 	name := v.DevName(d.Index)
 	var out LaunchOutput

@@ -28,7 +28,7 @@ type OverlapOutput struct {
 }
 
 // OverlapSettings are the settings every vendor's overlap check has; the
-// vendor's settings type embeds them next to its library keys.
+// vendor's settings type embeds them next to its own keys.
 type OverlapSettings struct {
 	// DType and Size are the GEMMs' input type and m = n = k.
 	DType string `toml:"dtype"`

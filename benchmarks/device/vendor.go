@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dl"
+	"github.com/vigil-hpc/vigil/config"
 )
 
 // Vendor is what the checks need to know about one vendor's devices beyond
@@ -109,9 +110,10 @@ type Spec[S any] struct {
 	// Base are the shipped thresholds, to which the settings' thresholds
 	// table adds model by model.
 	Base Thresholds
-	// Open opens the node's devices with the settings' libraries: devices
-	// nil means all.
-	Open func(ctx context.Context, s *S, devices []int) (Node, error)
+	// Open opens the node's devices with the libraries of the vendor's
+	// [vendor.NAME] table (env.Libraries): devices nil means all. A config
+	// error it returns (a bad library key) makes the settings invalid.
+	Open func(ctx context.Context, env *benchmarks.Env, devices []int) (Node, error)
 }
 
 // check holds what the checks share: the benchmarks.Check metadata
@@ -161,9 +163,14 @@ func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node,
 	}
 	var n Node
 	err = devcheck.Run(ctx, func() (err error) {
-		n, err = c.Open(ctx, &s, devcheck.EnvDevices(env))
+		n, err = c.Open(ctx, env, devcheck.EnvDevices(env))
 		return err
 	})
+	var ke *config.KeyError
+	if errors.As(err, &ke) {
+		r := c.Spec.Vendor.BadSettings(c.Spec.Name, err)
+		return nil, nil, &r
+	}
 	if err != nil {
 		t := c.tally()
 		c.Spec.Vendor.record(t, "", err)

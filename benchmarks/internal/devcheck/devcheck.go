@@ -166,6 +166,16 @@ func Decode(env *benchmarks.Env, v any) error {
 	return env.Settings(v)
 }
 
+// DecodeLibraries fills v, which holds the vendor's shipped library
+// search, from the check's vendor table ([vendor.NAME]); without an env or
+// a config it leaves v as it is.
+func DecodeLibraries(env *benchmarks.Env, v any) error {
+	if env == nil || env.Libraries == nil {
+		return nil
+	}
+	return env.Libraries(v)
+}
+
 // BadSettings is the unknown result (ReasonInvalidSettings) of a check
 // whose settings do not decode or are out of range.
 func BadSettings(name string, err error) benchmarks.Result {
