@@ -26,8 +26,7 @@ type Hub struct {
 	started   bool
 	suppress  bool
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
-	announced time.Time       // the digest of the open hang, zero when none is open
-	since     time.Time       // the announced digest's since
+	announced announcement    // the open hang this hub announced
 	log       logrus.FieldLogger
 	// Seen, when set, is given every host's reading that Ingest takes in,
 	// with the state change it carries (the live hang report's page).
@@ -46,6 +45,25 @@ type JobRecovered struct {
 	// Since is the digest's since: when the hang began (zero when the
 	// digest had none).
 	Since time.Time `json:"since,omitzero"`
+}
+
+// announcement is the open hang a watcher announced, until the job moves
+// again: then its end is announced once (JobRecovered).
+type announcement struct{ digest, since time.Time }
+
+// open records d as the announced digest of the open hang.
+func (a *announcement) open(d hang.DigestEvent) { a.digest, a.since = d.Time, d.Since }
+
+// end appends to out, when a hang is announced and the job is no longer
+// hung, the announcement of its end at now, and forgets the hang.
+func (a *announcement) end(out []Out, now time.Time, job string, hung bool) []Out {
+	if a.digest.IsZero() || hung {
+		return out
+	}
+	out = append(out, Out{Event: JobRecovered{Time: now, Job: job, Event: hang.EventRecovered,
+		Digest: a.digest, Since: a.since}, Notify: true})
+	*a = announcement{}
+	return out
 }
 
 type hubHost struct {
@@ -91,7 +109,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		hung := h.inherited != nil && h.anyHung()
 		h.suppress = hung || fast
 		if hung {
-			h.announced, h.since = h.inherited.Time, h.inherited.Since
+			h.announced.open(*h.inherited)
 		}
 	}
 	for _, r := range recs {
@@ -104,11 +122,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		}
 	}
 	var out []Out
-	if !h.announced.IsZero() && !h.anyHung() {
-		out = append(out, Out{Event: JobRecovered{Time: now, Job: h.job, Event: hang.EventRecovered,
-			Digest: h.announced, Since: h.since}, Notify: true})
-		h.announced = time.Time{}
-	}
+	out = h.announced.end(out, now, h.job, h.anyHung())
 	for _, e := range h.ep.Due(now) {
 		d, ok := e.(hang.DigestEvent)
 		if ok && h.suppress {
@@ -118,7 +132,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 			continue
 		}
 		if ok {
-			h.announced, h.since = d.Time, d.Since
+			h.announced.open(d)
 		}
 		out = append(out, Out{Event: e, Notify: ok})
 	}

@@ -147,9 +147,8 @@ func (p *pending) take() Summary {
 type Lone struct {
 	ep               *hang.Episodes
 	AnnounceFailures bool
-	job              string    // of the latest record
-	announced        time.Time // the announced digest of the open hang, zero when none
-	since            time.Time
+	job              string       // of the latest record
+	announced        announcement // the open hang this watcher announced
 }
 
 // NewLone returns the view of a lone watcher with the detector's configuration.
@@ -164,17 +163,13 @@ func (l *Lone) Observe(s trace.Sample, evs []hang.Event) {
 // Due returns the digests and stragglers due at now.
 func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	var out []Out
-	if !l.announced.IsZero() && !l.ep.Hung(l.job) {
-		out = append(out, Out{Event: JobRecovered{Time: now, Job: l.job, Event: hang.EventRecovered,
-			Digest: l.announced, Since: l.since}, Notify: true})
-		l.announced = time.Time{}
-	}
+	out = l.announced.end(out, now, l.job, l.ep.Hung(l.job))
 	for _, e := range l.ep.Due(now) {
 		d, ok := e.(hang.DigestEvent)
 		fast := ok && d.Event == hang.EventDigest && d.Detection != nil && d.Detection.By != hang.DetectedWindow
 		notify := ok && l.AnnounceFailures && (d.Event == hang.EventFailed || fast)
 		if notify && fast {
-			l.announced, l.since = d.Time, d.Since
+			l.announced.open(d)
 		}
 		out = append(out, Out{Event: e, Notify: notify})
 	}

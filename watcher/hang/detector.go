@@ -258,6 +258,22 @@ func (h *host) push(s *trace.Sample) {
 // one window, whatever the jitter of the sampling moments.
 func (d *Detector) window(h *host, now time.Time) (win []*point, base *point) {
 	start := now.Add(-d.c.Window)
+	i := h.pointsFrom(start)
+	if len(h.win) > 0 && h.win[0].ioOK && h.win[0].t.Equal(start) {
+		return h.win, nil // the window starts on a readable sample
+	}
+	for ; i >= 0; i-- {
+		if p := &h.ring[(h.head+i)%len(h.ring)]; p.ioOK {
+			return h.win, p
+		}
+	}
+	return h.win, nil
+}
+
+// pointsFrom fills h.win with the host's points at or after start, oldest
+// first, and returns the ring index (0 oldest) of the newest point before
+// start, -1 when there is none.
+func (h *host) pointsFrom(start time.Time) int {
 	h.win = h.win[:0]
 	i := h.n - 1
 	for ; i >= 0; i-- {
@@ -268,15 +284,7 @@ func (d *Detector) window(h *host, now time.Time) (win []*point, base *point) {
 		h.win = append(h.win, p)
 	}
 	slices.Reverse(h.win)
-	if len(h.win) > 0 && h.win[0].ioOK && h.win[0].t.Equal(start) {
-		return h.win, nil // the window starts on a readable sample
-	}
-	for ; i >= 0; i-- {
-		if p := &h.ring[(h.head+i)%len(h.ring)]; p.ioOK {
-			return h.win, p
-		}
-	}
-	return h.win, nil
+	return i
 }
 
 func pos(a, b uint64) uint64 {

@@ -61,13 +61,16 @@ func (d *Detection) Words() string {
 	if d == nil || d.By == "" {
 		return ""
 	}
+	seconds := func(x float64) string {
+		return ShortDuration(time.Duration(x * float64(time.Second)).Round(time.Second))
+	}
 	s := d.By
 	if !d.LastProgress.IsZero() {
-		s += fmt.Sprintf(": %s after the last progress", ShortDuration(time.Duration(d.AfterProgressS*float64(time.Second)).Round(time.Second)))
+		s += ": " + seconds(d.AfterProgressS) + " after the last progress"
 	}
 	switch d.By {
 	case DetectedPulse:
-		s += fmt.Sprintf(" (cadence %s)", ShortDuration(time.Duration(d.CadenceS*float64(time.Second)).Round(time.Second)))
+		s += " (cadence " + seconds(d.CadenceS) + ")"
 	case DetectedEvidence, DetectedRAS:
 		s += " (" + d.Evidence + ")"
 	}
@@ -204,19 +207,22 @@ func (j *jobTrack) noteTelemetry(s trace.Sample) {
 	if !j.strong.at.IsZero() || !gone && !stopped {
 		return
 	}
-	for _, name := range sortedKeys(j.hosts) {
-		h := j.hosts[name]
-		if name == s.Host || !h.read {
-			continue
-		}
+	// One pass over the peers, no sort: the peer named is the first in
+	// name order that still has processes.
+	peer := ""
+	for name, h := range j.hosts {
 		switch {
-		case gone && h.latest.Procs > 0:
-			j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
-				what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, name, h.latest.Procs)}
-			return
+		case name == s.Host || !h.read:
 		case stopped && h.latest.ProcsT > 0:
 			return // peers stopped too: the job itself was stopped
+		case h.latest.Procs > 0 && (peer == "" || name < peer):
+			peer = name
 		}
+	}
+	if gone && peer != "" {
+		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
+			what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, peer, j.hosts[peer].latest.Procs)}
+		return
 	}
 	if stopped && len(j.hosts) > 1 {
 		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,

@@ -2,7 +2,6 @@ package hang
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -33,17 +32,10 @@ func (d *Detector) JudgeSpan(hostName, job string, from, now time.Time) SpanVerd
 	if h == nil || h.job != job || !now.After(from) {
 		return SpanVerdict{}
 	}
-	h.win = h.win[:0]
-	for i := h.n - 1; i >= 0; i-- {
-		p := &h.ring[(h.head+i)%len(h.ring)]
-		if p.t.Before(from) {
-			break
-		}
-		if !p.t.After(now) {
-			h.win = append(h.win, p)
-		}
+	h.pointsFrom(from)
+	for len(h.win) > 0 && h.win[len(h.win)-1].t.After(now) {
+		h.win = h.win[:len(h.win)-1]
 	}
-	slices.Reverse(h.win)
 	span := now.Sub(from)
 	// A stretch that is not aligned on the sampling moments holds
 	// span/period readings, rounded down, at the least: the window's "+1"
