@@ -8,7 +8,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -275,7 +274,7 @@ func nodeState(n slurm.Node) string {
 func retestHint(node string, checks []string) string {
 	var local, cross []string
 	for _, c := range checks {
-		if ch, ok := benchmarks.Lookup(c); ok && crossnet.IsCrossNode(ch) {
+		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
 			cross = append(cross, c)
 		} else {
 			local = append(local, c)

@@ -91,11 +91,11 @@ func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmar
 	}
 	for _, c := range checks {
 		switch {
-		case !crossnet.IsCrossNode(c):
+		case benchmarks.Describe(c).Scope != benchmarks.ScopeCrossNode:
 			local = append(local, c)
 		case why != "":
 			r.rep.NotApplicable = append(r.rep.NotApplicable, benchmarks.NotApplicable{Check: c.Name(),
-				Vendor: benchmarks.VendorOf(c), Message: why})
+				Vendor: benchmarks.Describe(c).Vendor, Message: why})
 		default:
 			cross = append(cross, c)
 		}

@@ -43,8 +43,8 @@ func ExampleConfig(w io.Writer, extra ...ExampleSection) error {
 	var silent []string
 	for _, name := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(name)
-		if d, ok := c.(benchmarks.Defaulter); ok {
-			sections = append(sections, ExampleSection{"checks." + name, d.Defaults()})
+		if d := benchmarks.Describe(c); d.Settings != nil {
+			sections = append(sections, ExampleSection{"checks." + name, d.Settings()})
 		} else {
 			silent = append(silent, name)
 		}

@@ -153,12 +153,12 @@ func CheckSettings(f *config.File, name string) (any, error) {
 	if !ok {
 		return nil, f.Errorf(section, "%v %q", benchmarks.ErrUnknownCheck, name)
 	}
-	d, ok := c.(benchmarks.Defaulter)
-	if !ok {
+	d := benchmarks.Describe(c)
+	if d.Settings == nil {
 		f.Claim(section)
 		return nil, nil
 	}
-	v := d.Defaults()
+	v := d.Settings()
 	if err := f.Decode(section, v); err != nil {
 		return v, movedLibraryKeys(err, name)
 	}

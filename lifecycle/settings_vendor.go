@@ -46,7 +46,7 @@ func movedLibraryKeys(err error, check string) error {
 	moved := benchmarks.LibraryKeys()
 	vendor := benchmarks.VendorNone
 	if c, ok := benchmarks.Lookup(check); ok {
-		vendor = benchmarks.VendorOf(c)
+		vendor = benchmarks.Describe(c).Vendor
 	}
 	var out []error
 	for _, e := range splitErrors(err) {

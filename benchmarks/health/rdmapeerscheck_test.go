@@ -128,7 +128,7 @@ func TestRDMAPeersInPhase(t *testing.T) {
 
 func TestRDMAPeersRegistered(t *testing.T) {
 	c, ok := benchmarks.Lookup(RDMAPeersName)
-	if !ok || !crossnet.IsCrossNode(c) || !benchmarks.InDefaultSuite(c) || c.Kind() != benchmarks.KindHealth ||
+	if !ok || benchmarks.Describe(c).Scope != benchmarks.ScopeCrossNode || !benchmarks.Describe(c).Default || c.Kind() != benchmarks.KindHealth ||
 		benchmarks.VendorOf(c) != benchmarks.VendorNone {
 		t.Fatalf("%s: registered %v, or not a vendor-neutral cross-node health fact in the default suite", RDMAPeersName, ok)
 	}

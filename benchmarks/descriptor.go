@@ -1,0 +1,68 @@
+package benchmarks
+
+// Scope says where a check runs: on one node by the runner, or across the
+// job's nodes in the prolog's cross-node phase.
+type Scope int
+
+const (
+	// ScopeNode is a check of this node alone, run by the runner.
+	ScopeNode Scope = iota
+	// ScopeCrossNode is a check across the job's nodes, run by the
+	// prolog's cross-node phase (benchmarks/crossnet), not by the runner.
+	ScopeCrossNode
+)
+
+// String returns "node" or "cross-node".
+func (s Scope) String() string {
+	if s == ScopeCrossNode {
+		return "cross-node"
+	}
+	return "node"
+}
+
+// Descriptor is a check's face: everything the prolog, the config loader
+// and --list-checks need to know about a check without running it.
+type Descriptor struct {
+	// Name is the check's stable name, used in config, flags, reports and
+	// drain reasons ("gemm", "ecc", "disk").
+	Name string
+	// Kind says whether failures are retried.
+	Kind Kind
+	// Vendor is the vendor whose devices the check is about; VendorNone
+	// for a vendor-neutral check.
+	Vendor Vendor
+	// Scope says whether the runner or the cross-node phase runs it.
+	Scope Scope
+	// Isolated is set when the check calls into vendor libraries and so
+	// runs in a child process that can be killed when it hangs.
+	Isolated bool
+	// Default is set when the check runs with [prolog] checks empty (on a
+	// node that shows its vendor's devices).
+	Default bool
+	// ChecksGres is set for a vendor check that compares the devices
+	// Slurm's Gres promises with those present (gpu-count): it stays in
+	// the default suite on a node that shows no accelerator at all.
+	ChecksGres bool
+	// Description is one line saying what the check reads or measures.
+	Description string
+	// Settings returns a pointer to a new settings struct holding the
+	// check's shipped defaults ([checks.NAME]); nil when it has none.
+	Settings func() any
+	// Reasons are the reason tokens its results can carry beyond
+	// RunnerReasons, each spelled as in the source ("GEMMBelowThreshold");
+	// a numbered family is written as its pattern ("XID<code>").
+	Reasons []string
+}
+
+// Describe returns c's descriptor.
+func Describe(c Check) Descriptor {
+	d := Descriptor{Name: c.Name(), Kind: c.Kind(), Vendor: VendorOf(c), Isolated: c.Isolated(),
+		Default: InDefaultSuite(c), ChecksGres: checksGres(c), Description: DescriptionOf(c), Reasons: ReasonsOf(c)}
+	if x, ok := c.(interface{ CrossNode() bool }); ok && x.CrossNode() {
+		d.Scope = ScopeCrossNode
+	}
+	if s, ok := c.(Defaulter); ok {
+		d.Settings = s.Defaults
+	}
+	return d
+}
