@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -50,8 +51,6 @@ type adminState struct {
 	fleetRead bool
 	// fleet is every node of the cluster, nil when not read.
 	fleet []slurm.Node
-	// old is vigil's drain reason on the node before the run.
-	old string
 }
 
 // fleetSlurm is the part of slurm.Client the guard and the notifications
@@ -73,13 +72,9 @@ func (r *run) fleetClient() fleetSlurm {
 }
 
 // notifyDrain tells the admins that the node was drained (in a dry run:
-// logs what it would send), for the failed checks that the node's vigil
-// reason did not name before.
-func (r *run) notifyDrain(ctx context.Context, plan drainPlan) {
-	if !r.s.Notify.Enabled() {
-		return
-	}
-	checks := r.newlyDrained()
+// logs what it would send), for the checks Decide named (plan.Notify).
+func (r *run) notifyDrain(ctx context.Context, plan Plan) {
+	checks := plan.Notify
 	if len(checks) == 0 {
 		return
 	}
@@ -88,38 +83,51 @@ func (r *run) notifyDrain(ctx context.Context, plan drainPlan) {
 		r.log.WithField("checks", strings.Join(checks, ",")).Info("would notify: dry run")
 		return
 	}
-	fleet := r.readFleet(ctx)
-	now := r.o.Now()
-	var mine []string
-	for _, check := range checks {
-		others := drainedFor(fleet, check, r.rep.Node, now, r.s.Notify.Window)
-		switch noticeFor(len(others)+1, r.s.Notify.Burst) {
-		case noticeNode:
-			mine = append(mine, check)
-		case noticeSummary:
-			r.sendSummary(ctx, check, append(others, r.rep.Node))
-		}
+	mine, summaries := adminNotices(r.readFleet(ctx), checks, r.rep.Node, r.o.Now(), r.s.Notify)
+	for _, s := range summaries {
+		r.sendSummary(ctx, s.check, s.nodes)
 	}
 	if len(mine) > 0 {
-		r.sendDrained(ctx, plan, mine)
+		r.sendDrained(ctx, plan.Drain, mine)
 	}
 }
 
-// newlyDrained lists the checks that failed (and were not guarded) in this
-// run and that vigil's earlier reason did not name.
-func (r *run) newlyDrained() []string {
-	old, _ := benchmarks.ParseDrain(r.admin.old)
-	guarded := func(c string) bool {
-		return slices.ContainsFunc(r.rep.Guarded, func(g report.Guarded) bool { return g.Check == c })
+// summary is the one message of a check's burst: the nodes drained for it.
+type summary struct {
+	check string
+	nodes []string
+}
+
+// adminNotices applies the rate limit over fleet (nil: no limit) to the
+// checks node was drained for at now: the checks of this node's own
+// message, and the summaries it sends.
+func adminNotices(fleet []slurm.Node, checks []string, node string, now time.Time, n config.Notify) (mine []string, summaries []summary) {
+	for _, check := range checks {
+		others := drainedFor(fleet, check, node, now, n.Window)
+		switch noticeFor(len(others)+1, n.Burst) {
+		case noticeNode:
+			mine = append(mine, check)
+		case noticeSummary:
+			summaries = append(summaries, summary{check, append(others, node)})
+		}
 	}
+	return mine, summaries
+}
+
+// newlyDrained lists the checks that failed (and were not guarded) in
+// results and that vigil's earlier reason old did not name; the budget
+// when none did and it ran out.
+func newlyDrained(old string, guarded []guardedCheck, results []benchmarks.Result, budgetExpired bool) []string {
+	entries, _ := benchmarks.ParseDrain(old)
 	var out []string
-	for _, c := range failedChecks(r.rep.Results) {
-		if guarded(c) || slices.ContainsFunc(old, func(e benchmarks.DrainEntry) bool { return e.Check == c }) {
+	for _, c := range failedChecks(results) {
+		if slices.ContainsFunc(guarded, func(g guardedCheck) bool { return g.Check == c }) ||
+			slices.ContainsFunc(entries, func(e benchmarks.DrainEntry) bool { return e.Check == c }) {
 			continue
 		}
 		out = append(out, c)
 	}
-	if len(out) == 0 && r.rep.BudgetExpired && !strings.Contains(r.admin.old, benchmarks.BudgetCheck) {
+	if len(out) == 0 && budgetExpired && !strings.Contains(old, benchmarks.BudgetCheck) {
 		out = append(out, benchmarks.BudgetCheck)
 	}
 	return out

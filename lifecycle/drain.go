@@ -5,8 +5,10 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // The drain rule. A vigil drain names every check that put it there
@@ -151,4 +153,63 @@ func keptSummary(kept []keptCheck) string {
 		s += k.Why
 	}
 	return s
+}
+
+// keptNames are the kept checks' names, the pseudo-check budget left out.
+func keptNames(kept []keptCheck) []string {
+	var names []string
+	for _, k := range kept {
+		if k.Entry.Check != benchmarks.BudgetCheck {
+			names = append(names, k.Entry.Check)
+		}
+	}
+	return names
+}
+
+// keptChecks lists the kept checks for a --checks flag ("gemm,disk").
+func keptChecks(kept []keptCheck) string {
+	var names []string
+	for _, k := range kept {
+		if k.Entry.Check != benchmarks.BudgetCheck {
+			names = append(names, k.Entry.Check)
+		}
+	}
+	if len(names) == 0 {
+		return "<the suite>"
+	}
+	return strings.Join(names, ",")
+}
+
+// nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
+func nodeState(n slurm.Node) string {
+	return strings.Join(append([]string{n.State}, n.Flags...), "+")
+}
+
+// retestHint says how to re-test checks on node, for logs and notices: a
+// local check with `vigil-prolog --node N --checks ...`; a cross-node
+// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
+// the node and its peers, so the way is to resume the node once its cause
+// is fixed and let the next multi-node job's prolog check it again.
+func retestHint(node string, checks []string) string {
+	var local, cross []string
+	for _, c := range checks {
+		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
+			cross = append(cross, c)
+		} else {
+			local = append(local, c)
+		}
+	}
+	resume := "scontrol update NodeName=" + node + " State=RESUME"
+	var parts []string
+	if len(local) > 0 {
+		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
+	}
+	if len(cross) > 0 {
+		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
+			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
+	}
+	if len(local) > 0 || len(cross) == 0 {
+		parts = append(parts, "or resume by hand: "+resume)
+	}
+	return strings.Join(parts, "; ")
 }

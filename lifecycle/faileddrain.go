@@ -40,13 +40,23 @@ type FailedDrain struct {
 	Error string `json:"error"`
 }
 
-func (r *run) failedDrainsPath() string { return filepath.Join(r.stateDir(), failedDrainFile) }
+// failedDrainStore is the state file of the failed drains; note records
+// what goes wrong with it in the run's report.
+type failedDrainStore struct {
+	path string
+	note func(format string, args ...any)
+}
 
-// readFailedDrains reads the state file; a missing file is empty, an
-// unreadable or corrupt one is empty too and says so in a note (vigil then
-// lifts nothing it has no record of).
-func (r *run) readFailedDrains() map[string]FailedDrain {
-	b, err := os.ReadFile(r.failedDrainsPath())
+// failedDrains is the run's failed-drain state file, in the state directory.
+func (r *run) failedDrains() failedDrainStore {
+	return failedDrainStore{path: filepath.Join(r.stateDir(), failedDrainFile), note: r.note}
+}
+
+// read reads the state file; a missing file is empty, an unreadable or
+// corrupt one is empty too and says so in a note (vigil then lifts nothing
+// it has no record of).
+func (s failedDrainStore) read() map[string]FailedDrain {
+	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]FailedDrain{}
 	}
@@ -55,44 +65,41 @@ func (r *run) readFailedDrains() map[string]FailedDrain {
 		err = json.Unmarshal(b, &m)
 	}
 	if err != nil {
-		r.note("reading %s: %v: vigil lifts no Slurm \"Prolog error\" drain this run", r.failedDrainsPath(), err)
+		s.note("reading %s: %v: vigil lifts no Slurm \"Prolog error\" drain this run", s.path, err)
 		return map[string]FailedDrain{}
 	}
 	return m
 }
 
-func (r *run) writeFailedDrains(m map[string]FailedDrain) {
-	path := r.failedDrainsPath()
+func (s failedDrainStore) write(m map[string]FailedDrain) {
 	if len(m) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			r.note("removing %s: %v", path, err)
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.note("removing %s: %v", s.path, err)
 		}
 		return
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	err := os.MkdirAll(filepath.Dir(s.path), 0o755)
 	if err == nil {
-		err = report.WriteAtomic(path, append(b, '\n'), 0o644)
+		err = report.WriteAtomic(s.path, append(b, '\n'), 0o644)
 	}
 	if err != nil {
-		r.note("recording the failed drain in %s: %v", path, err)
+		s.note("recording the failed drain in %s: %v", s.path, err)
 	}
 }
 
 // rememberFailedDrain records that vigil could not drain this node.
 func (r *run) rememberFailedDrain(reason string, err error) {
-	if r.o.DryRun || r.o.Mode == ModeEpilog {
-		return
-	}
-	m := r.readFailedDrains()
+	st := r.failedDrains()
+	m := st.read()
 	fd := FailedDrain{Time: r.o.Now().UTC(), Reason: reason, Error: err.Error()}
 	if r.job != nil {
 		fd.Job = r.job.ID
 	}
 	m[r.rep.Node] = fd
-	r.writeFailedDrains(m)
+	st.write(m)
 	r.note("vigil could not drain %s (%v); remembered in %s, so that a later passing run lifts the \"%s\" drain Slurm sets when this prolog fails",
-		r.rep.Node, err, r.failedDrainsPath(), SlurmPrologError)
+		r.rep.Node, err, st.path, SlurmPrologError)
 }
 
 // reasonResumer is the part of slurm.Client that resumes a node only
@@ -112,20 +119,16 @@ func liftsPrologError(n slurm.Node, fd FailedDrain, ok bool) bool {
 }
 
 // liftPrologError resumes a node that passed this run and that Slurm
-// drained for a prolog vigil failed but could not drain (its record is
-// then dropped). It returns false when that is not the case.
-func (r *run) liftPrologError(ctx context.Context, n slurm.Node) bool {
-	m := r.readFailedDrains()
-	fd, ok := m[r.rep.Node]
-	if !liftsPrologError(n, fd, ok) {
-		return false
-	}
+// drained for a prolog vigil failed but could not drain (fd, whose record
+// is then dropped). It returns false when the client cannot resume by
+// reason or the node no longer carries Slurm's reason.
+func (r *run) liftPrologError(ctx context.Context, fd FailedDrain) bool {
 	rr, canResume := r.rawSlurm().(reasonResumer)
 	if !canResume {
 		return false
 	}
 	rep := r.rep
-	rep.Action = report.Action{Kind: report.ActionResume, Reason: n.Reason, Lifted: []string{SlurmPrologError}}
+	rep.Action = report.Action{Kind: report.ActionResume, Reason: SlurmPrologError, Lifted: []string{SlurmPrologError}}
 	cctx, cancel := r.actionCtx(ctx)
 	defer cancel()
 	resumed, err := rr.ResumeIfReason(cctx, rep.Node, SlurmPrologError)
@@ -139,8 +142,10 @@ func (r *run) liftPrologError(ctx context.Context, n slurm.Node) bool {
 		return false
 	}
 	rep.Action.Done = true
+	st := r.failedDrains()
+	m := st.read()
 	delete(m, rep.Node)
-	r.writeFailedDrains(m)
+	st.write(m)
 	r.log.WithField("failed_drain", fd.Time.Format(time.RFC3339)).Info("node resumed: Slurm drained it with \"" + SlurmPrologError +
 		"\" for a prolog vigil failed (" + fd.Reason + ") but could not drain itself; this run passed every check")
 	return true

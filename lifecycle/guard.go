@@ -1,13 +1,10 @@
 package lifecycle
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
@@ -140,49 +137,49 @@ func guardMessage(g config.Guard, check, node string, drained, nodes, inJob int)
 		check, drained, nodes, 100*float64(drained)/float64(nodes), check, g.Window, job, 100*g.MaxShare, node, check, check)
 }
 
-// guard applies the guard to the run's failed checks before the drain rule
-// sees them. It returns the results the drain rule should use: those of
-// guarded checks turned into unknown (ReasonGuarded), so that they neither
-// drain the node nor lift a drain. It reads the fleet once, for the guard
-// and for the notifications' rate limit.
-func (r *run) guard(ctx context.Context, results []benchmarks.Result) []benchmarks.Result {
-	failed := failedChecks(results)
-	if len(failed) == 0 || (r.s.Guard.MaxShare <= 0 && !r.s.Notify.Enabled()) {
-		return results
+// guardedCheck is a failed check the guard keeps from draining the node.
+type guardedCheck struct {
+	report.Guarded
+	// Alert is set when this node sends the check's guard alert.
+	Alert bool
+}
+
+// guardPlan applies the guard to the run's failed checks before the drain
+// rule sees them. It returns the guarded checks and the results the drain
+// rule should use: those of guarded checks turned into unknown
+// (ReasonGuarded), so that they neither drain the node nor lift a drain.
+// Without the fleet (a dry run, scontrol failed) the guard does not act.
+func guardPlan(in Inputs) ([]guardedCheck, []benchmarks.Result) {
+	g := in.Rules.Guard
+	failed := failedChecks(in.Results)
+	if len(failed) == 0 || in.Slurm.Fleet == nil || g.MaxShare <= 0 {
+		return nil, in.Results
 	}
-	fleet := r.readFleet(ctx)
-	if fleet == nil || r.s.Guard.MaxShare <= 0 {
-		return results
-	}
-	out := slices.Clone(results)
-	now := r.o.Now()
+	fleet := in.Slurm.Fleet
+	var guarded []guardedCheck
+	out := slices.Clone(in.Results)
 	for _, check := range failed {
-		job := r.jobFailing[check]
-		drained := len(withJob(drainedFor(fleet, check, r.rep.Node, now, r.s.Guard.Window), job, r.rep.Node)) + 1
-		v := guardFor(r.s.Guard, drained, len(fleet), lastGuardAlert(fleet, check), now)
+		job := in.JobFailing[check]
+		drained := len(withJob(drainedFor(fleet, check, in.Node, in.Now, g.Window), job, in.Node)) + 1
+		v := guardFor(g, drained, len(fleet), lastGuardAlert(fleet, check), in.Now)
 		if !v.Active {
 			continue
 		}
 		// The job's nodes are guarded together: the first of those that
 		// failed the check sends the one alert.
-		if len(job) > 0 && slices.Min(job) != r.rep.Node {
+		if len(job) > 0 && slices.Min(job) != in.Node {
 			v.Alert = false
 		}
-		msg := guardMessage(r.s.Guard, check, r.rep.Node, drained, len(fleet), len(job))
-		r.rep.Guarded = append(r.rep.Guarded, report.Guarded{Check: check, Drained: drained, Nodes: len(fleet),
-			MaxShare: r.s.Guard.MaxShare, Message: msg})
-		r.note("%s", msg)
-		r.log.WithFields(logrus.Fields{"check": check, "drained": drained, "nodes": len(fleet)}).Error(msg)
+		msg := guardMessage(g, check, in.Node, drained, len(fleet), len(job))
+		guarded = append(guarded, guardedCheck{Guarded: report.Guarded{Check: check, Drained: drained, Nodes: len(fleet),
+			MaxShare: g.MaxShare, Message: msg}, Alert: v.Alert})
 		for i := range out {
 			if out[i].Check == check && out[i].Status == benchmarks.StatusFail {
 				out[i].Status, out[i].Reason = benchmarks.StatusUnknown, ReasonGuarded
 			}
 		}
-		if v.Alert {
-			r.guardAlert(ctx, check, msg, drained, len(fleet))
-		}
 	}
-	return out
+	return guarded, out
 }
 
 // failedChecks lists the checks that failed in results, in order.
@@ -194,71 +191,4 @@ func failedChecks(results []benchmarks.Result) []string {
 		}
 	}
 	return out
-}
-
-// readFleet reads every node once per run (nil in a dry run, without the
-// scontrol calls, or when scontrol failed: then the guard does not act and
-// notifications are not rate limited).
-func (r *run) readFleet(ctx context.Context) []slurm.Node {
-	if r.admin.fleetRead {
-		return r.admin.fleet
-	}
-	r.admin.fleetRead = true
-	cli := r.fleetClient()
-	if cli == nil {
-		if r.o.DryRun && r.s.Guard.MaxShare > 0 {
-			r.note("the guard ([guard]) was not consulted: dry runs do not query Slurm")
-		}
-		return nil
-	}
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	fleet, err := cli.Nodes(cctx)
-	if err != nil {
-		r.note("reading the cluster's nodes: %v: the guard did not act and notifications are not rate limited", err)
-		hint := "check [prolog] slurm_bin_dir and slurm_conf"
-		if slurm.ControllerDown(err) {
-			hint = "slurmctld cannot be reached"
-		}
-		r.log.WithError(err).Error("reading the cluster's nodes with scontrol: the guard ([guard]) cannot act this run; " + hint)
-		return nil
-	}
-	r.admin.fleet = fleet
-	return fleet
-}
-
-// guardAlert marks this node's comment and sends the check's guard alert.
-func (r *run) guardAlert(ctx context.Context, check, msg string, drained, nodes int) {
-	if !r.s.Notify.Enabled() {
-		return
-	}
-	r.markGuardAlert(ctx, check)
-	fields := map[string]any{"event": "guard", "node": r.rep.Node, "job": r.rep.Job, "check": check,
-		"drained": drained, "nodes": nodes, "max_share": r.s.Guard.MaxShare, "window": r.s.Guard.Window.String()}
-	r.sendNotice(ctx, "guard", []string{check}, "vigil stopped draining for "+check+": "+msg, fields)
-}
-
-// markGuardAlert records on the node's comment that this node sent the
-// guard alert for check now, unless the comment is someone else's.
-func (r *run) markGuardAlert(ctx context.Context, check string) {
-	cli := r.fleetClient()
-	i := slices.IndexFunc(r.admin.fleet, func(n slurm.Node) bool { return n.Name == r.rep.Node })
-	if cli == nil || i < 0 {
-		return
-	}
-	comment := r.admin.fleet[i].Comment()
-	marks := guardMarks(comment)
-	if marks == nil && comment != "" {
-		r.note("node comment %q is not vigil's: the guard alert for %s is not recorded, so the next guarded node sends it again", comment, check)
-		return
-	}
-	if marks == nil {
-		marks = map[string]time.Time{}
-	}
-	marks[check] = r.o.Now()
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	if err := cli.SetNodeComment(cctx, r.rep.Node, formatGuardMarks(marks)); err != nil {
-		r.log.WithError(err).Error("recording the guard alert on the node's comment: the next guarded node will alert again")
-	}
 }

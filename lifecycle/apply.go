@@ -1,0 +1,199 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
+)
+
+// act decides what the verdict means for the node and the job, and does
+// it: it reads what the decision needs (inputs.go), decides (Decide) and
+// carries the plan out (apply). It returns the exit code.
+func (r *run) act(ctx context.Context) int {
+	p := Decide(r.inputs(ctx))
+	return r.apply(ctx, p)
+}
+
+// apply carries out a Plan: the guard's records and alerts first, then
+// the step, in the order the side effects must happen (the job's comment
+// before the drain, the admins and the job after it). Slurm's answers
+// change the report's action and, for a drain that could not be made, the
+// exit code; they never turn into a drain on a doubt.
+func (r *run) apply(ctx context.Context, p Plan) int {
+	r.rep.Verdict = p.Verdict
+	r.applyGuard(ctx, p.Guarded)
+	switch p.Step {
+	case StepHold:
+		r.hold(ctx, p)
+	case StepDrain:
+		return r.drain(ctx, p)
+	case StepBlind:
+		r.note("%s", p.Note)
+		r.log.WithError(p.Cause).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
+	case StepKeep:
+		if p.LiftPrologError != nil && r.liftPrologError(ctx, *p.LiftPrologError) {
+			return p.Exit
+		}
+		r.rep.Action = p.Action
+	case StepStay:
+		r.stay(ctx, p)
+	case StepResume:
+		r.resume(ctx, p)
+	default:
+		if p.Action.Kind != "" {
+			r.rep.Action = p.Action
+		}
+		if p.Note != "" {
+			r.note("%s", p.Note)
+		}
+	}
+	return p.Exit
+}
+
+// hold requeues the job held: the budget ran out with on_budget_expiry = hold.
+func (r *run) hold(ctx context.Context, p Plan) {
+	r.rep.Action = p.Action
+	cli := r.client()
+	if cli == nil {
+		return
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	if err := cli.Requeue(cctx, r.job.ID, true); err != nil {
+		r.rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("holding the job")
+		return
+	}
+	r.rep.Action.Done = true
+	r.log.Warn("budget expired: job held, node left alone")
+}
+
+// drain writes the node's failure in the job's comment, drains the node
+// for the plan's reason, and then tells the admins and requeues the job;
+// the job's user hears of it last, whatever Slurm answered.
+func (r *run) drain(ctx context.Context, p Plan) int {
+	rep := r.rep
+	if p.Comment != "" {
+		r.commentFailed(ctx, p.Comment)
+	}
+	if p.NotifyUser {
+		defer r.notifyUser(ctx)
+	}
+	rep.Action = p.Action
+	cli := r.client()
+	if cli == nil {
+		r.notifyDrain(ctx, p)
+		return p.Exit
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	err := cli.Drain(cctx, rep.Node, p.Drain.Reason)
+	switch {
+	case errors.Is(err, slurm.ErrNotOurs):
+		rep.Action.Kind = report.ActionKeep
+		if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
+			rep.Action.Reason = n.Reason
+			rep.Action.State = nodeState(n)
+		}
+		msg := "the node is held by someone else: vigil leaves it as it is"
+		if r.o.Mode == ModeProlog {
+			msg += "; failing the prolog so that Slurm requeues the job"
+		}
+		r.log.WithError(err).Warn(msg)
+		return p.ExitNotDrained
+	case err != nil:
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("draining the node")
+		if p.RememberFailedDrain {
+			r.rememberFailedDrain(p.Drain.Reason, err)
+		}
+		return p.ExitNotDrained
+	}
+	rep.Action.Done = true
+	r.log.WithField("reason", p.Drain.Reason).Warn("node drained")
+	r.notifyDrain(ctx, p)
+	r.requeueJob(ctx, p.Requeue)
+	return p.Exit
+}
+
+// requeueJob puts the job whose prolog failed on this (now drained) node
+// back in the queue, unheld, so that it runs on healthy nodes: Slurm would
+// hold it ("launch failed requeued held") until someone releases it. It
+// does so at most [prolog] max_requeues times per job (the job's restart
+// count); 0 keeps Slurm's hold. Another failing node of the job may have
+// requeued it first: then scontrol refuses, which is fine. A job that
+// cannot be requeued (an interactive one) is left to Slurm.
+func (r *run) requeueJob(ctx context.Context, q Requeue) {
+	if q == RequeueNone {
+		return
+	}
+	log := r.log.WithFields(logrus.Fields{"job": r.job.ID, "restarts": r.job.RestartCount, "max_requeues": r.s.Prolog.MaxRequeues})
+	if q == RequeueHeld {
+		r.rep.Action.Requeue = "held"
+		log.Warn("the job was requeued [prolog] max_requeues times already: Slurm holds it (release it with scontrol release JOBID)")
+		return
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	if err := r.client().Requeue(cctx, r.job.ID, false); err != nil {
+		r.rep.Action.Requeue = "not requeued by vigil: " + err.Error()
+		log.WithError(err).Info("requeueing the job (another node of the job may have done it, or it is not a batch job): Slurm requeues and holds it")
+		return
+	}
+	r.rep.Action.Requeue = "requeued"
+	log.Info("job requeued, unheld: it runs again on healthy nodes after Slurm's requeue delay")
+}
+
+// stay keeps vigil's drain because the run did not clear every check its
+// reason names, rewriting the reason when some of them were cleared.
+func (r *run) stay(ctx context.Context, p Plan) {
+	rep := r.rep
+	if p.Comment != "" {
+		r.commentFailed(ctx, p.Comment)
+	}
+	rep.Action = p.Action
+	rep.Action.Done = true
+	r.note("%s", p.Note)
+	kept := keptSummary(p.Drain.Kept)
+	r.log.WithFields(logrus.Fields{"reason": p.Drain.Reason, "kept": kept}).
+		Warn(rep.Node + " stays drained by vigil: " + kept + " (" + retestHint(rep.Node, keptNames(p.Drain.Kept)) + ")")
+	if !p.Rewrite {
+		return
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	if err := r.client().Drain(cctx, rep.Node, p.Drain.Reason); err != nil {
+		rep.Action.Done = false
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("rewriting vigil's drain reason")
+	}
+}
+
+// resume resumes the node: every check its vigil reason named ran and passed.
+func (r *run) resume(ctx context.Context, p Plan) {
+	rep := r.rep
+	rep.Action = p.Action
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	resumed, err := r.client().Resume(cctx, rep.Node)
+	switch {
+	case err != nil:
+		rep.Action.Error = err.Error()
+		r.log.WithError(err).Error("resuming the node")
+	case resumed:
+		rep.Action.Done = true
+		r.log.WithFields(logrus.Fields{"reason": p.Action.Reason, "lifted": strings.Join(p.Drain.Lifted, ",")}).Info("node resumed: every check its vigil reason named ran and passed")
+	}
+}
+
+// registered reports whether a check exists in this build.
+func registered(name string) bool {
+	_, ok := benchmarks.Lookup(name)
+	return ok
+}

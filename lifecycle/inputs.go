@@ -1,0 +1,63 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+)
+
+// inputs gathers what Decide needs once the checks ran, reading no more
+// than the decision uses: the fleet when the guard or the notifications
+// count drains (a failed check), the node's state unless the job is to be
+// held, and vigil's failed-drain record only for a passing run on a node
+// drained by someone else.
+func (r *run) inputs(ctx context.Context) Inputs {
+	s := r.s
+	in := Inputs{Mode: r.o.Mode, Node: r.rep.Node, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
+		Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, JobFailing: r.jobFailing, Registered: registered,
+		Rules: Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
+			JobComment: r.rep.Config.Valid && s.Prolog.JobComment, Guard: s.Guard, Notify: s.Notify.Enabled(),
+			UserNotify: r.user.choice.Any()}}
+	if r.job != nil {
+		in.Job = &JobFacts{ID: r.job.ID, RestartCount: r.job.RestartCount, Devices: r.job.GPUs}
+	}
+	if in.holdsJob() {
+		in.Now = r.o.Now()
+		return in
+	}
+	if len(failedChecks(in.Results)) > 0 && (in.Rules.Guard.MaxShare > 0 || in.Rules.Notify) {
+		in.Slurm.Fleet = r.readFleet(ctx)
+	}
+	in.Now = r.o.Now()
+	cli := r.client()
+	if cli == nil {
+		return in
+	}
+	cctx, cancel := r.actionCtx(ctx)
+	defer cancel()
+	n, err := cli.Node(cctx, r.rep.Node)
+	if err != nil {
+		in.Slurm.NodeErr = err
+		return in
+	}
+	in.Slurm.Node = &n
+	if in.mayLiftPrologError() {
+		if fd, ok := r.failedDrains().read()[r.rep.Node]; ok {
+			in.Slurm.FailedDrain = &fd
+		}
+	}
+	return in
+}
+
+// mayLiftPrologError reports whether the decision may lift Slurm's
+// "Prolog error" on the node: the run passed inside its budget and the
+// node is drained (or down) by someone other than vigil. Only then is
+// vigil's failed-drain record read.
+func (in Inputs) mayLiftPrologError() bool {
+	n := in.Slurm.Node
+	if n == nil || in.BudgetExpired || benchmarks.Verdict(in.Results) != benchmarks.StatusPass {
+		return false
+	}
+	foreign := n.ForeignState() != ""
+	return (n.Drained() || foreign) && (!n.OwnedByVigil() || foreign)
+}
