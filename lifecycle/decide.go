@@ -243,7 +243,7 @@ func (in Inputs) drain(p Plan, failCode int) Plan {
 	}
 	p.NotifyUser = in.actsOnJob() && in.Rules.UserNotify
 	p.RememberFailedDrain = !in.DryRun && in.Mode != ModeEpilog
-	if in.Mode == ModeProlog && in.Job != nil && in.Job.ID != "" {
+	if in.actsOnJob() && in.Job.ID != "" {
 		p.Requeue = RequeueJob
 		if in.Job.RestartCount >= in.Rules.MaxRequeues {
 			p.Requeue = RequeueHeld
