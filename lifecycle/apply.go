@@ -80,7 +80,7 @@ func (r *run) hold(ctx context.Context, p Plan) {
 func (r *run) drain(ctx context.Context, p Plan) int {
 	rep := r.rep
 	if p.Comment != "" {
-		r.commentFailed(ctx, p.Comment)
+		r.comments().failed(ctx, p.Comment)
 	}
 	if p.NotifyUser {
 		defer r.notifyUser(ctx)
@@ -155,7 +155,7 @@ func (r *run) requeueJob(ctx context.Context, q Requeue) {
 func (r *run) stay(ctx context.Context, p Plan) {
 	rep := r.rep
 	if p.Comment != "" {
-		r.commentFailed(ctx, p.Comment)
+		r.comments().failed(ctx, p.Comment)
 	}
 	rep.Action = p.Action
 	rep.Action.Done = true

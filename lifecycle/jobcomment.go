@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -142,111 +144,143 @@ func FirstNode(nodes []string, self string) string {
 // jobCommenter is the part of slurm.Client that reads and sets a job's comment.
 type jobCommenter = slurm.JobCommenter
 
-// commenter returns the client that writes the job's comment, nil when
-// none should: a dry run, job_comment = false, not a prolog with a job.
-func (r *run) commenter() jobCommenter {
-	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid || !r.s.Prolog.JobComment {
-		return nil
+// commentWriter writes vigil's part of one prolog's job comment; a nil
+// one writes nothing. failure is this node's failure once it was written.
+type commentWriter struct {
+	cli      jobCommenter
+	job      *slurm.Job
+	node     string
+	log      logrus.FieldLogger
+	note     func(format string, args ...any)
+	bound    func(context.Context) (context.Context, context.CancelFunc)
+	sleep    func(time.Duration)
+	deadline time.Time
+	user     *userNotice
+	failure  string
+}
+
+// comments returns the run's comment writer, nil when none should write:
+// a dry run, job_comment = false, an invalid config, not a prolog with a
+// job, or a Slurm client that cannot set a job's comment.
+func (r *run) comments() *commentWriter {
+	if r.cw != nil || r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid || !r.s.Prolog.JobComment {
+		return r.cw
 	}
 	cli := r.client()
 	if l, ok := cli.(loggedSlurm); ok {
 		cli = l.Slurm
 	}
-	c, _ := cli.(jobCommenter)
-	return c
+	c, ok := cli.(jobCommenter)
+	if !ok {
+		return nil
+	}
+	r.cw = &commentWriter{cli: c, job: r.job, node: r.rep.Node, log: r.log, note: r.note, bound: r.actionCtx,
+		sleep: r.o.Sleep, deadline: r.deadline, user: &r.user}
+	return r.cw
 }
 
 // firstNode reports whether this node writes "checking" and "passed".
-func (r *run) firstNode() bool {
-	return FirstNode(r.job.Nodes, r.rep.Node) == r.rep.Node
+func (c *commentWriter) firstNode() bool {
+	return FirstNode(c.job.Nodes, c.node) == c.node
 }
 
-// commentChecking says "checking N nodes" from the first node.
-func (r *run) commentChecking(ctx context.Context) {
-	if r.commenter() == nil || !r.firstNode() {
+// checking says "checking N nodes" from the first node.
+func (c *commentWriter) checking(ctx context.Context) {
+	if c == nil || !c.firstNode() {
 		return
 	}
-	n := max(len(r.job.Nodes), 1)
+	n := max(len(c.job.Nodes), 1)
 	// "checking" replaces the last run's failure; written once, it gives
 	// way to a failure another node writes at the same moment.
-	if err := r.setComment(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
-		r.log.WithError(err).Warn("setting the job's comment")
-		r.note("job comment not set: %v", err)
+	if err := c.set(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
+		c.log.WithError(err).Warn("setting the job's comment")
+		c.note("job comment not set: %v", err)
 	}
 }
 
-// commentFailed writes this node's failure before vigil drains it (a job
-// that Slurm is requeueing refuses updates for a while), and remembers it
-// for commentResult.
-func (r *run) commentFailed(ctx context.Context, failure string) {
-	if r.commenter() == nil {
+// failed writes this node's failure before vigil drains it (a job that
+// Slurm is requeueing refuses updates for a while), and remembers it for
+// result.
+func (c *commentWriter) failed(ctx context.Context, failure string) {
+	if c == nil {
 		return
 	}
-	r.failure = failure
-	if err := r.setComment(ctx, r.missingFailure); err != nil {
-		r.log.WithError(err).Warn("setting the job's comment")
-		r.note("job comment not set: %v", err)
+	c.failure = failure
+	if err := c.set(ctx, c.missingFailure); err != nil {
+		c.log.WithError(err).Warn("setting the job's comment")
+		c.note("job comment not set: %v", err)
 	}
 }
 
-func (r *run) missingFailure(mine string) (string, bool) {
-	r.user.sawComment(mine, r.failure)
-	return FailedStatus(mine, r.rep.Node, r.failure), !strings.Contains(mine, r.failure)
+func (c *commentWriter) missingFailure(mine string) (string, bool) {
+	c.user.sawComment(mine, c.failure)
+	return FailedStatus(mine, c.node, c.failure), !strings.Contains(mine, c.failure)
 }
 
-// commentResult says how the run ended, after the report was written
-// (errors go to the log only): the first node "passed" unless a failure
-// is already shown; a failing node of a multi-node job checks that its
-// failure is still there.
-func (r *run) commentResult(ctx context.Context, code int) {
-	if r.commenter() == nil || r.rep.Skipped != "" {
+// runEnd is how a run ended, for the job's comment.
+type runEnd struct {
+	// Code is the exit code.
+	Code int
+	// Passed is set when the verdict is pass.
+	Passed bool
+	// Took is how long the run took.
+	Took time.Duration
+	// BadLinks are the job's bad links that blame nobody.
+	BadLinks []string
+}
+
+// result says how the run ended, after the report was written (errors go
+// to the log only): the first node "passed" unless a failure is already
+// shown; a failing node of a multi-node job checks that its failure is
+// still there.
+func (c *commentWriter) result(ctx context.Context, end runEnd) {
+	if c == nil {
 		return
 	}
 	switch {
-	case code == ExitFail && r.failure != "" && len(r.job.Nodes) > 1:
+	case end.Code == ExitFail && c.failure != "" && len(c.job.Nodes) > 1:
 		// The first node may have read the comment just before the
 		// failure was written and write "checking" or "passed" just after
 		// it: look again.
 		for _, d := range CommentSettle {
-			if time.Until(r.deadline) < d+time.Second {
+			if time.Until(c.deadline) < d+time.Second {
 				break
 			}
-			r.sleep(d)
+			c.pause(d)
 			// Slurm refuses updates while it requeues the job ("Job has
 			// already finished"): the next look may get through.
-			if err := r.setComment(ctx, r.missingFailure); err != nil {
-				r.log.WithError(err).Info("checking the job's comment again")
+			if err := c.set(ctx, c.missingFailure); err != nil {
+				c.log.WithError(err).Info("checking the job's comment again")
 			}
 		}
-	case code == ExitOK && r.rep.Verdict == benchmarks.StatusPass && r.firstNode():
-		d := r.o.Now().Sub(r.rep.Start)
-		status := PassedStatus(d)
-		if len(r.badLinks) > 0 {
-			status += "; bad link " + strings.Join(r.badLinks, ", ") + ", nobody drained"
+	case end.Code == ExitOK && end.Passed && c.firstNode():
+		status := PassedStatus(end.Took)
+		if len(end.BadLinks) > 0 {
+			status += "; bad link " + strings.Join(end.BadLinks, ", ") + ", nobody drained"
 		}
-		err := r.setComment(ctx, func(mine string) (string, bool) {
+		err := c.set(ctx, func(mine string) (string, bool) {
 			return status, !isFailedStatus(mine)
 		})
 		if err != nil {
-			r.log.WithError(err).Warn("setting the job's comment")
+			c.log.WithError(err).Warn("setting the job's comment")
 		}
 	}
 }
 
-// setComment sets the job's comment with vigil's part replaced by
-// next(vigil's part), when next says so: a node's failure through
-// slurm.CommentUpdate (read, write, read back and merge again when
-// another node wrote at once), "checking" and "passed", which give way to
-// a failure, through slurm.WriteJobComment (once).
-func (r *run) setComment(ctx context.Context, next func(mine string) (string, bool)) error {
-	cctx, cancel := r.actionCtx(ctx)
+// set sets the job's comment with vigil's part replaced by next(vigil's
+// part), when next says so: a node's failure through slurm.CommentUpdate
+// (read, write, read back and merge again when another node wrote at
+// once), "checking" and "passed", which give way to a failure, through
+// slurm.WriteJobComment (once).
+func (c *commentWriter) set(ctx context.Context, next func(mine string) (string, bool)) error {
+	cctx, cancel := c.bound(ctx)
 	defer cancel()
 	update := slurm.WriteJobComment
-	if r.failure != "" {
-		update = slurm.CommentUpdate{Sleep: r.sleepCtx}.Run
+	if c.failure != "" {
+		update = slurm.CommentUpdate{Sleep: c.pauseCtx}.Run
 	}
 	var status string
-	written, err := update(cctx, r.commenter(), r.job.ID, func(old string) (string, bool) {
+	written, err := update(cctx, c.cli, c.job.ID, func(old string) (string, bool) {
 		_, mine := SplitJobComment(old)
 		st, ok := next(mine)
 		if !ok {
@@ -258,24 +292,24 @@ func (r *run) setComment(ctx context.Context, next func(mine string) (string, bo
 	if err != nil || !written {
 		return err
 	}
-	r.log.WithField("comment", status).Info("job comment set")
+	c.log.WithField("comment", status).Info("job comment set")
 	return nil
 }
 
-func (r *run) sleep(d time.Duration) {
-	if r.o.Sleep != nil {
-		r.o.Sleep(d)
+func (c *commentWriter) pause(d time.Duration) {
+	if c.sleep != nil {
+		c.sleep(d)
 		return
 	}
 	time.Sleep(d)
 }
 
-// sleepCtx waits d through Options.Sleep, or in real time until ctx ends
+// pauseCtx waits d through Options.Sleep, or in real time until ctx ends
 // when that is nil: the wait before a failure's comment is read back.
-func (r *run) sleepCtx(ctx context.Context, d time.Duration) error {
-	if r.o.Sleep == nil {
+func (c *commentWriter) pauseCtx(ctx context.Context, d time.Duration) error {
+	if c.sleep == nil {
 		return osutil.Sleep(ctx, d)
 	}
-	r.o.Sleep(d)
+	c.sleep(d)
 	return ctx.Err()
 }

@@ -138,9 +138,8 @@ type run struct {
 	// jobChecks is set when the job chose its own checks (--vigil-checks):
 	// a node vigil drained for a check the job did not run stays drained.
 	jobChecks bool
-	// failure is this node's failure as the job's comment shows it, set
-	// once it was written there.
-	failure string
+	// cw writes the job's comment (comments); nil before the first use.
+	cw *commentWriter
 	// admin is the guard's and the admin notifications' state.
 	admin adminState
 	// user is how the job's user is told of a failure (usernotify.go).
@@ -193,7 +192,9 @@ func Run(ctx context.Context, o Options) Outcome {
 	r.writeJobResult()
 	path := r.record()
 	// After the report: a failing node may look at the comment again.
-	r.commentResult(ctx, code)
+	if r.rep.Skipped == "" {
+		r.comments().result(ctx, runEnd{Code: code, Passed: r.rep.Verdict == benchmarks.StatusPass, Took: o.Now().Sub(start), BadLinks: r.badLinks})
+	}
 	if o.Out != nil {
 		report.Table(o.Out, r.rep)
 		if path != "" {
@@ -269,7 +270,7 @@ func (r *run) do(ctx context.Context) int {
 		}
 	}
 
-	r.commentChecking(ctx)
+	r.comments().checking(ctx)
 	local, cross := r.splitCrossNode(r.selectChecks())
 	out := r.runChecks(ctx, local)
 	out.Results = append(out.Results, r.crossNode(ctx, cross, failedChecks(out.Results))...)
