@@ -11,6 +11,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/cgo/munge"
+	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/report"
@@ -86,7 +87,7 @@ func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmar
 		why = "runs only in a job's prolog, with the job's other nodes"
 	case r.o.DryRun:
 		why = "a dry run does not meet the job's other nodes"
-	case len(r.jobNodes()) < 2:
+	case len(jobNodes(r.job)) < 2:
 		why = "the job has one node: no peer to check"
 	}
 	for _, c := range checks {
@@ -103,15 +104,15 @@ func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmar
 	return local, cross
 }
 
-// jobNodes are the job's nodes, expanded in process.
-func (r *run) jobNodes() []string {
-	if r.job == nil {
+// jobNodes are the job's nodes, expanded in place from its node list.
+func jobNodes(job *slurm.Job) []string {
+	if job == nil {
 		return nil
 	}
-	if len(r.job.Nodes) == 0 && r.job.NodeList != "" {
-		r.job.Nodes, _ = slurm.ExpandHostlist(r.job.NodeList)
+	if len(job.Nodes) == 0 && job.NodeList != "" {
+		job.Nodes, _ = slurm.ExpandHostlist(job.NodeList)
 	}
-	return r.job.Nodes
+	return job.Nodes
 }
 
 // crossNode runs the cross-node phase for checks and returns their
@@ -126,7 +127,7 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 	var timeout time.Duration
 	for _, c := range checks {
 		names = append(names, c.Name())
-		timeout += r.checkTimeout(c.Name())
+		timeout += checkTimeout(r.s.Prolog, c.Name())
 	}
 	// The phase gets the checks' deadlines, inside what is left of the
 	// budget (less the reserve for draining and writing the report).
@@ -191,11 +192,12 @@ func (r *run) noteBadLinks(ctx context.Context, o crossnet.Outcome) {
 	}
 }
 
-func (r *run) checkTimeout(name string) time.Duration {
-	if d, ok := r.s.Prolog.Timeouts[name]; ok {
+// checkTimeout is a check's timeout: [prolog] timeouts, else check_timeout.
+func checkTimeout(p config.Prolog, name string) time.Duration {
+	if d, ok := p.Timeouts[name]; ok {
 		return d
 	}
-	return r.s.Prolog.CheckTimeout
+	return p.CheckTimeout
 }
 
 // phase prepares this node's part: the settings, PrologFlags=Alloc, the
@@ -215,7 +217,7 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 	}
 	timeouts := map[string]time.Duration{}
 	for _, n := range names {
-		timeouts[n] = r.checkTimeout(n)
+		timeouts[n] = checkTimeout(r.s.Prolog, n)
 	}
 	conf := r.slurmSettings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")

@@ -49,7 +49,7 @@ type failedDrainStore struct {
 
 // failedDrains is the run's failed-drain state file, in the state directory.
 func (r *run) failedDrains() failedDrainStore {
-	return failedDrainStore{path: filepath.Join(r.stateDir(), failedDrainFile), note: r.note}
+	return failedDrainStore{path: filepath.Join(stateDir(r.o), failedDrainFile), note: r.note}
 }
 
 // read reads the state file; a missing file is empty, an unreadable or

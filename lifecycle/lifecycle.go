@@ -183,7 +183,7 @@ func Run(ctx context.Context, o Options) Outcome {
 	start := o.Now()
 	r.rep = &report.Report{V: report.Version, Program: o.Program, Mode: string(o.Mode), Start: start,
 		DryRun: o.DryRun, Verdict: benchmarks.StatusPass, Action: report.Action{Kind: report.ActionNone}}
-	r.rep.Node = r.nodeName()
+	r.rep.Node = nodeName(o)
 	r.log = r.log.WithFields(logrus.Fields{"node": r.rep.Node, "mode": string(o.Mode)})
 
 	code := r.do(ctx)
@@ -207,11 +207,12 @@ func Run(ctx context.Context, o Options) Outcome {
 // DefaultConfigPath is where the config is read from unless told otherwise.
 const DefaultConfigPath = config.DefaultPath
 
-func (r *run) nodeName() string {
-	if r.o.Node != "" {
-		return r.o.Node
+// nodeName is Options.Node, else SLURMD_NODENAME, else the short host name.
+func nodeName(o Options) string {
+	if o.Node != "" {
+		return o.Node
 	}
-	if v, ok := r.o.Lookup("SLURMD_NODENAME"); ok && v != "" {
+	if v, ok := o.Lookup("SLURMD_NODENAME"); ok && v != "" {
 		return v
 	}
 	h, _ := os.Hostname()
@@ -377,15 +378,10 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 		ConfigPath: configPath,
 		Config:     s.File,
 		Env:        env,
-		Timeout: func(name string) time.Duration {
-			if d, ok := s.Prolog.Timeouts[name]; ok {
-				return d
-			}
-			return s.Prolog.CheckTimeout
-		},
-		Budget:  runBudget(time.Until(r.deadline)),
-		Retries: s.Prolog.Retries,
-		Now:     r.o.Now,
+		Timeout:    func(name string) time.Duration { return checkTimeout(s.Prolog, name) },
+		Budget:     runBudget(time.Until(r.deadline)),
+		Retries:    s.Prolog.Retries,
+		Now:        r.o.Now,
 		OnDone: func(res benchmarks.Result) {
 			e := r.log.WithFields(logrus.Fields{"check": res.Check, "status": string(res.Status),
 				"reason": res.Reason, "device": res.Device, "attempts": res.Attempts, "duration": res.Duration.String()})

@@ -8,18 +8,19 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
-// jobDir is vigil's per-job directory.
-func (r *run) jobDir() string {
-	if r.job == nil || r.s.Prolog.RunDir == "" {
+// jobDir is vigil's per-job directory under runDir, "" for none.
+func jobDir(runDir string, job *slurm.Job) string {
+	if job == nil || runDir == "" {
 		return ""
 	}
-	return filepath.Join(r.s.Prolog.RunDir, "jobs", filepath.Base(r.job.ID))
+	return filepath.Join(runDir, "jobs", filepath.Base(job.ID))
 }
 
 func (r *run) cleanJobFiles() {
-	dir := r.jobDir()
+	dir := jobDir(r.s.Prolog.RunDir, r.job)
 	if dir == "" || r.o.DryRun {
 		return
 	}
@@ -53,7 +54,7 @@ func (r *run) record() string {
 			r.log.WithError(err).Error("writing the Prometheus textfile")
 		}
 	}
-	if dir := r.jobDir(); dir != "" && !dry && r.o.Mode == ModeProlog {
+	if dir := jobDir(p.RunDir, r.job); dir != "" && !dry && r.o.Mode == ModeProlog {
 		b, err := r.rep.JSON()
 		if err == nil {
 			if err = os.MkdirAll(dir, 0o755); err == nil {

@@ -167,11 +167,11 @@ func writeState(dir, file string, st recordState) error {
 }
 
 // stateDir is where the record paths of the last valid config are kept.
-func (r *run) stateDir() string {
-	if r.o.StateDir != "" {
-		return r.o.StateDir
+func stateDir(o Options) string {
+	if o.StateDir != "" {
+		return o.StateDir
 	}
-	if v, ok := r.o.Lookup(EnvStateDir); ok && v != "" {
+	if v, ok := o.Lookup(EnvStateDir); ok && v != "" {
 		return v
 	}
 	return DefaultStateDir
@@ -184,7 +184,7 @@ func (r *run) rememberRecordPaths() {
 		return
 	}
 	p := r.s.Prolog
-	_, err := RememberRecordPaths(r.stateDir(), r.s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
+	_, err := RememberRecordPaths(stateDir(r.o), r.s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
 	switch {
 	case errors.Is(err, ErrCorruptState):
 		r.note("record paths: %v", err)
@@ -202,7 +202,7 @@ func (r *run) rememberRecordPaths() {
 // vigil_config_valid 0 reaches the alert: see fallbackTextfileDir.
 func (r *run) useLastRecordPaths() {
 	p := &r.s.Prolog
-	last, err := LastRecordPaths(r.stateDir(), r.s.Path)
+	last, err := LastRecordPaths(stateDir(r.o), r.s.Path)
 	gauge := ""
 	if err != nil && !r.s.textfileExplicit() {
 		// Not p.TextfileDir: a broken [prolog] decodes part way.
@@ -235,7 +235,7 @@ func (r *run) useLastRecordPaths() {
 		r.noteNoRecordPaths(err, gauge)
 		return
 	}
-	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(r.stateDir(), StateFileName))
+	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(stateDir(r.o), StateFileName))
 	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile_dir": p.TextfileDir}).
 		Error("INVALID CONFIG: recording where the last valid config said")
 }

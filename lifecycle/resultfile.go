@@ -130,11 +130,12 @@ func statUID(st *syscall.Stat_t) int {
 	return int(st.Uid)
 }
 
-// resultDir is where this run's result file goes, "" for none.
-func (r *run) resultDir() string {
-	d := r.s.Prolog.ResultDir
+// resultDir is where a run's result file goes ([prolog] result_dir, the
+// job's working directory for "workdir"), "" for none.
+func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
+	d := p.ResultDir
 	if d == config.ResultDirWorkdir {
-		d, _ = r.o.Lookup("SLURM_JOB_WORK_DIR")
+		d, _ = lookup("SLURM_JOB_WORK_DIR")
 	}
 	return d
 }
@@ -145,7 +146,7 @@ func (r *run) writeJobResult() {
 	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid {
 		return
 	}
-	dir := r.resultDir()
+	dir := resultDir(r.s.Prolog, r.o.Lookup)
 	if dir == "" {
 		return
 	}

@@ -127,7 +127,7 @@ func (r *run) notifyUser(ctx context.Context) {
 	d := min(UserNotifyTimeout, max(time.Until(r.deadline), time.Second))
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	m := NewPrologFailure(r.rep, r.job.User, r.resultFile())
+	m := NewPrologFailure(r.rep, r.job.User, resultFile(resultDir(r.s.Prolog, r.o.Lookup), r.job.ID, r.rep.Node))
 	if u.choice.WebhookURL != "" {
 		r.userWebhook(cctx, log, u.choice.WebhookURL, m)
 	}
@@ -136,13 +136,13 @@ func (r *run) notifyUser(ctx context.Context) {
 	}
 }
 
-// resultFile is the path of this node's result file, "" when none is written.
-func (r *run) resultFile() string {
-	dir := r.resultDir()
+// resultFile is the path of node's result file for job in dir, "" when
+// none is written.
+func resultFile(dir, job, node string) string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, JobResultName(r.job.ID, r.rep.Node))
+	return filepath.Join(dir, JobResultName(job, node))
 }
 
 func (r *run) userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure) {
