@@ -9,13 +9,24 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/cmdline"
 )
 
 // CommandName is the vigil-prolog subcommand the SPANK plugin runs on the
 // submit host.
 const CommandName = "policy-check"
 
-// Exit codes of the policy-check command.
+const commandUsage = `usage: vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
+                                [--hang-time DURATION] [--hang-action ACTION]
+                                [--notify LIST] [--webhook URL]
+
+Checks a job's --vigil-* values against the [policy] section of the config
+(default /etc/vigil/vigil.toml; a missing file means the shipped policy).
+vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
+1 refused (the reasons on standard output), 2 bad usage, 3 bad config.
+`
+
+// Exit codes of the policy-check command, as its usage tells them.
 const (
 	// ExitAllowed: every value given is within the policy.
 	ExitAllowed = 0
@@ -29,16 +40,6 @@ const (
 	ExitConfig = 3
 )
 
-const commandUsage = `usage: vigil-prolog policy-check [--config FILE] [--checks LIST] [--timing WHEN]
-                                [--hang-time DURATION] [--hang-action ACTION]
-                                [--notify LIST] [--webhook URL]
-
-Checks a job's --vigil-* values against the [policy] section of the config
-(default /etc/vigil/vigil.toml; a missing file means the shipped policy).
-vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
-1 refused (the reasons on standard output), 2 bad usage, 3 bad config.
-`
-
 // CheckCommand runs `vigil-prolog policy-check`: it checks the values
 // given as flags against the policy of the config file, given the
 // registered checks (reg), prints why a value is refused, and returns the
@@ -46,24 +47,17 @@ vigil's SPANK plugin runs it on the submit host. Exit status: 0 allowed,
 // SPANK plugin leaves all parsing to it. A malformed value is refused
 // even where the config cannot be read: syntax needs no policy.
 func CheckCommand(args []string, stdout, stderr io.Writer, reg Registry) int {
-	fset := flag.NewFlagSet("vigil-prolog "+CommandName, flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	cmd := cmdline.New("vigil-prolog", CommandName, commandUsage)
+	fset := cmd.Flags
 	path := fset.String("config", config.DefaultPath, "config file")
 	vals := map[string]*string{}
 	for _, o := range Options {
 		vals[o] = fset.String(o, "", "--vigil-"+o+" value")
 	}
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, commandUsage)
-			return ExitAllowed
-		}
-		fmt.Fprintf(stderr, "vigil-prolog %s: %v (see vigil-prolog %s --help)\n", CommandName, err, CommandName)
-		return ExitUsage
-	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "vigil-prolog %s: unexpected argument %q (see vigil-prolog %s --help)\n", CommandName, fset.Arg(0), CommandName)
+	switch err := cmd.Parse(args, stdout, stderr, nil); {
+	case errors.Is(err, flag.ErrHelp):
+		return ExitAllowed
+	case err != nil:
 		return ExitUsage
 	}
 	var r Request

@@ -78,16 +78,11 @@ import (
 // DefaultNames are the ACL runtime file names tried.
 var DefaultNames = []string{"libascendcl.so"}
 
-// DefaultDirs are where CANN installs its libraries (the toolkit, the
-// neural-network engine for training nodes, and the driver's runtime).
-var DefaultDirs = []string{
-	"/usr/local/Ascend/ascend-toolkit/latest/lib64",
-	"/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/lib64",
-	"/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/lib64",
-	"/usr/local/Ascend/nnae/latest/lib64",
+// DefaultDirs are where CANN installs its libraries (dl.CANNDirs) and the
+// driver's runtime.
+var DefaultDirs = append(append([]string(nil), dl.CANNDirs...),
 	"/usr/local/Ascend/driver/lib64/driver",
-	"/usr/local/Ascend/driver/lib64/common",
-}
+	"/usr/local/Ascend/driver/lib64/common")
 
 // MemcpyKind is aclrtMemcpyKind (acl_rt.h).
 type MemcpyKind int
@@ -135,10 +130,9 @@ type Lib struct {
 // missing one is an error naming it. aclrtCreateEventWithFlag and
 // aclrtGetSocName are optional.
 func Open(o dl.Options) (*Lib, error) {
-	o.Dirs = append(append([]string(nil), o.Dirs...), DefaultDirs...)
 	l := &Lib{}
 	f := &l.f
-	lib, err := dl.Load(o, DefaultNames, map[string]*unsafe.Pointer{
+	lib, err := dl.Load(o.WithDefaults(nil, DefaultDirs), DefaultNames, map[string]*unsafe.Pointer{
 		"aclInit": &f.init, "aclFinalize": &f.finalize,
 		"aclrtSetDevice": &f.setDevice, "aclrtResetDevice": &f.resetDevice, "aclrtGetDeviceCount": &f.deviceCount,
 		"aclrtCreateContext": &f.createContext, "aclrtDestroyContext": &f.destroyContext, "aclrtSetCurrentContext": &f.setCurrentContext,

@@ -85,14 +85,8 @@ type Ops struct {
 // DefaultDirs searched after the given Dirs). rt supplies
 // aclGetRecentErrMsg for error texts and may be nil.
 func OpenOps(base, api dl.Options, rt *Lib) (*Ops, error) {
-	if len(base.Names) == 0 {
-		base.Names = DefaultNNOpBaseNames
-	}
-	if len(api.Names) == 0 {
-		api.Names = DefaultOpAPINames
-	}
-	base.Dirs = append(append([]string(nil), base.Dirs...), DefaultDirs...)
-	api.Dirs = append(append([]string(nil), api.Dirs...), DefaultDirs...)
+	base = base.WithDefaults(DefaultNNOpBaseNames, DefaultDirs)
+	api = api.WithDefaults(DefaultOpAPINames, DefaultDirs)
 	bl, err := dl.Open(base)
 	if err != nil {
 		return nil, err
@@ -148,7 +142,7 @@ func (o *Ops) CreateTensor(dims []int64, dt DataType, data uint64) (Tensor, erro
 	}
 	t := C.vigil_create_tensor(o.f.createTensor, &s[0], C.uint64_t(n), C.int(dt), &s[n], formatND, C.uint64_t(data))
 	if t == nil {
-		return Tensor{}, &Error{Op: "aclCreateTensor", Code: ErrNNParamInvalid, Msg: "returned NULL"}
+		return Tensor{}, &Error{Op: "aclCreateTensor", Code: ErrNNParamInvalid, Text: "returned NULL"}
 	}
 	return Tensor{t}, nil
 }

@@ -161,17 +161,15 @@ func (l *Lib) check(op string, s C.cublasStatus_t) error {
 	if s == 0 {
 		return nil
 	}
-	return newError(op, Status(s), func(st Status) string {
-		if p := C.vigil_statusString(l.f.getStatusName, C.cublasStatus_t(st)); p != nil {
-			return C.GoString(p)
+	str := func(f unsafe.Pointer) func(Status) string {
+		return func(st Status) string {
+			if p := C.vigil_statusString(f, C.cublasStatus_t(st)); p != nil {
+				return C.GoString(p)
+			}
+			return ""
 		}
-		return ""
-	}, func(st Status) string {
-		if p := C.vigil_statusString(l.f.getStatusString, C.cublasStatus_t(st)); p != nil {
-			return C.GoString(p)
-		}
-		return ""
-	})
+	}
+	return dl.NewError(op, Status(s), str(l.f.getStatusName), str(l.f.getStatusString))
 }
 
 // Handle is a cublasLtHandle_t, bound to the context current when created.

@@ -26,7 +26,7 @@ func TestNewError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := newError("cublasLtMatmul", tt.code, tt.nameFn, tt.textFn)
+			err := dl.NewError("cublasLtMatmul", tt.code, tt.nameFn, tt.textFn)
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -35,7 +35,7 @@ func TestNewError(t *testing.T) {
 			}
 		})
 	}
-	if newError("x", StatusSuccess, nil, nil) != nil {
+	if dl.NewError[Status]("x", StatusSuccess, nil, nil) != nil {
 		t.Error("success is an error")
 	}
 }

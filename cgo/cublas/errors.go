@@ -2,15 +2,18 @@ package cublas
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
 // Status is a cublasStatus_t.
 type Status int
 
-// Status values (cublas_api.h, enum cublasStatus_t).
+// StatusSuccess is CUBLAS_STATUS_SUCCESS.
+const StatusSuccess Status = 0
+
+// Failures (cublas_api.h, enum cublasStatus_t).
 const (
-	StatusSuccess         Status = 0
 	StatusNotInitialized  Status = 1
 	StatusAllocFailed     Status = 3
 	StatusInvalidValue    Status = 7
@@ -22,19 +25,6 @@ const (
 	StatusLicenseError    Status = 16
 )
 
-var statusNames = map[Status]string{
-	StatusSuccess:         "CUBLAS_STATUS_SUCCESS",
-	StatusNotInitialized:  "CUBLAS_STATUS_NOT_INITIALIZED",
-	StatusAllocFailed:     "CUBLAS_STATUS_ALLOC_FAILED",
-	StatusInvalidValue:    "CUBLAS_STATUS_INVALID_VALUE",
-	StatusArchMismatch:    "CUBLAS_STATUS_ARCH_MISMATCH",
-	StatusMappingError:    "CUBLAS_STATUS_MAPPING_ERROR",
-	StatusExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED",
-	StatusInternalError:   "CUBLAS_STATUS_INTERNAL_ERROR",
-	StatusNotSupported:    "CUBLAS_STATUS_NOT_SUPPORTED",
-	StatusLicenseError:    "CUBLAS_STATUS_LICENSE_ERROR",
-}
-
 // ErrNoAlgorithm means the heuristic found no algorithm for a GEMM (for
 // example FP8 on a device older than compute capability 8.9).
 var ErrNoAlgorithm = errors.New("no matmul algorithm")
@@ -43,45 +33,31 @@ var ErrNoAlgorithm = errors.New("no matmul algorithm")
 // ARCH_MISMATCH: the device or library cannot do what was asked.
 var ErrUnsupported = errors.New("unsupported on this device")
 
-// Error is a failed cuBLASLt call.
-type Error struct {
-	// Op is the failed function.
-	Op string
-	// Code is the status.
-	Code Status
-	// Name and Text come from cublasLtGetStatusName/String.
-	Name, Text string
-}
+// Name is the header's name of s, or "cublasStatus(N)".
+func (s Status) Name() string { return codes.Name(s) }
 
-func (e *Error) Error() string {
-	if e.Text != "" && e.Text != e.Name {
-		return fmt.Sprintf("%s: %s (%d): %s", e.Op, e.Name, int(e.Code), e.Text)
-	}
-	return fmt.Sprintf("%s: %s (%d)", e.Op, e.Name, int(e.Code))
-}
+// Matches says whether s is one of the codes of ErrUnsupported.
+func (s Status) Matches(target error) bool { return codes.Matches(s, target) }
 
-// Is matches ErrUnsupported for NOT_SUPPORTED and ARCH_MISMATCH.
-func (e *Error) Is(target error) bool {
-	return target == ErrUnsupported && (e.Code == StatusNotSupported || e.Code == StatusArchMismatch)
-}
+// Error is a failed cuBLASLt call; Name and Text come from
+// cublasLtGetStatusName/String.
+type Error = dl.Error[Status]
 
-func newError(op string, code Status, name, text func(Status) string) error {
-	if code == StatusSuccess {
-		return nil
-	}
-	e := &Error{Op: op, Code: code}
-	if name != nil {
-		e.Name = name(code)
-	}
-	if e.Name == "" {
-		if s, ok := statusNames[code]; ok {
-			e.Name = s
-		} else {
-			e.Name = fmt.Sprintf("cublasStatus(%d)", int(code))
-		}
-	}
-	if text != nil {
-		e.Text = text(code)
-	}
-	return e
+// codes are the header's names of the Status values and the codes of
+// ErrUnsupported.
+var codes = dl.Codes[Status]{
+	Unknown:   "cublasStatus(%d)",
+	Sentinels: map[error][]Status{ErrUnsupported: {StatusNotSupported, StatusArchMismatch}},
+	Names: map[Status]string{
+		StatusSuccess:         "CUBLAS_STATUS_SUCCESS",
+		StatusNotInitialized:  "CUBLAS_STATUS_NOT_INITIALIZED",
+		StatusAllocFailed:     "CUBLAS_STATUS_ALLOC_FAILED",
+		StatusInvalidValue:    "CUBLAS_STATUS_INVALID_VALUE",
+		StatusArchMismatch:    "CUBLAS_STATUS_ARCH_MISMATCH",
+		StatusMappingError:    "CUBLAS_STATUS_MAPPING_ERROR",
+		StatusExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED",
+		StatusInternalError:   "CUBLAS_STATUS_INTERNAL_ERROR",
+		StatusNotSupported:    "CUBLAS_STATUS_NOT_SUPPORTED",
+		StatusLicenseError:    "CUBLAS_STATUS_LICENSE_ERROR",
+	},
 }

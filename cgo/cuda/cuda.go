@@ -260,23 +260,23 @@ func (d *Driver) check(op string, r C.CUresult) error {
 	if r == 0 {
 		return nil
 	}
-	return newError(op, Result(r), d.name, d.text)
+	return dl.NewError(op, Result(r), d.name, d.text)
 }
 
-func (d *Driver) name(r Result) (string, bool) {
+func (d *Driver) name(r Result) string {
 	var s *C.char
 	if C.vigil_cuGetErrorName(d.f.getErrorName, C.CUresult(r), &s) != 0 || s == nil {
-		return "", false
+		return ""
 	}
-	return C.GoString(s), true
+	return C.GoString(s)
 }
 
-func (d *Driver) text(r Result) (string, bool) {
+func (d *Driver) text(r Result) string {
 	var s *C.char
 	if C.vigil_cuGetErrorName(d.f.getErrorString, C.CUresult(r), &s) != 0 || s == nil {
-		return "", false
+		return ""
 	}
-	return C.GoString(s), true
+	return C.GoString(s)
 }
 
 // Version is the driver's CUDA version (12040 for 12.4).

@@ -9,23 +9,23 @@ import (
 )
 
 func TestNewError(t *testing.T) {
-	driverName := func(r Result) (string, bool) {
+	driverName := func(r Result) string {
 		if r == 2 {
-			return "CUDA_ERROR_OUT_OF_MEMORY", true
+			return "CUDA_ERROR_OUT_OF_MEMORY"
 		}
-		return "", false
+		return ""
 	}
-	driverText := func(r Result) (string, bool) {
+	driverText := func(r Result) string {
 		if r == 2 {
-			return "out of memory", true
+			return "out of memory"
 		}
-		return "", false
+		return ""
 	}
 	tests := []struct {
 		name       string
 		code       Result
-		nameFn     func(Result) (string, bool)
-		textFn     func(Result) (string, bool)
+		nameFn     func(Result) string
+		textFn     func(Result) string
 		want       string
 		wantDevice bool
 	}{
@@ -38,7 +38,7 @@ func TestNewError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := newError("cuMemAlloc", tt.code, tt.nameFn, tt.textFn)
+			err := dl.NewError("cuMemAlloc", tt.code, tt.nameFn, tt.textFn)
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -51,7 +51,7 @@ func TestNewError(t *testing.T) {
 			}
 		})
 	}
-	if err := newError("cuInit", Success, nil, nil); err != nil {
+	if err := dl.NewError[Result]("cuInit", Success, nil, nil); err != nil {
 		t.Errorf("success gave %v", err)
 	}
 }

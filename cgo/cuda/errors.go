@@ -2,7 +2,8 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
 // Result is a CUresult, the status code every CUDA driver API call returns.
@@ -29,86 +30,42 @@ const (
 	ErrECCUncorrectable Result = 214 // CUDA_ERROR_ECC_UNCORRECTABLE
 )
 
-// knownNames are used when cuGetErrorName is unavailable or fails.
-var knownNames = map[Result]string{
-	Success:             "CUDA_SUCCESS",
-	ErrInvalidValue:     "CUDA_ERROR_INVALID_VALUE",
-	ErrOutOfMemory:      "CUDA_ERROR_OUT_OF_MEMORY",
-	ErrNotInitialized:   "CUDA_ERROR_NOT_INITIALIZED",
-	ErrDeinitialized:    "CUDA_ERROR_DEINITIALIZED",
-	ErrStubLibrary:      "CUDA_ERROR_STUB_LIBRARY",
-	ErrNoDevice:         "CUDA_ERROR_NO_DEVICE",
-	ErrInvalidDevice:    "CUDA_ERROR_INVALID_DEVICE",
-	ErrInvalidPTX:       "CUDA_ERROR_INVALID_PTX",
-	ErrIllegalAddress:   "CUDA_ERROR_ILLEGAL_ADDRESS",
-	ErrLaunchTimeout:    "CUDA_ERROR_LAUNCH_TIMEOUT",
-	ErrLaunchFailed:     "CUDA_ERROR_LAUNCH_FAILED",
-	ErrNotPermitted:     "CUDA_ERROR_NOT_PERMITTED",
-	ErrNotSupported:     "CUDA_ERROR_NOT_SUPPORTED",
-	ErrUnknown:          "CUDA_ERROR_UNKNOWN",
-	ErrECCUncorrectable: "CUDA_ERROR_ECC_UNCORRECTABLE",
-}
-
 // ErrDevice is wrapped by errors that mean the device itself failed while
 // running work (illegal address, launch failure, uncorrectable ECC): a node
 // fault rather than a setup problem.
 var ErrDevice = errors.New("device fault")
 
-// Error is a failed CUDA driver call.
-type Error struct {
-	// Op is the driver function that failed ("cuMemAlloc").
-	Op string
-	// Code is the CUresult.
-	Code Result
-	// Name is the code's symbolic name (cuGetErrorName).
-	Name string
-	// Text is the driver's description (cuGetErrorString).
-	Text string
-}
+// Name is the header's name of r, or "CUresult(N)".
+func (r Result) Name() string { return codes.Name(r) }
 
-func (e *Error) Error() string {
-	if e.Text != "" {
-		return fmt.Sprintf("%s: %s (%d): %s", e.Op, e.Name, int(e.Code), e.Text)
-	}
-	return fmt.Sprintf("%s: %s (%d)", e.Op, e.Name, int(e.Code))
-}
+// Matches says whether r is one of the codes of ErrDevice.
+func (r Result) Matches(target error) bool { return codes.Matches(r, target) }
 
-// Is matches ErrDevice for codes that mean the device failed.
-func (e *Error) Is(target error) bool {
-	if target != ErrDevice {
-		return false
-	}
-	switch e.Code {
-	case ErrIllegalAddress, ErrLaunchTimeout, ErrLaunchFailed, ErrECCUncorrectable:
-		return true
-	}
-	return false
-}
+// Error is a failed CUDA driver call; Name and Text are cuGetErrorName's
+// and cuGetErrorString's.
+type Error = dl.Error[Result]
 
-// newError builds an Error; name and text look the code up in the driver
-// and may be nil or fail (return ok false), in which case a built-in table
-// is used.
-func newError(op string, code Result, name, text func(Result) (string, bool)) error {
-	if code == Success {
-		return nil
-	}
-	e := &Error{Op: op, Code: code}
-	if name != nil {
-		if s, ok := name(code); ok {
-			e.Name = s
-		}
-	}
-	if e.Name == "" {
-		if s, ok := knownNames[code]; ok {
-			e.Name = s
-		} else {
-			e.Name = fmt.Sprintf("CUresult(%d)", int(code))
-		}
-	}
-	if text != nil {
-		if s, ok := text(code); ok {
-			e.Text = s
-		}
-	}
-	return e
+// codes' Names are used when cuGetErrorName is unavailable or fails (as it
+// does in the stub library).
+var codes = dl.Codes[Result]{
+	Unknown:   "CUresult(%d)",
+	Sentinels: map[error][]Result{ErrDevice: {ErrIllegalAddress, ErrLaunchTimeout, ErrLaunchFailed, ErrECCUncorrectable}},
+	Names: map[Result]string{
+		Success:             "CUDA_SUCCESS",
+		ErrInvalidValue:     "CUDA_ERROR_INVALID_VALUE",
+		ErrOutOfMemory:      "CUDA_ERROR_OUT_OF_MEMORY",
+		ErrNotInitialized:   "CUDA_ERROR_NOT_INITIALIZED",
+		ErrDeinitialized:    "CUDA_ERROR_DEINITIALIZED",
+		ErrStubLibrary:      "CUDA_ERROR_STUB_LIBRARY",
+		ErrNoDevice:         "CUDA_ERROR_NO_DEVICE",
+		ErrInvalidDevice:    "CUDA_ERROR_INVALID_DEVICE",
+		ErrInvalidPTX:       "CUDA_ERROR_INVALID_PTX",
+		ErrIllegalAddress:   "CUDA_ERROR_ILLEGAL_ADDRESS",
+		ErrLaunchTimeout:    "CUDA_ERROR_LAUNCH_TIMEOUT",
+		ErrLaunchFailed:     "CUDA_ERROR_LAUNCH_FAILED",
+		ErrNotPermitted:     "CUDA_ERROR_NOT_PERMITTED",
+		ErrNotSupported:     "CUDA_ERROR_NOT_SUPPORTED",
+		ErrUnknown:          "CUDA_ERROR_UNKNOWN",
+		ErrECCUncorrectable: "CUDA_ERROR_ECC_UNCORRECTABLE",
+	},
 }

@@ -326,11 +326,7 @@ var _ Interface = (*Lib)(nil)
 // are required; the other functions are looked up too, and one the driver
 // lacks makes only its own method fail (with an error wrapping dl.ErrSymbol).
 func Open(o dl.Options) (*Lib, error) {
-	if len(o.Names) == 0 {
-		o.Names = DefaultNames
-	}
-	o.Dirs = append(append([]string(nil), o.Dirs...), DefaultDirs...)
-	lib, err := dl.Open(o)
+	lib, err := dl.Open(o.WithDefaults(DefaultNames, DefaultDirs))
 	if err != nil {
 		return nil, err
 	}

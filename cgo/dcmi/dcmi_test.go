@@ -38,7 +38,7 @@ func TestOpenWrongLibrary(t *testing.T) {
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name        string
-		code        int
+		code        Code
 		want        string
 		unsupported bool
 		noDevice    bool
@@ -51,7 +51,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := check("dcmi_get_device_health", tt.code)
+			err := check("dcmi_get_device_health", int(tt.code))
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -67,7 +67,7 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if check("x", OK) != nil {
+	if check("x", int(OK)) != nil {
 		t.Error("DCMI_OK is an error")
 	}
 }

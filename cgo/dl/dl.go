@@ -93,6 +93,16 @@ type Options struct {
 	Dirs []string
 }
 
+// WithDefaults is o with names when o has none, and with dirs searched
+// after o's own Dirs. o itself is not changed.
+func (o Options) WithDefaults(names, dirs []string) Options {
+	if len(o.Names) == 0 {
+		o.Names = names
+	}
+	o.Dirs = append(append([]string(nil), o.Dirs...), dirs...)
+	return o
+}
+
 // Candidates lists, in order, what Open hands to dlopen: each name joined
 // with each directory, then each bare name (the loader's own search).
 // Absolute names are tried as they are, once.
@@ -177,10 +187,7 @@ func dlerror() string {
 // up every symbol of table (Syms), closing it again when one is missing:
 // the start of every binding's Open.
 func Load(o Options, names []string, table map[string]*unsafe.Pointer) (*Library, error) {
-	if len(o.Names) == 0 {
-		o.Names = names
-	}
-	lib, err := Open(o)
+	lib, err := Open(o.WithDefaults(names, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,15 @@ var DefaultDirs = []string{
 	"/usr/lib64",
 }
 
+// CANNDirs are where Huawei's CANN installs its libraries: the toolkit, for
+// each architecture, and the neural-network engine of training nodes.
+var CANNDirs = []string{
+	"/usr/local/Ascend/ascend-toolkit/latest/lib64",
+	"/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/lib64",
+	"/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/lib64",
+	"/usr/local/Ascend/nnae/latest/lib64",
+}
+
 // PythonDirs returns the library directories that pip wheels of the NVIDIA
 // libraries install under Python site-packages below each prefix, for
 // example PREFIX/lib/python3.11/site-packages/nvidia/cublas/lib. Prefixes are

@@ -53,12 +53,7 @@ import (
 var DefaultNames = []string{"libhccl.so"}
 
 // DefaultDirs are where CANN installs libhccl.so.
-var DefaultDirs = []string{
-	"/usr/local/Ascend/ascend-toolkit/latest/lib64",
-	"/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/lib64",
-	"/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/lib64",
-	"/usr/local/Ascend/nnae/latest/lib64",
-}
+var DefaultDirs = dl.CANNDirs
 
 // DataType is HcclDataType (hccl_types.h).
 type DataType int
@@ -107,10 +102,9 @@ type Lib struct {
 // searched after o.Dirs). HcclAlltoAll is optional (AllToAll reports it
 // missing); everything else vigil calls is required.
 func Open(o dl.Options) (*Lib, error) {
-	o.Dirs = append(append([]string(nil), o.Dirs...), DefaultDirs...)
 	l := &Lib{}
 	f := &l.f
-	lib, err := dl.Load(o, DefaultNames, map[string]*unsafe.Pointer{
+	lib, err := dl.Load(o.WithDefaults(nil, DefaultDirs), DefaultNames, map[string]*unsafe.Pointer{
 		"HcclGetErrorString": &f.errString, "HcclGetRootInfo": &f.rootInfo,
 		"HcclCommInitRootInfo": &f.initRoot, "HcclCommInitAll": &f.initAll, "HcclCommDestroy": &f.destroy,
 		"HcclAllReduce": &f.allReduce, "HcclAllGather": &f.allGather,
@@ -130,7 +124,7 @@ func (l *Lib) Path() string { return l.lib.Path }
 func (l *Lib) Close() error { return l.lib.Close() }
 
 func (l *Lib) check(op string, r C.HcclResult) error {
-	return newError(op, Result(r), func(res Result) string {
+	return dl.NewError(op, Result(r), nil, func(res Result) string {
 		if p := C.vigil_hccl_err(l.f.errString, C.HcclResult(res)); p != nil {
 			return C.GoString(p)
 		}

@@ -23,7 +23,7 @@ func TestNewError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := newError("HcclAllReduce", tt.code, tt.text)
+			err := dl.NewError("HcclAllReduce", tt.code, nil, tt.text)
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -32,7 +32,7 @@ func TestNewError(t *testing.T) {
 			}
 		})
 	}
-	if newError("x", Success, nil) != nil {
+	if dl.NewError[Result]("x", Success, nil, nil) != nil {
 		t.Error("success is an error")
 	}
 }

@@ -70,27 +70,27 @@ const MaxPayload = 1 << 20
 // Code is a munge_err_t.
 type Code int
 
-// munge_err_t values (munge.h, enum munge_err).
+// munge_err_t values (munge.h, enum munge_err), in the header's order.
 const (
-	Success             Code = 0  // EMUNGE_SUCCESS
-	ErrSnafu            Code = 1  // EMUNGE_SNAFU
-	ErrBadArg           Code = 2  // EMUNGE_BAD_ARG
-	ErrBadLength        Code = 3  // EMUNGE_BAD_LENGTH
-	ErrOverflow         Code = 4  // EMUNGE_OVERFLOW
-	ErrNoMemory         Code = 5  // EMUNGE_NO_MEMORY
-	ErrSocket           Code = 6  // EMUNGE_SOCKET
-	ErrTimeout          Code = 7  // EMUNGE_TIMEOUT
-	ErrBadCred          Code = 8  // EMUNGE_BAD_CRED
-	ErrBadVersion       Code = 9  // EMUNGE_BAD_VERSION
-	ErrBadCipher        Code = 10 // EMUNGE_BAD_CIPHER
-	ErrBadMAC           Code = 11 // EMUNGE_BAD_MAC
-	ErrBadZip           Code = 12 // EMUNGE_BAD_ZIP
-	ErrBadRealm         Code = 13 // EMUNGE_BAD_REALM
-	ErrCredInvalid      Code = 14 // EMUNGE_CRED_INVALID
-	ErrCredExpired      Code = 15 // EMUNGE_CRED_EXPIRED
-	ErrCredRewound      Code = 16 // EMUNGE_CRED_REWOUND
-	ErrCredReplayed     Code = 17 // EMUNGE_CRED_REPLAYED
-	ErrCredUnauthorized Code = 18 // EMUNGE_CRED_UNAUTHORIZED
+	Success             Code = iota // EMUNGE_SUCCESS
+	ErrSnafu                        // EMUNGE_SNAFU
+	ErrBadArg                       // EMUNGE_BAD_ARG
+	ErrBadLength                    // EMUNGE_BAD_LENGTH
+	ErrOverflow                     // EMUNGE_OVERFLOW
+	ErrNoMemory                     // EMUNGE_NO_MEMORY
+	ErrSocket                       // EMUNGE_SOCKET
+	ErrTimeout                      // EMUNGE_TIMEOUT
+	ErrBadCred                      // EMUNGE_BAD_CRED
+	ErrBadVersion                   // EMUNGE_BAD_VERSION
+	ErrBadCipher                    // EMUNGE_BAD_CIPHER
+	ErrBadMAC                       // EMUNGE_BAD_MAC
+	ErrBadZip                       // EMUNGE_BAD_ZIP
+	ErrBadRealm                     // EMUNGE_BAD_REALM
+	ErrCredInvalid                  // EMUNGE_CRED_INVALID
+	ErrCredExpired                  // EMUNGE_CRED_EXPIRED
+	ErrCredRewound                  // EMUNGE_CRED_REWOUND
+	ErrCredReplayed                 // EMUNGE_CRED_REPLAYED
+	ErrCredUnauthorized             // EMUNGE_CRED_UNAUTHORIZED
 )
 
 // ErrCredential is wrapped by errors that say a credential was presented

@@ -1,62 +1,43 @@
 package nccl
 
-import "fmt"
+import "github.com/vigil-hpc/vigil/cgo/dl"
 
 // Result is an ncclResult_t.
 type Result int
 
-// Result values (nccl.h, enum ncclResult_t).
+// Result values (nccl.h, enum ncclResult_t), in the header's order.
 const (
-	Success            Result = 0
-	UnhandledCudaError Result = 1
-	SystemError        Result = 2
-	InternalError      Result = 3
-	InvalidArgument    Result = 4
-	InvalidUsage       Result = 5
-	RemoteError        Result = 6
-	InProgress         Result = 7
+	Success Result = iota
+	UnhandledCudaError
+	SystemError
+	InternalError
+	InvalidArgument
+	InvalidUsage
+	RemoteError
+	InProgress
 )
 
-var resultNames = map[Result]string{
-	Success:            "ncclSuccess",
-	UnhandledCudaError: "ncclUnhandledCudaError",
-	SystemError:        "ncclSystemError",
-	InternalError:      "ncclInternalError",
-	InvalidArgument:    "ncclInvalidArgument",
-	InvalidUsage:       "ncclInvalidUsage",
-	RemoteError:        "ncclRemoteError",
-	InProgress:         "ncclInProgress",
-}
+// Name is the header's name of r, or "ncclResult(N)".
+func (r Result) Name() string { return codes.Name(r) }
 
-// Error is a failed NCCL call.
-type Error struct {
-	// Op is the failed function.
-	Op string
-	// Code is the result.
-	Code Result
-	// Name is the enum name; Text is ncclGetErrorString's description.
-	Name, Text string
-}
+// Matches is false: no NCCL result stands for a sentinel; callers look at
+// the Code (errors.As).
+func (Result) Matches(error) bool { return false }
 
-func (e *Error) Error() string {
-	if e.Text != "" {
-		return fmt.Sprintf("%s: %s (%d): %s", e.Op, e.Name, int(e.Code), e.Text)
-	}
-	return fmt.Sprintf("%s: %s (%d)", e.Op, e.Name, int(e.Code))
-}
+// Error is a failed NCCL call; Text is ncclGetErrorString's description.
+type Error = dl.Error[Result]
 
-func newError(op string, code Result, text func(Result) string) error {
-	if code == Success {
-		return nil
-	}
-	e := &Error{Op: op, Code: code}
-	if s, ok := resultNames[code]; ok {
-		e.Name = s
-	} else {
-		e.Name = fmt.Sprintf("ncclResult(%d)", int(code))
-	}
-	if text != nil {
-		e.Text = text(code)
-	}
-	return e
+// codes are the header's names of the Result values.
+var codes = dl.Codes[Result]{
+	Unknown: "ncclResult(%d)",
+	Names: map[Result]string{
+		Success:            "ncclSuccess",
+		UnhandledCudaError: "ncclUnhandledCudaError",
+		SystemError:        "ncclSystemError",
+		InternalError:      "ncclInternalError",
+		InvalidArgument:    "ncclInvalidArgument",
+		InvalidUsage:       "ncclInvalidUsage",
+		RemoteError:        "ncclRemoteError",
+		InProgress:         "ncclInProgress",
+	},
 }

@@ -133,7 +133,7 @@ func (l *Lib) check(op string, r C.ncclResult_t) error {
 	if r == 0 {
 		return nil
 	}
-	return newError(op, Result(r), func(res Result) string {
+	return dl.NewError(op, Result(r), nil, func(res Result) string {
 		if p := C.vigil_getErrorString(l.f.getErrorString, C.ncclResult_t(res)); p != nil {
 			return C.GoString(p)
 		}

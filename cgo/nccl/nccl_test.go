@@ -21,7 +21,7 @@ func TestNewError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := newError("ncclAllReduce", tt.code, tt.text)
+			err := dl.NewError("ncclAllReduce", tt.code, nil, tt.text)
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -31,7 +31,7 @@ func TestNewError(t *testing.T) {
 			}
 		})
 	}
-	if newError("x", Success, nil) != nil {
+	if dl.NewError[Result]("x", Success, nil, nil) != nil {
 		t.Error("success is an error")
 	}
 }

@@ -120,23 +120,12 @@ func (d *decoder) ioCounters(c *IO) error {
 	if d.null() {
 		return nil
 	}
-	return d.object(func(k []byte) error {
-		var err error
-		switch string(k) {
-		case "rchar":
-			c.RChar, err = d.uint()
-		case "wchar":
-			c.WChar, err = d.uint()
-		case "read_bytes":
-			c.ReadBytes, err = d.uint()
-		case "write_bytes":
-			c.WriteBytes, err = d.uint()
-		default:
-			err = d.skip()
-		}
-		return err
-	})
+	return d.uints(ioKeys[:], &c.RChar, &c.WChar, &c.ReadBytes, &c.WriteBytes)
 }
+
+// ioKeys are the keys of the "io" object, in the order ioCounters gives
+// its fields.
+var ioKeys = [...]string{"rchar", "wchar", "read_bytes", "write_bytes"}
 
 // accels decodes the "accel" array into s.Accel: nil when empty, else a
 // slice of its own. The readings are gathered in the Reader's scratch
@@ -204,7 +193,7 @@ func (d *decoder) cgroupIO(s *Sample) error {
 	}
 	c := new(CgroupIO)
 	s.CgroupIO = c
-	return d.uintPair("rbytes", &c.ReadBytes, "wbytes", &c.WriteBytes)
+	return d.uints(cgroupIOKeys[:], &c.ReadBytes, &c.WriteBytes)
 }
 
 // ioPressure decodes the "io_pressure" object into a new s.IOPressure (null
@@ -215,23 +204,28 @@ func (d *decoder) ioPressure(s *Sample) error {
 	}
 	p := new(Pressure)
 	s.IOPressure = p
-	return d.uintPair("some_usec", &p.SomeUsec, "full_usec", &p.FullUsec)
+	return d.uints(pressureKeys[:], &p.SomeUsec, &p.FullUsec)
 }
 
-// uintPair decodes an object whose keys ka and kb hold unsigned integers
-// into a and b; other keys are skipped.
-func (d *decoder) uintPair(ka string, a *uint64, kb string, b *uint64) error {
+// The keys of the "cgroup_io" and "io_pressure" objects, in the order of
+// their fields.
+var (
+	cgroupIOKeys = [...]string{"rbytes", "wbytes"}
+	pressureKeys = [...]string{"some_usec", "full_usec"}
+)
+
+// uints decodes an object whose keys hold unsigned integers: the value of
+// keys[i] into vals[i]. Other keys are skipped.
+func (d *decoder) uints(keys []string, vals ...*uint64) error {
 	return d.object(func(k []byte) error {
-		var err error
-		switch string(k) {
-		case ka:
-			*a, err = d.uint()
-		case kb:
-			*b, err = d.uint()
-		default:
-			err = d.skip()
+		for i, key := range keys {
+			if string(k) == key {
+				var err error
+				*vals[i], err = d.uint()
+				return err
+			}
 		}
-		return err
+		return d.skip()
 	})
 }
 
