@@ -80,6 +80,13 @@ var sharedDCMI = &dcmiLibrary{open: func(o dl.Options) (dcmi.Interface, error) {
 // DCMI calls go to the driver and can hang on a sick device).
 type dcmiCheck struct{ lib *dcmiLibrary }
 
+// npuFact returns d as a DCMI check's descriptor: a health fact of Ascend
+// NPUs, isolated, in the default suite.
+func npuFact(d benchmarks.Descriptor) benchmarks.Descriptor {
+	d.Kind, d.Vendor, d.Isolated, d.Default = benchmarks.KindHealth, benchmarks.VendorAscend, true, true
+	return d
+}
+
 func (dcmiCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (dcmiCheck) Isolated() bool        { return true }
 

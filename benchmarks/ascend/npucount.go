@@ -40,33 +40,29 @@ type npuCount struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuCount{dcmiCheck{sharedDCMI}}) }
 
-func (*npuCount) Name() string { return "npu-count" }
-
-// Description says what the check does, for --list-checks.
-func (*npuCount) Description() string {
-	return "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus"
+// Spec describes the check.
+func (*npuCount) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-count",
+		Description: "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus",
+		Settings:    func() any { return defaultNpuCountSettings() },
+		Reasons: append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
+			dcmiReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuCount) Reasons() []string {
-	return append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
-		dcmiReasons()...)
-}
-
-// Defaults returns the shipped settings.
-func (*npuCount) Defaults() any {
+// defaultNpuCountSettings returns the shipped settings of [checks.npu-count].
+func defaultNpuCountSettings() *NPUCountSettings {
 	return &NPUCountSettings{Sysfs: "/sys"}
 }
 
 func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPUCountSettings)
+	s := defaultNpuCountSettings()
 	if err := devcheck.Decode(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
 	if err := s.Validate(); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	t := newTally(c.Name())
+	t := newTally(c.Spec().Name)
 	onBus, busErr := ascendOnBus(s.Sysfs)
 	if busErr != nil {
 		t.Unknown("", ReasonSysfsUnreadable, "%v", busErr)
@@ -74,7 +70,7 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 		t.Value("", "pci_npus", float64(len(onBus)), "count", nil, "", benchmarks.StatusPass)
 	}
 	expected := s.Expected
-	libs, res := dcmiLibraries(c.Name(), env)
+	libs, res := dcmiLibraries(c.Spec().Name, env)
 	if res != nil {
 		return *res
 	}
@@ -181,7 +177,7 @@ func (c *npuCount) noDCMI(t *tally, err error, expected int, onBus []string) ben
 		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "NPU"), err, busNote)
 		return t.Result("")
 	}
-	r := dcmiUnavailable(c.Name(), err)
+	r := dcmiUnavailable(c.Spec().Name, err)
 	r.Message += busNote
 	r.Values = t.Values
 	return r

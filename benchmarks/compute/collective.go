@@ -41,7 +41,7 @@ func newCollCheck(name string, op CollOp, concurrent int, thresholds Thresholds,
 		desc = fmt.Sprintf("%d NCCL all-reduces at once, each on its own communicator: aggregate bus bandwidth", concurrent)
 	}
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
-		Spec: spec[CollectiveSettings](name, desc, func() CollectiveSettings {
+		Common: spec[CollectiveSettings](name, desc, func() CollectiveSettings {
 			return CollectiveSettings{
 				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
 				Concurrent:         concurrent,

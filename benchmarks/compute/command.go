@@ -154,58 +154,44 @@ type commandCheck struct{}
 
 func init() { benchmarks.Register(commandCheck{}) }
 
-func (commandCheck) Name() string          { return "command" }
-func (commandCheck) Kind() benchmarks.Kind { return benchmarks.KindPerf }
-func (commandCheck) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (commandCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-
-// Description says what the check does, for --list-checks.
-func (commandCheck) Description() string {
-	return "an admin-configured command; its JSON output is held against thresholds"
+// Spec describes the check: off by default, it runs only when [prolog]
+// checks names it.
+func (commandCheck) Spec() benchmarks.Descriptor {
+	return benchmarks.Descriptor{Name: "command", Kind: benchmarks.KindPerf, Vendor: benchmarks.VendorNone, Isolated: true,
+		Description: "an admin-configured command; its JSON output is held against thresholds",
+		Settings:    func() any { s := DefaultCommandSettings(); return &s },
+		Reasons: []string{ReasonCommandNotConfigured, ReasonCommandNotStarted, ReasonCommandFailed, ReasonCommandTimedOut,
+			ReasonCommandBadOutput, ReasonCommandValueMissing, ReasonCommandBelowThreshold, ReasonCommandAboveThreshold}}
 }
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (commandCheck) Reasons() []string {
-	return []string{ReasonCommandNotConfigured, ReasonCommandNotStarted, ReasonCommandFailed, ReasonCommandTimedOut,
-		ReasonCommandBadOutput, ReasonCommandValueMissing, ReasonCommandBelowThreshold, ReasonCommandAboveThreshold}
-}
-
-// OffByDefault: the check runs only when [prolog] checks names it.
-func (commandCheck) OffByDefault() bool { return true }
-
-// Defaults returns the shipped settings.
-func (commandCheck) Defaults() any { s := DefaultCommandSettings(); return &s }
 
 func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCommandSettings()
 	if err := devcheck.Decode(env, &s); err != nil {
-		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
+		return unknown(c.Spec().Name, ReasonInvalidSettings, "%v", err)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
-		return unknown(c.Name(), ReasonCommandNotConfigured, "no command set in [checks.command]")
+		return unknown(c.Spec().Name, ReasonCommandNotConfigured, "no command set in [checks.command]")
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Name(), ReasonInvalidSettings, "%v", err)
+		return unknown(c.Spec().Name, ReasonInvalidSettings, "%v", err)
 	}
 	stdout, stderr, err := runCommand(ctx, s, vigilEnv(env))
 	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusFail, Reason: ReasonCommandTimedOut,
+		return benchmarks.Result{Check: c.Spec().Name, Status: benchmarks.StatusFail, Reason: ReasonCommandTimedOut,
 			Message: fmt.Sprintf("%s did not finish within %v%s", s.Command[0], s.Timeout, tail(stderr))}
 	case errors.As(err, &exitErr):
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusFail, Reason: ReasonCommandFailed,
+		return benchmarks.Result{Check: c.Spec().Name, Status: benchmarks.StatusFail, Reason: ReasonCommandFailed,
 			Message: fmt.Sprintf("%s: %v%s", s.Command[0], err, tail(stderr))}
 	case err != nil:
-		return unknown(c.Name(), ReasonCommandNotStarted, "%v", err)
+		return unknown(c.Spec().Name, ReasonCommandNotStarted, "%v", err)
 	}
 	co, err := parseCommandOutput(stdout)
 	if err != nil {
-		return unknown(c.Name(), ReasonCommandBadOutput, "%s: output is not vigil's JSON: %v", s.Command[0], err)
+		return unknown(c.Spec().Name, ReasonCommandBadOutput, "%s: output is not vigil's JSON: %v", s.Command[0], err)
 	}
-	return evaluateCommand(c.Name(), s, co)
+	return evaluateCommand(c.Spec().Name, s, co)
 }
 
 // evaluateCommand turns parsed output into a Result.

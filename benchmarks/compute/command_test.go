@@ -67,7 +67,7 @@ func TestCommandNotConfigured(t *testing.T) {
 	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonCommandNotConfigured {
 		t.Errorf("%+v", r)
 	}
-	if !(commandCheck{}).OffByDefault() {
+	if (commandCheck{}).Spec().Default {
 		t.Error("the command check must be off unless configured")
 	}
 	r = commandCheck{}.Run(context.Background(), envWith(t, "command", "[checks.command]\ncommand = [\"/nonexistent/vigil-bench\"]\n"))

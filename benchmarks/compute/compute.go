@@ -67,8 +67,8 @@ var nvidia = &device.Vendor{
 
 // spec declares a CUDA check of settings S over the devices open opens
 // with the libraries of [vendor.nvidia], with its shipped thresholds base.
-func spec[S any](name, description string, defaults func() S, base Thresholds, open Opener) device.Spec[S] {
-	return device.Spec[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
+func spec[S any](name, description string, defaults func() S, base Thresholds, open Opener) device.Common[S] {
+	return device.Common[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
 		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
 			libs, err := libraries(env)
 			if err != nil {

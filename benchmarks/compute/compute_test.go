@@ -240,7 +240,7 @@ func TestChecksWithoutCUDA(t *testing.T) {
 			if !ok {
 				t.Fatalf("check %s is not registered", name)
 			}
-			if !c.Isolated() {
+			if !c.Spec().Isolated {
 				t.Error("compute checks call into the GPU and must run isolated")
 			}
 			env := envWith(t, name, "[checks."+name+"]\n"+settings)
@@ -290,12 +290,12 @@ func TestBadSettingsAreUnknown(t *testing.T) {
 func TestDefaultsAreValid(t *testing.T) {
 	for _, name := range []string{"gemm", "kernel-launch", "copy", "allreduce", "allgather", "alltoall", "multi-allreduce", "overlap", "command"} {
 		c, _ := benchmarks.Lookup(name)
-		d, ok := c.(benchmarks.Defaulter)
-		if !ok {
-			t.Errorf("%s has no Defaults", name)
+		d := c.Spec().Settings
+		if d == nil {
+			t.Errorf("%s has no Settings", name)
 			continue
 		}
-		if d.Defaults() == nil {
+		if d() == nil {
 			t.Errorf("%s: nil defaults", name)
 		}
 	}

@@ -33,7 +33,7 @@ func DefaultCopySettings() CopySettings {
 // newCopyCheck is the copy check over the GPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
 	return device.NewCopy(device.CopySpec{
-		Spec:        spec[CopySettings]("copy", "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)", DefaultCopySettings, copyThresholds, open),
+		Common:      spec[CopySettings]("copy", "host-device and device-device copy bandwidth per GPU, bytes verified (CUDA)", DefaultCopySettings, copyThresholds, open),
 		WrongResult: ReasonCopyWrongResult,
 		Slow:        devcheck.Tokens{Limit: "CopyBandwidthBelowThreshold", Peers: "CopyBandwidthBelowPeers"},
 		RuntimeNote: "libcuda %s",

@@ -63,7 +63,7 @@ func (s *GEMMSettings) Validate() error {
 // throughput with cuBLASLt, products verified.
 func newGEMMCheck(open Opener) benchmarks.Check {
 	return device.NewGEMM(device.GEMMSpec[GEMMSettings]{
-		Spec:        spec[GEMMSettings]("gemm", "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified", DefaultGEMMSettings, gemmThresholds, open),
+		Common:      spec[GEMMSettings]("gemm", "dense GEMM TFLOPS per GPU and dtype (cuBLASLt), products verified", DefaultGEMMSettings, gemmThresholds, open),
 		GEMM:        func(s *GEMMSettings) *device.GEMMSettings { return &s.GEMMSettings },
 		CrossCheck:  func(s *GEMMSettings) bool { return s.CrossCheck },
 		Op:          "GEMM",

@@ -37,7 +37,7 @@ func DefaultLaunchSettings() LaunchSettings {
 // an empty kernel's launch latency per device and a verified fill kernel.
 func newLaunchCheck(open Opener) benchmarks.Check {
 	return device.NewLaunch(device.LaunchSpec{
-		Spec: spec[LaunchSettings]("kernel-launch", "empty-kernel launch latency and a verified fill kernel (CUDA)",
+		Common: spec[LaunchSettings]("kernel-launch", "empty-kernel launch latency and a verified fill kernel (CUDA)",
 			DefaultLaunchSettings, launchThresholds, open),
 		WrongResult: ReasonKernelWrongResult,
 		Slow:        devcheck.Tokens{Limit: "LaunchLatencyAboveThreshold", Peers: "LaunchLatencyAbovePeers"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -69,22 +70,19 @@ type multinode struct {
 	open Opener
 }
 
-var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckName: MultinodeName, CheckVendor: benchmarks.VendorNVIDIA,
-	Desc: "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified"}, open: OpenCUDA}
+var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(benchmarks.Descriptor{
+	Name: MultinodeName, Vendor: benchmarks.VendorNVIDIA,
+	Description: "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified",
+	Settings:    func() any { return defaultMultinodeSettings() },
+	// Its own reasons, the vendor's and the cross-node phase's.
+	Reasons: slices.Concat([]string{ReasonNCCLError}, device.MultinodeReasons(), nvidia.Reasons, crossnet.PhaseReasons()),
+}), open: OpenCUDA}
 
 func init() { benchmarks.Register(shippedMultinode) }
 
-// Reasons are the reason tokens the check gives, for --list-checks: its
-// own, CUDA's and the cross-node phase's.
-func (*multinode) Reasons() []string {
-	out := append([]string{ReasonNCCLError}, device.MultinodeReasons()...)
-	out = append(out, nvidia.Reasons...)
-	return append(out, crossnet.PhaseReasons()...)
-}
-
-// Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
-// 5 untimed, verified on 1 MiB.
-func (*multinode) Defaults() any {
+// defaultMultinodeSettings returns the shipped settings: 256 MiB per rank,
+// 20 timed after 5 untimed, verified on 1 MiB.
+func defaultMultinodeSettings() *MultinodeSettings {
 	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
@@ -93,7 +91,7 @@ func (*multinode) Defaults() any {
 // settings decodes and validates the check's settings and its vendor's
 // libraries.
 func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
-	s := c.Defaults().(*MultinodeSettings)
+	s := defaultMultinodeSettings()
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
 		return nil, Libraries{}, err
 	}
@@ -124,12 +122,12 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *benchmarks.Result) {
 	_, libs, err := c.settings(env)
 	if err != nil {
-		r := unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
+		r := unknown(MultinodeName, ReasonInvalidSettings, "settings of [checks.%s]: %v", MultinodeName, err)
 		return nil, &r
 	}
 	node, err := openNode(ctx, c.open, libs, nil)
 	if err != nil {
-		r := classify(c.Name(), err)
+		r := classify(MultinodeName, err)
 		return nil, &r
 	}
 	defer node.Close()
@@ -138,7 +136,7 @@ func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *b
 		idx = append(idx, d.Index)
 	}
 	if len(idx) == 0 {
-		r := unknown(c.Name(), ReasonNoDevices, "the driver shows no GPU")
+		r := unknown(MultinodeName, ReasonNoDevices, "the driver shows no GPU")
 		return nil, &r
 	}
 	return idx, nil
@@ -159,7 +157,7 @@ func (c *multinode) Setup(env *benchmarks.Env) ([]byte, error) {
 func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result {
 	var id UniqueID
 	if len(setup) != len(id) {
-		return unknown(c.Name(), ReasonInvalidRole, "communicator id of %d bytes, want %d", len(setup), len(id))
+		return unknown(MultinodeName, ReasonInvalidRole, "communicator id of %d bytes, want %d", len(setup), len(id))
 	}
 	copy(id[:], setup)
 	return c.run(ctx, env, MultinodeRole{ID: id, NRanks: total, FirstRank: first})
@@ -208,17 +206,17 @@ func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
 	s, libs, err := c.settings(env)
 	if err != nil {
-		return unknown(c.Name(), ReasonInvalidSettings, "settings of [checks.%s]: %v", c.Name(), err)
+		return unknown(MultinodeName, ReasonInvalidSettings, "settings of [checks.%s]: %v", MultinodeName, err)
 	}
 	node, err := openNode(ctx, c.open, libs, devcheck.EnvDevices(env))
 	if err != nil {
-		r := classify(c.Name(), err)
+		r := classify(MultinodeName, err)
 		return r
 	}
 	defer node.Close()
 	mn, ok := node.(multinodeNode)
 	if !ok {
-		return unknown(c.Name(), ReasonCheckerError, "this node cannot join a communicator across nodes")
+		return unknown(MultinodeName, ReasonCheckerError, "this node cannot join a communicator across nodes")
 	}
 	devs := node.Devices()
 	idx := make([]int, len(devs))
@@ -226,7 +224,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 		idx[i] = d.Index
 	}
 	if msg := role.check(len(idx)); msg != "" {
-		return unknown(c.Name(), ReasonInvalidRole, "%s", msg)
+		return unknown(MultinodeName, ReasonInvalidRole, "%s", msg)
 	}
 	vcount := max(1, min(s.VerifyBytes, s.Bytes)/4)
 	var phase atomic.Value
@@ -242,7 +240,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	if err != nil {
 		return c.failed(err, phase.Load().(string), role)
 	}
-	t := &devcheck.Tally{Check: c.Name()}
+	t := &devcheck.Tally{Check: MultinodeName}
 	if msg := verifyMultinode(out.Outputs, role, idx); msg != "" {
 		t.Fail("", ReasonCollectiveWrongResult, "%s", msg)
 		return t.Result("")
@@ -273,12 +271,12 @@ func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmar
 	var ne *nccl.Error
 	switch {
 	case errors.Is(err, ErrHung):
-		return unknown(c.Name(), ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
+		return unknown(MultinodeName, ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
 			phase, role.NRanks, role.FirstRank, err)
 	case errors.As(err, &ne):
-		return unknown(c.Name(), ReasonNCCLError, "%s: %v", phase, err)
+		return unknown(MultinodeName, ReasonNCCLError, "%s: %v", phase, err)
 	}
-	return classify(c.Name(), err)
+	return classify(MultinodeName, err)
 }
 
 // verifyMultinode compares every output with the exact sum over all ranks

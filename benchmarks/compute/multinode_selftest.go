@@ -81,7 +81,7 @@ func (c *multinode) selftest(ctx context.Context, env *benchmarks.Env, k int) Se
 		}
 	}
 	if len(devs) == 0 {
-		return stopped(unknown(c.Name(), ReasonNoDevices, "no GPU to run on"))
+		return stopped(unknown(MultinodeName, ReasonNoDevices, "no GPU to run on"))
 	}
 	var setup []byte
 	err := devcheck.Run(ctx, func() (err error) { setup, err = c.Setup(env); return err })
@@ -123,13 +123,13 @@ func (c *multinode) setupFailed(err error) benchmarks.Result {
 	var ne *nccl.Error
 	switch {
 	case errors.Is(err, ErrHung):
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusFail, Reason: ReasonMultinodeHung,
+		return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusFail, Reason: ReasonMultinodeHung,
 			Message: fmt.Sprintf("setup: ncclGetUniqueId did not return before the deadline (%v)", err)}
 	case errors.As(err, &ne):
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusFail, Reason: ReasonNCCLError,
+		return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusFail, Reason: ReasonNCCLError,
 			Message: fmt.Sprintf("setup: %v", err)}
 	}
-	r := classify(c.Name(), err)
+	r := classify(MultinodeName, err)
 	r.Message = "setup: " + r.Message
 	return r
 }

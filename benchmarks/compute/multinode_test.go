@@ -204,7 +204,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 	libs := fakeGPULibs(t)
 	env := envWith(t, MultinodeName, "[checks."+MultinodeName+"]\n"+libs)
 	c, ok := benchmarks.Lookup(MultinodeName)
-	if !ok || benchmarks.InDefaultSuite(c) || benchmarks.VendorOf(c) != benchmarks.VendorNVIDIA {
+	if !ok || c.Spec().Default || c.Spec().Vendor != benchmarks.VendorNVIDIA {
 		t.Fatalf("%s: registered %v, in the default suite or not NVIDIA's", MultinodeName, ok)
 	}
 	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNeedsJobNodes ||

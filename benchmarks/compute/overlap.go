@@ -26,7 +26,7 @@ func (s *OverlapSettings) Validate() error {
 // GEMMs and NCCL all-reduces alone and at once.
 func newOverlapCheck(open Opener) benchmarks.Check {
 	return device.NewOverlap(device.OverlapSpec[OverlapSettings]{
-		Spec: spec[OverlapSettings]("overlap", "GEMMs and NCCL all-reduces alone and at once: how well they overlap",
+		Common: spec[OverlapSettings]("overlap", "GEMMs and NCCL all-reduces alone and at once: how well they overlap",
 			DefaultOverlapSettings, nil, open),
 		Overlap: func(s *OverlapSettings) *device.OverlapSettings { return &s.OverlapSettings },
 		Slow:    "OverlapBelowThreshold",

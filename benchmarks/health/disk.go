@@ -72,26 +72,17 @@ type disk struct {
 
 func init() { benchmarks.Register(&disk{now: time.Now}) }
 
-func (*disk) Name() string          { return "disk" }
-func (*disk) Kind() benchmarks.Kind { return benchmarks.KindPerf }
-func (*disk) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (*disk) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-
-// Description says what the check does, for --list-checks.
-func (*disk) Description() string {
-	return "O_DIRECT write and read bandwidth and latency in the scratch directory"
+// Spec describes the check.
+func (*disk) Spec() benchmarks.Descriptor {
+	return benchmarks.Descriptor{Name: "disk", Kind: benchmarks.KindPerf, Vendor: benchmarks.VendorNone, Isolated: true, Default: true,
+		Description: "O_DIRECT write and read bandwidth and latency in the scratch directory",
+		Settings:    func() any { return defaultDiskSettings() },
+		Reasons: []string{ReasonDiskPathMissing, ReasonDirectIOUnsupported, ReasonDiskFull, ReasonDiskReadOnly, ReasonDiskNotWritable,
+			ReasonDiskIOError, ReasonDiskDataMismatch, ReasonDiskWriteSlow, ReasonDiskReadSlow, ReasonDiskLatencyHigh}}
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*disk) Reasons() []string {
-	return []string{ReasonDiskPathMissing, ReasonDirectIOUnsupported, ReasonDiskFull, ReasonDiskReadOnly, ReasonDiskNotWritable,
-		ReasonDiskIOError, ReasonDiskDataMismatch, ReasonDiskWriteSlow, ReasonDiskReadSlow, ReasonDiskLatencyHigh}
-}
-
-// Defaults returns the shipped settings of [checks.disk].
-func (*disk) Defaults() any {
+// defaultDiskSettings returns the shipped settings of [checks.disk].
+func defaultDiskSettings() *diskSettings {
 	return &diskSettings{Path: os.TempDir(), SizeMiB: 8, BlockKiB: 1024,
 		MinWriteMiBs: 10, MinReadMiBs: 10, MaxLatencyMs: 100, LatencySamples: 32}
 }
@@ -118,11 +109,11 @@ func (s *diskSettings) Validate() error {
 }
 
 func (c *disk) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*diskSettings)
+	s := defaultDiskSettings()
 	if err := loadSettings(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	t := newTally(c.Name())
+	t := newTally(c.Spec().Name)
 	c.measure(ctx, t, *s)
 	return t.Result(fmt.Sprintf("%s writable and fast enough", s.Path))
 }

@@ -145,7 +145,7 @@ func TestDiskSettings(t *testing.T) {
 		})
 	}
 	t.Run("defaults", func(t *testing.T) {
-		s := (&disk{}).Defaults().(*diskSettings)
+		s := defaultDiskSettings()
 		assert.Equal(t, os.TempDir(), s.Path)
 		assert.Equal(t, 8, s.SizeMiB)
 	})
@@ -204,7 +204,7 @@ func TestDiskRunValidatesLikeTheLoader(t *testing.T) {
 	assert.Equal(t, ReasonInvalidSettings, r.Reason)
 	assert.Contains(t, r.Message, "settings of [checks.disk]: size_mib = 0: want 1 to 1024")
 	var se *benchmarks.SettingError
-	s := c.Defaults().(*diskSettings)
+	s := defaultDiskSettings()
 	s.SizeMiB = 0
 	require.ErrorAs(t, s.Validate(), &se)
 	assert.Equal(t, "size_mib", se.Key)

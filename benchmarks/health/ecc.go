@@ -25,20 +25,18 @@ type ecc struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&ecc{nvmlCheck{shared}}) }
 
-func (*ecc) Name() string { return "ecc" }
-
-// Description says what the check does, for --list-checks.
-func (*ecc) Description() string {
-	return "uncorrectable volatile ECC errors per GPU (NVML)"
+// Spec describes the check.
+func (*ecc) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "ecc",
+		Description: "uncorrectable volatile ECC errors per GPU (NVML)",
+		Settings:    func() any { return defaultEccSettings() },
+		Reasons:     append([]string{ReasonECCUncorrectable}, nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*ecc) Reasons() []string {
-	return append([]string{ReasonECCUncorrectable}, nvmlReasons()...)
+// defaultEccSettings returns the shipped settings of [checks.ecc].
+func defaultEccSettings() *eccSettings {
+	return &eccSettings{}
 }
-
-// Defaults returns the shipped settings of [checks.ecc].
-func (*ecc) Defaults() any { return &eccSettings{} }
 
 // Validate reports out-of-range settings.
 func (s *eccSettings) Validate() error {
@@ -49,8 +47,8 @@ func (s *eccSettings) Validate() error {
 }
 
 func (c *ecc) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*eccSettings)
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without uncorrectable ECC errors", func(t *tally, g gpu) {
+	s := defaultEccSettings()
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without uncorrectable ECC errors", func(t *tally, g gpu) {
 		limit := float64(s.MaxUncorrected)
 		n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		if ret != nvml.SUCCESS {

@@ -40,25 +40,21 @@ type gpuCount struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&gpuCount{nvmlCheck{shared}}) }
 
-func (*gpuCount) Name() string { return "gpu-count" }
-
-// Description says what the check does, for --list-checks.
-func (*gpuCount) Description() string {
-	return "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus"
+// Spec describes the check. ChecksGres: gpu-count compares Slurm's Gres
+// with the GPUs present, so it runs by default on a node that shows no
+// accelerator at all.
+func (*gpuCount) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "gpu-count", ChecksGres: true,
+		Description: "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus",
+		Settings:    func() any { return defaultGpuCountSettings() },
+		Reasons: append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, ReasonSysfsUnreadable},
+			nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*gpuCount) Reasons() []string {
-	return append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, ReasonSysfsUnreadable},
-		nvmlReasons()...)
+// defaultGpuCountSettings returns the shipped settings of [checks.gpu-count].
+func defaultGpuCountSettings() *gpuCountSettings {
+	return &gpuCountSettings{Sysfs: "/sys"}
 }
-
-// ChecksGres: gpu-count compares Slurm's Gres with the GPUs present, so it
-// runs by default on a node that shows no accelerator at all.
-func (*gpuCount) ChecksGres() bool { return true }
-
-// Defaults returns the shipped settings of [checks.gpu-count].
-func (*gpuCount) Defaults() any { return &gpuCountSettings{Sysfs: "/sys"} }
 
 // Validate reports out-of-range settings.
 func (s *gpuCountSettings) Validate() error {
@@ -69,15 +65,15 @@ func (s *gpuCountSettings) Validate() error {
 }
 
 func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*gpuCountSettings)
+	s := defaultGpuCountSettings()
 	if err := loadSettings(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
 	expected, source := s.Expected, "config"
 	if expected == 0 && env != nil {
 		expected, source = env.GresGPUs, "Gres"
 	}
-	t := newTally(c.Name())
+	t := newTally(c.Spec().Name)
 
 	pci, pciErr := nvidiaPCIGPUs(s.Sysfs)
 	if pciErr != nil {
@@ -152,10 +148,10 @@ func (c *gpuCount) noNVML(t *tally, err error, expected int, source string, pci 
 	case expected == 0 && driverMissing && !onBus:
 		// A node without NVIDIA GPUs (the library may be in the image, the
 		// driver not loaded); an unreadable sysfs changes nothing.
-		return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusPass, Values: t.Values,
+		return benchmarks.Result{Check: c.Spec().Name, Status: benchmarks.StatusPass, Values: t.Values,
 			Message: "no NVIDIA devices found (" + nvmlState(err) + ")"}
 	}
-	r := nvmlUnavailable(c.Name(), err)
+	r := nvmlUnavailable(c.Spec().Name, err)
 	if onBus {
 		r.Message = fmt.Sprintf("%v, but %d NVIDIA %s on the PCI bus", err, len(pci), devcheck.Plural(len(pci), "GPU"))
 	}

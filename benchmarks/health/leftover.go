@@ -36,20 +36,16 @@ type leftover struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&leftover{nvmlCheck{shared}}) }
 
-func (*leftover) Name() string { return "leftover" }
-
-// Description says what the check does, for --list-checks.
-func (*leftover) Description() string {
-	return "processes and memory left on the job's GPUs (NVML)"
+// Spec describes the check.
+func (*leftover) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "leftover",
+		Description: "processes and memory left on the job's GPUs (NVML)",
+		Settings:    func() any { return defaultLeftoverSettings() },
+		Reasons:     append([]string{ReasonLeftoverProcess, ReasonLeftoverMemory}, nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*leftover) Reasons() []string {
-	return append([]string{ReasonLeftoverProcess, ReasonLeftoverMemory}, nvmlReasons()...)
-}
-
-// Defaults returns the shipped settings of [checks.leftover].
-func (*leftover) Defaults() any {
+// defaultLeftoverSettings returns the shipped settings of [checks.leftover].
+func defaultLeftoverSettings() *leftoverSettings {
 	return &leftoverSettings{MaxUsedMiB: 1024, Models: copyMap(leftoverDefaults)}
 }
 
@@ -67,8 +63,8 @@ func (s *leftoverSettings) Validate() error {
 }
 
 func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*leftoverSettings)
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs free of earlier jobs", func(t *tally, g gpu) {
+	s := defaultLeftoverSettings()
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs free of earlier jobs", func(t *tally, g gpu) {
 		procs, err := deviceProcs(g.dev)
 		var ret nvml.Return
 		switch {

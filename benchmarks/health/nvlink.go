@@ -26,20 +26,18 @@ type nvlink struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&nvlink{nvmlCheck{shared}}) }
 
-func (*nvlink) Name() string { return "nvlink" }
-
-// Description says what the check does, for --list-checks.
-func (*nvlink) Description() string {
-	return "NVLink links that are down (NVML)"
+// Spec describes the check.
+func (*nvlink) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "nvlink",
+		Description: "NVLink links that are down (NVML)",
+		Settings:    func() any { return defaultNvlinkSettings() },
+		Reasons:     append([]string{ReasonNVLinkDown}, nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*nvlink) Reasons() []string {
-	return append([]string{ReasonNVLinkDown}, nvmlReasons()...)
+// defaultNvlinkSettings returns the shipped settings of [checks.nvlink].
+func defaultNvlinkSettings() *nvlinkSettings {
+	return &nvlinkSettings{ExpectedLinks: copyMap(nvlinkDefaults)}
 }
-
-// Defaults returns the shipped settings of [checks.nvlink].
-func (*nvlink) Defaults() any { return &nvlinkSettings{ExpectedLinks: copyMap(nvlinkDefaults)} }
 
 // Validate reports out-of-range settings.
 func (s *nvlinkSettings) Validate() error {
@@ -52,7 +50,7 @@ func (s *nvlinkSettings) Validate() error {
 }
 
 func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*nvlinkSettings)
+	s := defaultNvlinkSettings()
 	// A node with one GPU has no NVLink peers: an SXM part alone in a host
 	// (or passed through to a virtual machine) reports every link down, and
 	// that is its normal state. Seen on a single H200: 0 of 18 links active.
@@ -62,7 +60,7 @@ func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 			alone = true
 		}
 	}
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs with all NVLink links active", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs with all NVLink links active", func(t *tally, g gpu) {
 		active := 0
 		var down []string
 		for link := 0; link < nvml.NVLINK_MAX_LINKS; link++ {

@@ -49,6 +49,13 @@ var shared = &library{open: func() nvml.Interface { return nvml.New() }}
 // NVML calls go to the driver and can hang on a sick GPU).
 type nvmlCheck struct{ lib *library }
 
+// nvmlFact returns d as an NVML check's descriptor: a health fact of
+// NVIDIA GPUs, isolated, in the default suite.
+func nvmlFact(d benchmarks.Descriptor) benchmarks.Descriptor {
+	d.Kind, d.Vendor, d.Isolated, d.Default = benchmarks.KindHealth, benchmarks.VendorNVIDIA, true, true
+	return d
+}
+
 func (nvmlCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
 func (nvmlCheck) Isolated() bool        { return true }
 
@@ -279,7 +286,7 @@ func classifyNVML(device, what string, err error) (lost bool, reason, message st
 }
 
 // checkSettings is a check's settings struct: Validate reports out-of-range
-// values (the framework may call it too, after decoding Defaults()).
+// values (the framework may call it too, after decoding the defaults).
 type checkSettings interface{ Validate() error }
 
 // loadSettings decodes the check's config table over s, which holds the

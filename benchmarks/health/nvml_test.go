@@ -48,14 +48,14 @@ func TestRegistered(t *testing.T) {
 	for _, name := range []string{"gpu-count", "ecc", "row-remap", "xid", "nvlink", "pcie", "throttle", "leftover", "disk"} {
 		c, ok := benchmarks.Lookup(name)
 		if assert.True(t, ok, name) {
-			assert.Equal(t, name, c.Name())
-			assert.True(t, c.Isolated(), name)
+			assert.Equal(t, name, c.Spec().Name)
+			assert.True(t, c.Spec().Isolated, name)
 		}
 	}
 	c, _ := benchmarks.Lookup("disk")
-	assert.Equal(t, benchmarks.KindPerf, c.Kind())
+	assert.Equal(t, benchmarks.KindPerf, c.Spec().Kind)
 	c, _ = benchmarks.Lookup("ecc")
-	assert.Equal(t, benchmarks.KindHealth, c.Kind())
+	assert.Equal(t, benchmarks.KindHealth, c.Spec().Kind)
 }
 
 func TestHealthyNode(t *testing.T) {
@@ -418,9 +418,9 @@ func TestDefaultsAndConfig(t *testing.T) {
 	for _, name := range []string{"gpu-count", "ecc", "row-remap", "xid", "nvlink", "pcie", "throttle", "leftover", "disk"} {
 		t.Run(name, func(t *testing.T) {
 			c, _ := benchmarks.Lookup(name)
-			d, ok := c.(benchmarks.Defaulter)
-			require.True(t, ok, "%s has settings", name)
-			a, b := d.Defaults(), d.Defaults()
+			d := c.Spec().Settings
+			require.NotNil(t, d, "%s has settings", name)
+			a, b := d(), d()
 			assert.NotSame(t, a, b)
 			require.NoError(t, a.(checkSettings).Validate())
 		})
@@ -438,15 +438,15 @@ min_width = 16
 max_used_mib = 512
 `), "vigil.toml")
 	require.NoError(t, err)
-	nv := (&nvlink{}).Defaults().(*nvlinkSettings)
+	nv := defaultNvlinkSettings()
 	require.NoError(t, benchmarks.SettingsFrom(f, "nvlink")(nv))
 	assert.Equal(t, 4, nv.ExpectedLinks["Custom Board"])
 	assert.Equal(t, 12, nv.ExpectedLinks["NVIDIA A100-SXM4-80GB"], "shipped entries stay")
-	pc := (&pcie{}).Defaults().(*pcieSettings)
+	pc := defaultPcieSettings()
 	require.NoError(t, benchmarks.SettingsFrom(f, "pcie")(pc))
 	assert.Equal(t, pcieModel{MinGen: 4, MinWidth: 16}, pc.Models["NVIDIA H100 80GB HBM3"])
 	assert.True(t, pc.IdleGenDownshift)
-	lo := (&leftover{}).Defaults().(*leftoverSettings)
+	lo := defaultLeftoverSettings()
 	require.NoError(t, benchmarks.SettingsFrom(f, "leftover")(lo))
 	assert.Equal(t, 512.0, lo.MaxUsedMiB)
 	assert.Empty(t, f.Unused())

@@ -40,20 +40,16 @@ type pcie struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&pcie{nvmlCheck{shared}}) }
 
-func (*pcie) Name() string { return "pcie" }
-
-// Description says what the check does, for --list-checks.
-func (*pcie) Description() string {
-	return "PCIe link generation and width below the GPU's maximum (NVML)"
+// Spec describes the check.
+func (*pcie) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "pcie",
+		Description: "PCIe link generation and width below the GPU's maximum (NVML)",
+		Settings:    func() any { return defaultPcieSettings() },
+		Reasons:     append([]string{ReasonPCIeWidthDegraded, ReasonPCIeGenDegraded}, nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*pcie) Reasons() []string {
-	return append([]string{ReasonPCIeWidthDegraded, ReasonPCIeGenDegraded}, nvmlReasons()...)
-}
-
-// Defaults returns the shipped settings of [checks.pcie].
-func (*pcie) Defaults() any {
+// defaultPcieSettings returns the shipped settings of [checks.pcie].
+func defaultPcieSettings() *pcieSettings {
 	return &pcieSettings{Models: copyMap(pcieDefaults), IdleGenDownshift: true}
 }
 
@@ -68,8 +64,8 @@ func (s *pcieSettings) Validate() error {
 }
 
 func (c *pcie) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*pcieSettings)
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs at full PCIe link", func(t *tally, g gpu) {
+	s := defaultPcieSettings()
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs at full PCIe link", func(t *tally, g gpu) {
 		c.device(t, g, *s)
 	})
 }

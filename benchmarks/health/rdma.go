@@ -89,26 +89,17 @@ type rdma struct{}
 
 func init() { benchmarks.Register(&rdma{}) }
 
-func (*rdma) Name() string          { return "rdma" }
-func (*rdma) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (*rdma) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about: none, every node.
-func (*rdma) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-
-// Description says what the check does, for --list-checks.
-func (*rdma) Description() string {
-	return "RDMA ports (state, rate, error counters since the last run) and GPUDirect RDMA, from sysfs"
+// Spec describes the check.
+func (*rdma) Spec() benchmarks.Descriptor {
+	return benchmarks.Descriptor{Name: "rdma", Kind: benchmarks.KindHealth, Vendor: benchmarks.VendorNone, Isolated: true, Default: true,
+		Description: "RDMA ports (state, rate, error counters since the last run) and GPUDirect RDMA, from sysfs",
+		Settings:    func() any { return defaultRdmaSettings() },
+		Reasons: []string{ReasonRDMAPortDown, ReasonRDMADeviceMissing, ReasonRDMARateLow, ReasonRDMAPortErrors, ReasonRDMAUnreadable,
+			ReasonGDRMissing}}
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*rdma) Reasons() []string {
-	return []string{ReasonRDMAPortDown, ReasonRDMADeviceMissing, ReasonRDMARateLow, ReasonRDMAPortErrors, ReasonRDMAUnreadable,
-		ReasonGDRMissing}
-}
-
-// Defaults returns the shipped settings of [checks.rdma].
-func (*rdma) Defaults() any {
+// defaultRdmaSettings returns the shipped settings of [checks.rdma].
+func defaultRdmaSettings() *rdmaSettings {
 	limits := map[string]uint64{}
 	for k, v := range defaultCounterLimits {
 		limits[k] = v
@@ -117,11 +108,11 @@ func (*rdma) Defaults() any {
 }
 
 func (c *rdma) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*rdmaSettings)
+	s := defaultRdmaSettings()
 	if err := loadSettings(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	t := newTally(c.Name())
+	t := newTally(c.Spec().Name)
 	ports, err := readRDMAPorts(s.Root)
 	if err != nil {
 		t.Unknown("", ReasonRDMAUnreadable, "%s: %v", ibClass, err)

@@ -217,7 +217,7 @@ func ReadRDMASummary(root string) (RDMASummary, error) {
 // The cross-node phase's rdma-peers reads it so, so that one key names the
 // root for both checks.
 func RDMASummaryFrom(settings func(v any) error) (RDMASummary, error) {
-	s := (&rdma{}).Defaults().(*rdmaSettings)
+	s := defaultRdmaSettings()
 	if settings != nil {
 		if err := settings(s); err != nil {
 			return RDMASummary{}, err

@@ -23,21 +23,12 @@ type rdmaPeers struct{}
 
 func init() { benchmarks.Register(rdmaPeers{}) }
 
-func (rdmaPeers) Name() string              { return RDMAPeersName }
-func (rdmaPeers) Kind() benchmarks.Kind     { return benchmarks.KindHealth }
-func (rdmaPeers) Isolated() bool            { return false }
-func (rdmaPeers) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-func (rdmaPeers) CrossNode() bool           { return true }
-
-// Description says what the check does, for --list-checks.
-func (rdmaPeers) Description() string {
-	return "RDMA ports, rates and GPUDirect RDMA against the job's other nodes (prolog, across nodes)"
-}
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (rdmaPeers) Reasons() []string {
-	return append([]string{ReasonGDRMissing, ReasonRDMAPortsBelowPeers, ReasonRDMARateBelowPeers, ReasonRDMAUnreadable},
-		crossnet.PhaseReasons()...)
+// Spec describes the check.
+func (rdmaPeers) Spec() benchmarks.Descriptor {
+	return benchmarks.Descriptor{Name: RDMAPeersName, Kind: benchmarks.KindHealth, Vendor: benchmarks.VendorNone, Scope: benchmarks.ScopeCrossNode, Default: true,
+		Description: "RDMA ports, rates and GPUDirect RDMA against the job's other nodes (prolog, across nodes)",
+		Reasons: append([]string{ReasonGDRMissing, ReasonRDMAPortsBelowPeers, ReasonRDMARateBelowPeers, ReasonRDMAUnreadable},
+			crossnet.PhaseReasons()...)}
 }
 
 // Run is what the check does on its own, outside the phase: unknown.

@@ -128,8 +128,8 @@ func TestRDMAPeersInPhase(t *testing.T) {
 
 func TestRDMAPeersRegistered(t *testing.T) {
 	c, ok := benchmarks.Lookup(RDMAPeersName)
-	if !ok || benchmarks.Describe(c).Scope != benchmarks.ScopeCrossNode || !benchmarks.Describe(c).Default || c.Kind() != benchmarks.KindHealth ||
-		benchmarks.VendorOf(c) != benchmarks.VendorNone {
+	if !ok || benchmarks.Describe(c).Scope != benchmarks.ScopeCrossNode || !benchmarks.Describe(c).Default || c.Spec().Kind != benchmarks.KindHealth ||
+		c.Spec().Vendor != benchmarks.VendorNone {
 		t.Fatalf("%s: registered %v, or not a vendor-neutral cross-node health fact in the default suite", RDMAPeersName, ok)
 	}
 	if _, isPeer := c.(crossnet.PeerCheck); !isPeer {

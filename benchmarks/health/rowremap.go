@@ -34,21 +34,19 @@ type rowRemap struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&rowRemap{nvmlCheck{shared}}) }
 
-func (*rowRemap) Name() string { return "row-remap" }
-
-// Description says what the check does, for --list-checks.
-func (*rowRemap) Description() string {
-	return "failed and pending HBM row remaps; retired pages before Ampere (NVML)"
+// Spec describes the check.
+func (*rowRemap) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "row-remap",
+		Description: "failed and pending HBM row remaps; retired pages before Ampere (NVML)",
+		Settings:    func() any { return defaultRowRemapSettings() },
+		Reasons: append([]string{ReasonRowRemapFailed, ReasonRowRemapPending, ReasonRetiredPagesPending, ReasonRetiredPagesExceeded},
+			nvmlReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*rowRemap) Reasons() []string {
-	return append([]string{ReasonRowRemapFailed, ReasonRowRemapPending, ReasonRetiredPagesPending, ReasonRetiredPagesExceeded},
-		nvmlReasons()...)
+// defaultRowRemapSettings returns the shipped settings of [checks.row-remap].
+func defaultRowRemapSettings() *rowRemapSettings {
+	return &rowRemapSettings{MaxRetiredPages: 60}
 }
-
-// Defaults returns the shipped settings of [checks.row-remap].
-func (*rowRemap) Defaults() any { return &rowRemapSettings{MaxRetiredPages: 60} }
 
 // Validate reports out-of-range settings.
 func (s *rowRemapSettings) Validate() error {
@@ -59,8 +57,8 @@ func (s *rowRemapSettings) Validate() error {
 }
 
 func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*rowRemapSettings)
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without row remap failures", func(t *tally, g gpu) {
+	s := defaultRowRemapSettings()
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without row remap failures", func(t *tally, g gpu) {
 		_, unc, pending, failed, ret := g.dev.GetRemappedRows()
 		switch ret {
 		case nvml.SUCCESS:

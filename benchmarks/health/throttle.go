@@ -38,25 +38,22 @@ type throttle struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&throttle{nvmlCheck{shared}}) }
 
-func (*throttle) Name() string { return "throttle" }
-
-// Description says what the check does, for --list-checks.
-func (*throttle) Description() string {
-	return "hardware, power-brake and thermal slowdowns (NVML clocks-event reasons)"
+// Spec describes the check.
+func (*throttle) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "throttle",
+		Description: "hardware, power-brake and thermal slowdowns (NVML clocks-event reasons)",
+		Settings:    func() any { return defaultThrottleSettings() },
+		Reasons: func() []string {
+			var out []string
+			for _, r := range throttleReasons {
+				out = append(out, r.reason)
+			}
+			return append(out, nvmlReasons()...)
+		}()})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks: those
-// of throttleReasons, and NVML's.
-func (*throttle) Reasons() []string {
-	var out []string
-	for _, r := range throttleReasons {
-		out = append(out, r.reason)
-	}
-	return append(out, nvmlReasons()...)
-}
-
-// Defaults returns the shipped settings of [checks.throttle].
-func (*throttle) Defaults() any {
+// defaultThrottleSettings returns the shipped settings of [checks.throttle].
+func defaultThrottleSettings() *throttleSettings {
 	s := &throttleSettings{}
 	for _, r := range throttleReasons {
 		s.Reasons = append(s.Reasons, r.name)
@@ -93,8 +90,8 @@ func (s *throttleSettings) watched() ([]throttleReason, error) {
 }
 
 func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*throttleSettings)
-	return eachGPU(ctx, c.lib, c.Name(), env, s, "%d GPUs without hardware slowdown", func(t *tally, g gpu) {
+	s := defaultThrottleSettings()
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without hardware slowdown", func(t *tally, g gpu) {
 		watch, _ := s.watched()
 		bits, ret := g.dev.GetCurrentClocksEventReasons()
 		if ret != nvml.SUCCESS {

@@ -103,21 +103,16 @@ type xid struct{ nvmlCheck }
 
 func init() { benchmarks.Register(&xid{nvmlCheck{shared}}) }
 
-func (*xid) Name() string { return "xid" }
-
-// Description says what the check does, for --list-checks.
-func (*xid) Description() string {
-	return "XID errors the NVIDIA driver logged in the kernel log since the last run"
+// Spec describes the check.
+func (*xid) Spec() benchmarks.Descriptor {
+	return nvmlFact(benchmarks.Descriptor{Name: "xid",
+		Description: "XID errors the NVIDIA driver logged in the kernel log since the last run",
+		Settings:    func() any { return defaultXidSettings() },
+		Reasons:     []string{"XID<code>", ReasonKernelLogUnreadable}})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks: a
-// fault XID is given by its number, "XID79", the family XID<code>.
-func (*xid) Reasons() []string {
-	return []string{"XID<code>", ReasonKernelLogUnreadable}
-}
-
-// Defaults returns the shipped settings of [checks.xid].
-func (*xid) Defaults() any {
+// defaultXidSettings returns the shipped settings of [checks.xid].
+func defaultXidSettings() *xidSettings {
 	return &xidSettings{Source: "/dev/kmsg", Root: "/", StateDir: "/var/lib/vigil", FaultXIDs: nvxid.Faults(), Sticky: true}
 }
 
@@ -138,11 +133,11 @@ func (s *xidSettings) Validate() error {
 }
 
 func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*xidSettings)
+	s := defaultXidSettings()
 	if err := loadSettings(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	t := newTally(c.Name())
+	t := newTally(c.Spec().Name)
 	source := filepath.Join(s.Root, s.Source)
 	bootID := ""
 	if b, err := os.ReadFile(filepath.Join(s.Root, "proc", "sys", "kernel", "random", "boot_id")); err == nil {
@@ -186,7 +181,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	}
 	if unlock != nil {
 		if err := saveState(statePath, cur); err != nil {
-			log.WithFields(log.Fields{"check": c.Name()}).WithError(err).Warn("xid state not saved")
+			log.WithFields(log.Fields{"check": c.Spec().Name}).WithError(err).Warn("xid state not saved")
 			t.Note("state not saved: %v", err)
 		}
 	}

@@ -83,7 +83,7 @@ func TestParseXID(t *testing.T) {
 
 // TestXIDDefaults: the shipped fault_xids are the catalogue's faults.
 func TestXIDDefaults(t *testing.T) {
-	s := (&xid{}).Defaults().(*xidSettings)
+	s := defaultXidSettings()
 	assert.Equal(t, nvxid.Faults(), s.FaultXIDs)
 	for _, x := range []int{48, 64, 74, 79, 95, 119, 120, 140, 154} {
 		assert.Contains(t, s.FaultXIDs, x, "XID %d is a fault", x)
