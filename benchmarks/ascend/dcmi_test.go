@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dcmi/dcmifake"
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -354,11 +355,11 @@ func TestNPUCountWithoutDCMI(t *testing.T) {
 }
 
 func TestAscendPCIDevices(t *testing.T) {
-	got, err := ascendOnBus(eightNPUs(t))
+	got, err := device.OnBus(benchmarks.VendorAscend, eightNPUs(t))
 	if err != nil || len(got) != 8 || got[0] != "0000:c1:00.0" || got[7] != "0000:c8:00.0" {
 		t.Errorf("got %v, %v", got, err)
 	}
-	got, err = ascendOnBus(t.TempDir()) // no PCI bus at all
+	got, err = device.OnBus(benchmarks.VendorAscend, t.TempDir()) // no PCI bus at all
 	if err != nil || len(got) != 0 {
 		t.Errorf("empty sysfs: %v, %v", got, err)
 	}

@@ -43,26 +43,16 @@ func ValidateCopy(s *CopySettings) error {
 }
 
 // CopySpec is one vendor's copy check.
-type CopySpec struct {
-	Common[CopySettings]
-	// WrongResult is the reason token of bytes that came back changed.
-	WrongResult string
-	// Slow are the threshold and peer reasons ("CopyBandwidthBelowThreshold", ...).
-	Slow devcheck.Tokens
-	// RuntimeNote formats Node.Runtime in the message ("" for none).
-	RuntimeNote string
-}
+type CopySpec = PerDeviceSpec[CopySettings]
 
 // copyCheck measures copy bandwidth per device and verifies the bytes.
 type copyCheck struct {
-	check[CopySettings, *CopySettings]
-	spec CopySpec
+	perDevice[CopySettings, *CopySettings]
 }
 
 // NewCopy returns the copy check that spec describes.
 func NewCopy(spec CopySpec) benchmarks.Check {
-	th := func(s *CopySettings) *Thresholds { return &s.Thresholds }
-	return &copyCheck{check: newCheck[CopySettings, *CopySettings](spec.Common, th, append([]string{spec.WrongResult}, spec.Slow.List()...)...), spec: spec}
+	return &copyCheck{newPerDevice[CopySettings](spec, func(s *CopySettings) *Thresholds { return &s.Thresholds })}
 }
 
 func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {

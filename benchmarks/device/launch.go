@@ -51,27 +51,17 @@ func ValidateLaunch(s *LaunchSettings) error {
 }
 
 // LaunchSpec is one vendor's launch-latency check.
-type LaunchSpec struct {
-	Common[LaunchSettings]
-	// WrongResult is the reason token of a kernel that wrote wrong values.
-	WrongResult string
-	// Slow are the limit and peer reasons ("LaunchLatencyAboveThreshold", "LaunchLatencyAbovePeers").
-	Slow devcheck.Tokens
-	// RuntimeNote formats Node.Runtime in the message ("" for none).
-	RuntimeNote string
-}
+type LaunchSpec = PerDeviceSpec[LaunchSettings]
 
 // launchCheck measures each device's launch latency and checks that a
 // kernel computes.
 type launchCheck struct {
-	check[LaunchSettings, *LaunchSettings]
-	spec LaunchSpec
+	perDevice[LaunchSettings, *LaunchSettings]
 }
 
 // NewLaunch returns the launch-latency check that spec describes.
 func NewLaunch(spec LaunchSpec) benchmarks.Check {
-	th := func(s *LaunchSettings) *Thresholds { return &s.Thresholds }
-	return &launchCheck{check: newCheck[LaunchSettings, *LaunchSettings](spec.Common, th, append([]string{spec.WrongResult}, spec.Slow.List()...)...), spec: spec}
+	return &launchCheck{newPerDevice[LaunchSettings](spec, func(s *LaunchSettings) *Thresholds { return &s.Thresholds })}
 }
 
 // launchReadings are the per-device figures of a launch check.

@@ -145,6 +145,32 @@ func newCheck[S any, P settings[S]](co Common[S], thresholds func(*S) *Threshold
 // Spec describes the check.
 func (c *check[S, P]) Spec() benchmarks.Descriptor { return c.desc }
 
+// PerDeviceSpec is one vendor's check of a measurement made on one device
+// at a time and verified (copy, launch).
+type PerDeviceSpec[S any] struct {
+	Common[S]
+	// WrongResult is the reason token of a device whose work came back
+	// wrong (bytes copied changed, a kernel that wrote wrong values).
+	WrongResult string
+	// Slow are the limit and peer reasons ("CopyBandwidthBelowThreshold", ...).
+	Slow devcheck.Tokens
+	// RuntimeNote formats Node.Runtime in the message ("" for none).
+	RuntimeNote string
+}
+
+// perDevice is what the per-device checks share: the check and its spec.
+type perDevice[S any, P settings[S]] struct {
+	check[S, P]
+	spec PerDeviceSpec[S]
+}
+
+// newPerDevice returns the shared part of the check spec describes, whose
+// thresholds are the settings' field that th returns.
+func newPerDevice[S any, P settings[S]](spec PerDeviceSpec[S], th func(*S) *Thresholds) perDevice[S, P] {
+	own := append([]string{spec.WrongResult}, spec.Slow.List()...)
+	return perDevice[S, P]{check: newCheck[S, P](spec.Common, th, own...), spec: spec}
+}
+
 // start decodes and validates the settings and opens the node under ctx's
 // deadline. When that fails it returns the result to report instead.
 func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {

@@ -84,8 +84,11 @@ func TestCommandValues(t *testing.T) {
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
-	v := valueOf(t, r, "gpu1", "tokens_per_s")
-	if v.Value != 1300 || v.Unit != "tok/s" || v.Threshold == nil || *v.Threshold != 1000 || v.Op != ">=" {
+	if len(r.Values) != 2 {
+		t.Fatalf("values %+v, want one per device", r.Values)
+	}
+	v := r.Values[1]
+	if v.Device != "gpu1" || v.Name != "tokens_per_s" || v.Value != 1300 || v.Unit != "tok/s" || v.Threshold == nil || *v.Threshold != 1000 || v.Op != ">=" {
 		t.Errorf("%+v", v)
 	}
 }
@@ -121,25 +124,15 @@ func TestCommandToldTheJobsDevices(t *testing.T) {
 	}
 }
 
-// envWith is an Env whose settings of check name are those of text.
+// envWith is an Env whose settings of check name are those of the
+// vigil.toml text.
 func envWith(t *testing.T, name, text string) *benchmarks.Env {
 	t.Helper()
 	f, err := config.Parse(strings.NewReader(text), "test.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &benchmarks.Env{Node: "node1", Settings: benchmarks.SettingsFrom(f, name), Libraries: benchmarks.LibrariesFrom(f, name)}
-}
-
-func valueOf(t *testing.T, r benchmarks.Result, device, name string) benchmarks.Value {
-	t.Helper()
-	for _, v := range r.Values {
-		if v.Device == device && v.Name == name {
-			return v
-		}
-	}
-	t.Fatalf("no value %s %s in %+v", device, name, r.Values)
-	return benchmarks.Value{}
+	return &benchmarks.Env{Node: "node1", Settings: benchmarks.SettingsFrom(f, name)}
 }
 
 func TestCommandSettings(t *testing.T) {

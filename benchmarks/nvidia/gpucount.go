@@ -8,8 +8,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
-	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Reasons of the gpu-count check.
@@ -22,17 +22,12 @@ const (
 	// ReasonAllocatedGPUMissing: a device allocated to the job does not exist in NVML.
 	ReasonAllocatedGPUMissing = "AllocatedGPUMissing"
 	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
-	ReasonSysfsUnreadable = "SysfsUnreadable"
+	ReasonSysfsUnreadable = device.ReasonSysfsUnreadable
 )
 
-// gpuCountSettings are the settings of [checks.gpu-count].
-type gpuCountSettings struct {
-	// Expected is how many GPUs the node must have; 0 means use the node's
-	// Slurm Gres GPU count, and no expectation when that is unknown too.
-	Expected int `toml:"expected"`
-	// Sysfs is the root of sysfs, where bus/pci/devices lists the PCI devices.
-	Sysfs string `toml:"sysfs"`
-}
+// gpuCountSettings are the settings of [checks.gpu-count]: those of every
+// device-count check.
+type gpuCountSettings = device.CountSettings
 
 // gpuCount compares the GPUs NVML sees with the expected count and with the
 // NVIDIA GPUs on the PCI bus.
@@ -46,26 +41,13 @@ func init() { benchmarks.Register(&gpuCount{nvmlCheck{shared}}) }
 func (*gpuCount) Spec() benchmarks.Descriptor {
 	return nvmlFact(benchmarks.Descriptor{Name: "gpu-count", ChecksGres: true,
 		Description: "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus",
-		Settings:    func() any { return defaultGpuCountSettings() },
+		Settings:    func() any { return device.DefaultCountSettings() },
 		Reasons: append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, ReasonSysfsUnreadable},
 			nvmlReasons()...)})
 }
 
-// defaultGpuCountSettings returns the shipped settings of [checks.gpu-count].
-func defaultGpuCountSettings() *gpuCountSettings {
-	return &gpuCountSettings{Sysfs: "/sys"}
-}
-
-// Validate reports out-of-range settings.
-func (s *gpuCountSettings) Validate() error {
-	if s.Expected < 0 {
-		return benchmarks.BadSetting("expected", "%d: want 0 (the node's own count) or more", s.Expected)
-	}
-	return nil
-}
-
 func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := defaultGpuCountSettings()
+	s := device.DefaultCountSettings()
 	if err := loadSettings(env, s); err != nil {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
@@ -75,7 +57,7 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	}
 	t := newTally(c.Spec().Name)
 
-	pci, pciErr := nvidiaPCIGPUs(s.Sysfs)
+	pci, pciErr := device.OnBus(benchmarks.VendorNVIDIA, s.Sysfs)
 	if pciErr != nil {
 		t.Unknown("", ReasonSysfsUnreadable, "%v", pciErr)
 	} else {
@@ -180,14 +162,6 @@ func nvmlState(err error) string {
 		return "driver not loaded"
 	}
 	return err.Error()
-}
-
-// nvidiaPCIGPUs lists the PCI addresses of NVIDIA display and 3D
-// controllers (the vendor table's ids and classes) under
-// sysfs/bus/pci/devices, sorted. A sysfs without a PCI bus has none.
-func nvidiaPCIGPUs(sysfs string) ([]string, error) {
-	r, _ := vendors.Lookup(string(benchmarks.VendorNVIDIA))
-	return r.PCIDevices(sysfs)
 }
 
 // missingFromNVML returns the PCI addresses in pci that none of NVML's n

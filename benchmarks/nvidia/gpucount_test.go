@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
 
 // sysfsFixture builds a sysfs tree from testdata/sysfs/<name> (lines of
@@ -51,18 +52,18 @@ func TestNvidiaPCIGPUs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.fixture, func(t *testing.T) {
-			got, err := nvidiaPCIGPUs(sysfsFixture(t, tc.fixture))
+			got, err := device.OnBus(benchmarks.VendorNVIDIA, sysfsFixture(t, tc.fixture))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
 	}
 	t.Run("no PCI bus", func(t *testing.T) {
-		got, err := nvidiaPCIGPUs(t.TempDir())
+		got, err := device.OnBus(benchmarks.VendorNVIDIA, t.TempDir())
 		require.NoError(t, err)
 		assert.Empty(t, got)
 	})
 	t.Run("this machine", func(t *testing.T) {
-		_, err := nvidiaPCIGPUs("/sys")
+		_, err := device.OnBus(benchmarks.VendorNVIDIA, "/sys")
 		require.NoError(t, err)
 	})
 }
