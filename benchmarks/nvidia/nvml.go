@@ -35,9 +35,9 @@ type library struct {
 // shared is the process-wide NVML session used by the registered checks.
 var shared = &library{open: func() nvml.Interface { return nvml.New() }}
 
-// nvmlCheck is what the NVML checks share: the NVML session, and their
-// place in the registry (health checks of NVIDIA GPUs, run in a child:
-// NVML calls go to the driver and can hang on a sick GPU).
+// nvmlCheck is what the NVML checks share: the NVML session. Their place
+// in the registry is nvmlFact's (health checks of NVIDIA GPUs, run in a
+// child: NVML calls go to the driver and can hang on a sick GPU).
 type nvmlCheck struct{ lib *library }
 
 // nvmlFact returns d as an NVML check's descriptor: a health fact of
@@ -46,12 +46,6 @@ func nvmlFact(d benchmarks.Descriptor) benchmarks.Descriptor {
 	d.Kind, d.Vendor, d.Isolated, d.Default = benchmarks.KindHealth, benchmarks.VendorNVIDIA, true, true
 	return d
 }
-
-func (nvmlCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (nvmlCheck) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (nvmlCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorNVIDIA }
 
 // get initialises NVML on first use and returns the handle, or the reason it
 // cannot be used (wrapping ErrLibraryNotFound or ErrDriverNotLoaded where
