@@ -161,12 +161,12 @@ func TestProposalKeysAreTheChecksOwn(t *testing.T) {
 			t.Errorf("proposal for unknown check %q", name)
 			continue
 		}
-		d, ok := c.(benchmarks.Defaulter)
-		if !ok {
+		d := c.Spec().Settings
+		if d == nil {
 			t.Errorf("proposal for %s, which publishes no settings", name)
 			continue
 		}
-		shipped := shippedMetricKeys(d.Defaults())
+		shipped := shippedMetricKeys(d())
 		for key, v := range table {
 			if key != "thresholds" {
 				continue

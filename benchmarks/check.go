@@ -77,14 +77,9 @@ type Result struct {
 // Check is one sanity check. Implementations live one per file and call
 // Register from init().
 type Check interface {
-	// Name is the check's stable name, used in config, flags, reports and
-	// drain reasons ("gemm", "nvml-ecc", "disk").
-	Name() string
-	// Kind says whether failures are retried.
-	Kind() Kind
-	// Isolated reports whether the check calls into vendor libraries and so
-	// must run in a child process that can be killed when it hangs.
-	Isolated() bool
+	// Spec describes the check: its name, kind, vendor, settings and
+	// reasons, all it says about itself without running (Describe).
+	Spec() Descriptor
 	// Run performs the check. It must honour ctx's deadline where it can;
 	// the runner enforces it regardless.
 	Run(ctx context.Context, env *Env) Result
@@ -96,14 +91,22 @@ var (
 )
 
 // Register adds a check to the registry. It is meant to be called from init()
-// and panics on a duplicate name, which is a programming error.
+// and panics on a check without a name or a description and on a duplicate
+// name, which are programming errors.
 func Register(c Check) {
+	d := c.Spec()
+	switch {
+	case d.Name == "":
+		panic("benchmarks: check without a name")
+	case d.Description == "":
+		panic("benchmarks: check " + d.Name + " without a description")
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if _, dup := registry[c.Name()]; dup {
-		panic("benchmarks: duplicate check " + c.Name())
+	if _, dup := registry[d.Name]; dup {
+		panic("benchmarks: duplicate check " + d.Name)
 	}
-	registry[c.Name()] = c
+	registry[d.Name] = c
 }
 
 // Lookup returns the registered check with the given name.

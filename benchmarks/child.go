@@ -118,7 +118,7 @@ func (r *CheckRunner) runBatch(parent, bctx context.Context, batch []Check) []Re
 	for next < len(batch) {
 		if bctx.Err() != nil {
 			for ; next < len(batch); next++ {
-				results[next] = notRun(parent, batch[next].Name())
+				results[next] = notRun(parent, batch[next].Spec().Name)
 			}
 			break
 		}
@@ -134,7 +134,7 @@ func (r *CheckRunner) runBatch(parent, bctx context.Context, batch []Check) []Re
 			// The child died before starting anything: give up on the rest.
 			for i := next; i < len(batch); i++ {
 				if results[i].Check == "" {
-					results[i] = Result{Check: batch[i].Name(), Status: StatusUnknown, Reason: ReasonCrashed,
+					results[i] = Result{Check: batch[i].Spec().Name, Status: StatusUnknown, Reason: ReasonCrashed,
 						Message: "checker died before starting"}
 				}
 			}
@@ -158,7 +158,7 @@ func notRun(parent context.Context, name string) Result {
 func (r *CheckRunner) runChild(parent, bctx context.Context, checks []Check, emit func(Result)) int {
 	names := make([]string, len(checks))
 	for i, c := range checks {
-		names[i] = c.Name()
+		names[i] = c.Spec().Name
 	}
 	fail := func(reason, msg string) int {
 		for _, n := range names {

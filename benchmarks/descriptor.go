@@ -1,5 +1,7 @@
 package benchmarks
 
+import "slices"
+
 // Scope says where a check runs: on one node by the runner, or across the
 // job's nodes in the prolog's cross-node phase.
 type Scope int
@@ -54,15 +56,20 @@ type Descriptor struct {
 	Reasons []string
 }
 
-// Describe returns c's descriptor.
+// Describe returns c's descriptor as the prolog reads it: the vendor
+// VendorNone when the check names none, and the reasons each once and none
+// of RunnerReasons.
 func Describe(c Check) Descriptor {
-	d := Descriptor{Name: c.Name(), Kind: c.Kind(), Vendor: VendorOf(c), Isolated: c.Isolated(),
-		Default: InDefaultSuite(c), ChecksGres: checksGres(c), Description: DescriptionOf(c), Reasons: ReasonsOf(c)}
-	if x, ok := c.(interface{ CrossNode() bool }); ok && x.CrossNode() {
-		d.Scope = ScopeCrossNode
+	d := c.Spec()
+	if d.Vendor == "" {
+		d.Vendor = VendorNone
 	}
-	if s, ok := c.(Defaulter); ok {
-		d.Settings = s.Defaults
+	var reasons []string
+	for _, t := range d.Reasons {
+		if !slices.Contains(reasons, t) && !slices.Contains(RunnerReasons(), t) {
+			reasons = append(reasons, t)
+		}
 	}
+	d.Reasons = reasons
 	return d
 }

@@ -38,22 +38,13 @@ type faultCheck struct{}
 
 func init() { Register(faultCheck{}) }
 
-func (faultCheck) Name() string       { return FaultCheckName }
-func (faultCheck) Kind() Kind         { return KindHealth }
-func (faultCheck) Isolated() bool     { return true }
-func (faultCheck) OffByDefault() bool { return true }
-func (faultCheck) Vendor() Vendor     { return VendorNone }
-
-func (faultCheck) Defaults() any { return &FaultSettings{Delay: 2 * time.Second} }
-
-// Description says what the check does, for --list-checks.
-func (faultCheck) Description() string {
-	return "test aid: passes, fails, hangs or crashes as [checks.fault-inject] mode says"
-}
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (faultCheck) Reasons() []string {
-	return []string{"FaultInjected", "FaultNeedsChild"}
+// Spec describes the check: off by default, in a child (it hangs and
+// crashes there).
+func (faultCheck) Spec() Descriptor {
+	return Descriptor{Name: FaultCheckName, Kind: KindHealth, Vendor: VendorNone, Isolated: true,
+		Description: "test aid: passes, fails, hangs or crashes as [checks.fault-inject] mode says",
+		Settings:    func() any { return &FaultSettings{Delay: 2 * time.Second} },
+		Reasons:     []string{"FaultInjected", "FaultNeedsChild"}}
 }
 
 func (faultCheck) Run(ctx context.Context, env *Env) Result {

@@ -82,7 +82,7 @@ func LibraryKeys() map[string][]Vendor {
 func LibrariesFrom(f *config.File, name string) func(v any) error {
 	vendor := VendorNone
 	if c, ok := Lookup(name); ok {
-		vendor = VendorOf(c)
+		vendor = Describe(c).Vendor
 	}
 	return func(v any) error {
 		if vendor == VendorNone {

@@ -8,22 +8,8 @@ import (
 // ErrUnknownCheck is returned for a check name nothing registered.
 var ErrUnknownCheck = errors.New("unknown check")
 
-// OffByDefault is implemented by checks that run only when named in the
-// config's [prolog] checks list (the fault-injection check, expensive probes).
-type OffByDefault interface {
-	OffByDefault() bool
-}
-
-// Defaulter is implemented by checks that have settings. Defaults returns a
-// pointer to a new settings struct holding the check's shipped defaults
-// (thresholds per device model included); vigil-prolog --check-config
-// decodes [checks.NAME] into it and prints the result.
-type Defaulter interface {
-	Defaults() any
-}
-
-// Select returns the registered checks to run: the named ones (every check
-// not OffByDefault when names is empty), minus skip, and only health facts
+// Select returns the registered checks to run: the named ones (the default suite,
+// Descriptor.Default, when names is empty), minus skip, and only health facts
 // when healthOnly is set. Unknown names are errors wrapping ErrUnknownCheck.
 // It ignores the node's hardware; SelectFor chooses the default suite by vendor.
 func Select(names, skip []string, healthOnly bool) ([]Check, error) {
@@ -36,15 +22,13 @@ func Select(names, skip []string, healthOnly bool) ([]Check, error) {
 func selectChecks(all []Check, names, skip []string, healthOnly bool, hw *Hardware) ([]Check, []NotApplicable, error) {
 	var errs []error
 	byName := make(map[string]Check, len(all))
-	for _, c := range all {
-		byName[c.Name()] = c
-	}
+	descs := make(map[string]Descriptor, len(all))
 	byDefault := len(names) == 0
-	if byDefault {
-		for _, c := range all {
-			if InDefaultSuite(c) {
-				names = append(names, c.Name())
-			}
+	for _, c := range all {
+		d := Describe(c)
+		byName[d.Name], descs[d.Name] = c, d
+		if byDefault && d.Default {
+			names = append(names, d.Name)
 		}
 	}
 	skipped := map[string]bool{}
@@ -63,13 +47,13 @@ func selectChecks(all []Check, names, skip []string, healthOnly bool, hw *Hardwa
 			errs = append(errs, fmt.Errorf("%w %q", ErrUnknownCheck, n))
 			continue
 		}
-		if skipped[n] || seen[n] || (healthOnly && c.Kind() != KindHealth) {
+		d := descs[n]
+		if skipped[n] || seen[n] || (healthOnly && d.Kind != KindHealth) {
 			continue
 		}
 		seen[n] = true
-		if byDefault && hw != nil && !applies(c, *hw) {
-			v := VendorOf(c)
-			na = append(na, NotApplicable{Check: n, Vendor: v, Message: absent(v)})
+		if byDefault && hw != nil && !applies(d, *hw) {
+			na = append(na, NotApplicable{Check: n, Vendor: d.Vendor, Message: absent(d.Vendor)})
 			continue
 		}
 		out = append(out, c)
@@ -77,10 +61,10 @@ func selectChecks(all []Check, names, skip []string, healthOnly bool, hw *Hardwa
 	return out, na, errors.Join(errs...)
 }
 
-// Validator is implemented by the settings a Defaulter returns when their
-// values have ranges. vigil-prolog calls Validate when it loads the config,
-// so that --check-config and every run report a bad value with its file,
-// line and key; the check calls the same Validate before it runs.
+// Validator is implemented by the settings a check's Descriptor.Settings
+// returns when their values have ranges. vigil-prolog calls Validate when
+// it loads the config, so that --check-config and every run report a bad
+// value with its file, line and key; the check calls the same Validate before it runs.
 type Validator interface {
 	Validate() error
 }

@@ -98,14 +98,14 @@ func (r *CheckRunner) Run(ctx context.Context, checks []Check) Outcome {
 	for i := 0; i < len(checks); {
 		c := checks[i]
 		if bctx.Err() != nil {
-			res := notRun(ctx, c.Name())
+			res := notRun(ctx, c.Spec().Name)
 			out.BudgetExpired = out.BudgetExpired || ctx.Err() == nil
 			out.Results = append(out.Results, res)
 			r.done(res)
 			i++
 			continue
 		}
-		if !c.Isolated() || r.InProcess {
+		if !c.Spec().Isolated || r.InProcess {
 			res := r.runWithRetries(ctx, bctx, c, nil)
 			out.BudgetExpired = out.BudgetExpired || res.Reason == ReasonBudgetExpired
 			out.Results = append(out.Results, res)
@@ -115,7 +115,7 @@ func (r *CheckRunner) Run(ctx context.Context, checks []Check) Outcome {
 		}
 		// Consecutive isolated checks share one child process.
 		j := i
-		for j < len(checks) && checks[j].Isolated() {
+		for j < len(checks) && checks[j].Spec().Isolated {
 			j++
 		}
 		batch := checks[i:j]
@@ -139,7 +139,7 @@ func (r *CheckRunner) Run(ctx context.Context, checks []Check) Outcome {
 // retryable reports whether a result of c is worth another try: a failed
 // performance probe that did not hang.
 func retryable(c Check, res Result) bool {
-	return c.Kind() == KindPerf && res.Status == StatusFail && res.Reason != ReasonTimedOut && res.Reason != ReasonBudgetExpired
+	return c.Spec().Kind == KindPerf && res.Status == StatusFail && res.Reason != ReasonTimedOut && res.Reason != ReasonBudgetExpired
 }
 
 func (r *CheckRunner) done(res Result) {
@@ -161,7 +161,7 @@ func (r *CheckRunner) timeout(name string) time.Duration {
 // the result of a first attempt made elsewhere (nil when none).
 func (r *CheckRunner) runWithRetries(parent, bctx context.Context, c Check, first *Result) Result {
 	tries := 1
-	if c.Kind() == KindPerf {
+	if c.Spec().Kind == KindPerf {
 		tries += r.Retries
 	}
 	var res Result
@@ -185,7 +185,7 @@ func (r *CheckRunner) runWithRetries(parent, bctx context.Context, c Check, firs
 
 // runOnce runs one attempt under the check's deadline, capped by the budget.
 func (r *CheckRunner) runOnce(parent, bctx context.Context, c Check, attempt int) Result {
-	if c.Isolated() && !r.InProcess {
+	if c.Spec().Isolated && !r.InProcess {
 		if attempt > 1 && r.OnStart != nil {
 			// The child reports attempt 1 for every start; say it is a retry.
 			start := r.OnStart
@@ -195,9 +195,9 @@ func (r *CheckRunner) runOnce(parent, bctx context.Context, c Check, attempt int
 		return r.runBatch(parent, bctx, []Check{c})[0]
 	}
 	if r.OnStart != nil {
-		r.OnStart(c.Name(), attempt)
+		r.OnStart(c.Spec().Name, attempt)
 	}
-	timeout := r.timeout(c.Name())
+	timeout := r.timeout(c.Spec().Name)
 	cctx, cancel := context.WithTimeout(bctx, timeout)
 	defer cancel()
 	t0 := r.now()
@@ -236,16 +236,16 @@ func (r *CheckRunner) runInProcess(ctx context.Context, c Check) Result {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ch <- Result{Check: c.Name(), Status: StatusUnknown, Reason: ReasonPanicked, Message: fmt.Sprint("check panicked: ", p)}
+				ch <- Result{Check: c.Spec().Name, Status: StatusUnknown, Reason: ReasonPanicked, Message: fmt.Sprint("check panicked: ", p)}
 			}
 		}()
-		ch <- c.Run(ctx, r.checkEnv(c.Name()))
+		ch <- c.Run(ctx, r.checkEnv(c.Spec().Name))
 	}()
 	select {
 	case res := <-ch:
-		return normalize(c.Name(), res)
+		return normalize(c.Spec().Name, res)
 	case <-ctx.Done():
-		return timedOut(c.Name(), time.Since(t0))
+		return timedOut(c.Spec().Name, time.Since(t0))
 	}
 }
 

@@ -28,9 +28,9 @@ type fakeCheck struct {
 	run      func(ctx context.Context, env *Env) Result
 }
 
-func (f *fakeCheck) Name() string                           { return f.name }
-func (f *fakeCheck) Kind() Kind                             { return f.kind }
-func (f *fakeCheck) Isolated() bool                         { return f.isolated }
+func (f *fakeCheck) Spec() Descriptor {
+	return Descriptor{Name: f.name, Kind: f.kind, Isolated: f.isolated, Default: true, Description: "test check " + f.name}
+}
 func (f *fakeCheck) Run(ctx context.Context, e *Env) Result { return f.run(ctx, e) }
 
 var flakyCalls int

@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/internal/vendors"
@@ -27,79 +26,6 @@ const (
 	// VendorAscend marks a check of Huawei Ascend NPUs (DCMI, ACL, HCCL).
 	VendorAscend Vendor = "ascend"
 )
-
-// Vendored is implemented by every shipped check to say which vendor's
-// devices it is about. A check that does not implement it is vendor neutral.
-type Vendored interface {
-	Vendor() Vendor
-}
-
-// Describer is implemented by every shipped check: Description is one line
-// saying what the check reads or measures, for vigil-prolog --list-checks.
-type Describer interface {
-	Description() string
-}
-
-// Reasoner is implemented by every shipped check: Reasons are the reason
-// tokens its results can carry beyond RunnerReasons, each spelled as in
-// the source ("GEMMBelowThreshold"); a numbered family is written as its
-// pattern ("XID<code>"). vigil-prolog --list-checks prints them, and a
-// test holds them to the code.
-type Reasoner interface {
-	Reasons() []string
-}
-
-// GresChecker is implemented by a vendor check that compares the devices
-// Slurm's Gres promises with those present (gpu-count). It stays in the
-// default suite on a node that shows no accelerator at all: a Gres that
-// promises GPUs the node does not have is the very fault it finds.
-type GresChecker interface {
-	ChecksGres() bool
-}
-
-// VendorOf returns the vendor a check declares, VendorNone when it declares none.
-func VendorOf(c Check) Vendor {
-	if v, ok := c.(Vendored); ok && v.Vendor() != "" {
-		return v.Vendor()
-	}
-	return VendorNone
-}
-
-// DescriptionOf returns a check's one-line description, "" when it has none.
-func DescriptionOf(c Check) string {
-	if d, ok := c.(Describer); ok {
-		return d.Description()
-	}
-	return ""
-}
-
-// ReasonsOf returns the reason tokens a check declares, each once and
-// none of RunnerReasons; nil when it declares none.
-func ReasonsOf(c Check) []string {
-	r, ok := c.(Reasoner)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, t := range r.Reasons() {
-		if !slices.Contains(out, t) && !slices.Contains(RunnerReasons(), t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// InDefaultSuite reports whether a check runs when [prolog] checks is empty
-// (on a node that shows its vendor's devices).
-func InDefaultSuite(c Check) bool {
-	o, ok := c.(OffByDefault)
-	return !ok || !o.OffByDefault()
-}
-
-func checksGres(c Check) bool {
-	g, ok := c.(GresChecker)
-	return ok && g.ChecksGres()
-}
 
 // Hardware is what a node shows of accelerators, found without any vendor
 // library (PCI functions of the vendor's ids and device nodes): the number
@@ -143,9 +69,8 @@ type NotApplicable struct {
 }
 
 // applies decides whether a default-suite check applies to hw.
-func applies(c Check, hw Hardware) bool {
-	v := VendorOf(c)
-	return hw.Has(v) || (hw.None() && checksGres(c))
+func applies(d Descriptor, hw Hardware) bool {
+	return hw.Has(d.Vendor) || (hw.None() && d.ChecksGres)
 }
 
 // SelectFor returns the checks to run on a node that shows hw, and the
@@ -193,8 +118,9 @@ type CheckInfo struct {
 func Infos() []CheckInfo {
 	var out []CheckInfo
 	for _, c := range registered() {
-		out = append(out, CheckInfo{Name: c.Name(), Kind: c.Kind(), Vendor: VendorOf(c),
-			Default: InDefaultSuite(c), Description: DescriptionOf(c), Reasons: ReasonsOf(c)})
+		d := Describe(c)
+		out = append(out, CheckInfo{Name: d.Name, Kind: d.Kind, Vendor: d.Vendor,
+			Default: d.Default, Description: d.Description, Reasons: d.Reasons})
 	}
 	return out
 }

@@ -16,21 +16,18 @@ type vendorCheck struct {
 	gres   bool
 }
 
-func (c vendorCheck) Name() string                     { return c.name }
-func (c vendorCheck) Kind() Kind                       { return c.kind }
-func (c vendorCheck) Isolated() bool                   { return false }
-func (c vendorCheck) Vendor() Vendor                   { return c.vendor }
-func (c vendorCheck) OffByDefault() bool               { return c.off }
-func (c vendorCheck) ChecksGres() bool                 { return c.gres }
-func (c vendorCheck) Description() string              { return "the " + c.name + " check" }
+func (c vendorCheck) Spec() Descriptor {
+	return Descriptor{Name: c.name, Kind: c.kind, Vendor: c.vendor, Default: !c.off, ChecksGres: c.gres,
+		Description: "the " + c.name + " check"}
+}
 func (c vendorCheck) Run(context.Context, *Env) Result { return Result{Status: StatusPass} }
 
-// plainCheck declares nothing: it is vendor neutral and on by default.
+// plainCheck names no vendor: it is vendor neutral.
 type plainCheck string
 
-func (c plainCheck) Name() string                   { return string(c) }
-func (plainCheck) Kind() Kind                       { return KindHealth }
-func (plainCheck) Isolated() bool                   { return false }
+func (c plainCheck) Spec() Descriptor {
+	return Descriptor{Name: string(c), Default: true, Description: "a plain check"}
+}
 func (plainCheck) Run(context.Context, *Env) Result { return Result{Status: StatusPass} }
 
 // suite is a small registry in name order: NVIDIA and Ascend checks of
@@ -50,7 +47,7 @@ var suite = []Check{
 func names(cs []Check) string {
 	var s []string
 	for _, c := range cs {
-		s = append(s, c.Name())
+		s = append(s, c.Spec().Name)
 	}
 	return strings.Join(s, ",")
 }
@@ -129,15 +126,15 @@ func TestSelectForUnknownNames(t *testing.T) {
 	}
 }
 
-func TestVendorOfAndInfos(t *testing.T) {
-	if v := VendorOf(plainCheck("x")); v != VendorNone {
+func TestDescribeAndInfos(t *testing.T) {
+	if v := Describe(plainCheck("x")).Vendor; v != VendorNone {
 		t.Errorf("undeclared vendor = %q", v)
 	}
-	if v := VendorOf(vendorCheck{vendor: VendorAscend}); v != VendorAscend {
+	if v := Describe(vendorCheck{vendor: VendorAscend}).Vendor; v != VendorAscend {
 		t.Errorf("vendor = %q", v)
 	}
-	if InDefaultSuite(vendorCheck{off: true}) || !InDefaultSuite(plainCheck("x")) {
-		t.Error("InDefaultSuite")
+	if Describe(vendorCheck{off: true}).Default || !Describe(plainCheck("x")).Default {
+		t.Error("Default")
 	}
 	var fault CheckInfo
 	for _, i := range Infos() {

@@ -28,7 +28,7 @@ const (
 )
 
 // RunnerReasons are the tokens any check can give, whatever it declares
-// (Reasoner): those of the framework above, which the runner, the checker
+// (Descriptor.Reasons): those of the framework above, which the runner, the checker
 // child and every check's settings give alike.
 func RunnerReasons() []string {
 	return []string{ReasonTimedOut, ReasonCrashed, ReasonNotStarted, ReasonPanicked, ReasonBadResult,

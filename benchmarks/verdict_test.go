@@ -63,12 +63,12 @@ func TestSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range all {
-		if c.Name() == FaultCheckName {
+		if c.Spec().Name == FaultCheckName {
 			t.Fatal("fault-inject selected by default")
 		}
 	}
 	got, err := Select([]string{FaultCheckName, "test-flaky-perf", "test-fail-health"}, []string{"test-fail-health"}, true)
-	if err != nil || len(got) != 1 || got[0].Name() != FaultCheckName {
+	if err != nil || len(got) != 1 || got[0].Spec().Name != FaultCheckName {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	if _, err := Select([]string{"nope"}, []string{"nada"}, false); !errors.Is(err, ErrUnknownCheck) {

@@ -91,12 +91,13 @@ func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmar
 		why = "the job has one node: no peer to check"
 	}
 	for _, c := range checks {
+		d := benchmarks.Describe(c)
 		switch {
-		case benchmarks.Describe(c).Scope != benchmarks.ScopeCrossNode:
+		case d.Scope != benchmarks.ScopeCrossNode:
 			local = append(local, c)
 		case why != "":
-			r.rep.NotApplicable = append(r.rep.NotApplicable, benchmarks.NotApplicable{Check: c.Name(),
-				Vendor: benchmarks.Describe(c).Vendor, Message: why})
+			r.rep.NotApplicable = append(r.rep.NotApplicable, benchmarks.NotApplicable{Check: d.Name,
+				Vendor: d.Vendor, Message: why})
 		default:
 			cross = append(cross, c)
 		}
@@ -126,8 +127,9 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 	var names []string
 	var timeout time.Duration
 	for _, c := range checks {
-		names = append(names, c.Name())
-		timeout += checkTimeout(r.s.Prolog, c.Name())
+		name := benchmarks.Describe(c).Name
+		names = append(names, name)
+		timeout += checkTimeout(r.s.Prolog, name)
 	}
 	// The phase gets the checks' deadlines, inside what is left of the
 	// budget (less the reserve for draining and writing the report).

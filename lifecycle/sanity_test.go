@@ -33,14 +33,13 @@ type check struct {
 	run  func(ctx context.Context, e *benchmarks.Env) benchmarks.Result
 }
 
-func (c check) Name() string          { return c.name }
-func (c check) Kind() benchmarks.Kind { return c.kind }
-func (c check) Isolated() bool        { return false }
-func (c check) OffByDefault() bool    { return true }
-func (c check) Defaults() any {
-	return &struct {
-		Level int `toml:"level"`
-	}{}
+func (c check) Spec() benchmarks.Descriptor {
+	return benchmarks.Descriptor{Name: c.name, Kind: c.kind, Description: "test check " + c.name,
+		Settings: func() any {
+			return &struct {
+				Level int `toml:"level"`
+			}{}
+		}}
 }
 func (c check) Run(ctx context.Context, e *benchmarks.Env) benchmarks.Result { return c.run(ctx, e) }
 

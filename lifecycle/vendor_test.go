@@ -23,10 +23,11 @@ type vendorCheck struct {
 	gres   bool
 }
 
-func (c vendorCheck) OffByDefault() bool        { return false }
-func (c vendorCheck) Vendor() benchmarks.Vendor { return c.vendor }
-func (c vendorCheck) ChecksGres() bool          { return c.gres }
-func (c vendorCheck) Description() string       { return "test check of " + string(c.vendor) }
+func (c vendorCheck) Spec() benchmarks.Descriptor {
+	d := c.check.Spec()
+	d.Vendor, d.Default, d.ChecksGres, d.Description = c.vendor, true, c.gres, "test check of "+string(c.vendor)
+	return d
+}
 func (c vendorCheck) Run(ctx context.Context, e *benchmarks.Env) benchmarks.Result {
 	return c.run(ctx, e)
 }

@@ -111,11 +111,11 @@ func TestExampleConfig(t *testing.T) {
 	}
 	for _, name := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(name)
-		d, ok := c.(benchmarks.Defaulter)
-		if !ok {
+		d := benchmarks.Describe(c).Settings
+		if d == nil {
 			continue
 		}
-		for _, key := range tomlKeys(reflect.TypeOf(d.Defaults())) {
+		for _, key := range tomlKeys(reflect.TypeOf(d())) {
 			if !s.File.Has("checks." + name + "." + key) {
 				t.Errorf("checks.%s.%s is missing from the example config", name, key)
 			}

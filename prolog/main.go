@@ -18,7 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
-	"github.com/vigil-hpc/vigil/benchmarks/compute"
+	"github.com/vigil-hpc/vigil/benchmarks/nvidia"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/policy"
@@ -270,10 +270,10 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	switch args[0] {
 	case policy.CommandName:
 		return policy.CheckCommand(args[1:], stdout, stderr, lifecycle.PolicyRegistry()), true
-	case compute.SelftestCommandName:
+	case nvidia.SelftestCommandName:
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return compute.SelftestCommand(ctx, args[1:], stdout, stderr), true
+		return nvidia.SelftestCommand(ctx, args[1:], stdout, stderr), true
 	}
 	return 0, false
 }

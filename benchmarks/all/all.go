@@ -7,8 +7,8 @@ import (
 	_ "github.com/vigil-hpc/vigil/benchmarks/ascend"
 	// Cross-node checks over the frontend network (net-connect, net-bandwidth).
 	_ "github.com/vigil-hpc/vigil/benchmarks/crossnet"
-	// CUDA compute probes and collectives (GEMM, launch, copy, NCCL, ...).
-	_ "github.com/vigil-hpc/vigil/benchmarks/compute"
-	// NVIDIA health facts and the local disk check.
-	_ "github.com/vigil-hpc/vigil/benchmarks/health"
+	// Vendor-neutral node checks: the scratch disk, RDMA ports, an admin's command.
+	_ "github.com/vigil-hpc/vigil/benchmarks/node"
+	// NVIDIA health facts over NVML and CUDA compute probes and collectives.
+	_ "github.com/vigil-hpc/vigil/benchmarks/nvidia"
 )

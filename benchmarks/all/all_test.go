@@ -14,10 +14,10 @@ import (
 func TestEveryCheckDeclares(t *testing.T) {
 	for _, n := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(n)
-		if _, ok := c.(benchmarks.Vendored); !ok {
+		if c.Spec().Vendor == "" {
 			t.Errorf("%s declares no vendor", n)
 		}
-		d := benchmarks.DescriptionOf(c)
+		d := c.Spec().Description
 		if d == "" || strings.Contains(d, "\n") || len(d) > 90 {
 			t.Errorf("%s: description %q is not one short line", n, d)
 		}
@@ -28,7 +28,7 @@ func TestEveryCheckDeclares(t *testing.T) {
 // kinds of node.
 func TestShippedDefaultSuites(t *testing.T) {
 	has := func(cs []benchmarks.Check, name string) bool {
-		return slices.ContainsFunc(cs, func(c benchmarks.Check) bool { return c.Name() == name })
+		return slices.ContainsFunc(cs, func(c benchmarks.Check) bool { return c.Spec().Name == name })
 	}
 	hasNA := func(na []benchmarks.NotApplicable, name string) bool {
 		return slices.ContainsFunc(na, func(n benchmarks.NotApplicable) bool { return n.Check == name })

@@ -147,7 +147,7 @@ func declared() map[string][]string {
 	}
 	for _, n := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(n)
-		for _, t := range benchmarks.ReasonsOf(c) {
+		for _, t := range benchmarks.Describe(c).Reasons {
 			out[t] = append(out[t], n)
 		}
 	}
@@ -159,7 +159,7 @@ func declared() map[string][]string {
 func TestEveryCheckDeclaresReasons(t *testing.T) {
 	for _, n := range benchmarks.Names() {
 		c, _ := benchmarks.Lookup(n)
-		if len(benchmarks.ReasonsOf(c)) == 0 {
+		if len(benchmarks.Describe(c).Reasons) == 0 {
 			t.Errorf("%s declares no reason tokens (Reasons)", n)
 		}
 	}

@@ -75,16 +75,17 @@ var sharedDCMI = &dcmiLibrary{open: func(o dl.Options) (dcmi.Interface, error) {
 	return l, nil
 }}
 
-// dcmiCheck is what the DCMI checks share: the DCMI library, and their
-// place in the registry (health checks of Ascend NPUs, run in a child:
-// DCMI calls go to the driver and can hang on a sick device).
+// dcmiCheck is what the DCMI checks share: the DCMI library. Their place
+// in the registry is npuFact's (health checks of Ascend NPUs, run in a
+// child: DCMI calls go to the driver and can hang on a sick device).
 type dcmiCheck struct{ lib *dcmiLibrary }
 
-func (dcmiCheck) Kind() benchmarks.Kind { return benchmarks.KindHealth }
-func (dcmiCheck) Isolated() bool        { return true }
-
-// Vendor says which devices the check is about.
-func (dcmiCheck) Vendor() benchmarks.Vendor { return benchmarks.VendorAscend }
+// npuFact returns d as a DCMI check's descriptor: a health fact of Ascend
+// NPUs, isolated, in the default suite.
+func npuFact(d benchmarks.Descriptor) benchmarks.Descriptor {
+	d.Kind, d.Vendor, d.Isolated, d.Default = benchmarks.KindHealth, benchmarks.VendorAscend, true, true
+	return d
+}
 
 // get opens and initialises DCMI on first use with o; later calls return
 // the first outcome.

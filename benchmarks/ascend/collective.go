@@ -46,7 +46,7 @@ func collSlow(op device.CollOp) string {
 // newCollCheck is the HCCL check name of op over the NPUs open opens.
 func newCollCheck(name string, op device.CollOp, thresholds device.Thresholds, open Opener) benchmarks.Check {
 	return device.NewCollective(device.CollectiveSpec[CollectiveSettings]{
-		Spec: spec[CollectiveSettings](name, "HCCL "+device.Label(op)+" bus bandwidth over the node's NPUs, result verified", func() CollectiveSettings {
+		Common: spec[CollectiveSettings](name, "HCCL "+device.Label(op)+" bus bandwidth over the node's NPUs, result verified", func() CollectiveSettings {
 			return CollectiveSettings{
 				CollectiveSettings: device.DefaultCollectiveSettings(thresholds),
 			}

@@ -33,7 +33,7 @@ func DefaultCopySettings() CopySettings {
 // newCopyCheck is the npu-copy check over the NPUs open opens.
 func newCopyCheck(open Opener) benchmarks.Check {
 	return device.NewCopy(device.CopySpec{
-		Spec:        spec[CopySettings]("npu-copy", "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)", DefaultCopySettings, copyThresholds, open),
+		Common:      spec[CopySettings]("npu-copy", "host-device and device-device copy bandwidth per NPU, bytes verified (ACL)", DefaultCopySettings, copyThresholds, open),
 		WrongResult: ReasonCopyWrongResult,
 		Slow:        devcheck.Tokens{Limit: "NPUCopyBandwidthBelowThreshold", Peers: "NPUCopyBandwidthBelowPeers"},
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dcmi/dcmifake"
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -78,13 +79,13 @@ func TestRegistered(t *testing.T) {
 			t.Errorf("%s not registered", n)
 			continue
 		}
-		if !c.Isolated() {
+		if !c.Spec().Isolated {
 			t.Errorf("%s is not isolated", n)
 		}
-		if _, ok := c.(benchmarks.Defaulter); !ok {
+		if c.Spec().Settings == nil {
 			t.Errorf("%s has no Defaults", n)
 		}
-		if !benchmarks.InDefaultSuite(c) {
+		if !c.Spec().Default {
 			t.Errorf("%s is not in the default suite (its CUDA counterpart is)", n)
 		}
 	}
@@ -93,8 +94,8 @@ func TestRegistered(t *testing.T) {
 func run1(t *testing.T, c benchmarks.Check, env *benchmarks.Env) benchmarks.Result {
 	t.Helper()
 	r := c.Run(context.Background(), env)
-	if r.Check != c.Name() {
-		t.Errorf("Check = %q, want %q", r.Check, c.Name())
+	if r.Check != c.Spec().Name {
+		t.Errorf("Check = %q, want %q", r.Check, c.Spec().Name)
 	}
 	return r
 }
@@ -120,7 +121,7 @@ func TestHealthyNode(t *testing.T) {
 		r := run1(t, c, nil)
 		expect(t, r, benchmarks.StatusPass, "", "", "8 NPUs")
 		if len(r.Values) < 8 {
-			t.Errorf("%s: %d values, want one per NPU at least", c.Name(), len(r.Values))
+			t.Errorf("%s: %d values, want one per NPU at least", c.Spec().Name, len(r.Values))
 		}
 	}
 }
@@ -330,9 +331,9 @@ func TestJobDevicesOnly(t *testing.T) {
 
 func TestWithoutDCMI(t *testing.T) {
 	for _, c := range []benchmarks.Check{&npuHealth{dcmiCheck{missingLib()}}, &npuECC{dcmiCheck{missingLib()}}, &npuLink{dcmiCheck{missingLib()}}, &npuLeftover{dcmiCheck{missingLib()}}, &npuCount{dcmiCheck{missingLib()}}} {
-		t.Run(c.Name(), func(t *testing.T) {
-			env := settings(t, c.Name(), fmt.Sprintf("[checks.%s]\n", c.Name()))
-			if c.Name() == "npu-count" {
+		t.Run(c.Spec().Name, func(t *testing.T) {
+			env := settings(t, c.Spec().Name, fmt.Sprintf("[checks.%s]\n", c.Spec().Name))
+			if c.Spec().Name == "npu-count" {
 				env = settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nsysfs = %q\n", sysfsTree(t)))
 				env.GresGPUs = 8 // an NVIDIA node's gres says nothing about NPUs
 			}
@@ -354,11 +355,11 @@ func TestNPUCountWithoutDCMI(t *testing.T) {
 }
 
 func TestAscendPCIDevices(t *testing.T) {
-	got, err := ascendOnBus(eightNPUs(t))
+	got, err := device.OnBus(benchmarks.VendorAscend, eightNPUs(t))
 	if err != nil || len(got) != 8 || got[0] != "0000:c1:00.0" || got[7] != "0000:c8:00.0" {
 		t.Errorf("got %v, %v", got, err)
 	}
-	got, err = ascendOnBus(t.TempDir()) // no PCI bus at all
+	got, err = device.OnBus(benchmarks.VendorAscend, t.TempDir()) // no PCI bus at all
 	if err != nil || len(got) != 0 {
 		t.Errorf("empty sysfs: %v, %v", got, err)
 	}
@@ -376,8 +377,8 @@ func TestBadSettings(t *testing.T) {
 		{&npuHealth{dcmiCheck{lib}}, "[checks.npu-health]\nfail_on_minor = \"yes\"\n"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.check.Name(), func(t *testing.T) {
-			r := run1(t, tt.check, settings(t, tt.check.Name(), tt.toml))
+		t.Run(tt.check.Spec().Name, func(t *testing.T) {
+			r := run1(t, tt.check, settings(t, tt.check.Spec().Name, tt.toml))
 			expect(t, r, benchmarks.StatusUnknown, ReasonInvalidSettings, "")
 		})
 	}

@@ -54,7 +54,7 @@ func (s *GEMMSettings) Validate() error {
 // throughput, products verified.
 func newGEMMCheck(open Opener) benchmarks.Check {
 	return device.NewGEMM(device.GEMMSpec[GEMMSettings]{
-		Spec:        spec[GEMMSettings]("npu-gemm", "aclnnMatmul TFLOPS per NPU in fp16 and bf16, products verified", DefaultGEMMSettings, gemmThresholds, open),
+		Common:      spec[GEMMSettings]("npu-gemm", "aclnnMatmul TFLOPS per NPU in fp16 and bf16, products verified", DefaultGEMMSettings, gemmThresholds, open),
 		GEMM:        func(s *GEMMSettings) *device.GEMMSettings { return &s.GEMMSettings },
 		Op:          "matmul",
 		WrongResult: ReasonGEMMWrongResult,

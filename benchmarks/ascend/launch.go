@@ -34,7 +34,7 @@ func DefaultLaunchSettings() LaunchSettings {
 // newLaunchCheck is the npu-kernel-launch check over the NPUs open opens.
 func newLaunchCheck(open Opener) benchmarks.Check {
 	return device.NewLaunch(device.LaunchSpec{
-		Spec: spec[LaunchSettings]("npu-kernel-launch", "aclnnInplaceZero launch latency per NPU and a verified zero kernel (ACL)",
+		Common: spec[LaunchSettings]("npu-kernel-launch", "aclnnInplaceZero launch latency per NPU and a verified zero kernel (ACL)",
 			DefaultLaunchSettings, launchThresholds, open),
 		WrongResult: ReasonKernelWrongResult,
 		Slow:        devcheck.Tokens{Limit: "NPULaunchLatencyAboveThreshold", Peers: "NPULaunchLatencyAbovePeers"},

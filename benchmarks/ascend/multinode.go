@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -69,35 +70,32 @@ type multinode struct {
 	cann *cann
 }
 
-var shippedMultinode = &multinode{MultinodeCheck: device.MultinodeCheck{CheckName: MultinodeName, CheckVendor: benchmarks.VendorAscend,
-	Desc: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified"}, cann: sharedCANN}
+var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(benchmarks.Descriptor{
+	Name: MultinodeName, Vendor: benchmarks.VendorAscend,
+	Description: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified",
+	Settings:    func() any { return defaultMultinodeSettings() },
+	// Its own reasons, the vendor's and the cross-node phase's.
+	Reasons: slices.Concat([]string{ReasonHCCLError}, device.MultinodeReasons(), ascendNPUs.Reasons, crossnet.PhaseReasons()),
+}), cann: sharedCANN}
 
 func init() { benchmarks.Register(shippedMultinode) }
 
-// Reasons are the reason tokens the check gives, for --list-checks: its
-// own, ACL's and HCCL's, and the cross-node phase's.
-func (*multinode) Reasons() []string {
-	out := append([]string{ReasonHCCLError}, device.MultinodeReasons()...)
-	out = append(out, ascendNPUs.Reasons...)
-	return append(out, crossnet.PhaseReasons()...)
-}
-
-// Defaults returns the shipped settings: 256 MiB per rank, 20 timed after
-// 5 untimed, verified on 1 MiB.
-func (*multinode) Defaults() any {
+// defaultMultinodeSettings returns the shipped settings: 256 MiB per rank,
+// 20 timed after 5 untimed, verified on 1 MiB.
+func defaultMultinodeSettings() *MultinodeSettings {
 	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
 }
 
 func (c *multinode) unknown(reason, format string, args ...any) benchmarks.Result {
-	return benchmarks.Result{Check: c.Name(), Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // settings decodes and validates the check's settings and its vendor's
 // libraries.
 func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
-	s := c.Defaults().(*MultinodeSettings)
+	s := defaultMultinodeSettings()
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
 		return nil, Libraries{}, err
 	}
@@ -168,7 +166,7 @@ func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
 	s, libs, err := c.settings(env)
 	if err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(MultinodeName, err)
 	}
 	var node Node
 	err = devcheck.Run(ctx, func() (err error) {
@@ -177,7 +175,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	})
 	if err != nil {
 		st, reason := classify(err)
-		return benchmarks.Result{Check: c.Name(), Status: st, Reason: reason, Message: err.Error()}
+		return benchmarks.Result{Check: MultinodeName, Status: st, Reason: reason, Message: err.Error()}
 	}
 	defer node.Close()
 	mn, ok := node.(device.MultinodeNode)
@@ -206,7 +204,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	if err != nil {
 		return c.failed(err, phase.Load().(string), role)
 	}
-	t := &devcheck.Tally{Check: c.Name()}
+	t := &devcheck.Tally{Check: MultinodeName}
 	if msg := device.VerifyMultinode(out.Outputs, role, names); msg != "" {
 		t.Fail("", ReasonMultinodeWrongResult, "%s", msg)
 		return t.Result("")
@@ -228,5 +226,5 @@ func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmar
 		return c.unknown(ReasonHCCLError, "%s: %v", phase, err)
 	}
 	st, reason := classify(err)
-	return benchmarks.Result{Check: c.Name(), Status: st, Reason: reason, Message: fmt.Sprintf("%s: %v", phase, err)}
+	return benchmarks.Result{Check: MultinodeName, Status: st, Reason: reason, Message: fmt.Sprintf("%s: %v", phase, err)}
 }

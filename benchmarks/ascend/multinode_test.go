@@ -276,7 +276,7 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 	libs := stubCANN(t)
 	env := settings(t, MultinodeName, mnSettings(libs))
 	c, ok := benchmarks.Lookup(MultinodeName)
-	if !ok || benchmarks.InDefaultSuite(c) || benchmarks.VendorOf(c) != benchmarks.VendorAscend || c.Kind() != benchmarks.KindPerf {
+	if !ok || c.Spec().Default || c.Spec().Vendor != benchmarks.VendorAscend || c.Spec().Kind != benchmarks.KindPerf {
 		t.Fatalf("%s: registered %v, in the default suite, not Ascend's or not perf", MultinodeName, ok)
 	}
 	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNeedsJobNodes ||

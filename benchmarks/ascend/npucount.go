@@ -6,11 +6,11 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/internal/pci"
-	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Reasons of the npu-count check.
@@ -23,58 +23,44 @@ const (
 	// ReasonAllocatedNPUMissing: a device allocated to the job does not exist.
 	ReasonAllocatedNPUMissing = "AllocatedNPUMissing"
 	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
-	ReasonSysfsUnreadable = "SysfsUnreadable"
+	ReasonSysfsUnreadable = device.ReasonSysfsUnreadable
 )
 
-// NPUCountSettings are the settings of [checks.npu-count].
-type NPUCountSettings struct {
-	// Expected is how many NPUs the node must have; 0 means the node's
-	// Slurm Gres GPU count when Ascend NPUs are on its PCI bus, and no
-	// expectation otherwise.
-	Expected int `toml:"expected"`
-	// Sysfs is the root of sysfs, where bus/pci/devices lists the PCI devices.
-	Sysfs string `toml:"sysfs"`
-}
+// NPUCountSettings are the settings of [checks.npu-count]: those of every
+// device-count check. Expected 0 means the node's Slurm Gres GPU count
+// when Ascend NPUs are on its PCI bus, and no expectation otherwise.
+type NPUCountSettings = device.CountSettings
 
 type npuCount struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuCount{dcmiCheck{sharedDCMI}}) }
 
-func (*npuCount) Name() string { return "npu-count" }
-
-// Description says what the check does, for --list-checks.
-func (*npuCount) Description() string {
-	return "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus"
-}
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuCount) Reasons() []string {
-	return append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
-		dcmiReasons()...)
-}
-
-// Defaults returns the shipped settings.
-func (*npuCount) Defaults() any {
-	return &NPUCountSettings{Sysfs: "/sys"}
+// Spec describes the check.
+func (*npuCount) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-count",
+		Description: "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus",
+		Settings:    func() any { return device.DefaultCountSettings() },
+		Reasons: append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
+			dcmiReasons()...)})
 }
 
 func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPUCountSettings)
+	s := device.DefaultCountSettings()
 	if err := devcheck.Decode(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
 	if err := s.Validate(); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	t := newTally(c.Name())
-	onBus, busErr := ascendOnBus(s.Sysfs)
+	t := newTally(c.Spec().Name)
+	onBus, busErr := device.OnBus(benchmarks.VendorAscend, s.Sysfs)
 	if busErr != nil {
 		t.Unknown("", ReasonSysfsUnreadable, "%v", busErr)
 	} else {
 		t.Value("", "pci_npus", float64(len(onBus)), "count", nil, "", benchmarks.StatusPass)
 	}
 	expected := s.Expected
-	libs, res := dcmiLibraries(c.Name(), env)
+	libs, res := dcmiLibraries(c.Spec().Name, env)
 	if res != nil {
 		return *res
 	}
@@ -181,24 +167,8 @@ func (c *npuCount) noDCMI(t *tally, err error, expected int, onBus []string) ben
 		t.Fail("", ReasonNPUCountMismatch, "expected %d %s, found none: %v%s", expected, devcheck.Plural(expected, "NPU"), err, busNote)
 		return t.Result("")
 	}
-	r := dcmiUnavailable(c.Name(), err)
+	r := dcmiUnavailable(c.Spec().Name, err)
 	r.Message += busNote
 	r.Values = t.Values
 	return r
-}
-
-// Validate reports out-of-range settings, naming the key.
-func (s *NPUCountSettings) Validate() error {
-	if s.Expected < 0 {
-		return benchmarks.BadSetting("expected", "%d: want 0 (the node's own count) or more", s.Expected)
-	}
-	return nil
-}
-
-// ascendOnBus lists the PCI addresses of the Ascend NPUs (the vendor
-// table's ids and classes) under sysfs/bus/pci/devices, sorted. A sysfs
-// without a PCI bus has none.
-func ascendOnBus(sysfs string) ([]string, error) {
-	r, _ := vendors.Lookup(string(benchmarks.VendorAscend))
-	return r.PCIDevices(sysfs)
 }

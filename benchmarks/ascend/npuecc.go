@@ -32,34 +32,28 @@ type npuECC struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuECC{dcmiCheck{sharedDCMI}}) }
 
-func (*npuECC) Name() string { return "npu-ecc" }
-
-// Description says what the check does, for --list-checks.
-func (*npuECC) Description() string {
-	return "uncorrectable HBM ECC errors and isolated pages per NPU (DCMI)"
+// Spec describes the check.
+func (*npuECC) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-ecc",
+		Description: "uncorrectable HBM ECC errors and isolated pages per NPU (DCMI)",
+		Settings:    func() any { return defaultNpuECCSettings() },
+		Reasons:     append([]string{ReasonNPUECCUncorrectable, ReasonNPUIsolatedPages}, dcmiReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuECC) Reasons() []string {
-	return append([]string{ReasonNPUECCUncorrectable, ReasonNPUIsolatedPages}, dcmiReasons()...)
-}
-
-// Defaults returns the shipped settings. The isolated-page limit of 64 is
-// a starting point in the spirit of NVIDIA's retired-page guidance, not a
-// Huawei figure; calibrate it on the fleet.
-func (*npuECC) Defaults() any {
+// defaultNpuECCSettings returns the shipped settings of [checks.npu-ecc].
+func defaultNpuECCSettings() *NPUECCSettings {
 	return &NPUECCSettings{MaxUncorrectable: 0, MaxIsolatedPages: 64}
 }
 
 func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPUECCSettings)
+	s := defaultNpuECCSettings()
 	if err := devcheck.Decode(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
 	if err := s.Validate(); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
 		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {

@@ -29,29 +29,25 @@ type npuHealth struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuHealth{dcmiCheck{sharedDCMI}}) }
 
-func (*npuHealth) Name() string { return "npu-health" }
-
-// Description says what the check does, for --list-checks.
-func (*npuHealth) Description() string {
-	return "health alarms per NPU (DCMI)"
+// Spec describes the check.
+func (*npuHealth) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-health",
+		Description: "health alarms per NPU (DCMI)",
+		Settings:    func() any { return defaultNpuHealthSettings() },
+		Reasons:     append([]string{ReasonNPUUnhealthy, ReasonNPUAbsent}, dcmiReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuHealth) Reasons() []string {
-	return append([]string{ReasonNPUUnhealthy, ReasonNPUAbsent}, dcmiReasons()...)
-}
-
-// Defaults returns the shipped settings.
-func (*npuHealth) Defaults() any {
+// defaultNpuHealthSettings returns the shipped settings of [checks.npu-health].
+func defaultNpuHealthSettings() *NPUHealthSettings {
 	return &NPUHealthSettings{FailOnMinor: true}
 }
 
 func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPUHealthSettings)
+	s := defaultNpuHealthSettings()
 	if err := devcheck.Decode(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.Health(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "health", err)

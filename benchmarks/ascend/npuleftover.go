@@ -41,29 +41,25 @@ type npuLeftover struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuLeftover{dcmiCheck{sharedDCMI}}) }
 
-func (*npuLeftover) Name() string { return "npu-leftover" }
-
-// Description says what the check does, for --list-checks.
-func (*npuLeftover) Description() string {
-	return "processes and HBM left on the job's NPUs (DCMI)"
+// Spec describes the check.
+func (*npuLeftover) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-leftover",
+		Description: "processes and HBM left on the job's NPUs (DCMI)",
+		Settings:    func() any { return defaultNpuLeftoverSettings() },
+		Reasons:     append([]string{ReasonNPUProcessLeftover, ReasonNPUMemoryLeftover}, dcmiReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuLeftover) Reasons() []string {
-	return append([]string{ReasonNPUProcessLeftover, ReasonNPUMemoryLeftover}, dcmiReasons()...)
-}
-
-// Defaults returns the shipped settings.
-func (*npuLeftover) Defaults() any {
+// defaultNpuLeftoverSettings returns the shipped settings of [checks.npu-leftover].
+func defaultNpuLeftoverSettings() *NPULeftoverSettings {
 	return &NPULeftoverSettings{Thresholds: leftoverThresholds.Merge(nil)}
 }
 
 func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPULeftoverSettings)
+	s := defaultNpuLeftoverSettings()
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, leftoverThresholds); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
 		ps, err := lib.Processes(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "processes", err)

@@ -28,27 +28,25 @@ type npuLink struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuLink{dcmiCheck{sharedDCMI}}) }
 
-func (*npuLink) Name() string { return "npu-link" }
-
-// Description says what the check does, for --list-checks.
-func (*npuLink) Description() string {
-	return "RoCE network health per NPU (DCMI)"
+// Spec describes the check.
+func (*npuLink) Spec() benchmarks.Descriptor {
+	return npuFact(benchmarks.Descriptor{Name: "npu-link",
+		Description: "RoCE network health per NPU (DCMI)",
+		Settings:    func() any { return defaultNpuLinkSettings() },
+		Reasons:     append([]string{ReasonNPULinkDown}, dcmiReasons()...)})
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (*npuLink) Reasons() []string {
-	return append([]string{ReasonNPULinkDown}, dcmiReasons()...)
+// defaultNpuLinkSettings returns the shipped settings of [checks.npu-link].
+func defaultNpuLinkSettings() *NPULinkSettings {
+	return &NPULinkSettings{}
 }
-
-// Defaults returns the shipped settings.
-func (*npuLink) Defaults() any { return &NPULinkSettings{} }
 
 func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s := c.Defaults().(*NPULinkSettings)
+	s := defaultNpuLinkSettings()
 	if err := devcheck.Decode(env, s); err != nil {
-		return devcheck.BadSettings(c.Name(), err)
+		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Name(), env, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
 		h, err := lib.NetworkHealth(n.dev)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {

@@ -28,7 +28,7 @@ func (s *OverlapSettings) Validate() error {
 // aclnnMatmul and HCCL all-reduces alone and at once.
 func newOverlapCheck(open Opener) benchmarks.Check {
 	return device.NewOverlap(device.OverlapSpec[OverlapSettings]{
-		Spec: spec[OverlapSettings]("npu-overlap", "aclnnMatmul and HCCL all-reduces alone and at once: how well they overlap",
+		Common: spec[OverlapSettings]("npu-overlap", "aclnnMatmul and HCCL all-reduces alone and at once: how well they overlap",
 			DefaultOverlapSettings, nil, open),
 		Overlap: func(s *OverlapSettings) *device.OverlapSettings { return &s.OverlapSettings },
 		Slow:    "NPUOverlapBelowThreshold",

@@ -133,8 +133,8 @@ func classify(err error) (benchmarks.Status, string) {
 
 // spec declares an Ascend check of settings S over the devices open opens
 // with the libraries of [vendor.ascend], with its shipped thresholds base.
-func spec[S any](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Spec[S] {
-	return device.Spec[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
+func spec[S any](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Common[S] {
+	return device.Common[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
 		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
 			libs, err := libraries(env)
 			if err != nil {

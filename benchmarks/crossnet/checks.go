@@ -142,25 +142,28 @@ func (s *BandwidthSettings) Validate() error {
 	return nil
 }
 
-// check is one cross-node check's registration.
-type check struct {
-	name, desc string
-	kind       benchmarks.Kind
-	defaults   func() any
-	// reasons are the check's own fail tokens (crossnode's culprits).
-	reasons []string
+// check is one cross-node check's registration: its descriptor, whose
+// reasons are its own fail tokens (crossnode's culprits) and the phase's.
+type check struct{ desc benchmarks.Descriptor }
+
+// newCheck returns the cross-node check d describes: vendor neutral, in
+// the default suite, run by the phase in the prolog itself.
+func newCheck(d benchmarks.Descriptor) *check {
+	d.Vendor, d.Scope, d.Default = benchmarks.VendorNone, benchmarks.ScopeCrossNode, true
+	d.Reasons = append(d.Reasons, PhaseReasons()...)
+	return &check{desc: d}
 }
 
 func init() {
-	benchmarks.Register(&check{name: Connect, kind: benchmarks.KindHealth,
-		desc:     "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
-		defaults: func() any { return DefaultConnect() },
-		reasons: []string{crossnode.ReasonUnreachable, crossnode.ReasonLatencyHigh, crossnode.ReasonIsolated,
-			crossnode.ReasonPairCutOff}})
-	benchmarks.Register(&check{name: Bandwidth, kind: benchmarks.KindPerf,
-		desc:     "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
-		defaults: func() any { return DefaultBandwidth() },
-		reasons:  []string{crossnode.ReasonBandwidthLow}})
+	benchmarks.Register(newCheck(benchmarks.Descriptor{Name: Connect, Kind: benchmarks.KindHealth,
+		Description: "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
+		Settings:    func() any { return DefaultConnect() },
+		Reasons: []string{crossnode.ReasonUnreachable, crossnode.ReasonLatencyHigh, crossnode.ReasonIsolated,
+			crossnode.ReasonPairCutOff}}))
+	benchmarks.Register(newCheck(benchmarks.Descriptor{Name: Bandwidth, Kind: benchmarks.KindPerf,
+		Description: "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
+		Settings:    func() any { return DefaultBandwidth() },
+		Reasons:     []string{crossnode.ReasonBandwidthLow}}))
 }
 
 // DefaultConnect returns the shipped [checks.net-connect].
@@ -174,30 +177,13 @@ func DefaultBandwidth() *BandwidthSettings {
 	return &BandwidthSettings{SizeMiB: 64, Duration: 2 * time.Second, SlowFraction: 0.5}
 }
 
-func (c *check) Name() string            { return c.name }
-func (c *check) Kind() benchmarks.Kind   { return c.kind }
-func (*check) Isolated() bool            { return false }
-func (*check) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-func (c *check) Description() string     { return c.desc }
-func (c *check) Defaults() any           { return c.defaults() }
-func (*check) CrossNode() bool           { return true }
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *check) Reasons() []string {
-	return append(append([]string(nil), c.reasons...), PhaseReasons()...)
-}
+// Spec describes the check.
+func (c *check) Spec() benchmarks.Descriptor { return c.desc }
 
 // Run is what the check does when run on its own (vigil-prolog --checks
 // net-connect outside a job's prolog): nothing, unknown. The prolog runs
 // the cross-node checks in its Phase instead.
 func (c *check) Run(context.Context, *benchmarks.Env) benchmarks.Result {
-	return benchmarks.Result{Check: c.name, Status: benchmarks.StatusUnknown, Reason: ReasonOutsideProlog,
-		Message: c.name + " runs only in the prolog's cross-node phase, with the job's other nodes", Attempts: 1}
-}
-
-// IsCrossNode reports whether c is a cross-node check (run by a Phase,
-// not by the runner).
-func IsCrossNode(c benchmarks.Check) bool {
-	x, ok := c.(interface{ CrossNode() bool })
-	return ok && x.CrossNode()
+	return benchmarks.Result{Check: c.desc.Name, Status: benchmarks.StatusUnknown, Reason: ReasonOutsideProlog,
+		Message: c.desc.Name + " runs only in the prolog's cross-node phase, with the job's other nodes", Attempts: 1}
 }

@@ -113,49 +113,50 @@ func CollectiveVerdicts(check string, roles Roles, results map[string]*benchmark
 
 // collective is a Collective's phase on one node: the four rounds.
 func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c Collective) benchmarks.Result {
-	env := p.env(c.Name())
-	counts, err := s.Gather(ctx, c.Name()+"/ranks", mustJSON(c.Ranks(env)))
+	name := c.Spec().Name
+	env := p.env(name)
+	counts, err := s.Gather(ctx, name+"/ranks", mustJSON(c.Ranks(env)))
 	if err != nil {
-		return p.one(c.Name(), benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
 	}
 	var roles Roles
 	if s.Coordinator() {
 		roles = p.roles(c, env, counts)
 	}
-	b, err := s.Broadcast(ctx, c.Name()+"/roles", mustJSON(roles))
+	b, err := s.Broadcast(ctx, name+"/roles", mustJSON(roles))
 	if err == nil {
 		err = json.Unmarshal(b, &roles)
 	}
 	if err != nil {
-		return p.one(c.Name(), benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
 	}
-	mine := p.one(c.Name(), benchmarks.StatusUnknown, ReasonNoRanks, "no device on this node: it takes no part")
+	mine := p.one(name, benchmarks.StatusUnknown, ReasonNoRanks, "no device on this node: it takes no part")
 	first, takes := roles.First[p.Self]
 	switch {
 	case roles.Error != "":
-		mine = p.one(c.Name(), benchmarks.StatusUnknown, ReasonUndecided, roles.Error)
+		mine = p.one(name, benchmarks.StatusUnknown, ReasonUndecided, roles.Error)
 	case takes:
-		rctx, cancel := runCtx(ctx, p.Timeouts[c.Name()], p.Connect.ConnectTimeout)
+		rctx, cancel := runCtx(ctx, p.Timeouts[name], p.Connect.ConnectTimeout)
 		mine = c.RunRanks(rctx, env, roles.Setup, first, roles.Total)
 		cancel()
 	}
 	gctx, cancel := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
 	defer cancel()
-	got, err := s.Gather(gctx, c.Name()+"/results", mustJSON(mine))
+	got, err := s.Gather(gctx, name+"/results", mustJSON(mine))
 	if err != nil {
-		return p.one(c.Name(), benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
 	}
 	var per map[string][]byte
 	if s.Coordinator() {
-		per = p.collectiveOutcomes(c.Name(), roles, got)
+		per = p.collectiveOutcomes(name, roles, got)
 	}
-	b, err = s.Scatter(ctx, c.Name()+"/outcome", per)
+	b, err = s.Scatter(ctx, name+"/outcome", per)
 	var v Verdict
 	if err == nil {
 		err = json.Unmarshal(b, &v)
 	}
 	if err != nil {
-		return p.one(c.Name(), benchmarks.StatusUnknown, ReasonNoMeeting, fmt.Sprintf("outcome: %v", err))
+		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, fmt.Sprintf("outcome: %v", err))
 	}
 	mine.Status, mine.Reason, mine.Message, mine.Device = v.Status, v.Reason, v.Message, v.Device
 	return mine
@@ -163,6 +164,7 @@ func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c Collecti
 
 // roles numbers the ranks gathered and makes the setup (coordinator).
 func (p Phase) roles(c Collective, env *benchmarks.Env, got map[string][]byte) Roles {
+	name := c.Spec().Name
 	counts := map[string]int{}
 	for n, b := range got {
 		var k int
@@ -172,7 +174,7 @@ func (p Phase) roles(c Collective, env *benchmarks.Env, got map[string][]byte) R
 	}
 	roles := AssignRanks(counts)
 	if roles.Total < 2 {
-		roles.Error = fmt.Sprintf("%d devices over the job's nodes: %s needs 2 or more", roles.Total, c.Name())
+		roles.Error = fmt.Sprintf("%d devices over the job's nodes: %s needs 2 or more", roles.Total, name)
 		return roles
 	}
 	setup, err := c.Setup(env)
@@ -181,7 +183,7 @@ func (p Phase) roles(c Collective, env *benchmarks.Env, got map[string][]byte) R
 		return roles
 	}
 	roles.Setup = setup
-	p.Log.WithFields(logrus.Fields{"check": c.Name(), "ranks": roles.Total, "nodes": len(roles.First)}).Info("cross-node collective")
+	p.Log.WithFields(logrus.Fields{"check": name, "ranks": roles.Total, "nodes": len(roles.First)}).Info("cross-node collective")
 	return roles
 }
 

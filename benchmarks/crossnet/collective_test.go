@@ -69,19 +69,19 @@ func (f *fakeCollective) Setup(env *benchmarks.Env) ([]byte, error) {
 }
 func (f *fakeCollective) RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result {
 	if env.Node == f.broken {
-		return benchmarks.Result{Check: f.name, Status: benchmarks.StatusUnknown, Reason: "LibraryMissing", Message: "no NCCL"}
+		return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusUnknown, Reason: "LibraryMissing", Message: "no NCCL"}
 	}
 	msg := fmt.Sprintf("%s ranks %d-%d of %d", setup, first, first+f.gpus[env.Node]-1, total)
 	if f.broken != "" {
 		<-ctx.Done()
-		return benchmarks.Result{Check: f.name, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided, Message: "hung: " + msg}
+		return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided, Message: "hung: " + msg}
 	}
-	return benchmarks.Result{Check: f.name, Status: benchmarks.StatusPass, Message: msg,
+	return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusPass, Message: msg,
 		Values: []benchmarks.Value{{Name: "busbw_gbps", Value: 1}}}
 }
 
 // theFake is registered once, for every run of the tests.
-var theFake = &fakeCollective{check: check{name: "tx-collective"}, setups: make(chan string, 8)}
+var theFake = &fakeCollective{check: *newCheck(benchmarks.Descriptor{Name: "tx-collective", Description: "a test collective"}), setups: make(chan string, 8)}
 
 func init() { benchmarks.Register(theFake) }
 
@@ -91,12 +91,12 @@ func TestPhaseCollective(t *testing.T) {
 	f.gpus = map[string]int{names[0]: 2, names[1]: 0, names[2]: 4, names[3]: 1}
 	for _, broken := range []string{"", names[3]} {
 		f.broken = broken
-		got := jobWith(t, 4, []string{Connect, f.name}, func(p *Phase) { p.Timeouts = map[string]time.Duration{f.name: 2 * time.Second} })
+		got := jobWith(t, 4, []string{Connect, f.desc.Name}, func(p *Phase) { p.Timeouts = map[string]time.Duration{f.desc.Name: 2 * time.Second} })
 		if s := <-f.setups; s != names[0] {
 			t.Errorf("setup on %s, want the coordinator", s)
 		}
 		for n, rs := range got {
-			if len(rs) != 2 || rs[0].Check != Connect || rs[1].Check != f.name {
+			if len(rs) != 2 || rs[0].Check != Connect || rs[1].Check != f.desc.Name {
 				t.Fatalf("%s: %+v", n, rs)
 			}
 			r := rs[1]

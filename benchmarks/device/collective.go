@@ -52,7 +52,7 @@ func Label(op CollOp) string {
 
 // CollectiveSpec is one vendor's check of one collective.
 type CollectiveSpec[S any] struct {
-	Spec[S]
+	Common[S]
 	// Op is the collective measured.
 	Op CollOp
 	// Collective returns the settings' collective part.
@@ -77,15 +77,10 @@ type collCheck[S any, P settings[S]] struct {
 	spec CollectiveSpec[S]
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *collCheck[S, P]) Reasons() []string {
-	return c.reasons(c.spec.WrongResult, c.spec.Slow, ReasonSingleDevice)
-}
-
 // NewCollective returns the collective check that spec describes.
 func NewCollective[S any, P settings[S]](spec CollectiveSpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.Collective(s).Thresholds }
-	return &collCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
+	return &collCheck[S, P]{check: newCheck[S, P](spec.Common, th, spec.WrongResult, spec.Slow, ReasonSingleDevice), spec: spec}
 }
 
 func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -94,7 +89,7 @@ func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 		return *res
 	}
 	defer node.Close()
-	v, cs, op := c.Spec.Vendor, c.spec.Collective(s), c.spec.Op
+	v, cs, op := c.Common.Vendor, c.spec.Collective(s), c.spec.Op
 	concurrent := 1
 	if c.spec.Concurrent != nil {
 		concurrent = c.spec.Concurrent(s)
@@ -102,7 +97,7 @@ func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 	devs := node.Devices()
 	n := len(devs)
 	if n < 2 {
-		return benchmarks.Result{Check: c.Spec.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
+		return benchmarks.Result{Check: c.Common.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
 			Message: fmt.Sprintf("%d %s: a collective needs at least 2", n, devcheck.Plural(n, v.Noun))}
 	}
 	idx := make([]int, n)
@@ -146,7 +141,7 @@ func (c *collCheck[S, P]) count(bytes, n int) int {
 // verify runs the collective once on small buffers, reads them back and
 // compares them exactly; it returns false when the check must stop.
 func (c *collCheck[S, P]) verify(ctx context.Context, t *devcheck.Tally, node Node, idx []int, count int) bool {
-	v, op := c.Spec.Vendor, c.spec.Op
+	v, op := c.Common.Vendor, c.spec.Op
 	vin := devcheck.CollInputs(len(idx), count)
 	var vout CollectiveOutput
 	err := devcheck.Run(ctx, func() (err error) {
@@ -173,7 +168,7 @@ func (c *collCheck[S, P]) evaluate(t *devcheck.Tally, cs *CollectiveSettings, in
 	bus := alg * devcheck.BusFactor(in.Op, n)
 	t.Value("", "algbw_gbps", devcheck.Round(alg), "GB/s", nil, "", benchmarks.StatusPass)
 	m := devcheck.Metric{Name: "busbw_gbps", Key: "busbw_gbps", Unit: "GB/s",
-		Label: fmt.Sprintf("%s bus bandwidth over %s", Label(in.Op), c.Spec.Vendor.Count(n))}
+		Label: fmt.Sprintf("%s bus bandwidth over %s", Label(in.Op), c.Common.Vendor.Count(n))}
 	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: devs[0].Name, Value: bus}}, cs.Thresholds, Peers{})
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {

@@ -43,31 +43,16 @@ func ValidateCopy(s *CopySettings) error {
 }
 
 // CopySpec is one vendor's copy check.
-type CopySpec struct {
-	Spec[CopySettings]
-	// WrongResult is the reason token of bytes that came back changed.
-	WrongResult string
-	// Slow are the threshold and peer reasons ("CopyBandwidthBelowThreshold", ...).
-	Slow devcheck.Tokens
-	// RuntimeNote formats Node.Runtime in the message ("" for none).
-	RuntimeNote string
-}
+type CopySpec = PerDeviceSpec[CopySettings]
 
 // copyCheck measures copy bandwidth per device and verifies the bytes.
 type copyCheck struct {
-	check[CopySettings, *CopySettings]
-	spec CopySpec
-}
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *copyCheck) Reasons() []string {
-	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
+	perDevice[CopySettings, *CopySettings]
 }
 
 // NewCopy returns the copy check that spec describes.
 func NewCopy(spec CopySpec) benchmarks.Check {
-	th := func(s *CopySettings) *Thresholds { return &s.Thresholds }
-	return &copyCheck{check: check[CopySettings, *CopySettings]{spec.Spec, th}, spec: spec}
+	return &copyCheck{newPerDevice[CopySettings](spec, func(s *CopySettings) *Thresholds { return &s.Thresholds })}
 }
 
 func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -76,7 +61,7 @@ func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 		return *res
 	}
 	defer node.Close()
-	v, cs := c.Spec.Vendor, s
+	v, cs := c.Common.Vendor, s
 	devs := node.Devices()
 	t := c.tally()
 	var h2d, d2h, d2d []devcheck.Reading

@@ -102,7 +102,7 @@ func DefaultGEMMSettings(th Thresholds, dtypes ...DType) GEMMSettings {
 
 // GEMMSpec is one vendor's GEMM check.
 type GEMMSpec[S any] struct {
-	Spec[S]
+	Common[S]
 	// GEMM returns the settings' GEMM part.
 	GEMM func(*S) *GEMMSettings
 	// CrossCheck says whether every element is also compared with the
@@ -136,15 +136,10 @@ type gemmCheck[S any, P settings[S]] struct {
 	spec GEMMSpec[S]
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *gemmCheck[S, P]) Reasons() []string {
-	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
-}
-
 // NewGEMM returns the GEMM check that spec describes.
 func NewGEMM[S any, P settings[S]](spec GEMMSpec[S]) benchmarks.Check {
 	th := func(s *S) *Thresholds { return &spec.GEMM(s).Thresholds }
-	return &gemmCheck[S, P]{check: check[S, P]{spec.Spec, th}, spec: spec}
+	return &gemmCheck[S, P]{check: newCheck[S, P](spec.Common, th, append([]string{spec.WrongResult}, spec.Slow.List()...)...), spec: spec}
 }
 
 // gemmCase is one measurement: a dtype at a size.
@@ -202,14 +197,14 @@ func (c *gemmCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 			a = devcheck.GenMatrix(size, size, c.spec.Seed+uint64(size))
 			bt = devcheck.GenMatrix(size, size, c.spec.Seed+uint64(size)*7+1)
 		}
-		if c.Spec.Vendor.stopped(ctx, r.t) {
+		if c.Common.Vendor.stopped(ctx, r.t) {
 			return r.t.Result("")
 		}
 		if !c.measureAll(ctx, r, k, a, bt, size == largest) {
 			return r.t.Result("")
 		}
 	}
-	v := c.Spec.Vendor
+	v := c.Common.Vendor
 	if c.spec.RuntimeNote != "" {
 		r.t.Note(c.spec.RuntimeNote, node.Runtime())
 	}
@@ -222,7 +217,7 @@ func (c *gemmCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 // measureAll measures one case on every device at once and evaluates the
 // readings; it returns false when the check must stop.
 func (c *gemmCheck[S, P]) measureAll(ctx context.Context, r *gemmRun, k gemmCase, a, bt []float32, largest bool) bool {
-	v := c.Spec.Vendor
+	v := c.Common.Vendor
 	in := GEMMInput{DType: k.dt, M: k.size, N: k.size, K: k.size, A: a, Bt: bt,
 		Warmup: r.g.Warmup, MinTime: r.g.MinTime, MaxIters: r.g.MaxIters, Readback: true}
 	ref := devcheck.NewGEMM(k.size, k.size, k.size, a, bt, c.spec.Eps(k.dt))

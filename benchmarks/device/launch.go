@@ -51,32 +51,17 @@ func ValidateLaunch(s *LaunchSettings) error {
 }
 
 // LaunchSpec is one vendor's launch-latency check.
-type LaunchSpec struct {
-	Spec[LaunchSettings]
-	// WrongResult is the reason token of a kernel that wrote wrong values.
-	WrongResult string
-	// Slow are the limit and peer reasons ("LaunchLatencyAboveThreshold", "LaunchLatencyAbovePeers").
-	Slow devcheck.Tokens
-	// RuntimeNote formats Node.Runtime in the message ("" for none).
-	RuntimeNote string
-}
+type LaunchSpec = PerDeviceSpec[LaunchSettings]
 
 // launchCheck measures each device's launch latency and checks that a
 // kernel computes.
 type launchCheck struct {
-	check[LaunchSettings, *LaunchSettings]
-	spec LaunchSpec
-}
-
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *launchCheck) Reasons() []string {
-	return c.reasons(append([]string{c.spec.WrongResult}, c.spec.Slow.List()...)...)
+	perDevice[LaunchSettings, *LaunchSettings]
 }
 
 // NewLaunch returns the launch-latency check that spec describes.
 func NewLaunch(spec LaunchSpec) benchmarks.Check {
-	th := func(s *LaunchSettings) *Thresholds { return &s.Thresholds }
-	return &launchCheck{check: check[LaunchSettings, *LaunchSettings]{spec.Spec, th}, spec: spec}
+	return &launchCheck{newPerDevice[LaunchSettings](spec, func(s *LaunchSettings) *Thresholds { return &s.Thresholds })}
 }
 
 // launchReadings are the per-device figures of a launch check.
@@ -113,13 +98,13 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if c.spec.RuntimeNote != "" {
 		t.Note(c.spec.RuntimeNote, node.Runtime())
 	}
-	return t.Result(fmt.Sprintf("%s: launch latency as expected", c.Spec.Vendor.Count(len(devs))))
+	return t.Result(fmt.Sprintf("%s: launch latency as expected", c.Common.Vendor.Count(len(devs))))
 }
 
 // measure times launches on device d and adds its readings to rs; it
 // returns false when the check must stop (the device hung).
 func (c *launchCheck) measure(ctx context.Context, t *devcheck.Tally, node Node, d Info, launches int, rs *launchReadings) bool {
-	v := c.Spec.Vendor
+	v := c.Common.Vendor
 	name := v.DevName(d.Index)
 	var out LaunchOutput
 	err := devcheck.Run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, launches); return err })

@@ -42,33 +42,25 @@ const NeedsJobNodesMessage = "needs the job's other nodes: runs in the prolog's 
 
 // MultinodeCheck is the registered face of a vendor's multi-node
 // all-reduce (nccl-allreduce-multinode, hccl-allreduce-multinode): a
-// performance check, isolated, off by default, run only by the prolog's
-// cross-node phase; run alone it says that it needs the job's other nodes.
-// The vendor's check embeds it and adds its settings and the phase's hooks.
-type MultinodeCheck struct {
-	CheckName   string
-	CheckVendor benchmarks.Vendor
-	Desc        string
+// performance check, isolated, off by default (alone on one node it can
+// only say that it needs the others), run only by the prolog's cross-node
+// phase (crossnet.Collective); run alone it says that it needs the job's
+// other nodes. The vendor's check embeds it and adds the phase's hooks.
+type MultinodeCheck struct{ desc benchmarks.Descriptor }
+
+// NewMultinodeCheck returns the face d describes: its name, vendor,
+// description, settings and reasons.
+func NewMultinodeCheck(d benchmarks.Descriptor) MultinodeCheck {
+	d.Kind, d.Isolated, d.Scope, d.Default = benchmarks.KindPerf, true, benchmarks.ScopeCrossNode, false
+	return MultinodeCheck{desc: d}
 }
 
-func (m MultinodeCheck) Name() string              { return m.CheckName }
-func (MultinodeCheck) Kind() benchmarks.Kind       { return benchmarks.KindPerf }
-func (MultinodeCheck) Isolated() bool              { return true }
-func (m MultinodeCheck) Vendor() benchmarks.Vendor { return m.CheckVendor }
-
-// OffByDefault: alone on one node it can only say that it needs the others.
-func (MultinodeCheck) OffByDefault() bool { return true }
-
-// Description says what the check does, for --list-checks.
-func (m MultinodeCheck) Description() string { return m.Desc }
-
-// CrossNode marks the check as one the prolog's cross-node phase runs
-// (crossnet.Collective); elsewhere it is not applicable.
-func (MultinodeCheck) CrossNode() bool { return true }
+// Spec describes the check.
+func (m MultinodeCheck) Spec() benchmarks.Descriptor { return m.desc }
 
 // Run says that the check needs the job's other nodes.
 func (m MultinodeCheck) Run(context.Context, *benchmarks.Env) benchmarks.Result {
-	return benchmarks.Result{Check: m.CheckName, Status: benchmarks.StatusUnknown, Reason: ReasonNeedsJobNodes, Message: NeedsJobNodesMessage}
+	return benchmarks.Result{Check: m.desc.Name, Status: benchmarks.StatusUnknown, Reason: ReasonNeedsJobNodes, Message: NeedsJobNodesMessage}
 }
 
 // MultinodeRole is one node's part in a communicator spanning the job's

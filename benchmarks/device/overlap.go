@@ -78,7 +78,7 @@ func ValidateOverlap(s *OverlapSettings, dtypes ...DType) error {
 
 // OverlapSpec is one vendor's overlap check.
 type OverlapSpec[S any] struct {
-	Spec[S]
+	Common[S]
 	// Overlap returns the settings' overlap part.
 	Overlap func(*S) *OverlapSettings
 	// Slow is the reason of an efficiency below the floor ("OverlapBelowThreshold").
@@ -91,14 +91,9 @@ type overlapCheck[S any, P settings[S]] struct {
 	spec OverlapSpec[S]
 }
 
-// Reasons are the reason tokens the check gives, for --list-checks.
-func (c *overlapCheck[S, P]) Reasons() []string {
-	return c.reasons(c.spec.Slow, ReasonSingleDevice)
-}
-
 // NewOverlap returns the overlap check that spec describes.
 func NewOverlap[S any, P settings[S]](spec OverlapSpec[S]) benchmarks.Check {
-	return &overlapCheck[S, P]{check: check[S, P]{spec.Spec, nil}, spec: spec}
+	return &overlapCheck[S, P]{check: newCheck[S, P](spec.Common, nil, spec.Slow, ReasonSingleDevice), spec: spec}
 }
 
 func (c *overlapCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -107,10 +102,10 @@ func (c *overlapCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) bench
 		return *res
 	}
 	defer node.Close()
-	v, ov := c.Spec.Vendor, c.spec.Overlap(s)
+	v, ov := c.Common.Vendor, c.spec.Overlap(s)
 	devs := node.Devices()
 	if len(devs) < 2 {
-		return benchmarks.Result{Check: c.Spec.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
+		return benchmarks.Result{Check: c.Common.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
 			Message: fmt.Sprintf("%d %s: overlap needs an all-reduce over at least 2", len(devs), devcheck.Plural(len(devs), v.Noun))}
 	}
 	idx := make([]int, len(devs))

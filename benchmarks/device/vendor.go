@@ -96,9 +96,9 @@ type settings[S any] interface {
 	Validate() error
 }
 
-// Spec is what every compute check declares and how it starts: its
-// metadata, its settings and the opening of the vendor's node.
-type Spec[S any] struct {
+// Common is what every compute check declares and how it starts: its
+// name and description, its settings and the opening of the vendor's node.
+type Common[S any] struct {
 	// Name is the registered name ("gemm", "npu-gemm").
 	Name string
 	// Description says what the check does, for --list-checks.
@@ -116,38 +116,65 @@ type Spec[S any] struct {
 	Open func(ctx context.Context, env *benchmarks.Env, devices []int) (Node, error)
 }
 
-// check holds what the checks share: the benchmarks.Check metadata
-// and the start of Run (settings, then the node).
+// check holds what the checks share: the descriptor and the start of Run
+// (settings, then the node).
 type check[S any, P settings[S]] struct {
-	Spec[S]
+	Common[S]
 	// thresholds returns the settings' thresholds field (nil for a check
 	// without thresholds).
 	thresholds func(*S) *Thresholds
+	desc       benchmarks.Descriptor
 }
 
-func (c *check[S, P]) Name() string              { return c.Spec.Name }
-func (*check[S, P]) Kind() benchmarks.Kind       { return benchmarks.KindPerf }
-func (*check[S, P]) Isolated() bool              { return true }
-func (c *check[S, P]) Vendor() benchmarks.Vendor { return c.Spec.Vendor.Vendor }
-func (c *check[S, P]) Description() string       { return c.Spec.Description }
-func (c *check[S, P]) Defaults() any             { s := c.Spec.Defaults(); return &s }
-
-// reasons are a check's reason tokens: its own (those that are set), then
-// its vendor's error classification.
-func (c *check[S, P]) reasons(own ...string) []string {
-	var out []string
+// newCheck returns the shared part of a check over co: a performance
+// probe of co's vendor, isolated, in the default suite, whose reason
+// tokens are its own (those that are set), then its vendor's error
+// classification.
+func newCheck[S any, P settings[S]](co Common[S], thresholds func(*S) *Thresholds, own ...string) check[S, P] {
+	d := benchmarks.Descriptor{Name: co.Name, Kind: benchmarks.KindPerf, Vendor: co.Vendor.Vendor, Isolated: true,
+		Default: true, Description: co.Description, Settings: func() any { s := co.Defaults(); return &s }}
 	for _, r := range own {
 		if r != "" {
-			out = append(out, r)
+			d.Reasons = append(d.Reasons, r)
 		}
 	}
-	return append(out, c.Spec.Vendor.Reasons...)
+	d.Reasons = append(d.Reasons, co.Vendor.Reasons...)
+	return check[S, P]{Common: co, thresholds: thresholds, desc: d}
+}
+
+// Spec describes the check.
+func (c *check[S, P]) Spec() benchmarks.Descriptor { return c.desc }
+
+// PerDeviceSpec is one vendor's check of a measurement made on one device
+// at a time and verified (copy, launch).
+type PerDeviceSpec[S any] struct {
+	Common[S]
+	// WrongResult is the reason token of a device whose work came back
+	// wrong (bytes copied changed, a kernel that wrote wrong values).
+	WrongResult string
+	// Slow are the limit and peer reasons ("CopyBandwidthBelowThreshold", ...).
+	Slow devcheck.Tokens
+	// RuntimeNote formats Node.Runtime in the message ("" for none).
+	RuntimeNote string
+}
+
+// perDevice is what the per-device checks share: the check and its spec.
+type perDevice[S any, P settings[S]] struct {
+	check[S, P]
+	spec PerDeviceSpec[S]
+}
+
+// newPerDevice returns the shared part of the check spec describes, whose
+// thresholds are the settings' field that th returns.
+func newPerDevice[S any, P settings[S]](spec PerDeviceSpec[S], th func(*S) *Thresholds) perDevice[S, P] {
+	own := append([]string{spec.WrongResult}, spec.Slow.List()...)
+	return perDevice[S, P]{check: newCheck[S, P](spec.Common, th, own...), spec: spec}
 }
 
 // start decodes and validates the settings and opens the node under ctx's
 // deadline. When that fails it returns the result to report instead.
 func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {
-	s := c.Spec.Defaults()
+	s := c.Common.Defaults()
 	var err error
 	if c.thresholds != nil {
 		err = devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
@@ -158,7 +185,7 @@ func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node,
 		err = P(&s).Validate()
 	}
 	if err != nil {
-		r := c.Spec.Vendor.BadSettings(c.Spec.Name, err)
+		r := c.Common.Vendor.BadSettings(c.Common.Name, err)
 		return nil, nil, &r
 	}
 	var n Node
@@ -168,19 +195,19 @@ func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node,
 	})
 	var ke *config.KeyError
 	if errors.As(err, &ke) {
-		r := c.Spec.Vendor.BadSettings(c.Spec.Name, err)
+		r := c.Common.Vendor.BadSettings(c.Common.Name, err)
 		return nil, nil, &r
 	}
 	if err != nil {
 		t := c.tally()
-		c.Spec.Vendor.record(t, "", err)
+		c.Common.Vendor.record(t, "", err)
 		r := t.Result("")
 		return nil, nil, &r
 	}
 	return &s, n, nil
 }
 
-func (c *check[S, P]) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Spec.Name} }
+func (c *check[S, P]) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Common.Name} }
 
 // evaluate records in t each reading's value and its comparison with its
 // model's limit and the node's median (devcheck.Evaluate): tok names

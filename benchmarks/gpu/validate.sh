@@ -61,7 +61,7 @@ TOML
 
 checks_linked=$("$BIN" --list-checks=names 2>/dev/null)
 if ! grep -qx gemm <<<"$checks_linked"; then
-	echo "validate.sh: $BIN has no compute checks linked (benchmarks/all must import benchmarks/compute)" >&2
+	echo "validate.sh: $BIN has no compute checks linked (benchmarks/all must import benchmarks/nvidia)" >&2
 	exit 2
 fi
 if command -v nvidia-smi >/dev/null 2>&1; then

@@ -30,8 +30,7 @@ var layers = []struct {
 // each other in either direction: each vendor's checks stand on the
 // vendor-neutral device code, never on the other vendor's.
 var apart = [][2]string{
-	{"benchmarks/compute", "benchmarks/ascend"},
-	{"benchmarks/health", "benchmarks/ascend"},
+	{"benchmarks/nvidia", "benchmarks/ascend"},
 }
 
 // testOnly are packages that exist for tests (the throwaway Slurm cluster)

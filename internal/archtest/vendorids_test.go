@@ -68,3 +68,45 @@ func TestVendorIDsOnlyInTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// samplerHome is the package whose files register the samplers' openers.
+const samplerHome = "watcher/sample"
+
+// TestSamplerChoiceIsTableDriven: no Go file outside the vendor table and
+// watcher/sample names a sampler (vendors.SamplerNVML, ...) or a vendor's
+// sampler type, so that vigil-watch opens the sampler a row names through
+// the openers its files register (sample.OpenerOf), and a new vendor's
+// sampler is one new file in watcher/sample.
+func TestSamplerChoiceIsTableDriven(t *testing.T) {
+	dir := root(t)
+	re := regexp.MustCompile(`\bvendors\.Sampler[A-Z]\w*|\bsample\.(?:New)?(?:NVML|DCMI)\b`)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if b := d.Name(); b == "testdata" || (strings.HasPrefix(b, ".") && path != dir) ||
+				filepath.ToSlash(name) == vendorTable || filepath.ToSlash(name) == samplerHome {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := re.FindString(line); m != "" {
+				t.Errorf("%s:%d names %s: open the sampler the vendor table's row names (sample.OpenerOf)", name, i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

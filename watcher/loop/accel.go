@@ -6,25 +6,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/cgo/dcmi"
-	"github.com/vigil-hpc/vigil/cgo/dl"
 	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/sample"
 )
-
-// opener opens one vendor's sampler over the job's devices; the func it
-// returns closes it.
-type opener func(o Options, job *slurm.Job) (sample.Accelerators, func(), error)
-
-// openers are the samplers the vendor table names, by name.
-var openers = map[vendors.Sampler]opener{
-	vendors.SamplerNVML: openNVML,
-	vendors.SamplerDCMI: openDCMI,
-}
 
 // accelerators opens the accelerator source: the --accel-trace file, else
 // the sampler of each vendor whose devices the PCI probe finds under root
@@ -41,12 +28,12 @@ func accelerators(o Options, root string, job *slurm.Job, log logrus.FieldLogger
 	}
 	var errs []error
 	for _, r := range rows {
-		open, ok := openers[r.Sampler]
+		open, ok := sample.OpenerOf(r.Sampler)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: no sampler %q in vigil-watch", r.Name, r.Sampler))
 			continue
 		}
-		a, closeA, err := open(o, job)
+		a, closeA, err := open(sample.Job{GPUs: job.GPUs, Lookup: o.lookup()})
 		if err == nil {
 			log.WithFields(logrus.Fields{"vendor": r.Name, "sampler": string(r.Sampler), "probed": probed}).
 				Infof("sampling %s %ss through %s", r.Maker, r.Noun, strings.ToUpper(string(r.Sampler)))
@@ -87,28 +74,4 @@ func traceAccelerators(o Options, job *slurm.Job, log logrus.FieldLogger) (sampl
 	}
 	log.WithFields(logrus.Fields{"accel_trace": o.AccelTrace, "lines": t.Len()}).Info("accelerator readings come from a recorded trace")
 	return t, func() {}, nil
-}
-
-// openNVML samples the job's GPUs through NVML.
-func openNVML(_ Options, job *slurm.Job) (sample.Accelerators, func(), error) {
-	lib := nvml.New()
-	n, err := sample.NewNVML(lib, nvmlDevices(lib, job.GPUs))
-	if err != nil {
-		return nil, nil, err
-	}
-	return n, func() { n.Close() }, nil
-}
-
-// openDCMI samples the job's NPUs through DCMI.
-func openDCMI(o Options, _ *slurm.Job) (sample.Accelerators, func(), error) {
-	npu, err := dcmi.Open(dl.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := sample.NewDCMI(npu, ascendDevices(o.lookup()))
-	if err != nil {
-		npu.Close()
-		return nil, nil, fmt.Errorf("DCMI found but unusable: %w", err)
-	}
-	return d, func() { d.Close() }, nil
 }

@@ -29,13 +29,3 @@ func TestSamplerOrder(t *testing.T) {
 		t.Errorf("nothing probed: %v %v, want the table in order", name(rows), probed)
 	}
 }
-
-// TestEveryVendorHasASampler: each row of the vendor table names a sampler
-// vigil-watch can open.
-func TestEveryVendorHasASampler(t *testing.T) {
-	for _, r := range vendors.Table {
-		if openers[r.Sampler] == nil {
-			t.Errorf("vendor %s: no opener for sampler %q", r.Name, r.Sampler)
-		}
-	}
-}

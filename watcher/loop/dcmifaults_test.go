@@ -47,7 +47,7 @@ func TestLoopRecordsDCMIFaultsAsDeviceRecords(t *testing.T) {
 	log, hook := test.NewNullLogger()
 	logs := OpenJobLogs(context.Background(), nil, t.TempDir(), "npu03", "7", []string{"npu01", "npu03"}, log)
 	defer logs.Close()
-	logs.Device = dcmiFaults(d, log)
+	logs.Device = d.DeviceFaults(log)
 	hook.Reset()
 
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)

@@ -88,7 +88,7 @@ func TestLoopRecordsNVMLEventsAsDeviceRecords(t *testing.T) {
 	log, _ := test.NewNullLogger()
 	logs := OpenJobLogs(context.Background(), nil, t.TempDir(), "gpu03", "7", []string{"gpu01", "gpu03"}, log)
 	defer logs.Close()
-	logs.Device = nvmlEvents(n, log)
+	logs.Device = n.DeviceFaults(log)
 	if logs.Device == nil {
 		t.Fatal("no NVML events")
 	}

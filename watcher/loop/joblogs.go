@@ -61,7 +61,8 @@ type JobLogs struct {
 }
 
 // DeviceEvents gives the device faults reported since its last call
-// (*sample.NVMLEvents, *sample.DCMIFaults). It never waits on events.
+// (sample.DeviceEvents: *sample.NVMLEvents, *sample.DCMIFaults). It never
+// waits on events.
 type DeviceEvents interface {
 	Poll() ([]trace.DeviceEvent, error)
 }

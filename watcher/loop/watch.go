@@ -8,12 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/notify"
@@ -247,60 +245,14 @@ func RecordPath(pattern, job, node string) string {
 	return strings.NewReplacer("%j", job, "%N", node, "%%", "%").Replace(pattern)
 }
 
-// deviceFaults is the accelerator source's own fault reports as
-// device events for JobLogs: NVML's events, DCMI's error codes and ECC
-// counts; nil for a recorded trace or no accelerators.
+// deviceFaults is the accelerator source's own fault reports as device
+// events for JobLogs (sample.FaultReporter: NVML's events, DCMI's error
+// codes and ECC counts); nil for a recorded trace, no accelerators or a
+// sampler without them.
 func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceEvents {
-	switch a := accel.(type) {
-	case *sample.NVML:
-		return nvmlEvents(a, log)
-	case *sample.DCMI:
-		return dcmiFaults(a, log)
-	}
-	return nil
-}
-
-// nvmlEvents registers the job's GPUs for NVML's fault events (XIDs,
-// double-bit ECC errors), which need no root, and returns them as device
-// events for JobLogs; nil when no GPU could be registered. A GPU that cannot
-// be registered is said once and left out; sampling goes on regardless.
-// NVML's Close frees the event set.
-func nvmlEvents(n *sample.NVML, log logrus.FieldLogger) DeviceEvents {
-	ev, err := n.Events()
-	if err != nil {
-		log.WithError(err).Info("some GPUs give no NVML fault events (not supported or not permitted); " +
-			"their XIDs come only from the kernel log, where readable")
-	}
-	if ev == nil {
-		return nil
-	}
-	log.WithField("gpus", ev.Registered()).Info("following NVML's XID and ECC events")
-	return ev
-}
-
-// dcmiFaults reads the job's NPUs' DCMI error codes and uncorrectable HBM
-// ECC counts once a period and returns what is new as device events for
-// JobLogs. DCMI has no event queue to register for: nothing can fail here,
-// a failing read is said once by JobLogs.
-func dcmiFaults(d *sample.DCMI, log logrus.FieldLogger) DeviceEvents {
-	f := d.Faults()
-	log.WithField("npus", f.Watched()).Info("following DCMI's error codes and uncorrectable HBM ECC counts")
-	return f
-}
-
-// ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or
-// ASCEND_VISIBLE_DEVICES (logical ids); nil (every NPU DCMI lists) when
-// neither is set.
-func ascendDevices(lookup func(string) (string, bool)) []string {
-	for _, name := range []string{"ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"} {
-		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
-			var ids []string
-			for _, f := range strings.Split(v, ",") {
-				if f = strings.TrimSpace(f); f != "" {
-					ids = append(ids, f)
-				}
-			}
-			return ids
+	if f, ok := accel.(sample.FaultReporter); ok {
+		if ev := f.DeviceFaults(log); ev != nil {
+			return ev
 		}
 	}
 	return nil
@@ -351,24 +303,6 @@ func (o Options) lookup() func(string) (string, bool) {
 		return os.LookupEnv
 	}
 	return o.Lookup
-}
-
-// nvmlDevices chooses the devices NVML should read: all it sees when that
-// is as many as the job has (ConstrainDevices renumbers them from 0), else
-// the job's GPU indexes (SLURM_JOB_GPUS).
-func nvmlDevices(lib nvml.Interface, gpus []int) []string {
-	if len(gpus) == 0 || lib.Init() != nvml.SUCCESS {
-		return nil
-	}
-	defer lib.Shutdown()
-	if count, ret := lib.DeviceGetCount(); ret == nvml.SUCCESS && count == len(gpus) {
-		return nil
-	}
-	ids := make([]string, len(gpus))
-	for i, g := range gpus {
-		ids[i] = strconv.Itoa(g)
-	}
-	return ids
 }
 
 // discoverMailProg asks scontrol for Slurm's MailProg, falling back to

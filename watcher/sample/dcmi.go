@@ -4,10 +4,50 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
+	"github.com/vigil-hpc/vigil/cgo/dl"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
+
+func init() { RegisterOpener(vendors.SamplerDCMI, openDCMI) }
+
+// openDCMI samples the job's NPUs through DCMI.
+func openDCMI(job Job) (Accelerators, func(), error) {
+	npu, err := dcmi.Open(dl.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := NewDCMI(npu, ascendDevices(job.Lookup))
+	if err != nil {
+		npu.Close()
+		return nil, nil, fmt.Errorf("DCMI found but unusable: %w", err)
+	}
+	return d, func() { d.Close() }, nil
+}
+
+// ascendDevices lists the job's NPUs from ASCEND_RT_VISIBLE_DEVICES or
+// ASCEND_VISIBLE_DEVICES (logical ids); nil (every NPU DCMI lists) when
+// neither is set or lookup is nil.
+func ascendDevices(lookup func(string) (string, bool)) []string {
+	if lookup == nil {
+		return nil
+	}
+	for _, name := range []string{"ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"} {
+		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
+			var ids []string
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					ids = append(ids, f)
+				}
+			}
+			return ids
+		}
+	}
+	return nil
+}
 
 // ErrDCMI is wrapped by the errors of the DCMI source.
 var ErrDCMI = errors.New("sample: dcmi")

@@ -68,3 +68,19 @@ func TestNewDCMIErrors(t *testing.T) {
 		t.Errorf("init: %v", err)
 	}
 }
+
+func TestAscendDevices(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, ""},
+		{map[string]string{"ASCEND_VISIBLE_DEVICES": "4,5"}, "4 5"},
+		{map[string]string{"ASCEND_RT_VISIBLE_DEVICES": " 0, 1 ", "ASCEND_VISIBLE_DEVICES": "4,5"}, "0 1"},
+	} {
+		got := ascendDevices(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("ascendDevices(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sirupsen/logrus"
 	"github.com/vigil-hpc/vigil/cgo/dcmi"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -175,4 +176,14 @@ func (f *DCMIFaults) Watched() string {
 		parts = append(parts, n.id+":"+kinds)
 	}
 	return strings.Join(parts, " ")
+}
+
+// DeviceFaults reads the job's NPUs' DCMI error codes and uncorrectable
+// HBM ECC counts once a period and returns what is new as device events.
+// DCMI has no event queue to register for: nothing can fail here, a
+// failing read is said once by the watcher's job logs.
+func (s *DCMI) DeviceFaults(log logrus.FieldLogger) DeviceEvents {
+	f := s.Faults()
+	log.WithField("npus", f.Watched()).Info("following DCMI's error codes and uncorrectable HBM ECC counts")
+	return f
 }

@@ -8,8 +8,39 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
+
+func init() { RegisterOpener(vendors.SamplerNVML, openNVML) }
+
+// openNVML samples the job's GPUs through NVML.
+func openNVML(job Job) (Accelerators, func(), error) {
+	lib := nvml.New()
+	n, err := NewNVML(lib, nvmlDevices(lib, job.GPUs))
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, func() { n.Close() }, nil
+}
+
+// nvmlDevices chooses the devices NVML should read: all it sees when that
+// is as many as the job has (ConstrainDevices renumbers them from 0), else
+// the job's GPU indexes (SLURM_JOB_GPUS).
+func nvmlDevices(lib nvml.Interface, gpus []int) []string {
+	if len(gpus) == 0 || lib.Init() != nvml.SUCCESS {
+		return nil
+	}
+	defer lib.Shutdown()
+	if count, ret := lib.DeviceGetCount(); ret == nvml.SUCCESS && count == len(gpus) {
+		return nil
+	}
+	ids := make([]string, len(gpus))
+	for i, g := range gpus {
+		ids[i] = strconv.Itoa(g)
+	}
+	return ids
+}
 
 // ErrNVML is wrapped by the errors of the NVML source.
 var ErrNVML = errors.New("sample: nvml")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/internal/pci"
 	"github.com/vigil-hpc/vigil/internal/xid"
@@ -231,4 +232,21 @@ func xidWords(code int) string {
 		return "unknown XID"
 	}
 	return "XID"
+}
+
+// DeviceFaults registers the job's GPUs for NVML's fault events (XIDs,
+// double-bit ECC errors), which need no root, and returns them; nil when
+// no GPU could be registered. A GPU that cannot be registered is said once
+// and left out; sampling goes on regardless. Close frees the event set.
+func (n *NVML) DeviceFaults(log logrus.FieldLogger) DeviceEvents {
+	ev, err := n.Events()
+	if err != nil {
+		log.WithError(err).Info("some GPUs give no NVML fault events (not supported or not permitted); " +
+			"their XIDs come only from the kernel log, where readable")
+	}
+	if ev == nil {
+		return nil
+	}
+	log.WithField("gpus", ev.Registered()).Info("following NVML's XID and ECC events")
+	return ev
 }

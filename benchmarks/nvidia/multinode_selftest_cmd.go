@@ -1,0 +1,114 @@
+package nvidia
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
+)
+
+// SelftestCommandName is the vigil-prolog subcommand that runs
+// MultinodeSelftest: a validation tool for one GPU machine, without Slurm.
+const SelftestCommandName = "multinode-selftest"
+
+// Exit codes of the multinode-selftest command.
+const (
+	// SelftestPass: every simulated node passed.
+	SelftestPass = 0
+	// SelftestFail: a node failed, hung or met an NCCL error.
+	SelftestFail = 1
+	// SelftestUsage: bad command line.
+	SelftestUsage = 2
+	// SelftestUnknown: nothing could be measured (no library, no GPU, an
+	// unreadable or invalid config).
+	SelftestUnknown = 3
+)
+
+const selftestUsage = `usage: vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]
+
+Runs nccl-allreduce-multinode's cross-node path on this machine alone, as
+a validation tool: its GPUs (CUDA_VISIBLE_DEVICES honoured) are split into
+K simulated nodes (default 2; fewer when there are fewer GPUs), and, in one
+process, NCCL's unique id is made once and every simulated node joins one
+communicator with its own GPUs and first rank, verifies an all-reduce and
+times it. No Slurm, MUNGE or network peer is needed. NCCL sees one host and
+may pick its in-node transports; NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 make
+it use its network transport instead.
+
+Settings come from [checks.nccl-allreduce-multinode] of the config (default
+/etc/vigil/vigil.toml; a missing default file means the shipped settings).
+--timeout (default 2m) bounds the whole run. Prints each simulated node's
+result (status, reason, busbw_gbps and algbw_gbps, message) and a verdict.
+Exit status: 0 every node passed, 1 a node failed (a hang or NCCL error is
+this machine's here), 2 bad usage, 3 unknown (no library, no GPU, bad config).
+`
+
+// SelftestCommand runs vigil-prolog multinode-selftest: it parses the flags,
+// reads the config, runs MultinodeSelftest within --timeout of ctx, prints
+// the report on stdout and returns the exit code.
+func SelftestCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("vigil-prolog "+SelftestCommandName, flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	path := fset.String("config", config.DefaultPath, "config file")
+	nodes := fset.Int("nodes", 2, "simulated nodes")
+	timeout := fset.Duration("timeout", 2*time.Minute, "deadline of the whole run")
+	err := fset.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, selftestUsage)
+		return SelftestPass
+	case err == nil && fset.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fset.Arg(0))
+	case err == nil && *nodes < 1:
+		err = fmt.Errorf("--nodes %d: want 1 or more", *nodes)
+	case err == nil && *timeout <= 0:
+		err = fmt.Errorf("--timeout %v: must be positive", *timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog %s: %v (see vigil-prolog %s --help)\n", SelftestCommandName, err, SelftestCommandName)
+		return SelftestUsage
+	}
+	explicit := false
+	fset.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
+	env, err := selftestEnv(*path, explicit)
+	if err != nil {
+		fmt.Fprintf(stderr, "vigil-prolog %s: %v\n", SelftestCommandName, err)
+		return SelftestUnknown
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	rep := MultinodeSelftest(ctx, env, *nodes)
+	rep.Write(stdout)
+	switch rep.Status {
+	case benchmarks.StatusPass:
+		return SelftestPass
+	case benchmarks.StatusFail:
+		return SelftestFail
+	}
+	return SelftestUnknown
+}
+
+// selftestEnv is the Env of the self-test: the settings of
+// [checks.nccl-allreduce-multinode] and [vendor.nvidia] in the file at
+// path, the shipped ones when the file is missing and was not named
+// explicitly.
+func selftestEnv(path string, explicit bool) (*benchmarks.Env, error) {
+	env := &benchmarks.Env{Node: "selftest"}
+	f, err := config.Load(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !explicit:
+		return env, nil
+	case err != nil:
+		return nil, err
+	}
+	env.Settings = benchmarks.SettingsFrom(f, MultinodeName)
+	env.Libraries = benchmarks.LibrariesFrom(f, MultinodeName)
+	return env, nil
+}
