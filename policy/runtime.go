@@ -16,22 +16,39 @@ import (
 // It never fails: a malformed value, or an invalid [policy] section, makes
 // the job's choices ignored with a warning, and the configured checks run.
 func ForProlog(f *config.File, lookup func(string) (string, bool), reg Registry, budget time.Duration) Prolog {
-	r, errs := FromSpankEnv(lookup)
-	var warns []string
-	for _, e := range errs {
-		warns = append(warns, fmt.Sprintf("ignoring %v", e))
-	}
-	if r.Empty() {
-		return Prolog{Budget: budget, Warnings: warns}
+	if r, _ := FromSpankEnv(lookup); r.Empty() {
+		return Default().ForProlog(lookup, reg, budget) // nothing asked: [policy] is not read
 	}
 	p, err := Load(f, reg.Names)
 	if err != nil {
-		return Prolog{Budget: budget, Warnings: append(warns,
+		_, errs := FromSpankEnv(lookup)
+		return Prolog{Budget: budget, Warnings: append(ignoring(errs),
 			fmt.Sprintf("the job's --vigil-* choices are ignored: [policy] is invalid: %v", err))}
+	}
+	return p.ForProlog(lookup, reg, budget)
+}
+
+// ForProlog is ForProlog over p, a [policy] already loaded and valid, as
+// vigil-prolog's one load of the config gives it.
+func (p Policy) ForProlog(lookup func(string) (string, bool), reg Registry, budget time.Duration) Prolog {
+	r, errs := FromSpankEnv(lookup)
+	warns := ignoring(errs)
+	if r.Empty() {
+		return Prolog{Budget: budget, Warnings: warns}
 	}
 	out := p.ApplyProlog(r, reg, budget)
 	out.Warnings = append(warns, out.Warnings...)
 	return out
+}
+
+// ignoring words the errors about the job's malformed SPANK_VIGIL_*
+// values as warnings.
+func ignoring(errs []error) []string {
+	var warns []string
+	for _, e := range errs {
+		warns = append(warns, fmt.Sprintf("ignoring %v", e))
+	}
+	return warns
 }
 
 // Watcher is the policy as a running vigil-watch sees it.
