@@ -62,37 +62,54 @@ type Watcher struct {
 	// Started is VIGIL_SPANK_WATCH: "auto" or "config" when the SPANK
 	// plugin started this watcher, "" when the job started it.
 	Started string
+	// Env holds the job's [watch] variables as set (window and action,
+	// by key), for errors that name them.
+	Env config.Values
 }
 
 // ForWatcher reads the [policy] of f and the job's hang options from the
-// environment: the window (watchcfg.EnvWindow, read here and nowhere
-// else, or "off"), the action (EnvHangAction) and the notification choice
-// (EnvNotify, EnvWebhookURL). An invalid [policy] is
-// an error and a nil Watcher. A malformed variable is an error too, naming
-// the variable, with the Watcher of what could be read: its Skip still
-// holds (vigil-watch exits 2 for bad environment or config).
+// environment: the window (watchcfg.EnvWindow, or "off") and the action
+// (EnvHangAction), the variables of [watch] window and action in
+// watchcfg.Overrides, and the notification choice (EnvNotify,
+// EnvWebhookURL). They are read here and nowhere else. An invalid [policy]
+// is an error and a nil Watcher. A malformed variable is an error too,
+// worded as every bad override is (config.OverrideError), with the Watcher
+// of what could be read: its Skip still holds (vigil-watch exits 2 for bad
+// environment or config).
 func ForWatcher(f *config.File, lookup func(string) (string, bool)) (*Watcher, error) {
 	p, err := Load(f, nil)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{Policy: p}
+	w := &Watcher{Policy: p, Env: watchcfg.Overrides().Env(lookup)}
 	w.Started, _ = lookup(EnvSpankWatch)
 	var errs []error
-	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
+	if v, ok := w.Env["window"]; ok {
 		if strings.TrimSpace(v) == HangOff {
 			w.Request.WatchOff = true
 		} else if d, err := watchcfg.ParseWindow(v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", watchcfg.EnvWindow, err))
+			errs = append(errs, config.BadOverride(config.FromEnv, watchcfg.EnvWindow, v, err))
 		} else {
 			w.Request.Window = d
 		}
 	}
-	for opt, name := range map[string]string{OptHangAction: EnvHangAction, OptNotify: EnvNotify, OptWebhook: EnvWebhookURL} {
-		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
-			if err := w.Request.Set(opt, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
+	get := func(name string) string {
+		if v, ok := lookup(name); ok {
+			return v
+		}
+		return ""
+	}
+	opts := []struct{ opt, name, value string }{
+		{OptHangAction, EnvHangAction, w.Env["action"]},
+		{OptNotify, EnvNotify, get(EnvNotify)},
+		{OptWebhook, EnvWebhookURL, get(EnvWebhookURL)},
+	}
+	for _, o := range opts {
+		if strings.TrimSpace(o.value) == "" {
+			continue
+		}
+		if err := w.Request.Set(o.opt, o.value); err != nil {
+			errs = append(errs, config.BadOverride(config.FromEnv, o.name, o.value, err))
 		}
 	}
 	return w, errors.Join(errs...)
