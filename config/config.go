@@ -42,12 +42,17 @@ type File struct {
 // Empty returns a File with no keys, named name: what a node without a
 // config file runs with (every Decode leaves the defaults alone).
 func Empty(name string) *File {
-	f, _ := Parse(strings.NewReader(""), name)
+	f, _ := parse(strings.NewReader(""), name)
 	return f
 }
 
 // Parse reads a TOML document from r. Syntax errors name name:line.
 func Parse(r io.Reader, name string) (*File, error) {
+	countParse()
+	return parse(r, name)
+}
+
+func parse(r io.Reader, name string) (*File, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -138,6 +143,7 @@ func (f *File) Decode(section string, v any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claimed[section] = true
+	countDecode(section)
 	path := strings.Split(section, ".")
 	level := f.top
 	for i, p := range path {
@@ -256,6 +262,42 @@ func (f *File) Sections(prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reads counts what this process read of config documents.
+var reads struct {
+	sync.Mutex
+	parses  int
+	decodes map[string]int
+}
+
+func countParse() {
+	reads.Lock()
+	reads.parses++
+	reads.Unlock()
+}
+
+func countDecode(section string) {
+	reads.Lock()
+	if reads.decodes == nil {
+		reads.decodes = map[string]int{}
+	}
+	reads.decodes[section]++
+	reads.Unlock()
+}
+
+// ReadCounts returns how many config documents this process has parsed
+// (Parse, and String's reading apart) and how many times it decoded each
+// section, so far: tests take it before and after a run to check that the
+// run reads its config once and decodes each section once.
+func ReadCounts() (parses int, decodes map[string]int) {
+	reads.Lock()
+	defer reads.Unlock()
+	decodes = make(map[string]int, len(reads.decodes))
+	for k, v := range reads.decodes {
+		decodes[k] = v
+	}
+	return reads.parses, decodes
 }
 
 // keyLines maps each dotted key of a TOML document to the line it is

@@ -41,6 +41,7 @@ func Keys(v any) []string {
 // string.
 func (f *File) String(key string) (string, bool) {
 	var doc map[string]any
+	countParse()
 	if _, err := toml.Decode(string(f.data), &doc); err != nil {
 		return "", false
 	}

@@ -32,45 +32,49 @@ const (
 )
 
 // Prolog is the [prolog] section: what vigil-prolog runs and how it acts.
-// The epilog and the HealthCheckProgram mode read it too.
+// The epilog and the HealthCheckProgram mode read it too. A key with env
+// and flag tags can be set by the environment and the command line as
+// well (PrologOverrides; flags override environment, environment
+// overrides the file): a new key is its field here, its default in
+// DefaultProlog and its check in Validate, tags included.
 type Prolog struct {
 	// Checks names the checks to run; empty means every registered check
 	// that is on by default.
-	Checks []string `toml:"checks"`
+	Checks []string `toml:"checks" env:"VIGIL_CHECKS" flag:"checks" arg:"a,b"`
 	// Skip names checks not to run.
-	Skip []string `toml:"skip"`
+	Skip []string `toml:"skip" env:"VIGIL_SKIP" flag:"skip" arg:"a,b"`
 	// Suite is "full" or "health" (health facts only).
-	Suite string `toml:"suite"`
+	Suite string `toml:"suite" env:"VIGIL_SUITE" flag:"suite" arg:"full|health"`
 	// CheckTimeout is each check's deadline ("6m").
-	CheckTimeout time.Duration `toml:"check_timeout"`
+	CheckTimeout time.Duration `toml:"check_timeout" env:"VIGIL_CHECK_TIMEOUT" flag:"check-timeout" arg:"6m"`
 	// Timeouts overrides CheckTimeout per check name.
 	Timeouts map[string]time.Duration `toml:"timeouts"`
 	// Budget is the whole run's deadline ("30m"); vigil always returns inside it.
-	Budget time.Duration `toml:"budget"`
+	Budget time.Duration `toml:"budget" env:"VIGIL_BUDGET" flag:"budget" arg:"30m"`
 	// Retries is how many more times a failed performance probe runs.
-	Retries int `toml:"retries"`
+	Retries int `toml:"retries" env:"VIGIL_RETRIES" flag:"retries" arg:"2"`
 	// OnBudgetExpiry is "fail" (drain, fail the prolog) or "hold" (hold the job, leave the node).
-	OnBudgetExpiry string `toml:"on_budget_expiry"`
+	OnBudgetExpiry string `toml:"on_budget_expiry" env:"VIGIL_ON_BUDGET_EXPIRY" flag:"on-budget-expiry" arg:"fail|hold"`
 	// Timing is "before" (every job) or "after-requeue" (only requeued jobs).
-	Timing string `toml:"timing"`
+	Timing string `toml:"timing" env:"VIGIL_TIMING" flag:"timing" arg:"before|after-requeue"`
 	// ReportDir receives one JSON report per run; empty disables reports.
-	ReportDir string `toml:"report_dir"`
+	ReportDir string `toml:"report_dir" env:"VIGIL_REPORT_DIR" flag:"report-dir" arg:"DIR"`
 	// TextfileDir is node_exporter's textfile directory: each mode writes
 	// its own Prometheus textfile there after each run (vigil-prolog.prom,
 	// vigil-epilog.prom, vigil-health.prom); empty disables them.
-	TextfileDir string `toml:"textfile_dir"`
+	TextfileDir string `toml:"textfile_dir" env:"VIGIL_TEXTFILE_DIR" flag:"textfile-dir" arg:"DIR"`
 	// Textfile is the one textfile that all modes shared before each had
 	// its own. Still accepted, it means TextfileDir = its directory, and
 	// the file itself, left over, is removed at the next write; setting
 	// both keys is an error. Empty when not set, and then not printed.
-	Textfile string `toml:"textfile,omitempty"`
+	Textfile string `toml:"textfile,omitempty" env:"VIGIL_TEXTFILE" flag:"textfile" arg:"FILE" usage:"deprecated [prolog] textfile (the one file all modes shared before): means --textfile-dir of its directory, and the file itself is removed"`
 	// RunDir holds vigil's per-job files; the epilog removes them.
-	RunDir string `toml:"run_dir"`
+	RunDir string `toml:"run_dir" env:"VIGIL_RUN_DIR" flag:"run-dir" arg:"DIR"`
 	// SlurmBinDir is where scontrol lives (the prolog runs without PATH).
 	// A directory without an executable scontrol makes the config invalid
 	// (checked on the node when the config is loaded, by every run and by
 	// --check-config).
-	SlurmBinDir string `toml:"slurm_bin_dir"`
+	SlurmBinDir string `toml:"slurm_bin_dir" env:"VIGIL_SLURM_BIN_DIR" flag:"slurm-bin-dir" arg:"DIR"`
 	// SlurmConf is the cluster's slurm.conf, passed to scontrol as
 	// SLURM_CONF when the environment has none (HealthCheckProgram runs
 	// without it); "" leaves scontrol to Slurm's built-in default. A file
@@ -137,6 +141,13 @@ func DefaultProlog() Prolog {
 		MaxRequeues:    3,
 	}
 }
+
+// PrologOverrides is the table of the [prolog] keys that the environment
+// (VIGIL_<KEY>) and vigil-prolog's and vigil-epilog's flags (--<key>) set,
+// read from Prolog's tags.
+func PrologOverrides() *Overrides { return prologOverrides }
+
+var prologOverrides = NewOverrides("prolog", DefaultProlog())
 
 // DefaultEpilog returns the shipped [epilog] settings.
 func DefaultEpilog() Epilog {

@@ -8,30 +8,16 @@ import (
 	"os"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	"github.com/sirupsen/logrus"
-
-	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
 )
 
-// OverrideFlags registers one string flag per Overridable [prolog] key on
-// fs and returns a function that lists the flags actually given.
+// OverrideFlags registers one flag per overridable [prolog] key
+// (config.PrologOverrides) on fs and returns a function that lists the
+// flags actually given, by key.
 func OverrideFlags(fs *flag.FlagSet) func() map[string]string {
-	vals := map[string]*string{}
-	for _, k := range Overridable {
-		vals[k] = fs.String(FlagName(k), "", "override [prolog] "+k+" (env "+EnvName(k)+")")
-	}
-	return func() map[string]string {
-		out := map[string]string{}
-		fs.Visit(func(f *flag.Flag) {
-			for k, v := range vals {
-				if FlagName(k) == f.Name {
-					out[k] = *v
-				}
-			}
-		})
-		return out
-	}
+	given := config.PrologOverrides().Flags(fs, nil)
+	return func() map[string]string { return given() }
 }
 
 // ParseArgs parses the command line of vigil-prolog or vigil-epilog with
@@ -60,16 +46,6 @@ func ConfigPathFrom(flagValue string, lookup func(string) (string, bool)) (strin
 	return DefaultConfigPath, false
 }
 
-// effective is what --check-config prints.
-type effective struct {
-	Prolog any            `toml:"prolog"`
-	Epilog any            `toml:"epilog"`
-	Watch  any            `toml:"watch"`
-	Policy any            `toml:"policy"`
-	Vendor map[string]any `toml:"vendor"`
-	Checks map[string]any `toml:"checks"`
-}
-
 // CheckConfig validates the whole config as a run would ([prolog],
 // [epilog], every [vendor.NAME], every [checks.NAME] with the check's own ranges, [watch] as
 // vigil-watch reads it, [policy] as the SPANK plugin and the nodes apply it,
@@ -96,29 +72,13 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	} else {
 		fmt.Fprintf(w, "# %s not found: the shipped defaults apply. Effective configuration:\n", path)
 	}
-	pro := s.Prolog
-	pro.Textfile = "" // deprecated: its effect is textfile_dir, printed; both would be invalid
-	eff := effective{Prolog: durationsAsStrings(pro), Epilog: durationsAsStrings(s.Epilog),
-		Watch: durationsAsStrings(s.Watch.Final()), Policy: durationsAsStrings(s.Policy), Vendor: map[string]any{}, Checks: map[string]any{}}
-	for _, v := range benchmarks.LibraryVendors() {
-		l, _ := VendorLibraries(s.File, v) // validated above
-		eff.Vendor[string(v)] = l
-	}
-	var silent []string
-	for _, name := range benchmarks.Names() {
-		v, _ := CheckSettings(s.File, name) // validated above
-		if v == nil {
-			silent = append(silent, name)
-			continue
+	for _, sec := range sections() {
+		if err := writeSection(w, sec.name, durationsAsStrings(sec.effective(s))); err != nil {
+			fmt.Fprintf(w, "# cannot print: %v\n", err)
+			return ExitConfig
 		}
-		eff.Checks[name] = durationsAsStrings(v)
 	}
-	enc := toml.NewEncoder(w)
-	enc.Indent = ""
-	if err := enc.Encode(eff); err != nil {
-		fmt.Fprintf(w, "# cannot print: %v\n", err)
-		return ExitConfig
-	}
+	silent := silentChecks()
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/hangreport"
 )
@@ -58,17 +57,14 @@ func failedByCluster(r hangreport.Report) bool {
 var ErrNoWatchDir = errors.New("no vigil-watch report directory")
 
 // WatchReportDir returns the directory where vigil-watch wrote the job's
-// hang reports: the [watch] report_dir of f, decoded with vigil-watch's own
-// defaults and rules (watchcfg.Default and Settings.Load). vigil-watch
+// hang reports: the report_dir of ws, the [watch] section as the run's one
+// load of the config decoded it with vigil-watch's own defaults and rules
+// (watchcfg.Default and Settings.Load). vigil-watch
 // resolves an empty or relative report_dir against its working directory,
 // the job's, so the epilog resolves it against SLURM_JOB_WORK_DIR. A
 // --report-dir flag given to vigil-watch in a batch script is not visible
 // here.
-func WatchReportDir(f *config.File, lookup func(string) (string, bool)) (string, error) {
-	ws := watchcfg.Default()
-	if err := ws.Load(f); err != nil {
-		return "", fmt.Errorf("[%s] section: %w", watchcfg.Section, err)
-	}
+func WatchReportDir(ws watchcfg.Settings, lookup func(string) (string, bool)) (string, error) {
 	dir := ws.ReportDir
 	if filepath.IsAbs(dir) {
 		return filepath.Clean(dir), nil
@@ -97,7 +93,7 @@ func (r *run) culpritRecheck() bool {
 		return false
 	}
 	node := r.rep.Node
-	dir, err := WatchReportDir(r.s.File, r.o.Lookup)
+	dir, err := WatchReportDir(r.s.Watch, r.o.Lookup)
 	if err != nil {
 		r.note("recheck: not looking for vigil-watch hang reports: %v", err)
 		e := r.log.WithError(err)

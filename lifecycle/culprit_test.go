@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -88,7 +89,6 @@ func TestWatchReportDir(t *testing.T) {
 		{"default: the job's working directory", ``, "/home/alice/run", "/home/alice/run", nil},
 		{"relative to the job's working directory", `report_dir = "hangs"`, "/home/alice/run", "/home/alice/run/hangs", nil},
 		{"no working directory", ``, "", "", ErrNoWatchDir},
-		{"bad [watch] section", `report_dir = 3`, "/home/alice/run", "", config.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +100,11 @@ func TestWatchReportDir(t *testing.T) {
 			if tt.workDir != "" {
 				e["SLURM_JOB_WORK_DIR"] = tt.workDir
 			}
-			got, err := WatchReportDir(f, e.lookup)
+			ws := watchcfg.Default()
+			if err := ws.Load(f); err != nil {
+				t.Fatal(err)
+			}
+			got, err := WatchReportDir(ws, e.lookup)
 			if got != tt.want || !errors.Is(err, tt.wantErr) {
 				t.Fatalf("WatchReportDir = %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
 			}

@@ -10,9 +10,12 @@ var durationType = reflect.TypeOf(time.Duration(0))
 
 // durationsAsStrings turns a settings struct (or pointer to one) into a
 // map keyed by its toml names with durations written as "6m0s", so the
-// printed config reads back the same way it is written.
+// printed config reads back the same way it is written. nil stays nil.
 func durationsAsStrings(v any) any {
 	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return nil
+	}
 	for rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
 			return v

@@ -9,78 +9,74 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/policy"
 )
 
-// ExampleSection is a config section that vigil-prolog does not own (the
-// watcher's [watch]) with its shipped defaults, for ExampleConfig.
-type ExampleSection struct {
-	// Name is the section's name ("watch").
-	Name string
-	// Defaults is the section's settings struct holding its defaults.
-	Defaults any
-}
-
-// ExampleConfig writes an example vigil.toml: every section and key with
-// its shipped default, every line commented out. As it is, the file is
-// valid and changes nothing; with every line uncommented it is valid too
-// and sets each key to its default. It is generated from the same structs
-// and defaults the programs read, so it cannot drift from them. Sections
-// come in the order [prolog], [epilog], [notify], [guard], the extra ones, [policy],
-// [vendor.NAME] for every vendor whose libraries are configurable, then
-// [checks.NAME] for every check that publishes its settings.
-func ExampleConfig(w io.Writer, extra ...ExampleSection) error {
-	sections := []ExampleSection{{"prolog", config.DefaultProlog()}, {"epilog", config.DefaultEpilog()},
-		{"notify", config.DefaultNotify()}, {"guard", config.DefaultGuard()}}
-	sections = append(sections, extra...)
-	sections = append(sections, ExampleSection{policy.Section, policy.Default()})
-	for _, v := range benchmarks.LibraryVendors() {
-		d, _ := benchmarks.LibraryDefaults(v)
-		sections = append(sections, ExampleSection{benchmarks.VendorSection + "." + string(v), d})
-	}
-	var silent []string
-	for _, name := range benchmarks.Names() {
-		c, _ := benchmarks.Lookup(name)
-		if d := benchmarks.Describe(c); d.Settings != nil {
-			sections = append(sections, ExampleSection{"checks." + name, d.Settings()})
-		} else {
-			silent = append(silent, name)
-		}
-	}
+// ExampleConfig writes an example vigil.toml: every section of the table
+// (sections) and key with its shipped default, every line commented out.
+// As it is, the file is valid and changes nothing; with every line
+// uncommented it is valid too and sets each key to its default. It is
+// generated from the same structs and defaults the programs read, so it
+// cannot drift from them.
+func ExampleConfig(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# vigil's configuration: copy to %s and uncomment what you change.\n", config.DefaultPath)
 	b.WriteString("# Every key is shown with its shipped default (vigil-prolog --print-example-config).\n")
 	b.WriteString("# vigil-prolog and vigil-health read " + config.DefaultPath + " unless --config or\n")
 	b.WriteString("# VIGIL_CONFIG names another file; check it with vigil-prolog --check-config and\n")
 	b.WriteString("# vigil-prolog policy-check. Durations are strings: \"90s\", \"6m\", \"2h\".\n")
-	if len(silent) > 0 {
+	if silent := silentChecks(); len(silent) > 0 {
 		fmt.Fprintf(&b, "# These checks do not publish their settings: %s.\n", strings.Join(silent, ", "))
 	}
-	for _, s := range sections {
-		v := durationsAsStringsKeep(s.Defaults)
-		doc := nest(strings.Split(s.Name, "."), v)
-		var sec bytes.Buffer
-		enc := toml.NewEncoder(&sec)
-		enc.Indent = ""
-		if err := enc.Encode(doc); err != nil {
-			return fmt.Errorf("example config: [%s]: %w", s.Name, err)
+	for _, s := range sections() {
+		lines, err := sectionLines(s.name, durationsAsStringsKeep(s.defaults()))
+		if err != nil {
+			return fmt.Errorf("example config: %w", err)
 		}
 		b.WriteString("\n")
-		for _, line := range strings.Split(strings.TrimRight(sec.String(), "\n"), "\n") {
+		for _, line := range lines {
 			if line == "" {
 				b.WriteString("#\n")
 				continue
-			}
-			if isParentHeader(line, s.Name) {
-				continue // [checks] above [checks.gemm]
 			}
 			b.WriteString("# " + line + "\n")
 		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeSection writes the section name holding v (plain TOML values, see
+// durationsAsStrings) to w as TOML, after a blank line; nil writes nothing.
+func writeSection(w io.Writer, name string, v any) error {
+	if v == nil {
+		return nil
+	}
+	lines, err := sectionLines(name, v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "\n%s\n", strings.Join(lines, "\n"))
+	return err
+}
+
+// sectionLines encodes v as the section name: its header, its keys and
+// its tables, without the headers of the tables above it ([checks] above
+// [checks.gemm]).
+func sectionLines(name string, v any) ([]string, error) {
+	var sec bytes.Buffer
+	enc := toml.NewEncoder(&sec)
+	enc.Indent = ""
+	if err := enc.Encode(nest(strings.Split(name, "."), v)); err != nil {
+		return nil, fmt.Errorf("[%s]: %w", name, err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimRight(sec.String(), "\n"), "\n") {
+		if !isParentHeader(line, name) {
+			out = append(out, line)
+		}
+	}
+	return out, nil
 }
 
 // durationsAsStringsKeep is durationsAsStrings with empty maps kept as

@@ -27,7 +27,7 @@ func PolicyRegistry() policy.Registry {
 // because the job skipped the checks.
 func (r *run) applyJobChoices() (int, bool) {
 	s := r.s
-	pp := policy.ForProlog(s.File, r.o.Lookup, PolicyRegistry(), s.Prolog.Budget)
+	pp := s.Policy.ForProlog(r.o.Lookup, PolicyRegistry(), s.Prolog.Budget)
 	for _, w := range pp.Warnings {
 		r.note("policy: %s", w)
 		r.log.Warn("policy: " + w)

@@ -15,7 +15,8 @@ import (
 )
 
 // Settings is the effective configuration of a run: the file, then the
-// environment, then flags.
+// environment, then flags. One LoadSettings makes it, loading each section
+// once; the run, --check-config and the records use it as it is.
 type Settings struct {
 	// File is the parsed config (empty when the default file is missing).
 	File *config.File
@@ -38,22 +39,26 @@ type Settings struct {
 	Notify config.Notify
 	// Guard is the effective [guard] section (fleet-wide drain guard).
 	Guard config.Guard
-}
+	// Vendors holds each vendor's effective [vendor.NAME] library search.
+	Vendors map[benchmarks.Vendor]any
+	// Checks holds the effective [checks.NAME] settings of every check
+	// that publishes them, validated by the check's own Validate.
+	Checks map[string]any
 
-// OtherSections are the config sections that other programs act on (the
-// watcher, the SPANK policy); vigil-prolog validates them with the same
-// code those programs use.
-var OtherSections = []string{watchcfg.Section, policy.Section}
+	env, flags config.Values // the [prolog] overrides
+}
 
 // LoadSettings reads path (a missing file is an error only when explicit),
 // applies the environment's and the flags' overrides and validates
-// everything strictly: [prolog], [epilog], every registered check's
-// [checks.NAME] that publishes its settings, and keys nobody claims. It
-// returns usable settings (defaults where the file was unusable) and every
-// error found; any error makes the config invalid.
+// everything strictly: every section of the table (sections) with the code
+// that uses it, what names checks, and keys nobody claims. The file is
+// parsed once and each section decoded once. It returns usable settings
+// (defaults where the file was unusable) and every error found; any error
+// makes the config invalid.
 func LoadSettings(path string, explicit bool, lookup func(string) (string, bool), flags map[string]string) (*Settings, []error) {
-	s := &Settings{Path: path, Found: true, Prolog: config.DefaultProlog(), Epilog: config.DefaultEpilog(), Explicit: map[string]bool{},
-		Notify: config.DefaultNotify(), Guard: config.DefaultGuard()}
+	s := &Settings{Path: path, Found: true, Explicit: map[string]bool{},
+		Vendors: map[benchmarks.Vendor]any{}, Checks: map[string]any{},
+		env: config.PrologOverrides().Env(lookup), flags: flags}
 	var errs []error
 	f, err := config.Load(path)
 	switch {
@@ -67,59 +72,37 @@ func LoadSettings(path string, explicit bool, lookup func(string) (string, bool)
 		f = config.Empty(path)
 	}
 	s.File = f
+	for _, sec := range sections() {
+		errs = append(errs, sec.load(f, s)...)
+	}
+	return s, append(errs, checkNames(f, s.Prolog)...)
+}
+
+// loadProlog loads [prolog]: the file over the defaults, then the
+// environment, then the flags, then one validation whose errors name the
+// flag or the variable that set a bad value.
+func loadProlog(f *config.File, s *Settings) []error {
+	s.Prolog = config.DefaultProlog()
+	var errs []error
 	if err := f.Decode("prolog", &s.Prolog); err != nil {
 		errs = append(errs, withValidKeys(err, "prolog", s.Prolog)...)
 	}
-	if f.Has("prolog.textfile") && !f.Has("prolog.textfile_dir") {
-		s.Prolog.TextfileDir = textfileDirOf(s.Prolog.Textfile) // the deprecated key still works
-	}
-	if err := f.Decode("epilog", &s.Epilog); err != nil {
-		errs = append(errs, withValidKeys(err, "epilog", s.Epilog)...)
-	}
-	s.Watch = watchcfg.Default()
-	if err := s.Watch.Load(f); err != nil {
-		errs = append(errs, err)
-	} else if err := s.Watch.Final().Validate(f); err != nil {
-		errs = append(errs, err)
-	}
-	p, err := policy.Load(f, benchmarks.Names())
-	if err != nil {
-		errs = append(errs, err)
-	}
-	s.Policy = p
-	env := EnvOverrides(lookup)
-	if err := ApplyOverrides(&s.Prolog, env, "environment"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := ApplyOverrides(&s.Prolog, flags, "flag"); err != nil {
-		errs = append(errs, err)
-	}
-	for k := range env {
-		s.Explicit[k] = true
-	}
-	for k := range flags {
-		s.Explicit[k] = true
-	}
+	deprecatedTextfile(&s.Prolog, f.Has("prolog.textfile"), f.Has("prolog.textfile_dir"))
+	errs = append(errs, applyOverrides(&s.Prolog, s.env, config.FromEnv, s.Explicit)...)
+	errs = append(errs, applyOverrides(&s.Prolog, s.flags, config.FromFlag, s.Explicit)...)
 	var binErr error
 	if f.Has("prolog.slurm_bin_dir") || s.Explicit["slurm_bin_dir"] {
 		// Only a directory someone named: the default (/usr/bin) on a
 		// machine without Slurm must not make a dry run's config invalid.
 		binErr = checkSlurmBinDir(f, s.Prolog.SlurmBinDir)
 	}
-	if err := errors.Join(s.Prolog.Validate(f), binErr); err != nil {
-		errs = append(errs, renameOverridden(err, env, flags)...)
-	}
-	if err := s.Epilog.Validate(f); err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, loadAdminSections(f, s)...)
-	return s, append(errs, checkSections(f, s.Prolog)...)
+	return append(errs, config.PrologOverrides().Explain(f, errors.Join(s.Prolog.Validate(f), binErr), s.env, s.flags)...)
 }
 
-// checkSections checks what names checks: [prolog] checks, skip and
-// timeouts, every vendor's [vendor.NAME], every check's [checks.NAME], and
-// the keys nobody claimed.
-func checkSections(f *config.File, p config.Prolog) []error {
+// checkNames checks what names checks ([prolog] checks, skip and
+// timeouts), claims the [checks.NAME] of the checks that read their own,
+// and reports the keys nobody claimed.
+func checkNames(f *config.File, p config.Prolog) []error {
 	var errs []error
 	if _, err := benchmarks.Select(p.Checks, p.Skip, false); err != nil {
 		errs = append(errs, f.Errorf("prolog.checks", "%v (registered: %v)", err, benchmarks.Names()))
@@ -129,15 +112,18 @@ func checkSections(f *config.File, p config.Prolog) []error {
 			errs = append(errs, f.Errorf("prolog.timeouts."+name, "%v %q", benchmarks.ErrUnknownCheck, name))
 		}
 	}
-	errs = append(errs, vendorSections(f)...)
-	for _, name := range benchmarks.Names() {
-		if _, err := CheckSettings(f, name); err != nil {
-			errs = append(errs, err)
+	for _, name := range silentChecks() {
+		f.Claim("checks." + name)
+	}
+	var known []string
+	for _, sec := range sections() {
+		if !strings.Contains(sec.name, ".") {
+			known = append(known, sec.name)
 		}
 	}
 	for _, e := range f.Unused() {
-		errs = append(errs, fmt.Errorf("%w (known sections: prolog, epilog, %s, notify, guard, vendor.NAME for the vendors %s, and checks.NAME for the checks %s)",
-			e, strings.Join(OtherSections, ", "), vendorNames(), strings.Join(benchmarks.Names(), ", ")))
+		errs = append(errs, fmt.Errorf("%w (known sections: %s, vendor.NAME for the vendors %s, and checks.NAME for the checks %s)",
+			e, strings.Join(known, ", "), vendorNames(), strings.Join(benchmarks.Names(), ", ")))
 	}
 	return errs
 }
@@ -211,55 +197,20 @@ func checkSlurmBinDir(f *config.File, dir string) error {
 	return nil
 }
 
-// renameOverridden splits err into its errors and names the flag or the
-// environment variable instead of the file for each [prolog] key that one
-// of them set: the value did not come from the file.
-func renameOverridden(err error, env, flags map[string]string) []error {
-	var out []error
-	for _, e := range splitErrors(err) {
-		var ke *config.KeyError
-		if errors.As(e, &ke) {
-			key := strings.TrimPrefix(ke.Key, "prolog.")
-			if v, ok := flags[key]; ok {
-				e = fmt.Errorf("flag --%s=%q: %w", FlagName(key), v, ke.Err)
-			} else if v, ok := env[key]; ok {
-				e = fmt.Errorf("environment %s=%q: %w", EnvName(key), v, ke.Err)
-			}
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// splitErrors undoes errors.Join.
-func splitErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // ValidateFlags checks the [prolog] overrides given on the command line
 // alone, over the shipped defaults: a bad flag is a usage error, whatever
 // the config file says. Each error names the flag.
 func ValidateFlags(flags map[string]string) error {
 	p := config.DefaultProlog()
-	if err := ApplyOverrides(&p, flags, "flag"); err != nil {
-		return err
+	errs := applyOverrides(&p, flags, config.FromFlag, nil)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
-	var errs []error
-	for _, e := range renameOverridden(p.Validate(config.Empty("flags")), nil, flags) {
-		if !strings.HasPrefix(e.Error(), "flag ") {
-			continue // a default the flags did not touch
+	for _, e := range config.PrologOverrides().Explain(nil, p.Validate(config.Empty("flags")), nil, flags) {
+		var oe *config.OverrideError
+		if errors.As(e, &oe) && oe.From == config.FromFlag {
+			errs = append(errs, e) // not a default the flags did not touch
 		}
-		errs = append(errs, e)
 	}
 	if _, err := benchmarks.Select(p.Checks, p.Skip, false); err != nil && (flags["checks"] != "" || flags["skip"] != "") {
 		errs = append(errs, fmt.Errorf("flag --checks/--skip: %w (registered: %s)", err, strings.Join(benchmarks.Names(), ", ")))

@@ -9,21 +9,6 @@ import (
 	"github.com/vigil-hpc/vigil/config"
 )
 
-// vendorSections decodes every [vendor.NAME] table over its vendor's
-// shipped library search (NAME a row of the vendor table that declared
-// library settings), so that its keys are checked once, with the file
-// and line of each bad one. A [vendor.NAME] of another name stays
-// unclaimed and is reported as unknown.
-func vendorSections(f *config.File) []error {
-	var errs []error
-	for _, v := range benchmarks.LibraryVendors() {
-		if d, err := VendorLibraries(f, v); err != nil {
-			errs = append(errs, withValidKeys(err, benchmarks.VendorSection+"."+string(v), d)...)
-		}
-	}
-	return errs
-}
-
 // VendorLibraries decodes [vendor.NAME] of f over the shipped library
 // search of vendor v: what every check of v opens its libraries with. It
 // returns nil for a vendor that declares no library settings.

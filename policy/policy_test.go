@@ -308,11 +308,18 @@ func TestForWatcher(t *testing.T) {
 	}
 	t.Run("a bad window is an error that names the variable", func(t *testing.T) {
 		w, err := ForWatcher(f, env(map[string]string{watchcfg.EnvWindow: "-5", EnvSpankWatch: "config"}))
-		if err == nil || !strings.Contains(err.Error(), `VIGIL_HANG_DETECT_TIME: bad detection time: "-5": must be positive`) {
+		if err == nil || !strings.Contains(err.Error(), `environment VIGIL_HANG_DETECT_TIME="-5": bad override: bad detection time: "-5": must be positive`) {
 			t.Fatalf("ForWatcher = %v, want the variable's error", err)
 		}
 		if w == nil || w.Skip() == "" {
 			t.Fatalf("ForWatcher = %+v: a watcher that would not watch anyway should still say so", w)
+		}
+	})
+	t.Run("the job's variables are those of the [watch] table", func(t *testing.T) {
+		for key, name := range map[string]string{"window": watchcfg.EnvWindow, "action": EnvHangAction} {
+			if k, ok := watchcfg.Overrides().Lookup(key); !ok || k.Env != name {
+				t.Errorf("[watch] %s: variable %q, want %q", key, k.Env, name)
+			}
 		}
 	})
 	t.Run("auto_watch on", func(t *testing.T) {

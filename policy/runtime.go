@@ -16,22 +16,39 @@ import (
 // It never fails: a malformed value, or an invalid [policy] section, makes
 // the job's choices ignored with a warning, and the configured checks run.
 func ForProlog(f *config.File, lookup func(string) (string, bool), reg Registry, budget time.Duration) Prolog {
-	r, errs := FromSpankEnv(lookup)
-	var warns []string
-	for _, e := range errs {
-		warns = append(warns, fmt.Sprintf("ignoring %v", e))
-	}
-	if r.Empty() {
-		return Prolog{Budget: budget, Warnings: warns}
+	if r, _ := FromSpankEnv(lookup); r.Empty() {
+		return Default().ForProlog(lookup, reg, budget) // nothing asked: [policy] is not read
 	}
 	p, err := Load(f, reg.Names)
 	if err != nil {
-		return Prolog{Budget: budget, Warnings: append(warns,
+		_, errs := FromSpankEnv(lookup)
+		return Prolog{Budget: budget, Warnings: append(ignoring(errs),
 			fmt.Sprintf("the job's --vigil-* choices are ignored: [policy] is invalid: %v", err))}
+	}
+	return p.ForProlog(lookup, reg, budget)
+}
+
+// ForProlog is ForProlog over p, a [policy] already loaded and valid, as
+// vigil-prolog's one load of the config gives it.
+func (p Policy) ForProlog(lookup func(string) (string, bool), reg Registry, budget time.Duration) Prolog {
+	r, errs := FromSpankEnv(lookup)
+	warns := ignoring(errs)
+	if r.Empty() {
+		return Prolog{Budget: budget, Warnings: warns}
 	}
 	out := p.ApplyProlog(r, reg, budget)
 	out.Warnings = append(warns, out.Warnings...)
 	return out
+}
+
+// ignoring words the errors about the job's malformed SPANK_VIGIL_*
+// values as warnings.
+func ignoring(errs []error) []string {
+	var warns []string
+	for _, e := range errs {
+		warns = append(warns, fmt.Sprintf("ignoring %v", e))
+	}
+	return warns
 }
 
 // Watcher is the policy as a running vigil-watch sees it.
@@ -45,37 +62,54 @@ type Watcher struct {
 	// Started is VIGIL_SPANK_WATCH: "auto" or "config" when the SPANK
 	// plugin started this watcher, "" when the job started it.
 	Started string
+	// Env holds the job's [watch] variables as set (window and action,
+	// by key), for errors that name them.
+	Env config.Values
 }
 
 // ForWatcher reads the [policy] of f and the job's hang options from the
-// environment: the window (watchcfg.EnvWindow, read here and nowhere
-// else, or "off"), the action (EnvHangAction) and the notification choice
-// (EnvNotify, EnvWebhookURL). An invalid [policy] is
-// an error and a nil Watcher. A malformed variable is an error too, naming
-// the variable, with the Watcher of what could be read: its Skip still
-// holds (vigil-watch exits 2 for bad environment or config).
+// environment: the window (watchcfg.EnvWindow, or "off") and the action
+// (EnvHangAction), the variables of [watch] window and action in
+// watchcfg.Overrides, and the notification choice (EnvNotify,
+// EnvWebhookURL). They are read here and nowhere else. An invalid [policy]
+// is an error and a nil Watcher. A malformed variable is an error too,
+// worded as every bad override is (config.OverrideError), with the Watcher
+// of what could be read: its Skip still holds (vigil-watch exits 2 for bad
+// environment or config).
 func ForWatcher(f *config.File, lookup func(string) (string, bool)) (*Watcher, error) {
 	p, err := Load(f, nil)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{Policy: p}
+	w := &Watcher{Policy: p, Env: watchcfg.Overrides().Env(lookup)}
 	w.Started, _ = lookup(EnvSpankWatch)
 	var errs []error
-	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
+	if v, ok := w.Env["window"]; ok {
 		if strings.TrimSpace(v) == HangOff {
 			w.Request.WatchOff = true
 		} else if d, err := watchcfg.ParseWindow(v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", watchcfg.EnvWindow, err))
+			errs = append(errs, config.BadOverride(config.FromEnv, watchcfg.EnvWindow, v, err))
 		} else {
 			w.Request.Window = d
 		}
 	}
-	for opt, name := range map[string]string{OptHangAction: EnvHangAction, OptNotify: EnvNotify, OptWebhook: EnvWebhookURL} {
-		if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
-			if err := w.Request.Set(opt, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
+	get := func(name string) string {
+		if v, ok := lookup(name); ok {
+			return v
+		}
+		return ""
+	}
+	opts := []struct{ opt, name, value string }{
+		{OptHangAction, EnvHangAction, w.Env["action"]},
+		{OptNotify, EnvNotify, get(EnvNotify)},
+		{OptWebhook, EnvWebhookURL, get(EnvWebhookURL)},
+	}
+	for _, o := range opts {
+		if strings.TrimSpace(o.value) == "" {
+			continue
+		}
+		if err := w.Request.Set(o.opt, o.value); err != nil {
+			errs = append(errs, config.BadOverride(config.FromEnv, o.name, o.value, err))
 		}
 	}
 	return w, errors.Join(errs...)

@@ -19,12 +19,11 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/benchmarks/nvidia"
-	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/policy"
 )
 
-const usage = `NAME
+var usage = `NAME
     vigil-prolog - check a Slurm node before a job; drain it when it is broken
 
 SYNOPSIS
@@ -97,22 +96,7 @@ OPTIONS
     --log-format FMT   text or json (default text); logs go to stderr.
 
 OVERRIDES (flags override environment, environment overrides the file)
-    --suite full|health          [prolog] suite            env VIGIL_SUITE
-    --checks a,b                 [prolog] checks           env VIGIL_CHECKS
-    --skip a,b                   [prolog] skip             env VIGIL_SKIP
-    --check-timeout 6m           [prolog] check_timeout    env VIGIL_CHECK_TIMEOUT
-    --budget 30m                 [prolog] budget           env VIGIL_BUDGET
-    --retries 2                  [prolog] retries          env VIGIL_RETRIES
-    --on-budget-expiry fail|hold [prolog] on_budget_expiry env VIGIL_ON_BUDGET_EXPIRY
-    --timing before|after-requeue [prolog] timing          env VIGIL_TIMING
-    --report-dir DIR             [prolog] report_dir       env VIGIL_REPORT_DIR
-    --textfile-dir DIR           [prolog] textfile_dir     env VIGIL_TEXTFILE_DIR
-    --textfile FILE              deprecated [prolog] textfile (the one file all modes
-                                 shared before): means --textfile-dir of its directory,
-                                 and the file itself is removed; env VIGIL_TEXTFILE
-    --run-dir DIR                [prolog] run_dir          env VIGIL_RUN_DIR
-    --slurm-bin-dir DIR          [prolog] slurm_bin_dir    env VIGIL_SLURM_BIN_DIR
-
+` + lifecycle.OverridesHelp() + `
 EXIT STATUS
     0  the node passed, or nothing may be done: unknown results, an invalid
        config (each error logged on stderr at error level, recorded in the
@@ -234,7 +218,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return lifecycle.ExitOK
 	}
 	if *printExample {
-		if err := lifecycle.ExampleConfig(stdout, lifecycle.ExampleSection{Name: watchcfg.Section, Defaults: watchcfg.Default()}); err != nil {
+		if err := lifecycle.ExampleConfig(stdout); err != nil {
 			fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
 			return lifecycle.ExitConfig
 		}

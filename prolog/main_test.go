@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/config"
 )
 
 func TestMain(m *testing.M) {
@@ -126,6 +128,25 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
+// TestHelpListsOverrides: the OVERRIDES of --help are the table's, each
+// flag with its variable.
+func TestHelpListsOverrides(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	_, overrides, ok := strings.Cut(out.String(), "\nOVERRIDES ")
+	overrides, _, _ = strings.Cut(overrides, "\nEXIT STATUS")
+	if !ok {
+		t.Fatal("--help has no OVERRIDES")
+	}
+	for _, k := range config.PrologOverrides().Keys {
+		if !strings.Contains(overrides, "    --"+k.Flag+" ") || !strings.Contains(strings.Join(strings.Fields(overrides), " "), "env "+k.Env) {
+			t.Errorf("OVERRIDES lacks --%s or env %s:\n%s", k.Flag, k.Env, overrides)
+		}
+	}
+}
+
 // TestHelpOnStdout: --help and -h print the manual on stdout, exit 0.
 func TestHelpOnStdout(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"policy-check", "--help"}} {
@@ -173,8 +194,8 @@ func TestCheckConfigWholeFile(t *testing.T) {
 		{"neutral check library path", "[checks.disk]\nlibrary_paths = []\n",
 			":2: checks.disk.library_paths: invalid value: vendor libraries are set once per vendor: move it to [vendor.ascend] library_paths or [vendor.nvidia] library_paths"},
 		{"vendor typo", "[vendor.nvidia]\ncuda_librarys = []\n", ":2: vendor.nvidia.cuda_librarys: unknown key (keys of [vendor.nvidia]: cuda_libraries, cublaslt_libraries,"},
-		{"unknown vendor", "[vendor.amd]\nlibraries = []\n", ":2: vendor.amd.libraries: unknown key (known sections: prolog, epilog, watch, policy, notify, guard, vendor.NAME for the vendors nvidia, ascend,"},
-		{"unknown section", "[wach]\nwindow = \"2m\"\n", ":2: wach.window: unknown key (known sections: prolog, epilog, watch, policy"},
+		{"unknown vendor", "[vendor.amd]\nlibraries = []\n", ":2: vendor.amd.libraries: unknown key (known sections: prolog, epilog, notify, guard, watch, policy, vendor.NAME for the vendors nvidia, ascend,"},
+		{"unknown section", "[wach]\nwindow = \"2m\"\n", ":2: wach.window: unknown key (known sections: prolog, epilog, notify, guard, watch, policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".toml")

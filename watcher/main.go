@@ -164,9 +164,9 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "vigil-watch: %v (see %s)\n", err, help)
 		return inv, exitUsage
 	}
-	// The flags, parsed once against the defaults (which --help shows).
-	fl := loop.DefaultSettings()
-	fs := flags(inv.replay, &fl, &inv.cli, io.Discard)
+	// The flags: the [watch] ones as given (watchcfg.Overrides), applied
+	// by Resolve; --help shows the shipped defaults.
+	fs, given := flags(inv.replay, &inv.cli, io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -191,7 +191,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	}
 	// File, then the job's environment within [policy], then the flags:
 	// one function, one validation. replay reads no environment.
-	src := loop.Sources{File: file, Flags: loop.Flags{Values: fl, Keys: watchKeys(fs)}}
+	src := loop.Sources{File: file, Flags: given()}
 	if !inv.replay {
 		src.Lookup = lookup
 	}
@@ -205,7 +205,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 	}
 	var invalid *loop.InvalidError
 	if errors.As(err, &invalid) {
-		if fromFile := reportInvalid(invalid, fs, src.Lookup, help, stderr); fromFile != nil {
+		if fromFile := reportInvalid(invalid, help, stderr); fromFile != nil {
 			return fail(fromFile)
 		}
 		return inv, exitUsage
@@ -223,7 +223,7 @@ func parseArgs(args []string, lookup func(string) (string, bool), stdout, stderr
 // ("vigil-watch --config X replay FILE"); it returns the arguments without
 // it. A word that is a flag's value ("--record replay") is not it.
 func splitReplay(args []string) (bool, []string) {
-	fs := flags(false, new(loop.Settings), new(cli), io.Discard)
+	fs, _ := flags(false, new(cli), io.Discard)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "replay" {
@@ -248,73 +248,20 @@ func splitReplay(args []string) (bool, []string) {
 // reportInvalid writes each error of a flag or an environment variable in
 // its own words, one a line, and returns the errors about the config file
 // (nil when there are none), for the caller to report with the file's name.
-func reportInvalid(invalid *loop.InvalidError, fs *flag.FlagSet, lookup func(string) (string, bool), help string, stderr io.Writer) error {
+func reportInvalid(invalid *loop.InvalidError, help string, stderr io.Writer) error {
 	var fromFile []error
-	for _, e := range splitErrors(invalid) {
-		if name, ok := flagOf(fs, e); ok {
-			fmt.Fprintf(stderr, "vigil-watch: %s (see %s)\n", name, help)
-		} else if name, ok := envOf(e, lookup); ok {
-			fmt.Fprintf(stderr, "vigil-watch: %s\n", name)
-		} else {
+	for _, e := range invalid.Errs {
+		var oe *config.OverrideError
+		switch {
+		case errors.As(e, &oe) && oe.From == config.FromFlag:
+			fmt.Fprintf(stderr, "vigil-watch: %v (see %s)\n", e, help)
+		case errors.As(e, &oe):
+			fmt.Fprintf(stderr, "vigil-watch: %v\n", e)
+		default:
 			fromFile = append(fromFile, e)
 		}
 	}
 	return errors.Join(fromFile...)
-}
-
-// flagOf says, for an error about a [watch] key that a flag given on the
-// command line set, the error in the flag's words ("--action: invalid value:
-// ..."), so that it does not blame a config file.
-func flagOf(fs *flag.FlagSet, err error) (string, bool) {
-	var ke *config.KeyError
-	if !errors.As(err, &ke) {
-		return "", false
-	}
-	name := strings.ReplaceAll(strings.TrimPrefix(ke.Key, loop.Section+"."), "_", "-")
-	if name == "period" && !isSet(fs, name) {
-		name = "window" // the period follows the window unless set
-	}
-	if !isSet(fs, name) {
-		return "", false
-	}
-	return fmt.Sprintf("--%s: %v", name, ke.Err), true
-}
-
-// envOf does the same for the window set by VIGIL_HANG_DETECT_TIME (lookup
-// is nil where the environment is not read).
-func envOf(err error, lookup func(string) (string, bool)) (string, bool) {
-	var ke *config.KeyError
-	if lookup == nil || !errors.As(err, &ke) || (ke.Key != loop.Section+".window" && ke.Key != loop.Section+".period") {
-		return "", false
-	}
-	if v, ok := lookup(watchcfg.EnvWindow); ok && strings.TrimSpace(v) != "" {
-		return fmt.Sprintf("%s=%q: %v", watchcfg.EnvWindow, v, ke.Err), true
-	}
-	return "", false
-}
-
-// watchKeys names the [watch] keys of the flags given on the command line
-// (--io-bytes sets io_bytes); the other flags (--config ...) have none.
-func watchKeys(fs *flag.FlagSet) []string {
-	var keys []string
-	fs.Visit(func(f *flag.Flag) {
-		if k := strings.ReplaceAll(f.Name, "-", "_"); slices.Contains(watchcfg.Keys(), k) {
-			keys = append(keys, k)
-		}
-	})
-	return keys
-}
-
-// splitErrors undoes errors.Join.
-func splitErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // loadConfig reads the config file; the default path may be missing.
@@ -332,28 +279,10 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// windowFlag is a flag.Value for the hang window: minutes or a Go
-// duration, read by the one parser of the window.
-type windowFlag struct{ d *time.Duration }
-
-func (v windowFlag) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return v.d.String()
-}
-
-func (v windowFlag) Set(s string) error {
-	d, err := watchcfg.ParseWindow(s)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
-
-// flags binds the flags to s and c; their defaults are s's current values.
-func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
+// flags binds the flags to c and registers the [watch] ones (those of
+// the detector alone for replay) from watchcfg.Overrides; the function
+// returned gives the values of those given.
+func flags(replay bool, c *cli, out io.Writer) (*flag.FlagSet, func() config.Values) {
 	name := "vigil-watch"
 	if replay {
 		name = "vigil-watch replay"
@@ -363,34 +292,23 @@ func flags(replay bool, s *loop.Settings, c *cli, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() { usage(fs, replay) }
 
 	fs.StringVar(&c.configPath, "config", config.DefaultPath, "config `file`; its [watch] section sets the defaults below (a missing default file is fine)")
-	fs.Var(windowFlag{&s.Window}, "window", "hang `window`: minutes (\"30\") or a Go duration (\"90s\"); overrides "+watchcfg.EnvWindow+". A job is reported one window after its last progress")
-	fs.DurationVar(&s.Period, "period", s.Period, "time between samples (when unset: at most a sixth of the window)")
-	fs.DurationVar(&s.Grace, "grace", s.Grace, "start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window. A job's own shorter "+watchcfg.EnvWindow+" cuts it to that window")
-	fs.Uint64Var(&s.IOBytes, "io-bytes", s.IOBytes, "I/O progress, in `bytes` over the window, below which the job counts as making no progress")
-	fs.Float64Var(&s.MinCoverage, "min-coverage", s.MinCoverage, "fraction of a window's samples that must be present before it is judged")
-	fs.Float64Var(&s.UtilStddev, "util-stddev", s.UtilStddev, "largest standard deviation of a device's utilisation, in `percentage points`, that counts as flat")
-	fs.Float64Var(&s.PowerStddevW, "power-stddev-w", s.PowerStddevW, "largest standard deviation of a device's power, in `watts`, that counts as flat")
-	fs.Float64Var(&s.BusyPowerW, "busy-power-w", s.BusyPowerW, "median power, in `watts`, at or above which a device is busy, never flat (0 disables)")
-	fs.Float64Var(&s.MemChangeMiB, "mem-change-mib", s.MemChangeMiB, "largest change of a device's memory use, in `MiB`, that counts as flat")
+	var keep func(config.Override) bool
+	if replay {
+		detector := config.Keys(watchcfg.Hang{})
+		keep = func(k config.Override) bool { return slices.Contains(detector, k.Key) }
+	}
+	given := watchcfg.Overrides().Flags(fs, keep)
 	if replay {
 		fs.StringVar(&c.html, "html", "", "also write the replay as one self-contained HTML `file`: the digests and culprits on top, one chart per host of I/O rate, CPU, device utilisation and power")
-		return fs
+		return fs, given
 	}
-	fs.StringVar(&s.Action, "action", s.Action, "automatic `action` on a hung job: notify (or none: notify only), cancel, requeue, or requeue-exclude (requeue without the hang's culprit hosts)")
-	fs.IntVar(&s.MaxRequeues, "max-requeues", s.MaxRequeues, "most restarts of the job that --action requeue or requeue-exclude allows")
-	fs.StringVar(&s.WebhookURL, "webhook-url", s.WebhookURL, "POST a JSON notification (Slack-compatible \"text\") to this `URL`")
-	fs.BoolVar(&s.Mail, "mail", s.Mail, "mail the job's user through Slurm's MailProg")
-	fs.BoolVar(&s.Comment, "comment", s.Comment, "record the hang in the job's comment (--comment=false to leave it alone)")
-	fs.StringVar(&s.ReportDir, "report-dir", s.ReportDir, "`dir`ectory for the JSON hang reports (default: the working directory); the log, webhook and mail name them by absolute path")
 	fs.StringVar(&c.record, "record", "", "append every sample as one JSON line to `file` (for replay); %N is replaced by the node name, %j by the job id")
 	fs.StringVar(&c.accelTrace, "accel-trace", "", "read accelerator samples from a recorded trace `file` instead of NVML/DCMI")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
 	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warning, error")
-	fs.IntVar(&s.Port, "port", s.Port, "base TCP `port` of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone")
-	fs.StringVar(&s.MungeSocket, "munge-socket", s.MungeSocket, "munged's socket `path` (default: slurm.conf's AuthInfo socket=, else libmunge's)")
 	fs.StringVar(&c.nodeAddrs, "node-addrs", "", "`node=addr,...`: the addresses of the job's nodes for the watchers' meeting (default: each node's NodeAddr from scontrol show node)")
-	return fs
+	return fs, given
 }
 
 func usage(fs *flag.FlagSet, replay bool) {
@@ -401,7 +319,7 @@ func usage(fs *flag.FlagSet, replay bool) {
 		fmt.Fprint(w, watchHelp)
 	}
 	fmt.Fprint(w, "\nOPTIONS\n")
-	fs.PrintDefaults()
+	config.PrintFlags(w, fs)
 	if !replay {
 		fmt.Fprint(w, watchHelpTail)
 	}

@@ -109,15 +109,15 @@ func TestUsageErrors(t *testing.T) {
 		{"replay without file", []string{"replay"}, nil, "one trace file", exitUsage},
 		{"bad env", nil, []string{"VIGIL_HANG_DETECT_TIME", "soon"}, "VIGIL_HANG_DETECT_TIME", exitUsage},
 		{"negative env", nil, []string{"VIGIL_HANG_DETECT_TIME", "-5"}, "must be positive", exitUsage},
-		{"bad window flag", []string{"--window", "x"}, nil, "bad detection time", exitUsage},
+		{"bad window flag", []string{"--window", "x"}, nil, `flag --window="x": bad override: bad detection time`, exitUsage},
 		{"missing explicit config", []string{"--config", "/nonexistent/vigil.toml"}, nil, "", -1},
 		{"unknown key", []string{"--config", bad}, nil, "watch.periods", exitUsage},
 		{"bad value names the line", []string{"--config", badValue}, nil, ":3: watch.action", exitUsage},
-		{"bad action flag", []string{"--action", "drain"}, nil, `--action: invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude" (see vigil-watch --help)`, exitUsage},
-		{"period too long", []string{"--window", "10s", "--period", "8s"}, nil, "--period: invalid value: 8s", exitUsage},
-		{"window too short for a 1s period", []string{"--window", "1s"}, nil, "--window: invalid value", exitUsage},
-		{"bad webhook", []string{"--webhook-url", "hooks.example.org"}, nil, "--webhook-url: invalid value", exitUsage},
-		{"env window too short", []string{"--config", shortPolicy}, []string{"VIGIL_HANG_DETECT_TIME", "1s"}, "VIGIL_HANG_DETECT_TIME=\"1s\": invalid value", exitUsage},
+		{"bad action flag", []string{"--action", "drain"}, nil, `flag --action="drain": invalid value: "drain": want "notify" (or "none"), "cancel", "requeue" or "requeue-exclude" (see vigil-watch --help)`, exitUsage},
+		{"period too long", []string{"--window", "10s", "--period", "8s"}, nil, `flag --period="8s": invalid value: 8s`, exitUsage},
+		{"window too short for a 1s period", []string{"--window", "1s"}, nil, `flag --window="1s": invalid value`, exitUsage},
+		{"bad webhook", []string{"--webhook-url", "hooks.example.org"}, nil, `flag --webhook-url="hooks.example.org": invalid value`, exitUsage},
+		{"env window too short", []string{"--config", shortPolicy}, []string{"VIGIL_HANG_DETECT_TIME", "1s"}, `environment VIGIL_HANG_DETECT_TIME="1s": invalid value`, exitUsage},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level", exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,5 +305,21 @@ func TestReplayAfterFlags(t *testing.T) {
 	}
 	if inv, _ := parseArgs([]string{"--config", conf, "replay", "a.jsonl"}, env(), io.Discard, io.Discard); inv.settings.Window != 20*time.Minute {
 		t.Errorf("replay after --config: window %v, want the file's 20m", inv.settings.Window)
+	}
+}
+
+// TestConfigReadOnce: vigil-watch parses its config file once and decodes
+// [watch] and [policy] once, flags and the job's environment included.
+func TestConfigReadOnce(t *testing.T) {
+	cfg := writeConfig(t, "[watch]\nwindow = \"20m\"\n[policy]\nmax_hang_time = \"2h\"\n")
+	parses, decodes := config.ReadCounts()
+	var stderr bytes.Buffer
+	if _, code := parseArgs([]string{"--config", cfg, "--grace", "1m"}, env("VIGIL_HANG_DETECT_TIME", "45"), io.Discard, &stderr); code != -1 {
+		t.Fatalf("code %d: %s", code, stderr.String())
+	}
+	p, d := config.ReadCounts()
+	if p-parses != 1 || d["watch"]-decodes["watch"] != 1 || d["policy"]-decodes["policy"] != 1 {
+		t.Errorf("parsed %d times, decoded [watch] %d and [policy] %d times; want once each",
+			p-parses, d["watch"]-decodes["watch"], d["policy"]-decodes["policy"])
 	}
 }

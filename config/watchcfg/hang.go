@@ -13,10 +13,10 @@ import (
 type Hang struct {
 	// Window is the hang window: a host is suspect when the job's I/O
 	// progressed less than IOBytes over the last Window. Default 30 minutes.
-	Window time.Duration `toml:"window"`
+	Window time.Duration `toml:"window" flag:"window" env:"VIGIL_HANG_DETECT_TIME" arg:"window" usage:"hang window: minutes (\"30\") or a Go duration (\"90s\"); overrides VIGIL_HANG_DETECT_TIME. A job is reported one window after its last progress"`
 	// Period is the sampling period; coverage and gaps are measured against
 	// it. Default 30 seconds.
-	Period time.Duration `toml:"period"`
+	Period time.Duration `toml:"period" flag:"period" follows:"window" usage:"time between samples (when unset: at most a sixth of the window)"`
 	// Grace is the youngest a host's samples of a job may be (time since
 	// its first sample) before any verdict: it protects a slow start. It
 	// does not add to the window: the window always covers the last Window,
@@ -24,33 +24,33 @@ type Hang struct {
 	// Window after its last progress, and one that never makes progress
 	// FirstVerdict (the longer of Grace and Window) after its first sample.
 	// 0 means no minimum beyond one whole window. Default 10 minutes.
-	Grace time.Duration `toml:"grace"`
+	Grace time.Duration `toml:"grace" flag:"grace" usage:"start-up grace: how old the job must be before any verdict; it does not add to the window, the first verdict comes at the longer of grace and window. A job's own shorter VIGIL_HANG_DETECT_TIME cuts it to that window"`
 	// IOBytes is the I/O progress below which a window counts as no
 	// progress, in bytes over the whole window (rchar+wchar+read_bytes+
 	// write_bytes, or the cgroup's block I/O if that is larger). A logging
 	// thread that writes a few KiB per minute during a hang stays below it.
 	// Default 1 MiB.
-	IOBytes uint64 `toml:"io_bytes"`
+	IOBytes uint64 `toml:"io_bytes" flag:"io-bytes" arg:"bytes" usage:"I/O progress, in bytes over the window, below which the job counts as making no progress"`
 	// MinCoverage is the fraction of the samples expected in a window
 	// (Window/Period+1) that must be present (and readable) before the
 	// detector decides anything about that window. Default 0.8.
-	MinCoverage float64 `toml:"min_coverage"`
+	MinCoverage float64 `toml:"min_coverage" flag:"min-coverage" usage:"fraction of a window's samples that must be present before it is judged"`
 	// UtilStddev is the largest standard deviation of a device's
 	// utilisation over the window, in percentage points, for the device to
 	// count as flat. Default 5.
-	UtilStddev float64 `toml:"util_stddev"`
+	UtilStddev float64 `toml:"util_stddev" flag:"util-stddev" arg:"percentage points" usage:"largest standard deviation of a device's utilisation, in percentage points, that counts as flat"`
 	// PowerStddevW is the largest standard deviation of a device's power
 	// over the window, in watts, for the device to count as flat. Default 15.
-	PowerStddevW float64 `toml:"power_stddev_w"`
+	PowerStddevW float64 `toml:"power_stddev_w" flag:"power-stddev-w" arg:"watts" usage:"largest standard deviation of a device's power, in watts, that counts as flat"`
 	// BusyPowerW is the median power, in watts, at or above which a device
 	// counts as busy (never flat) whatever its variance. A spinning
 	// collective draws far less than real work; tune per SKU (set it a
 	// little below the power the device draws in training). 0 disables the
 	// rule. Default 300.
-	BusyPowerW float64 `toml:"busy_power_w"`
+	BusyPowerW float64 `toml:"busy_power_w" flag:"busy-power-w" arg:"watts" usage:"median power, in watts, at or above which a device is busy, never flat (0 disables)"`
 	// MemChangeMiB is the largest change of a device's memory use over the
 	// window (max-min), in MiB, for the device to count as flat. Default 1024.
-	MemChangeMiB float64 `toml:"mem_change_mib"`
+	MemChangeMiB float64 `toml:"mem_change_mib" flag:"mem-change-mib" arg:"MiB" usage:"largest change of a device's memory use, in MiB, that counts as flat"`
 	// HighUtil is the median utilisation, in percent, at or above which a
 	// flat device reads as a stuck collective. Default 90.
 	HighUtil float64 `toml:"high_util"`

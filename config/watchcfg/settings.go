@@ -23,7 +23,9 @@ const Section = "watch"
 // Settings is the [watch] section of vigil.toml. Precedence: flags, then
 // the environment (EnvWindow, within [policy]), then the file, then
 // defaults; vigil-watch applies them in that order in one place
-// (watcher/loop.Resolve).
+// (watcher/loop.Resolve). The keys with a flag tag are vigil-watch's
+// flags (Overrides); window and action have an env tag too: the job's
+// own choice, read by policy.ForWatcher and bounded by [policy].
 type Settings struct {
 	// Hang holds the detector's rule and thresholds: window, period,
 	// grace, io_bytes, min_coverage, util_stddev, power_stddev_w,
@@ -42,11 +44,11 @@ type Settings struct {
 	// Action is the opt-in automatic action on a hung job: "none" (or its
 	// other name "notify": notify only), "cancel", "requeue" or
 	// "requeue-exclude" (requeue without the hang's culprit hosts).
-	Action string `toml:"action"`
+	Action string `toml:"action" flag:"action" env:"VIGIL_HANG_ACTION" arg:"action" usage:"automatic action on a hung job: notify (or none: notify only), cancel, requeue, or requeue-exclude (requeue without the hang's culprit hosts)"`
 	// MaxRequeues is how many restarts of the job the requeue and
 	// requeue-exclude actions allow; the job's restart count includes
 	// restarts by anyone.
-	MaxRequeues int `toml:"max_requeues"`
+	MaxRequeues int `toml:"max_requeues" flag:"max-requeues" usage:"most restarts of the job that --action requeue or requeue-exclude allows"`
 	// KeepOwnFailures leaves running a hung job whose digest says the
 	// trouble is its own (origin "job": a rank that crashed or left, ranks
 	// at different places, no device or network evidence) instead of
@@ -54,7 +56,7 @@ type Settings struct {
 	// from [watch].
 	KeepOwnFailures bool `toml:"-"`
 	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
-	WebhookURL string `toml:"webhook_url"`
+	WebhookURL string `toml:"webhook_url" flag:"webhook-url" arg:"URL" usage:"POST a JSON notification (Slack-compatible \"text\") to this URL"`
 	// JobWebhookURL is the job's own webhook (--vigil-webhook, within
 	// [policy] webhooks), posted to as well as WebhookURL; never read
 	// from the file.
@@ -64,25 +66,25 @@ type Settings struct {
 	// WebhookAttempts is how many times a failed POST is tried in all.
 	WebhookAttempts int `toml:"webhook_attempts"`
 	// Mail sends mail to the job's user through Slurm's MailProg.
-	Mail bool `toml:"mail"`
+	Mail bool `toml:"mail" flag:"mail" usage:"mail the job's user through Slurm's MailProg"`
 	// MailProg overrides Slurm's MailProg ("" asks scontrol show config,
 	// falling back to /usr/bin/mail).
 	MailProg string `toml:"mail_prog"`
 	// Comment sets the job's comment on a hang and on recovery.
-	Comment bool `toml:"comment"`
+	Comment bool `toml:"comment" flag:"comment" usage:"record the hang in the job's comment (--comment=false to leave it alone)"`
 	// ReportDir receives the JSON hang reports; "" means the step's
 	// working directory.
-	ReportDir string `toml:"report_dir"`
+	ReportDir string `toml:"report_dir" flag:"report-dir" arg:"dir" usage:"directory for the JSON hang reports (default: the working directory); the log, webhook and mail name them by absolute path"`
 	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
 	SlurmBinDir string `toml:"slurm_bin_dir"`
 	// Port is the base TCP port of the job's watchers' meeting: a job's
 	// coordinator listens on Port + (job id mod PortSpan), so that jobs
 	// sharing a node rarely share a port. 0 turns the meeting off: each
 	// watcher acts for its own node.
-	Port int `toml:"port"`
+	Port int `toml:"port" flag:"port" arg:"port" usage:"base TCP port of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone"`
 	// MungeSocket is munged's socket ("" is libmunge's default,
 	// /run/munge/munge.socket.2).
-	MungeSocket string `toml:"munge_socket"`
+	MungeSocket string `toml:"munge_socket" flag:"munge-socket" arg:"path" usage:"munged's socket path (default: slurm.conf's AuthInfo socket=, else libmunge's)"`
 	// TakeoverPeriods is how many periods without a word from the
 	// coordinator make the next node in order take over.
 	TakeoverPeriods int `toml:"takeover_periods"`
@@ -123,6 +125,14 @@ func Default() Settings {
 		TakeoverPeriods: 3,
 	}
 }
+
+// Overrides is the table of the [watch] keys that vigil-watch's flags set
+// and of the job's variables for window and action, read from the tags of
+// Settings; the window reads minutes or a duration (ParseWindow).
+func Overrides() *config.Overrides { return overrides }
+
+var overrides = config.NewOverrides(Section, Default()).
+	WithParser("window", func(s string) (any, error) { return ParseWindow(s) })
 
 // Load decodes the [watch] section of f over s (which holds the defaults).
 func (s *Settings) Load(f *config.File) error {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -52,39 +51,4 @@ func ParseWindow(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: %q: %w", ErrBadWindow, s, ErrWindowNotPositive)
 	}
 	return d, nil
-}
-
-// Override sets the [watch] keys named in keys ("window", "io_bytes") to
-// their values in from: the flags of a command line, bound to a copy of
-// the settings. Setting period clears PeriodIsDefault, as the file does.
-func (s *Settings) Override(from Settings, keys []string) error {
-	dst, src := reflect.ValueOf(s).Elem(), reflect.ValueOf(from)
-	for _, key := range keys {
-		i, ok := fieldOf(dst.Type(), key)
-		if !ok {
-			return fmt.Errorf("[%s]: no key %q", Section, key)
-		}
-		dst.FieldByIndex(i).Set(src.FieldByIndex(i))
-		if key == "period" {
-			s.PeriodIsDefault = false
-		}
-	}
-	return nil
-}
-
-// fieldOf finds the field whose toml tag is key, in t or its embedded structs.
-func fieldOf(t reflect.Type, key string) ([]int, bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := strings.Split(f.Tag.Get("toml"), ",")[0]
-		switch {
-		case f.Anonymous && tag == "":
-			if sub, ok := fieldOf(f.Type, key); ok {
-				return append([]int{i}, sub...), true
-			}
-		case tag == key:
-			return []int{i}, true
-		}
-	}
-	return nil, false
 }

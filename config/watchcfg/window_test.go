@@ -2,8 +2,11 @@ package watchcfg
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/vigil-hpc/vigil/config"
 )
 
 // TestParseWindow: the one parser of the hang window, for every spelling
@@ -78,19 +81,23 @@ func FuzzParseWindow(f *testing.F) {
 	})
 }
 
-// TestOverride: flags override the keys they name, and only those.
-func TestOverride(t *testing.T) {
+// TestOverrides: the flags set the keys they name, and only those; the
+// window reads minutes as its one parser does.
+func TestOverrides(t *testing.T) {
 	s := Default()
 	s.Window, s.Action = 20*time.Minute, ActionCancel
-	from := Default()
-	from.Window, from.Period, from.IOBytes, from.Action = 2*time.Minute, 10*time.Second, 1, ActionRequeue
-	if err := s.Override(from, []string{"window", "period", "io_bytes"}); err != nil {
+	vals := config.Values{"window": "2", "period": "10s", "io_bytes": "1"}
+	if err := Overrides().Apply(&s, vals, config.FromFlag); err != nil {
 		t.Fatal(err)
 	}
-	if s.Window != 2*time.Minute || s.Period != 10*time.Second || s.IOBytes != 1 || s.Action != ActionCancel || s.PeriodIsDefault {
-		t.Fatalf("Override = %+v", s)
+	if s.Window != 2*time.Minute || s.Period != 10*time.Second || s.IOBytes != 1 || s.Action != ActionCancel {
+		t.Fatalf("Apply = %+v", s)
 	}
-	if err := s.Override(from, []string{"windw"}); err == nil {
-		t.Fatal("Override of an unknown key succeeded")
+	err := Overrides().Apply(&s, config.Values{"window": "soon"}, config.FromFlag)
+	if want := `flag --window="soon": bad override: bad detection time: "soon"`; err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, ErrBadWindow) {
+		t.Fatalf("Apply = %v, want %q", err, want)
+	}
+	if k, ok := Overrides().Lookup("window"); !ok || k.Env != EnvWindow || k.Flag != "window" {
+		t.Fatalf("window override = %+v, want env %s", k, EnvWindow)
 	}
 }

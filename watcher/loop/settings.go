@@ -2,7 +2,6 @@ package loop
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/vigil-hpc/vigil/config"
@@ -20,14 +19,6 @@ type Settings = watchcfg.Settings
 // DefaultSettings returns the shipped [watch] settings.
 func DefaultSettings() Settings { return watchcfg.Default() }
 
-// Flags are the [watch] values given on vigil-watch's command line.
-type Flags struct {
-	// Values holds them: the flags are bound to a copy of the settings.
-	Values Settings
-	// Keys names the [watch] keys of the flags given ("window", "io_bytes").
-	Keys []string
-}
-
 // Sources are where vigil-watch's settings come from.
 type Sources struct {
 	// File is the config file: its [watch] and [policy] sections; nil: none.
@@ -36,8 +27,9 @@ type Sources struct {
 	// VIGIL_HANG_ACTION and VIGIL_SPANK_WATCH. nil reads neither the
 	// environment nor the policy, as replay does.
 	Lookup func(string) (string, bool)
-	// Flags are the values given on the command line.
-	Flags Flags
+	// Flags are the [watch] values given on the command line, by key, as
+	// given (the flags of watchcfg.Overrides).
+	Flags config.Values
 }
 
 // Resolved is vigil-watch's settings for a job.
@@ -51,9 +43,9 @@ type Resolved struct {
 	Warnings []string
 }
 
-// InvalidError holds the errors of the final validation, one per [watch]
-// key (*config.KeyError), so that the caller can name the flag or the
-// variable that set a key rather than the file.
+// InvalidError holds the errors of the flags and of the final validation,
+// one a value: a *config.OverrideError for a value that a flag or the
+// job's environment gave, a *config.KeyError for one of the file.
 type InvalidError struct{ Errs []error }
 
 func (e *InvalidError) Error() string { return errors.Join(e.Errs...).Error() }
@@ -81,9 +73,11 @@ func jobGrace(grace, asked, window time.Duration) time.Duration {
 // window, VIGIL_HANG_DETECT_TIME, its action, VIGIL_HANG_ACTION, and how
 // its user is told, VIGIL_NOTIFY and VIGIL_WEBHOOK_URL, read once by
 // policy.ForWatcher), the [policy] bounds on those job choices,
-// then the flags, which are not bounded (the watcher is the user's own
+// then the flags (watchcfg.Overrides, the table vigil-prolog's overrides
+// use too), which are not bounded (the watcher is the user's own
 // process). Then the derived values, and one validation of the whole;
-// its errors come as an *InvalidError.
+// its errors, and those of the flags, come as an *InvalidError, each
+// naming the flag, the variable or the file's line.
 func Resolve(src Sources) (Resolved, error) {
 	var out Resolved
 	if src.File == nil {
@@ -91,6 +85,7 @@ func Resolve(src Sources) (Resolved, error) {
 	}
 	s := DefaultSettings()
 	var job *policy.Watcher
+	var env config.Values // the job's variables the settings hold, for errors
 	if src.Lookup != nil {
 		w, err := policy.ForWatcher(src.File, src.Lookup)
 		if w != nil {
@@ -115,19 +110,31 @@ func Resolve(src Sources) (Resolved, error) {
 		s.JobWebhookURL = n.WebhookURL
 		out.Warnings = append(out.Warnings, n.Warnings...)
 		s.KeepOwnFailures = !job.Policy.RequeueOwnFailures
+		env = jobValues(job, s)
 	}
-	if err := s.Override(src.Flags.Values, src.Flags.Keys); err != nil {
-		return out, fmt.Errorf("flags: %w", err)
+	ov := watchcfg.Overrides()
+	if err := ov.Apply(&s, src.Flags, config.FromFlag); err != nil {
+		return out, &InvalidError{Errs: config.SplitErrors(err)}
+	}
+	if _, ok := src.Flags["period"]; ok {
+		s.PeriodIsDefault = false
 	}
 	if err := s.Final().Validate(src.File); err != nil {
-		var errs []error
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = j.Unwrap()
-		} else {
-			errs = []error{err}
-		}
-		return out, &InvalidError{Errs: errs}
+		return out, &InvalidError{Errs: ov.Explain(src.File, err, env, src.Flags)}
 	}
 	out.Settings = s
 	return out, nil
+}
+
+// jobValues are the job's [watch] variables, as set, whose choice s holds
+// after the policy: its window (clamped or not) and an allowed action.
+func jobValues(job *policy.Watcher, s Settings) config.Values {
+	out := config.Values{}
+	if v, ok := job.Env["window"]; ok && job.Request.Window > 0 {
+		out["window"] = v
+	}
+	if v, ok := job.Env["action"]; ok && s.Action == policy.WatchAction(job.Request.HangAction) {
+		out["action"] = v
+	}
+	return out
 }

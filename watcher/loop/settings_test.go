@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 		{name: "opted out", file: filePolicy, env: map[string]string{watchcfg.EnvWindow: "off", "VIGIL_SPANK_WATCH": "auto"}, skip: "opted out"},
 		{name: "opt out refused", file: "[policy]\nallow_watch_opt_out = false\n", env: map[string]string{watchcfg.EnvWindow: "off"}, window: 30 * time.Minute, action: "none", warns: 1},
 		{name: "auto_watch off wins over a bad env", env: map[string]string{watchcfg.EnvWindow: "soon", "VIGIL_SPANK_WATCH": "config"}, skip: "auto_watch = false"},
-		{name: "bad env window", env: map[string]string{watchcfg.EnvWindow: "soon"}, err: `VIGIL_HANG_DETECT_TIME: bad detection time: "soon"`},
+		{name: "bad env window", env: map[string]string{watchcfg.EnvWindow: "soon"}, err: `environment VIGIL_HANG_DETECT_TIME="soon": bad override: bad detection time: "soon"`},
 		{name: "bad env action", env: map[string]string{"VIGIL_HANG_ACTION": "drain"}, err: "VIGIL_HANG_ACTION"},
 		{name: "bad policy", file: "[policy]\nmax_hang_time = 5\n", env: map[string]string{}, err: "policy.max_hang_time"},
 		{name: "bad policy ignored by replay", file: "[policy]\nmax_hang_time = 5\n", env: nil, window: 30 * time.Minute, action: "none"},
@@ -66,18 +66,16 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := Sources{File: f, Flags: Flags{Values: DefaultSettings()}}
+			src := Sources{File: f, Flags: config.Values{}}
 			if tc.env != nil {
 				src.Lookup = envOf(tc.env)
 			}
 			if tc.flags != nil {
 				if tc.flags.window != 0 {
-					src.Flags.Values.Window = tc.flags.window
-					src.Flags.Keys = append(src.Flags.Keys, "window")
+					src.Flags["window"] = tc.flags.window.String()
 				}
 				if tc.flags.action != "" {
-					src.Flags.Values.Action = tc.flags.action
-					src.Flags.Keys = append(src.Flags.Keys, "action")
+					src.Flags["action"] = tc.flags.action
 				}
 			}
 			res, err := Resolve(src)
@@ -117,19 +115,38 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Resolve(Sources{File: f, Lookup: envOf(map[string]string{}), Flags: Flags{Values: DefaultSettings()}})
+			res, err := Resolve(Sources{File: f, Lookup: envOf(map[string]string{})})
 			if err != nil || res.Settings.KeepOwnFailures != keep {
 				t.Errorf("policy %q: KeepOwnFailures %v, %v; want %v", file, res.Settings.KeepOwnFailures, err, keep)
 			}
 		}
 	})
 	t.Run("invalid values come one per key", func(t *testing.T) {
-		fl := DefaultSettings()
-		fl.Window, fl.Period = 10*time.Second, 8*time.Second
-		_, err := Resolve(Sources{Lookup: envOf(nil), Flags: Flags{Values: fl, Keys: []string{"window", "period"}}})
+		_, err := Resolve(Sources{Lookup: envOf(nil), Flags: config.Values{"window": "10s", "period": "8s"}})
 		var inv *InvalidError
-		if !errors.As(err, &inv) || len(inv.Errs) != 1 || !strings.Contains(err.Error(), "watch.period") {
-			t.Fatalf("Resolve = %v, want one InvalidError about watch.period", err)
+		if !errors.As(err, &inv) || len(inv.Errs) != 1 || !strings.Contains(err.Error(), `flag --period="8s": invalid value: 8s: must be at most half the window`) {
+			t.Fatalf("Resolve = %v, want one InvalidError about --period", err)
+		}
+	})
+	t.Run("a period that follows the window is the window's", func(t *testing.T) {
+		short, err := config.Parse(strings.NewReader("[policy]\nmin_hang_time = \"1s\"\n"), "vigil.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Resolve(Sources{File: short, Lookup: envOf(map[string]string{watchcfg.EnvWindow: "1s"})})
+		if want := `environment VIGIL_HANG_DETECT_TIME="1s": invalid value: 1s: must be at most half the window`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Resolve = %v, want %q", err, want)
+		}
+		_, err = Resolve(Sources{Lookup: envOf(nil), Flags: config.Values{"window": "1s"}})
+		if want := `flag --window="1s": invalid value`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Resolve = %v, want %q", err, want)
+		}
+	})
+	t.Run("a flag that does not parse", func(t *testing.T) {
+		_, err := Resolve(Sources{Flags: config.Values{"io_bytes": "lots", "window": "soon"}})
+		var inv *InvalidError
+		if !errors.As(err, &inv) || len(inv.Errs) != 2 || !strings.Contains(err.Error(), `flag --io-bytes="lots": bad override`) {
+			t.Fatalf("Resolve = %v, want two InvalidErrors naming the flags", err)
 		}
 	})
 }
@@ -139,16 +156,13 @@ func TestResolve(t *testing.T) {
 // window is); a long window, or one from the file or the flags, keeps the
 // site's grace.
 func TestSettingsJobGrace(t *testing.T) {
-	resolve := func(file, window string, fl *Flags) Settings {
+	resolve := func(file, window string, fl config.Values) Settings {
 		t.Helper()
 		f, err := config.Parse(strings.NewReader(file), "vigil.toml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := Sources{File: f, Lookup: envOf(map[string]string{watchcfg.EnvWindow: window}), Flags: Flags{Values: DefaultSettings()}}
-		if fl != nil {
-			src.Flags = *fl
-		}
+		src := Sources{File: f, Lookup: envOf(map[string]string{watchcfg.EnvWindow: window}), Flags: fl}
 		res, err := Resolve(src)
 		if err != nil {
 			t.Fatal(err)
@@ -170,9 +184,7 @@ func TestSettingsJobGrace(t *testing.T) {
 	if f := resolve("[watch]\nwindow = \"3m\"\n", "", nil); f.Grace != 10*time.Minute {
 		t.Errorf("file window 3m: grace %v, want 10m", f.Grace)
 	}
-	fl := DefaultSettings()
-	fl.Grace = 8 * time.Minute
-	if f := resolve("", "2", &Flags{Values: fl, Keys: []string{"grace"}}); f.Grace != 8*time.Minute {
+	if f := resolve("", "2", config.Values{"grace": "8m"}); f.Grace != 8*time.Minute {
 		t.Errorf("--grace 8m with a 2m job window: grace %v, want 8m", f.Grace)
 	}
 	if err := DefaultSettings().Final().Validate(nil); err != nil {
