@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/notify"
@@ -45,50 +47,40 @@ func noticeFor(count, burst int) noticeKind {
 	return noticeNone
 }
 
-// adminState is what the guard and the notifications share in one run.
-type adminState struct {
-	// fleetRead is set once the fleet was read (or could not be).
-	fleetRead bool
-	// fleet is every node of the cluster, nil when not read.
-	fleet []slurm.Node
+// admins tells the admins of one run's drains ([notify]), and records and
+// sends what the guard said (guardalert.go). Built once per run.
+type admins struct {
+	notify config.Notify
+	guard  config.Guard
+	sl     *slurmAccess
+	// rep is the run's report: its node, job and results, and where the
+	// notices and guarded checks go.
+	rep *report.Report
+	// program is the binary's name, the webhook's User-Agent.
+	program string
+	now     func() time.Time
+	log     logrus.FieldLogger
+	notes   notes
 }
 
-// fleetSlurm is the part of slurm.Client the guard and the notifications
-// use beyond Slurm.
-type fleetSlurm interface {
-	Nodes(ctx context.Context) ([]slurm.Node, error)
-	SetNodeComment(ctx context.Context, node, comment string) error
-	Config(ctx context.Context) (map[string]string, error)
-}
-
-// fleetClient is the fleet-wide Slurm client: nil in a dry run, and for an
-// Options.Slurm that has no fleet calls.
-func (r *run) fleetClient() fleetSlurm {
-	if r.o.DryRun {
-		return nil
-	}
-	f, _ := r.rawSlurm().(fleetSlurm)
-	return f
-}
-
-// notifyDrain tells the admins that the node was drained (in a dry run:
-// logs what it would send), for the checks Decide named (plan.Notify).
-func (r *run) notifyDrain(ctx context.Context, plan Plan) {
+// drained tells the admins that the node was drained (in a dry run: logs
+// what it would send), for the checks Decide named (plan.Notify).
+func (a *admins) drained(ctx context.Context, plan Plan) {
 	checks := plan.Notify
 	if len(checks) == 0 {
 		return
 	}
-	if r.o.DryRun {
-		r.note("would notify ([notify]) that %s is drained for %s", r.rep.Node, strings.Join(checks, ","))
-		r.log.WithField("checks", strings.Join(checks, ",")).Info("would notify: dry run")
+	if a.sl.dryRun {
+		a.notes.add("would notify ([notify]) that %s is drained for %s", a.rep.Node, strings.Join(checks, ","))
+		a.log.WithField("checks", strings.Join(checks, ",")).Info("would notify: dry run")
 		return
 	}
-	mine, summaries := adminNotices(r.readFleet(ctx), checks, r.rep.Node, r.o.Now(), r.s.Notify)
+	mine, summaries := adminNotices(a.sl.readFleet(ctx), checks, a.rep.Node, a.now(), a.notify)
 	for _, s := range summaries {
-		r.sendSummary(ctx, s.check, s.nodes)
+		a.sendSummary(ctx, s.check, s.nodes)
 	}
 	if len(mine) > 0 {
-		r.sendDrained(ctx, plan.Drain, mine)
+		a.sendDrained(ctx, plan.Drain, mine)
 	}
 }
 
@@ -134,10 +126,10 @@ func newlyDrained(old string, guarded []guardedCheck, results []benchmarks.Resul
 }
 
 // sendDrained sends this node's message for checks.
-func (r *run) sendDrained(ctx context.Context, plan drainPlan, checks []string) {
+func (a *admins) sendDrained(ctx context.Context, plan drainPlan, checks []string) {
 	var lines []string
 	var items []map[string]any
-	for _, res := range r.rep.Results {
+	for _, res := range a.rep.Results {
 		if res.Status != benchmarks.StatusFail || !slices.Contains(checks, res.Check) {
 			continue
 		}
@@ -145,14 +137,14 @@ func (r *run) sendDrained(ctx context.Context, plan drainPlan, checks []string) 
 		items = append(items, checkFields(res))
 	}
 	job := ""
-	if r.rep.Job != "" {
-		job = " (job " + r.rep.Job + ")"
+	if a.rep.Job != "" {
+		job = " (job " + a.rep.Job + ")"
 	}
 	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s. Then: %s",
-		r.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, retestHint(r.rep.Node, checks))
-	fields := map[string]any{"event": "drain", "node": r.rep.Node, "job": r.rep.Job, "mode": r.rep.Mode,
+		a.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, retestHint(a.rep.Node, checks))
+	fields := map[string]any{"event": "drain", "node": a.rep.Node, "job": a.rep.Job, "mode": a.rep.Mode,
 		"reason": plan.Reason, "checks": items}
-	r.sendNotice(ctx, "drain", checks, text, fields)
+	a.send(ctx, "drain", checks, text, fields)
 }
 
 func at(device string) string {
@@ -183,22 +175,22 @@ func checkFields(res benchmarks.Result) map[string]any {
 }
 
 // sendSummary sends the one summary of check's burst.
-func (r *run) sendSummary(ctx context.Context, check string, nodes []string) {
+func (a *admins) sendSummary(ctx context.Context, check string, nodes []string) {
 	slices.Sort(nodes)
 	text := fmt.Sprintf("%d nodes drained by vigil for %s within %v: %s; further %s drains within this window are not notified one by one; see sinfo -R",
-		len(nodes), check, r.s.Notify.Window, strings.Join(nodes, ","), check)
+		len(nodes), check, a.notify.Window, strings.Join(nodes, ","), check)
 	fields := map[string]any{"event": "summary", "check": check, "count": len(nodes), "nodes": nodes,
-		"window": r.s.Notify.Window.String(), "node": r.rep.Node, "job": r.rep.Job}
-	r.sendNotice(ctx, "summary", []string{check}, text, fields)
+		"window": a.notify.Window.String(), "node": a.rep.Node, "job": a.rep.Job}
+	a.send(ctx, "summary", []string{check}, text, fields)
 }
 
-// sendNotice sends one message to the webhook and every mail recipient,
+// send sends one message to the webhook and every mail recipient,
 // within [notify] timeout and the run's budget, and records each attempt
 // in the report. Failures are logged at error level and change nothing else.
-func (r *run) sendNotice(ctx context.Context, kind string, checks []string, text string, fields map[string]any) {
-	n := r.s.Notify
+func (a *admins) send(ctx context.Context, kind string, checks []string, text string, fields map[string]any) {
+	n := a.notify
 	d := n.Timeout
-	if left := time.Until(r.deadline); left < d {
+	if left := time.Until(a.sl.deadline); left < d {
 		d = max(left, time.Second)
 	}
 	nctx, cancel := context.WithTimeout(ctx, d)
@@ -207,17 +199,17 @@ func (r *run) sendNotice(ctx context.Context, kind string, checks []string, text
 		nt := report.Notice{Kind: kind, Checks: checks, To: to, Sent: err == nil}
 		if err != nil {
 			nt.Error = err.Error()
-			r.log.WithError(err).WithField("to", to).Error("notifying the admins ([notify]) failed; the node's state is unchanged by it")
+			a.log.WithError(err).WithField("to", to).Error("notifying the admins ([notify]) failed; the node's state is unchanged by it")
 		}
-		r.rep.Notices = append(r.rep.Notices, nt)
+		a.rep.Notices = append(a.rep.Notices, nt)
 	}
 	if n.WebhookURL != "" {
-		w := notify.Webhook{URL: n.WebhookURL, Timeout: n.WebhookTimeout, Attempts: n.WebhookAttempts, UserAgent: r.o.Program}
+		w := notify.Webhook{URL: n.WebhookURL, Timeout: n.WebhookTimeout, Attempts: n.WebhookAttempts, UserAgent: a.program}
 		_, err := w.Post(nctx, map[string]any{"text": text, "vigil": fields})
 		record("webhook", err)
 	}
 	if len(n.Mail) > 0 {
-		m := notify.Mail{Prog: r.mailProg(nctx), Timeout: d}
+		m := notify.Mail{Prog: a.mailProg(nctx), Timeout: d}
 		subject := firstLine(text, 120)
 		for _, to := range n.Mail {
 			record("mail:"+to, m.Send(nctx, to, subject, []byte(text+"\n")))
@@ -227,11 +219,11 @@ func (r *run) sendNotice(ctx context.Context, kind string, checks []string, text
 
 // mailProg is [notify] mail_prog, else Slurm's MailProg, else
 // notify.DefaultMailProg.
-func (r *run) mailProg(ctx context.Context) string {
-	if r.s.Notify.MailProg != "" {
-		return r.s.Notify.MailProg
+func (a *admins) mailProg(ctx context.Context) string {
+	if a.notify.MailProg != "" {
+		return a.notify.MailProg
 	}
-	return r.slurmMailProg(ctx)
+	return a.sl.mailProg(ctx)
 }
 
 // firstLine is s up to its first sentence end or n bytes.

@@ -27,18 +27,22 @@ func (r *run) act(ctx context.Context) int {
 // exit code; they never turn into a drain on a doubt.
 func (r *run) apply(ctx context.Context, p Plan) int {
 	r.rep.Verdict = p.Verdict
-	r.applyGuard(ctx, p.Guarded)
+	r.admins.guarded(ctx, p.Guarded)
 	switch p.Step {
 	case StepHold:
 		r.hold(ctx, p)
 	case StepDrain:
 		return r.drain(ctx, p)
 	case StepBlind:
-		r.note("%s", p.Note)
+		r.notes.add("%s", p.Note)
 		r.log.WithError(p.Cause).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
 	case StepKeep:
-		if p.LiftPrologError != nil && r.liftPrologError(ctx, *p.LiftPrologError) {
-			return p.Exit
+		if p.LiftPrologError != nil {
+			st := failedDrains(stateDir(r.o), r.notes)
+			if a, ok := liftPrologError(ctx, r.sl, st, r.rep.Node, *p.LiftPrologError, r.log); ok {
+				r.rep.Action = a
+				return p.Exit
+			}
 		}
 		r.rep.Action = p.Action
 	case StepStay:
@@ -50,7 +54,7 @@ func (r *run) apply(ctx context.Context, p Plan) int {
 			r.rep.Action = p.Action
 		}
 		if p.Note != "" {
-			r.note("%s", p.Note)
+			r.notes.add("%s", p.Note)
 		}
 	}
 	return p.Exit
@@ -59,11 +63,11 @@ func (r *run) apply(ctx context.Context, p Plan) int {
 // hold requeues the job held: the budget ran out with on_budget_expiry = hold.
 func (r *run) hold(ctx context.Context, p Plan) {
 	r.rep.Action = p.Action
-	cli := r.client()
+	cli := r.sl.client()
 	if cli == nil {
 		return
 	}
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
 	if err := cli.Requeue(cctx, r.job.ID, true); err != nil {
 		r.rep.Action.Error = err.Error()
@@ -80,18 +84,20 @@ func (r *run) hold(ctx context.Context, p Plan) {
 func (r *run) drain(ctx context.Context, p Plan) int {
 	rep := r.rep
 	if p.Comment != "" {
-		r.comments().failed(ctx, p.Comment)
+		r.cw.failed(ctx, p.Comment)
 	}
 	if p.NotifyUser {
-		defer r.notifyUser(ctx)
+		defer func() {
+			notifyUser(ctx, r.user, r.rep, r.job, resultDir(r.s.Prolog, r.o.Lookup), r.sl, r.log, r.notes)
+		}()
 	}
 	rep.Action = p.Action
-	cli := r.client()
+	cli := r.sl.client()
 	if cli == nil {
-		r.notifyDrain(ctx, p)
+		r.admins.drained(ctx, p)
 		return p.Exit
 	}
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
 	err := cli.Drain(cctx, rep.Node, p.Drain.Reason)
 	switch {
@@ -111,13 +117,17 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("draining the node")
 		if p.RememberFailedDrain {
-			r.rememberFailedDrain(p.Drain.Reason, err)
+			fd := FailedDrain{Time: r.o.Now().UTC(), Reason: p.Drain.Reason, Error: err.Error()}
+			if r.job != nil {
+				fd.Job = r.job.ID
+			}
+			failedDrains(stateDir(r.o), r.notes).remember(rep.Node, fd)
 		}
 		return p.ExitNotDrained
 	}
 	rep.Action.Done = true
 	r.log.WithField("reason", p.Drain.Reason).Warn("node drained")
-	r.notifyDrain(ctx, p)
+	r.admins.drained(ctx, p)
 	r.requeueJob(ctx, p.Requeue)
 	return p.Exit
 }
@@ -139,9 +149,9 @@ func (r *run) requeueJob(ctx context.Context, q Requeue) {
 		log.Warn("the job was requeued [prolog] max_requeues times already: Slurm holds it (release it with scontrol release JOBID)")
 		return
 	}
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
-	if err := r.client().Requeue(cctx, r.job.ID, false); err != nil {
+	if err := r.sl.client().Requeue(cctx, r.job.ID, false); err != nil {
 		r.rep.Action.Requeue = "not requeued by vigil: " + err.Error()
 		log.WithError(err).Info("requeueing the job (another node of the job may have done it, or it is not a batch job): Slurm requeues and holds it")
 		return
@@ -155,20 +165,20 @@ func (r *run) requeueJob(ctx context.Context, q Requeue) {
 func (r *run) stay(ctx context.Context, p Plan) {
 	rep := r.rep
 	if p.Comment != "" {
-		r.comments().failed(ctx, p.Comment)
+		r.cw.failed(ctx, p.Comment)
 	}
 	rep.Action = p.Action
 	rep.Action.Done = true
-	r.note("%s", p.Note)
+	r.notes.add("%s", p.Note)
 	kept := keptSummary(p.Drain.Kept)
 	r.log.WithFields(logrus.Fields{"reason": p.Drain.Reason, "kept": kept}).
 		Warn(rep.Node + " stays drained by vigil: " + kept + " (" + retestHint(rep.Node, keptNames(p.Drain.Kept)) + ")")
 	if !p.Rewrite {
 		return
 	}
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
-	if err := r.client().Drain(cctx, rep.Node, p.Drain.Reason); err != nil {
+	if err := r.sl.client().Drain(cctx, rep.Node, p.Drain.Reason); err != nil {
 		rep.Action.Done = false
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("rewriting vigil's drain reason")
@@ -179,9 +189,9 @@ func (r *run) stay(ctx context.Context, p Plan) {
 func (r *run) resume(ctx context.Context, p Plan) {
 	rep := r.rep
 	rep.Action = p.Action
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
-	resumed, err := r.client().Resume(cctx, rep.Node)
+	resumed, err := r.sl.client().Resume(cctx, rep.Node)
 	switch {
 	case err != nil:
 		rep.Action.Error = err.Error()

@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/cgo/munge"
 	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -23,12 +22,6 @@ import (
 // every other check, but the runner does not run them: after the local
 // checks, one cross-node phase (crossnet.Phase) runs all of them with the
 // job's other prologs. docs/prolog.md ("Across nodes") has the rules.
-
-// nodeAddresser is the part of slurm.Client that reads the job's node
-// addresses in one call.
-type nodeAddresser interface {
-	NodeAddrs(ctx context.Context, nodes []string) (map[string]string, error)
-}
 
 // adminCommenter reads and sets a job's AdminComment: the relay of the
 // cross-node phase (crossnet.Relay).
@@ -70,24 +63,19 @@ func (j jobRelay) Publish(ctx context.Context, word string) error {
 	return j.c.SetJobAdminComment(cctx, j.job, crossnet.MergeWord(old, word))
 }
 
-// configReader reads `scontrol show config`.
-type configReader interface {
-	Config(ctx context.Context) (map[string]string, error)
-}
-
 // splitCrossNode separates the cross-node checks from the rest. Where they
 // cannot run (outside a prolog, outside a job, a dry run, a job on one
-// node) they are not applicable, with the reason.
-func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmarks.Check) {
+// node) they are not applicable (na), with the reason.
+func splitCrossNode(checks []benchmarks.Check, mode Mode, job *slurm.Job, dryRun bool) (local, cross []benchmarks.Check, na []benchmarks.NotApplicable) {
 	why := ""
 	switch {
-	case r.o.Mode != ModeProlog:
+	case mode != ModeProlog:
 		why = "runs only in the prolog, with the job's other nodes"
-	case r.job == nil:
+	case job == nil:
 		why = "runs only in a job's prolog, with the job's other nodes"
-	case r.o.DryRun:
+	case dryRun:
 		why = "a dry run does not meet the job's other nodes"
-	case len(jobNodes(r.job)) < 2:
+	case len(jobNodes(job)) < 2:
 		why = "the job has one node: no peer to check"
 	}
 	for _, c := range checks {
@@ -96,13 +84,12 @@ func (r *run) splitCrossNode(checks []benchmarks.Check) (local, cross []benchmar
 		case d.Scope != benchmarks.ScopeCrossNode:
 			local = append(local, c)
 		case why != "":
-			r.rep.NotApplicable = append(r.rep.NotApplicable, benchmarks.NotApplicable{Check: d.Name,
-				Vendor: d.Vendor, Message: why})
+			na = append(na, benchmarks.NotApplicable{Check: d.Name, Vendor: d.Vendor, Message: why})
 		default:
 			cross = append(cross, c)
 		}
 	}
-	return local, cross
+	return local, cross, na
 }
 
 // jobNodes are the job's nodes, expanded in place from its node list.
@@ -116,29 +103,57 @@ func jobNodes(job *slurm.Job) []string {
 	return job.Nodes
 }
 
-// crossNode runs the cross-node phase for checks and returns their
-// results; failing are this node's failed local checks, which the phase
-// counts across the job's nodes for the guard (r.jobFailing). Everything
-// that keeps the phase from running makes them unknown, never a fail.
-func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing []string) []benchmarks.Result {
+// crossPhase is what one run's cross-node phase needs.
+type crossPhase struct {
+	s        *Settings
+	job      *slurm.Job
+	node     string
+	deadline time.Time
+	sl       *slurmAccess
+	// admins sends the coordinator's bad-link notice.
+	admins *admins
+	log    logrus.FieldLogger
+}
+
+// crossResult is what the cross-node phase found.
+type crossResult struct {
+	// Results are the cross-node checks' results.
+	Results []benchmarks.Result
+	// JobFailing is, per check, the nodes of the job that failed it, as
+	// the phase's coordinator counted them (nil without one).
+	JobFailing map[string][]string
+	// BadLinks are the job's bad links that blame nobody, for this node's
+	// report: those it is an end of, all of them on the coordinator.
+	BadLinks []report.BadLink
+	// BadLinkNames are all of them ("n2-n3 (link-fault)"), for the job's
+	// comment.
+	BadLinkNames []string
+}
+
+// run runs the cross-node phase for checks; failing are this node's failed
+// local checks, which the phase counts across the job's nodes for the
+// guard (crossResult.JobFailing). Everything that keeps the phase from
+// running makes them unknown, never a fail.
+func (c crossPhase) run(ctx context.Context, checks []benchmarks.Check, failing []string) crossResult {
+	var cr crossResult
 	if len(checks) == 0 {
-		return nil
+		return cr
 	}
 	var names []string
 	var timeout time.Duration
-	for _, c := range checks {
-		name := benchmarks.Describe(c).Name
+	for _, ch := range checks {
+		name := benchmarks.Describe(ch).Name
 		names = append(names, name)
-		timeout += checkTimeout(r.s.Prolog, name)
+		timeout += checkTimeout(c.s.Prolog, name)
 	}
 	// The phase gets the checks' deadlines, inside what is left of the
 	// budget (less the reserve for draining and writing the report).
-	if left := runBudget(time.Until(r.deadline)); left < timeout {
+	if left := runBudget(time.Until(c.deadline)); left < timeout {
 		timeout = left
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, reason, err := r.phase(pctx, names)
+	p, reason, err := c.prepare(pctx, names)
 	if timeout <= 0 {
 		reason, err = benchmarks.ReasonBudgetExpired, fmt.Errorf("the budget ran out before the cross-node checks")
 	}
@@ -151,14 +166,14 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 	} else {
 		p.Failing = failing
 		o := p.RunJob(pctx)
-		out, r.jobFailing = o.Results, o.JobFailing
-		r.noteBadLinks(ctx, o)
+		out, cr.JobFailing = o.Results, o.JobFailing
+		cr.BadLinks, cr.BadLinkNames = c.badLinks(ctx, o)
 		if m, ok := p.Auth.(rendezvous.Munge); ok {
 			m.Client.Close()
 		}
 	}
 	for _, res := range out {
-		e := r.log.WithFields(logrus.Fields{"check": res.Check, "status": string(res.Status),
+		e := c.log.WithFields(logrus.Fields{"check": res.Check, "status": string(res.Status),
 			"reason": res.Reason, "device": res.Device, "duration": res.Duration.String()})
 		if res.Status == benchmarks.StatusFail {
 			e.Warn(res.Message)
@@ -166,32 +181,32 @@ func (r *run) crossNode(ctx context.Context, checks []benchmarks.Check, failing 
 			e.Info(res.Message)
 		}
 	}
-	return out
+	cr.Results = out
+	return cr
 }
 
-// noteBadLinks records the job's bad links that blame nobody: in this
-// node's report (those it is an end of; all of them on the coordinator),
-// hence the textfile's vigil_net_bad_link, in the job's comment (with
-// "passed"), and in one admin notice from the coordinator.
-func (r *run) noteBadLinks(ctx context.Context, o crossnet.Outcome) {
+// badLinks returns the job's bad links that blame nobody: for this node's
+// report (those it is an end of; all of them on the coordinator), hence the
+// textfile's vigil_net_bad_link, and by name for the job's comment (with
+// "passed"); the coordinator sends one admin notice of them.
+func (c crossPhase) badLinks(ctx context.Context, o crossnet.Outcome) (mine []report.BadLink, names []string) {
 	if len(o.BadLinks) == 0 {
-		return
+		return nil, nil
 	}
-	var names []string
 	for _, l := range o.BadLinks {
 		names = append(names, l.String())
-		if o.Coordinator || l.A == r.rep.Node || l.B == r.rep.Node {
-			r.rep.BadLinks = append(r.rep.BadLinks, report.BadLink{A: l.A, B: l.B, State: l.State})
+		if o.Coordinator || l.A == c.node || l.B == c.node {
+			mine = append(mine, report.BadLink{A: l.A, B: l.B, State: l.State})
 		}
 	}
-	r.badLinks = names
 	text := fmt.Sprintf("vigil: job %s: bad link %s; nobody was drained (link-fault: both ends work with the job's other nodes, so the path between them is at fault: check its cabling, switch ports, routes and firewalls; undecided: the measurements could not tell which end)",
-		r.job.ID, strings.Join(names, ", "))
-	r.log.WithField("bad_links", strings.Join(names, ", ")).Warn(text)
-	if o.Coordinator && r.s.Notify.Enabled() && !r.o.DryRun {
-		r.sendNotice(ctx, "bad_link", []string{crossnet.Connect}, text,
-			map[string]any{"event": "bad_link", "job": r.job.ID, "node": r.rep.Node, "links": o.BadLinks})
+		c.job.ID, strings.Join(names, ", "))
+	c.log.WithField("bad_links", strings.Join(names, ", ")).Warn(text)
+	if o.Coordinator && c.s.Notify.Enabled() && !c.sl.dryRun {
+		c.admins.send(ctx, "bad_link", []string{crossnet.Connect}, text,
+			map[string]any{"event": "bad_link", "job": c.job.ID, "node": c.node, "links": o.BadLinks})
 	}
+	return mine, names
 }
 
 // checkTimeout is a check's timeout: [prolog] timeouts, else check_timeout.
@@ -202,15 +217,15 @@ func checkTimeout(p config.Prolog, name string) time.Duration {
 	return p.CheckTimeout
 }
 
-// phase prepares this node's part: the settings, PrologFlags=Alloc, the
+// prepare prepares this node's part: the settings, PrologFlags=Alloc, the
 // job's node addresses (one scontrol call) and MUNGE.
-func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string, error) {
+func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase, string, error) {
 	conn, bw := crossnet.DefaultConnect(), crossnet.DefaultBandwidth()
 	for _, s := range []struct {
 		name string
 		v    benchmarks.Validator
 	}{{crossnet.Connect, conn}, {crossnet.Bandwidth, bw}} {
-		if err := benchmarks.SettingsFrom(r.s.File, s.name)(s.v); err != nil {
+		if err := benchmarks.SettingsFrom(c.s.File, s.name)(s.v); err != nil {
 			return crossnet.Phase{}, benchmarks.ReasonInvalidSettings, err
 		}
 		if err := s.v.Validate(); err != nil {
@@ -219,19 +234,19 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 	}
 	timeouts := map[string]time.Duration{}
 	for _, n := range names {
-		timeouts[n] = checkTimeout(r.s.Prolog, n)
+		timeouts[n] = checkTimeout(c.s.Prolog, n)
 	}
-	conf := r.slurmSettings(ctx)
+	conf := c.sl.settings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")
 	if !slurm.PrologFlagsAlloc(flags) {
 		return crossnet.Phase{}, crossnet.ReasonNotTogether,
 			fmt.Errorf("PrologFlags=Alloc is not set (PrologFlags=%q): the job's prologs do not run together", flags)
 	}
-	cfg, err := rendezvous.ForJob(r.job)
+	cfg, err := rendezvous.ForJob(c.job)
 	if err != nil {
 		return crossnet.Phase{}, crossnet.ReasonSetup, err
 	}
-	addrs, err := r.nodeAddrs(ctx, cfg.Nodes)
+	addrs, err := c.sl.nodeAddrs(ctx, cfg.Nodes)
 	if err != nil {
 		return crossnet.Phase{}, crossnet.ReasonSetup, fmt.Errorf("node addresses: %w", err)
 	}
@@ -247,83 +262,12 @@ func (r *run) phase(ctx context.Context, names []string) (crossnet.Phase, string
 		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
 	var relay crossnet.Relay
-	if ac, ok := r.rawSlurm().(adminCommenter); ok {
-		relay = jobRelay{c: ac, job: cfg.Job, bound: r.actionCtx}
+	if ac, ok := c.sl.rawClient().(adminCommenter); ok {
+		relay = jobRelay{c: ac, job: cfg.Job, bound: c.sl.bound}
 	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
-		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: r.log,
-		Settings:  func(check string) func(v any) error { return benchmarks.SettingsFrom(r.s.File, check) },
-		Libraries: func(check string) func(v any) error { return benchmarks.LibrariesFrom(r.s.File, check) },
-		Devices:   r.job.GPUs, Timeouts: timeouts, Relay: relay}, "", nil
-}
-
-// slurmSettings reads slurm.conf as scontrol would find it (no slurmctld
-// query); only when that file cannot be read does it ask slurmctld
-// (`scontrol show config`), e.g. on a configless site.
-func (r *run) slurmSettings(ctx context.Context) map[string]string {
-	if r.slurmConf != nil {
-		return r.slurmConf
-	}
-	path, _ := SlurmConf(r.s.Prolog, r.o.Lookup)
-	if path == "" {
-		path = "/etc/slurm/slurm.conf"
-	}
-	conf, err := slurm.ReadConfFile(path)
-	if err != nil {
-		r.note("reading %s: %v; asking slurmctld", path, err)
-		conf = map[string]string{}
-		if cr, ok := r.rawSlurm().(configReader); ok {
-			cctx, cancel := r.actionCtx(ctx)
-			defer cancel()
-			if c, err := cr.Config(cctx); err == nil {
-				conf = c
-			} else {
-				r.log.WithError(err).Warn("could not read Slurm's settings from slurm.conf or slurmctld")
-			}
-		}
-	}
-	r.slurmConf = conf
-	return conf
-}
-
-// slurmMailProg is Slurm's MailProg (slurmSettings), else
-// notify.DefaultMailProg.
-func (r *run) slurmMailProg(ctx context.Context) string {
-	if p, ok := slurm.MailProg(r.slurmSettings(ctx)); ok {
-		return p
-	}
-	return notify.DefaultMailProg
-}
-
-// nodeAddrs reads the job's node addresses with one scontrol call.
-func (r *run) nodeAddrs(ctx context.Context, nodes []string) (map[string]string, error) {
-	na, ok := r.rawSlurm().(nodeAddresser)
-	if !ok {
-		return nil, fmt.Errorf("the Slurm client cannot read node addresses")
-	}
-	cctx, cancel := r.actionCtx(ctx)
-	defer cancel()
-	addrs, err := na.NodeAddrs(cctx, nodes)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range nodes {
-		if addrs[n] == "" {
-			return nil, fmt.Errorf("no address for %s in scontrol's answer", n)
-		}
-	}
-	return addrs, nil
-}
-
-// rawSlurm is the run's Slurm client without the logging wrapper: one per
-// run, so that a slurmctld found unreachable once is not tried again by
-// every later call (slurm.Client's latch).
-func (r *run) rawSlurm() Slurm {
-	if r.o.Slurm != nil {
-		return r.o.Slurm
-	}
-	if r.raw == nil {
-		r.raw = NewSlurmClient(r.s.Prolog, r.o.Lookup)
-	}
-	return r.raw
+		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: c.log,
+		Settings:  func(check string) func(v any) error { return benchmarks.SettingsFrom(c.s.File, check) },
+		Libraries: func(check string) func(v any) error { return benchmarks.LibrariesFrom(c.s.File, check) },
+		Devices:   c.job.GPUs, Timeouts: timeouts, Relay: relay}, "", nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // CulpritReports returns the vigil-watch hang reports of job in dir that
@@ -84,19 +85,20 @@ var culpritLookupTimeout = 10 * time.Second
 // culpritReports is the search the epilog runs; a variable for tests.
 var culpritReports = CulpritReports
 
-// culpritRecheck looks for hang reports of the job that name this node as a
-// culprit. It returns true when there is one: the epilog then runs the full
-// suite. Every report found is recorded in the notes; a missing directory
-// or an unreadable report is logged and noted and never counts.
-func (r *run) culpritRecheck() bool {
-	if r.job == nil || r.job.ID == "" {
+// culpritRecheck looks for hang reports of job that name node as a
+// culprit, where vigil-watch writes them by ws, within a tenth of what is
+// left before deadline (at most culpritLookupTimeout). It returns true when
+// there is one: the epilog then runs the full suite. Every report found is
+// recorded in the notes; a missing directory or an unreadable report is
+// logged and noted and never counts.
+func culpritRecheck(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes) bool {
+	if job == nil || job.ID == "" {
 		return false
 	}
-	node := r.rep.Node
-	dir, err := WatchReportDir(r.s.Watch, r.o.Lookup)
+	dir, err := WatchReportDir(ws, lookup)
 	if err != nil {
-		r.note("recheck: not looking for vigil-watch hang reports: %v", err)
-		e := r.log.WithError(err)
+		n.add("recheck: not looking for vigil-watch hang reports: %v", err)
+		e := log.WithError(err)
 		if errors.Is(err, ErrNoWatchDir) {
 			e.Info("recheck: no vigil-watch report directory for this job; health facts only")
 		} else {
@@ -110,37 +112,37 @@ func (r *run) culpritRecheck() bool {
 		err      error
 	}
 	ch := make(chan result, 1)
-	lookup, job := culpritReports, r.job.ID
+	find, id := culpritReports, job.ID
 	go func() {
-		f, p, err := lookup(dir, job, node)
-		ch <- result{f, p, err}
+		found, p, err := find(dir, id, node)
+		ch <- result{found, p, err}
 	}()
-	timeout := min(culpritLookupTimeout, max(time.Until(r.deadline)/10, time.Second))
+	timeout := min(culpritLookupTimeout, max(time.Until(deadline)/10, time.Second))
 	var res result
 	select {
 	case res = <-ch:
 	case <-time.After(timeout):
-		r.note("recheck: gave up looking for vigil-watch hang reports in %s after %v", dir, timeout)
-		r.log.WithField("dir", dir).Warn("recheck: the hang report directory did not answer in time; health facts only")
+		n.add("recheck: gave up looking for vigil-watch hang reports in %s after %v", dir, timeout)
+		log.WithField("dir", dir).Warn("recheck: the hang report directory did not answer in time; health facts only")
 		return false
 	}
-	log := r.log.WithField("dir", dir)
+	log = log.WithField("dir", dir)
 	switch {
 	case errors.Is(res.err, fs.ErrNotExist):
-		r.note("recheck: no vigil-watch hang report directory %s", dir)
+		n.add("recheck: no vigil-watch hang report directory %s", dir)
 		log.Info("recheck: no vigil-watch hang report directory")
 		return false
 	case res.err != nil:
-		r.note("recheck: cannot read the vigil-watch hang report directory: %v", res.err)
+		n.add("recheck: cannot read the vigil-watch hang report directory: %v", res.err)
 		log.WithError(res.err).Warn("recheck: cannot read the vigil-watch hang report directory; health facts only")
 		return false
 	}
 	for _, p := range res.problems {
-		r.note("recheck: ignoring a vigil-watch hang report: %v", p)
+		n.add("recheck: ignoring a vigil-watch hang report: %v", p)
 		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
 	}
 	for _, rep := range res.found {
-		r.note("recheck: named as culprit by vigil-watch in %s%s", rep.Path, digestOf(rep, r.rep.Node))
+		n.add("recheck: named as culprit by vigil-watch in %s%s", rep.Path, digestOf(rep, node))
 		log.WithFields(logrus.Fields{"report": rep.Path, "host": rep.Host, "reason": rep.Reason}).
 			Warn("recheck: vigil-watch named this node as a culprit; running the full suite")
 	}

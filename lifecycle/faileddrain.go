@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -40,16 +42,16 @@ type FailedDrain struct {
 	Error string `json:"error"`
 }
 
-// failedDrainStore is the state file of the failed drains; note records
+// failedDrainStore is the state file of the failed drains; notes records
 // what goes wrong with it in the run's report.
 type failedDrainStore struct {
-	path string
-	note func(format string, args ...any)
+	path  string
+	notes notes
 }
 
-// failedDrains is the run's failed-drain state file, in the state directory.
-func (r *run) failedDrains() failedDrainStore {
-	return failedDrainStore{path: filepath.Join(stateDir(r.o), failedDrainFile), note: r.note}
+// failedDrains is the failed-drain state file in the state directory dir.
+func failedDrains(dir string, n notes) failedDrainStore {
+	return failedDrainStore{path: filepath.Join(dir, failedDrainFile), notes: n}
 }
 
 // read reads the state file; a missing file is empty, an unreadable or
@@ -65,7 +67,7 @@ func (s failedDrainStore) read() map[string]FailedDrain {
 		err = json.Unmarshal(b, &m)
 	}
 	if err != nil {
-		s.note("reading %s: %v: vigil lifts no Slurm \"Prolog error\" drain this run", s.path, err)
+		s.notes.add("reading %s: %v: vigil lifts no Slurm \"Prolog error\" drain this run", s.path, err)
 		return map[string]FailedDrain{}
 	}
 	return m
@@ -74,7 +76,7 @@ func (s failedDrainStore) read() map[string]FailedDrain {
 func (s failedDrainStore) write(m map[string]FailedDrain) {
 	if len(m) == 0 {
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.note("removing %s: %v", s.path, err)
+			s.notes.add("removing %s: %v", s.path, err)
 		}
 		return
 	}
@@ -84,22 +86,17 @@ func (s failedDrainStore) write(m map[string]FailedDrain) {
 		err = report.WriteAtomic(s.path, append(b, '\n'), 0o644)
 	}
 	if err != nil {
-		s.note("recording the failed drain in %s: %v", s.path, err)
+		s.notes.add("recording the failed drain in %s: %v", s.path, err)
 	}
 }
 
-// rememberFailedDrain records that vigil could not drain this node.
-func (r *run) rememberFailedDrain(reason string, err error) {
-	st := r.failedDrains()
-	m := st.read()
-	fd := FailedDrain{Time: r.o.Now().UTC(), Reason: reason, Error: err.Error()}
-	if r.job != nil {
-		fd.Job = r.job.ID
-	}
-	m[r.rep.Node] = fd
-	st.write(m)
-	r.note("vigil could not drain %s (%v); remembered in %s, so that a later passing run lifts the \"%s\" drain Slurm sets when this prolog fails",
-		r.rep.Node, err, st.path, SlurmPrologError)
+// remember records that vigil could not drain node (fd).
+func (s failedDrainStore) remember(node string, fd FailedDrain) {
+	m := s.read()
+	m[node] = fd
+	s.write(m)
+	s.notes.add("vigil could not drain %s (%s); remembered in %s, so that a later passing run lifts the \"%s\" drain Slurm sets when this prolog fails",
+		node, fd.Error, s.path, SlurmPrologError)
 }
 
 // reasonResumer is the part of slurm.Client that resumes a node only
@@ -118,35 +115,33 @@ func liftsPrologError(n slurm.Node, fd FailedDrain, ok bool) bool {
 	return n.ReasonTime.IsZero() || !n.ReasonTime.Before(fd.Time.Add(-time.Minute))
 }
 
-// liftPrologError resumes a node that passed this run and that Slurm
+// liftPrologError resumes node, which passed this run and which Slurm
 // drained for a prolog vigil failed but could not drain (fd, whose record
-// is then dropped). It returns false when the client cannot resume by
-// reason or the node no longer carries Slurm's reason.
-func (r *run) liftPrologError(ctx context.Context, fd FailedDrain) bool {
-	rr, canResume := r.rawSlurm().(reasonResumer)
+// is then dropped from st), and returns the action taken. It returns false
+// when the client cannot resume by reason or the node no longer carries
+// Slurm's reason.
+func liftPrologError(ctx context.Context, sl *slurmAccess, st failedDrainStore, node string, fd FailedDrain, log logrus.FieldLogger) (report.Action, bool) {
+	rr, canResume := sl.rawClient().(reasonResumer)
 	if !canResume {
-		return false
+		return report.Action{}, false
 	}
-	rep := r.rep
-	rep.Action = report.Action{Kind: report.ActionResume, Reason: SlurmPrologError, Lifted: []string{SlurmPrologError}}
-	cctx, cancel := r.actionCtx(ctx)
+	act := report.Action{Kind: report.ActionResume, Reason: SlurmPrologError, Lifted: []string{SlurmPrologError}}
+	cctx, cancel := sl.bound(ctx)
 	defer cancel()
-	resumed, err := rr.ResumeIfReason(cctx, rep.Node, SlurmPrologError)
+	resumed, err := rr.ResumeIfReason(cctx, node, SlurmPrologError)
 	if err != nil {
-		rep.Action.Error = err.Error()
-		r.log.WithError(err).Error("resuming the node from Slurm's Prolog error")
-		return true
+		act.Error = err.Error()
+		log.WithError(err).Error("resuming the node from Slurm's Prolog error")
+		return act, true
 	}
 	if !resumed {
-		rep.Action = report.Action{}
-		return false
+		return report.Action{}, false
 	}
-	rep.Action.Done = true
-	st := r.failedDrains()
+	act.Done = true
 	m := st.read()
-	delete(m, rep.Node)
+	delete(m, node)
 	st.write(m)
-	r.log.WithField("failed_drain", fd.Time.Format(time.RFC3339)).Info("node resumed: Slurm drained it with \"" + SlurmPrologError +
+	log.WithField("failed_drain", fd.Time.Format(time.RFC3339)).Info("node resumed: Slurm drained it with \"" + SlurmPrologError +
 		"\" for a prolog vigil failed (" + fd.Reason + ") but could not drain itself; this run passed every check")
-	return true
+	return act, true
 }

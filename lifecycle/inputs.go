@@ -26,14 +26,17 @@ func (r *run) inputs(ctx context.Context) Inputs {
 		return in
 	}
 	if len(failedChecks(in.Results)) > 0 && (in.Rules.Guard.MaxShare > 0 || in.Rules.Notify) {
-		in.Slurm.Fleet = r.readFleet(ctx)
+		if in.DryRun && in.Rules.Guard.MaxShare > 0 {
+			r.notes.add("the guard ([guard]) was not consulted: dry runs do not query Slurm")
+		}
+		in.Slurm.Fleet = r.sl.readFleet(ctx)
 	}
 	in.Now = r.o.Now()
-	cli := r.client()
+	cli := r.sl.client()
 	if cli == nil {
 		return in
 	}
-	cctx, cancel := r.actionCtx(ctx)
+	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
 	n, err := cli.Node(cctx, r.rep.Node)
 	if err != nil {
@@ -42,7 +45,7 @@ func (r *run) inputs(ctx context.Context) Inputs {
 	}
 	in.Slurm.Node = &n
 	if in.mayLiftPrologError() {
-		if fd, ok := r.failedDrains().read()[r.rep.Node]; ok {
+		if fd, ok := failedDrains(stateDir(r.o), r.notes).read()[r.rep.Node]; ok {
 			in.Slurm.FailedDrain = &fd
 		}
 	}

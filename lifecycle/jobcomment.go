@@ -151,7 +151,7 @@ type commentWriter struct {
 	job      *slurm.Job
 	node     string
 	log      logrus.FieldLogger
-	note     func(format string, args ...any)
+	notes    notes
 	bound    func(context.Context) (context.Context, context.CancelFunc)
 	sleep    func(time.Duration)
 	deadline time.Time
@@ -159,14 +159,11 @@ type commentWriter struct {
 	failure  string
 }
 
-// comments returns the run's comment writer, nil when none should write:
-// a dry run, job_comment = false, an invalid config, not a prolog with a
-// job, or a Slurm client that cannot set a job's comment.
-func (r *run) comments() *commentWriter {
-	if r.cw != nil || r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid || !r.s.Prolog.JobComment {
-		return r.cw
-	}
-	cli := r.client()
+// newCommentWriter returns the comment writer of a prolog's job, nil when
+// the Slurm client cannot set a job's comment (and in a dry run, which has
+// no client).
+func newCommentWriter(sl *slurmAccess, job *slurm.Job, node string, sleep func(time.Duration), user *userNotice, log logrus.FieldLogger, n notes) *commentWriter {
+	cli := sl.client()
 	if l, ok := cli.(loggedSlurm); ok {
 		cli = l.Slurm
 	}
@@ -174,9 +171,8 @@ func (r *run) comments() *commentWriter {
 	if !ok {
 		return nil
 	}
-	r.cw = &commentWriter{cli: c, job: r.job, node: r.rep.Node, log: r.log, note: r.note, bound: r.actionCtx,
-		sleep: r.o.Sleep, deadline: r.deadline, user: &r.user}
-	return r.cw
+	return &commentWriter{cli: c, job: job, node: node, log: log, notes: n, bound: sl.bound,
+		sleep: sleep, deadline: sl.deadline, user: user}
 }
 
 // firstNode reports whether this node writes "checking" and "passed".
@@ -194,7 +190,7 @@ func (c *commentWriter) checking(ctx context.Context) {
 	// way to a failure another node writes at the same moment.
 	if err := c.set(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
 		c.log.WithError(err).Warn("setting the job's comment")
-		c.note("job comment not set: %v", err)
+		c.notes.add("job comment not set: %v", err)
 	}
 }
 
@@ -208,7 +204,7 @@ func (c *commentWriter) failed(ctx context.Context, failure string) {
 	c.failure = failure
 	if err := c.set(ctx, c.missingFailure); err != nil {
 		c.log.WithError(err).Warn("setting the job's comment")
-		c.note("job comment not set: %v", err)
+		c.notes.add("job comment not set: %v", err)
 	}
 }
 

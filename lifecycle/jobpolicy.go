@@ -20,32 +20,44 @@ func PolicyRegistry() policy.Registry {
 	return policy.Registry{Names: benchmarks.Names(), TestOnly: []string{benchmarks.FaultCheckName}}
 }
 
+// jobChoices are what the job's own choices set beyond [prolog].
+type jobChoices struct {
+	// Skip is set when the job skipped the checks: the run ends here.
+	Skip bool
+	// JobChecks is set when the job's checks replace the configured ones.
+	JobChecks bool
+	// Notify is the job's --vigil-notify and --vigil-webhook within [policy].
+	Notify policy.Notify
+	// Shorter is set when the job chose a shorter budget (now s.Prolog.Budget).
+	Shorter bool
+}
+
 // applyJobChoices applies the job's own choices (--vigil-checks and
 // --vigil-timing of vigil's SPANK plugin, which arrive as SPANK_VIGIL_*) to
-// [prolog], within [policy]. A choice outside the policy is ignored with a
-// warning; the budget never grows. It returns true when the run ends here
-// because the job skipped the checks.
-func (r *run) applyJobChoices() (int, bool) {
-	s := r.s
-	pp := s.Policy.ForProlog(r.o.Lookup, PolicyRegistry(), s.Prolog.Budget)
+// s.Prolog, within [policy]. A choice outside the policy is ignored with a
+// warning; the budget never grows. The report gets the checks dropped and,
+// when the job skipped the checks, why none ran.
+func applyJobChoices(s *Settings, lookup func(string) (string, bool), rep *report.Report, log logrus.FieldLogger, n notes) jobChoices {
+	pp := s.Policy.ForProlog(lookup, PolicyRegistry(), s.Prolog.Budget)
 	for _, w := range pp.Warnings {
-		r.note("policy: %s", w)
-		r.log.Warn("policy: " + w)
+		n.add("policy: %s", w)
+		log.Warn("policy: " + w)
 	}
-	r.user.choice = pp.Notify
+	jc := jobChoices{Notify: pp.Notify}
 	if pp.Skip {
-		r.rep.Skipped = "the job skipped the checks (--vigil-checks=none, allowed by [policy] allow_skip)"
-		r.log.Info(r.rep.Skipped)
-		return ExitOK, true
+		rep.Skipped = "the job skipped the checks (--vigil-checks=none, allowed by [policy] allow_skip)"
+		log.Info(rep.Skipped)
+		jc.Skip = true
+		return jc
 	}
 	for _, d := range pp.Dropped {
-		r.drop(d.Check, d.Reason)
+		drop(rep, log, d.Check, d.Reason)
 	}
 	// The admin's [prolog] skip holds over the job's choice too.
 	var chosen []string
 	for _, c := range pp.Checks {
 		if slices.Contains(s.Prolog.Skip, c) {
-			r.drop(c, "removed by [prolog] skip")
+			drop(rep, log, c, "removed by [prolog] skip")
 		} else {
 			chosen = append(chosen, c)
 		}
@@ -53,27 +65,27 @@ func (r *run) applyJobChoices() (int, bool) {
 	switch {
 	case len(chosen) > 0:
 		s.Prolog.Checks = chosen
-		r.jobChecks = true
-		r.note("checks chosen by the job (--vigil-checks): %s", strings.Join(chosen, ", "))
+		jc.JobChecks = true
+		n.add("checks chosen by the job (--vigil-checks): %s", strings.Join(chosen, ", "))
 	case pp.Checks != nil:
 		// As when the policy allows none of them: the node is still
 		// checked, with what the admin configured.
-		r.note("none of the checks the job asked for may run here: running the configured checks")
-		r.log.Warn("none of the checks the job asked for may run here: running the configured checks")
+		n.add("none of the checks the job asked for may run here: running the configured checks")
+		log.Warn("none of the checks the job asked for may run here: running the configured checks")
 	}
 	if pp.Timing != "" {
 		s.Prolog.Timing = pp.Timing
 	}
 	if pp.Budget < s.Prolog.Budget {
 		s.Prolog.Budget = pp.Budget
-		r.deadline = r.rep.Start.Add(pp.Budget)
+		jc.Shorter = true
 	}
-	return ExitOK, false
+	return jc
 }
 
 // drop records a check the job asked for that does not run, in the
 // report's dropped list and the log.
-func (r *run) drop(check, reason string) {
-	r.rep.Dropped = append(r.rep.Dropped, report.Dropped{Check: check, Reason: reason})
-	r.log.WithFields(logrus.Fields{"check": check, "reason": reason}).Warn("dropped a check the job asked for (--vigil-checks)")
+func drop(rep *report.Report, log logrus.FieldLogger, check, reason string) {
+	rep.Dropped = append(rep.Dropped, report.Dropped{Check: check, Reason: reason})
+	log.WithFields(logrus.Fields{"check": check, "reason": reason}).Warn("dropped a check the job asked for (--vigil-checks)")
 }

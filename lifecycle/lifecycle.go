@@ -126,32 +126,34 @@ type Outcome struct {
 	ExitCode int
 }
 
+// run is one run's state, from its start to its report: the parts it
+// hands out (notes, sl, admins, cw) are built once and passed explicitly.
 type run struct {
 	o   Options
 	s   *Settings
 	rep *report.Report
 	log logrus.FieldLogger
 	job *slurm.Job
-	cli Slurm
+	// notes are the report's notes.
+	notes notes
+	// sl is the run's Slurm access, built once the settings and the
+	// budget are final (after the job's choices); nil before.
+	sl *slurmAccess
+	// admins tells the admins and records the guard (built with sl).
+	admins *admins
 	// deadline is when the whole run must be over (the budget).
 	deadline time.Time
 	// jobChecks is set when the job chose its own checks (--vigil-checks):
 	// a node vigil drained for a check the job did not run stays drained.
 	jobChecks bool
-	// cw writes the job's comment (comments); nil before the first use.
+	// cw writes the job's comment; nil when none is written (and before
+	// the checks).
 	cw *commentWriter
-	// admin is the guard's and the admin notifications' state.
-	admin adminState
 	// user is how the job's user is told of a failure (usernotify.go).
 	user userNotice
-	// slurmConf is Slurm's settings once read (slurmSettings); nil before.
-	slurmConf map[string]string
 	// badLinks are the job's bad links that blame nobody ("n2-n3
 	// (link-fault)"), for the job's comment.
 	badLinks []string
-	// raw is the run's own scontrol client (rawSlurm) when Options.Slurm
-	// is nil.
-	raw *slurm.Client
 	// jobFailing is, per check, the nodes of the job that failed it, as
 	// the cross-node phase's coordinator counted them (nil without one).
 	jobFailing map[string][]string
@@ -184,16 +186,19 @@ func Run(ctx context.Context, o Options) Outcome {
 	r.rep = &report.Report{V: report.Version, Program: o.Program, Mode: string(o.Mode), Start: start,
 		DryRun: o.DryRun, Verdict: benchmarks.StatusPass, Action: report.Action{Kind: report.ActionNone}}
 	r.rep.Node = nodeName(o)
+	r.notes = notes{&r.rep.Notes}
 	r.log = r.log.WithFields(logrus.Fields{"node": r.rep.Node, "mode": string(o.Mode)})
 
 	code := r.do(ctx)
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
-	r.writeJobResult()
-	path := r.record()
+	if !o.DryRun && o.Mode == ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
+		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.log, r.notes)
+	}
+	path := record(r.rep, r.s, r.job, o.DryRun, r.log, r.notes)
 	// After the report: a failing node may look at the comment again.
 	if r.rep.Skipped == "" {
-		r.comments().result(ctx, runEnd{Code: code, Passed: r.rep.Verdict == benchmarks.StatusPass, Took: o.Now().Sub(start), BadLinks: r.badLinks})
+		r.cw.result(ctx, runEnd{Code: code, Passed: r.rep.Verdict == benchmarks.StatusPass, Took: o.Now().Sub(start), BadLinks: r.badLinks})
 	}
 	if o.Out != nil {
 		report.Table(o.Out, r.rep)
@@ -222,19 +227,16 @@ func nodeName(o Options) string {
 	return h
 }
 
-func (r *run) note(format string, args ...any) {
-	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf(format, args...))
-}
-
 func (r *run) do(ctx context.Context) int {
 	o := r.o
 	s, errs := LoadSettings(o.ConfigPath, o.ConfigExplicit, o.Lookup, o.Flags)
 	r.s = s
 	r.rep.Config = report.ConfigInfo{Path: s.Path, Found: s.Found, Valid: len(errs) == 0}
-	if len(errs) == 0 {
-		r.rememberRecordPaths()
-	} else {
-		r.useLastRecordPaths()
+	switch {
+	case len(errs) > 0:
+		useLastRecordPaths(s, stateDir(o), r.rep.Mode, r.log, r.notes)
+	case !o.DryRun: // dry runs change nothing
+		rememberRecordPaths(s, stateDir(o), o.Now(), r.log, r.notes)
 	}
 	r.deadline = o.Now().Add(s.Prolog.Budget)
 	if s.Prolog.Budget <= 0 {
@@ -251,10 +253,19 @@ func (r *run) do(ctx context.Context) int {
 	}
 
 	if o.Mode == ModeProlog && r.job != nil {
-		if code, done := r.applyJobChoices(); done {
-			return code
+		jc := applyJobChoices(s, o.Lookup, r.rep, r.log, r.notes)
+		r.user.choice = jc.Notify
+		if jc.Skip {
+			return ExitOK
+		}
+		r.jobChecks = jc.JobChecks
+		if jc.Shorter {
+			r.deadline = r.rep.Start.Add(s.Prolog.Budget)
 		}
 	}
+	r.sl = newSlurmAccess(o, s.Prolog, r.deadline, r.log, r.notes)
+	r.admins = &admins{notify: s.Notify, guard: s.Guard, sl: r.sl, rep: r.rep, program: o.Program, now: o.Now,
+		log: r.log, notes: r.notes}
 
 	if o.Mode == ModeProlog && s.Prolog.Timing == config.TimingAfterRequeue && (r.job == nil || r.job.RestartCount == 0) {
 		r.rep.Skipped = "timing = after-requeue and the job was not requeued (SLURM_RESTART_COUNT = 0)"
@@ -263,25 +274,33 @@ func (r *run) do(ctx context.Context) int {
 	}
 
 	if o.Mode == ModeEpilog {
-		r.killLeftovers()
+		killLeftovers(r.job, s.Epilog, o, &r.rep.Action, r.log, r.notes)
 		if !s.Epilog.Recheck {
 			r.rep.Skipped = "epilog.recheck = false"
-			r.cleanJobFiles()
+			cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
 			return ExitOK
 		}
 	}
 
-	r.comments().checking(ctx)
-	local, cross := r.splitCrossNode(r.selectChecks())
+	if o.Mode == ModeProlog && r.job != nil && s.Prolog.JobComment {
+		r.cw = newCommentWriter(r.sl, r.job, r.rep.Node, o.Sleep, &r.user, r.log, r.notes)
+	}
+	r.cw.checking(ctx)
+	local, cross, na := splitCrossNode(r.selectChecks(), o.Mode, r.job, o.DryRun)
+	r.rep.NotApplicable = append(r.rep.NotApplicable, na...)
 	out := r.runChecks(ctx, local)
-	out.Results = append(out.Results, r.crossNode(ctx, cross, failedChecks(out.Results))...)
+	cr := crossPhase{s: s, job: r.job, node: r.rep.Node, deadline: r.deadline, sl: r.sl, admins: r.admins, log: r.log}.
+		run(ctx, cross, failedChecks(out.Results))
+	r.jobFailing, r.badLinks = cr.JobFailing, cr.BadLinkNames
+	r.rep.BadLinks = append(r.rep.BadLinks, cr.BadLinks...)
+	out.Results = append(out.Results, cr.Results...)
 	r.rep.Results = out.Results
 	r.rep.BudgetExpired = out.BudgetExpired
 	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB
 	r.rep.Verdict = benchmarks.Verdict(out.Results)
 	code := r.act(ctx)
 	if o.Mode == ModeEpilog {
-		r.cleanJobFiles()
+		cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
 	}
 	return code
 }
@@ -295,7 +314,7 @@ func (r *run) readJob() {
 	}
 	job, err := slurm.JobFromEnv(o.Lookup)
 	if err != nil {
-		r.note("job environment: %v", err)
+		r.notes.add("job environment: %v", err)
 		r.log.WithError(err).Warn("reading the job environment")
 		job = &slurm.Job{ID: v, UID: -1, GID: -1}
 	}
@@ -327,16 +346,16 @@ func (r *run) invalidConfig(errs []error) int {
 func (r *run) selectChecks() []benchmarks.Check {
 	s, o := r.s, r.o
 	healthOnly := s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog
-	if o.Mode == ModeEpilog && r.culpritRecheck() {
+	if o.Mode == ModeEpilog && culpritRecheck(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes) {
 		// Named as a culprit: the suite the prolog runs, in the epilog's budget.
 		healthOnly = s.Prolog.Suite == config.SuiteHealth
 		if healthOnly {
-			r.note("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
+			r.notes.add("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
 		}
 	}
 	checks, na, err := benchmarks.SelectFor(s.Prolog.Checks, s.Prolog.Skip, healthOnly, r.rep.Accelerators.Count)
 	if err != nil { // validated above; kept for safety
-		r.note("selecting checks: %v", err)
+		r.notes.add("selecting checks: %v", err)
 	}
 	r.rep.NotApplicable = na
 	return checks
@@ -357,13 +376,13 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 		env.Devices = r.job.GPUs
 	}
 	if !r.o.DryRun {
-		if cli := r.client(); cli != nil {
-			cctx, cancel := r.actionCtx(ctx)
+		if cli := r.sl.client(); cli != nil {
+			cctx, cancel := r.sl.bound(ctx)
 			n, err := cli.NodeGresGPUs(cctx, r.rep.Node)
 			cancel()
 			if err != nil {
 				r.log.WithError(err).Debug("reading the node's GPU gres")
-				r.note("GPU gres of %s unknown: %v", r.rep.Node, err)
+				r.notes.add("GPU gres of %s unknown: %v", r.rep.Node, err)
 			} else {
 				env.GresGPUs = n
 			}
@@ -400,29 +419,4 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 		runner.OnDone = func(res benchmarks.Result) { p.Done(res); done(res) }
 	}
 	return runner.Run(ctx, checks)
-}
-
-// client returns the Slurm client, nil in a dry run.
-func (r *run) client() Slurm {
-	if r.o.DryRun {
-		return nil
-	}
-	if r.cli == nil {
-		cli := r.rawSlurm()
-		if r.o.Slurm == nil {
-			r.checkSlurmConf()
-		}
-		conf, _ := SlurmConf(r.s.Prolog, r.o.Lookup)
-		r.cli = loggedSlurm{Slurm: cli, log: r.log, conf: conf}
-	}
-	return r.cli
-}
-
-// actionCtx bounds a Slurm call by the configured timeout and the budget.
-func (r *run) actionCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := r.s.Prolog.SlurmTimeout
-	if left := time.Until(r.deadline); left < d {
-		d = max(left, time.Second)
-	}
-	return context.WithTimeout(ctx, d)
 }

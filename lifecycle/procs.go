@@ -13,6 +13,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -165,46 +167,48 @@ func JobDevices(indices []int) []string {
 	return out
 }
 
-// killLeftovers kills what is left of the job on this node (epilog): the
-// processes in its cgroup, then what still holds its devices.
-func (r *run) killLeftovers() {
-	if !r.s.Epilog.KillProcesses || r.job == nil {
+// killLeftovers kills what is left of job on this node (epilog), as e
+// says: the processes in its cgroup, then what still holds its devices
+// (o's Root, Holders, Signaler, Sleep and DryRun). The PIDs killed go into
+// act.Killed.
+func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Action, log logrus.FieldLogger, n notes) {
+	if !e.KillProcesses || job == nil {
 		return
 	}
-	r.killCgroupLeftovers()
-	if len(r.job.GPUs) == 0 {
+	killCgroupLeftovers(job, e, o, act, log, n)
+	if len(job.GPUs) == 0 {
 		return
 	}
-	h := r.o.Holders
+	h := o.Holders
 	if h == nil {
-		h = ProcFS{Root: r.o.Root}
+		h = ProcFS{Root: o.Root}
 	}
-	pids, err := h.Holders(JobDevices(r.job.GPUs))
+	pids, err := h.Holders(JobDevices(job.GPUs))
 	if err != nil {
-		r.note("finding processes on the job's devices: %v", err)
+		n.add("finding processes on the job's devices: %v", err)
 		return
 	}
 	if len(pids) == 0 {
 		return
 	}
-	if r.o.DryRun {
-		r.note("would kill processes still holding the job's devices: %v", pids)
+	if o.DryRun {
+		n.add("would kill processes still holding the job's devices: %v", pids)
 		return
 	}
-	sig := r.o.Signaler
+	sig := o.Signaler
 	if sig == nil {
 		sig = OSSignaler{}
 	}
-	sleep := r.o.Sleep
+	sleep := o.Sleep
 	if sleep == nil {
 		sleep = time.Sleep
 	}
-	killed, err := KillHolders(sig, pids, r.s.Epilog.KillGrace, sleep)
-	r.rep.Action.Killed = killed
+	killed, err := KillHolders(sig, pids, e.KillGrace, sleep)
+	act.Killed = killed
 	if err != nil {
-		r.note("killing leftover processes: %v", err)
+		n.add("killing leftover processes: %v", err)
 	}
-	r.log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
+	log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
 }
 
 // killCgroupLeftovers empties and removes the job's cgroup when it outlived
@@ -212,34 +216,34 @@ func (r *run) killLeftovers() {
 // slurmstepd has removed the cgroup, so one still there holds leftovers
 // (v2: cgroup.kill, then rmdir deepest first; v1: thaw, SIGKILL, rmdir).
 // No cgroup, or no cgroup hierarchy at Root, is the normal case and quiet.
-func (r *run) killCgroupLeftovers() {
-	root := filepath.Join(r.o.Root, "sys", "fs", "cgroup")
-	jc, err := slurm.FindJobCgroup(root, r.job.ID, r.job.UID, r.job.NodeName)
+func killCgroupLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Action, log logrus.FieldLogger, n notes) {
+	root := filepath.Join(o.Root, "sys", "fs", "cgroup")
+	jc, err := slurm.FindJobCgroup(root, job.ID, job.UID, job.NodeName)
 	if errors.Is(err, slurm.ErrNoJobCgroup) || errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	if err != nil {
-		r.note("finding the job's cgroup: %v", err)
+		n.add("finding the job's cgroup: %v", err)
 		return
 	}
 	pids, err := slurm.CgroupPIDs(jc.Dirs())
 	if err != nil || len(pids) == 0 {
 		return // gone meanwhile, or empty: slurmstepd's own rmdir is racing us
 	}
-	if r.o.DryRun {
-		r.note("would kill processes left in the job's cgroup %s: %v", jc.ProcsDir(), pids)
+	if o.DryRun {
+		n.add("would kill processes left in the job's cgroup %s: %v", jc.ProcsDir(), pids)
 		return
 	}
-	sleep := r.o.Sleep
+	sleep := o.Sleep
 	if sleep == nil {
 		sleep = time.Sleep
 	}
 	// SIGKILL from cgroup.kill needs no grace, only time to land.
-	killed, err := slurm.KillJobCgroup(jc, max(r.s.Epilog.KillGrace, 2*time.Second), sleep)
-	r.rep.Action.Killed = append(r.rep.Action.Killed, killed...)
+	killed, err := slurm.KillJobCgroup(jc, max(e.KillGrace, 2*time.Second), sleep)
+	act.Killed = append(act.Killed, killed...)
 	if err != nil {
-		r.note("cleaning the job's cgroup: %v", err)
+		n.add("cleaning the job's cgroup: %v", err)
 	}
-	r.note("killed processes left in the job's cgroup %s: %v", jc.ProcsDir(), killed)
-	r.log.WithFields(logrus.Fields{"pids": fmt.Sprint(killed), "cgroup": jc.ProcsDir()}).Warn("killed processes left in the job's cgroup")
+	n.add("killed processes left in the job's cgroup %s: %v", jc.ProcsDir(), killed)
+	log.WithFields(logrus.Fields{"pids": fmt.Sprint(killed), "cgroup": jc.ProcsDir()}).Warn("killed processes left in the job's cgroup")
 }

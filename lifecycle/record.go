@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -19,50 +20,52 @@ func jobDir(runDir string, job *slurm.Job) string {
 	return filepath.Join(runDir, "jobs", filepath.Base(job.ID))
 }
 
-func (r *run) cleanJobFiles() {
-	dir := jobDir(r.s.Prolog.RunDir, r.job)
-	if dir == "" || r.o.DryRun {
+// cleanJobFiles removes the job's directory under runDir (not in a dry run).
+func cleanJobFiles(runDir string, job *slurm.Job, dryRun bool, n notes) {
+	dir := jobDir(runDir, job)
+	if dir == "" || dryRun {
 		return
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		r.note("removing %s: %v", dir, err)
+		n.add("removing %s: %v", dir, err)
 	}
 }
 
-// record writes the JSON report, the mode's textfile and the per-job copy.
-// Failures are logged and noted, never fatal.
-func (r *run) record() string {
-	p := r.s.Prolog
-	dry := r.o.DryRun
-	textfile := p.TextfileDir != "" && (!dry || r.s.textfileExplicit())
+// record writes rep as JSON, the mode's textfile and the per-job copy, where
+// s says (in a dry run only where a flag or the environment said). It
+// returns the JSON report's path, "" for none. Failures are logged and
+// noted, never fatal.
+func record(rep *report.Report, s *Settings, job *slurm.Job, dry bool, log logrus.FieldLogger, n notes) string {
+	p := s.Prolog
+	textfile := p.TextfileDir != "" && (!dry || s.textfileExplicit())
 	if textfile {
-		r.removeSharedTextfiles() // first: its note goes into the report
+		removeSharedTextfiles(p, rep.Mode, log, n) // first: its note goes into the report
 	}
 	var path string
-	if p.ReportDir != "" && (!dry || r.s.Explicit["report_dir"]) {
+	if p.ReportDir != "" && (!dry || s.Explicit["report_dir"]) {
 		var err error
-		if path, err = report.WriteJSON(p.ReportDir, r.rep); err != nil {
-			r.log.WithError(err).Error("writing the report")
-			r.note("report not written: %v", err)
+		if path, err = report.WriteJSON(p.ReportDir, rep); err != nil {
+			log.WithError(err).Error("writing the report")
+			n.add("report not written: %v", err)
 			path = ""
 		} else if err := report.Prune(p.ReportDir, p.KeepReports); err != nil {
-			r.log.WithError(err).Warn("pruning old reports")
+			log.WithError(err).Warn("pruning old reports")
 		}
 	}
 	if textfile {
-		if _, err := report.WriteTextfile(p.TextfileDir, r.rep); err != nil {
-			r.log.WithError(err).Error("writing the Prometheus textfile")
+		if _, err := report.WriteTextfile(p.TextfileDir, rep); err != nil {
+			log.WithError(err).Error("writing the Prometheus textfile")
 		}
 	}
-	if dir := jobDir(p.RunDir, r.job); dir != "" && !dry && r.o.Mode == ModeProlog {
-		b, err := r.rep.JSON()
+	if dir := jobDir(p.RunDir, job); dir != "" && !dry && Mode(rep.Mode) == ModeProlog {
+		b, err := rep.JSON()
 		if err == nil {
 			if err = os.MkdirAll(dir, 0o755); err == nil {
 				err = report.WriteAtomic(filepath.Join(dir, "prolog.json"), b, 0o644)
 			}
 		}
 		if err != nil {
-			r.log.WithError(err).Warn("writing the per-job report")
+			log.WithError(err).Warn("writing the per-job report")
 		}
 	}
 	return path
@@ -73,11 +76,10 @@ func (r *run) record() string {
 // textfile_dir, and the file the deprecated [prolog] textfile names. The
 // first run of any mode after the upgrade removes it; the other modes'
 // series are back at their next runs. Never a mode's own file, even when
-// the deprecated key names one.
-func (r *run) removeSharedTextfiles() {
-	p := r.s.Prolog
+// the deprecated key names one. mode is this run's.
+func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger, n notes) {
 	if p.Textfile != "" {
-		r.log.WithFields(logrus.Fields{"textfile": p.Textfile, "textfile_dir": p.TextfileDir}).
+		log.WithFields(logrus.Fields{"textfile": p.Textfile, "textfile_dir": p.TextfileDir}).
 			Warn("[prolog] textfile is deprecated: set textfile_dir instead (each mode writes vigil-MODE.prom there)")
 	}
 	old := []string{filepath.Join(p.TextfileDir, report.SharedTextfileName)}
@@ -92,12 +94,12 @@ func (r *run) removeSharedTextfiles() {
 		}
 		removed, err := report.RemoveSharedTextfile(path)
 		if err != nil {
-			r.log.WithError(err).Warn("removing the shared textfile of earlier versions")
+			log.WithError(err).Warn("removing the shared textfile of earlier versions")
 		}
 		if removed {
-			r.note("removed %s, the textfile that all modes shared before each wrote its own (%s)", path,
-				filepath.Join(p.TextfileDir, report.TextfileName(r.rep.Mode)))
-			r.log.WithField("textfile", path).Info("removed the shared textfile of earlier versions")
+			n.add("removed %s, the textfile that all modes shared before each wrote its own (%s)", path,
+				filepath.Join(p.TextfileDir, report.TextfileName(mode)))
+			log.WithField("textfile", path).Info("removed the shared textfile of earlier versions")
 		}
 	}
 }

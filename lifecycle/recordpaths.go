@@ -177,20 +177,17 @@ func stateDir(o Options) string {
 	return DefaultStateDir
 }
 
-// rememberRecordPaths notes where this valid config sends the records, for
-// runs with a broken config later. Dry runs change nothing.
-func (r *run) rememberRecordPaths() {
-	if r.o.DryRun {
-		return
-	}
-	p := r.s.Prolog
-	_, err := RememberRecordPaths(stateDir(r.o), r.s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, r.o.Now())
+// rememberRecordPaths notes in the state directory dir where the valid
+// config s sends the records, for runs with a broken config later.
+func rememberRecordPaths(s *Settings, dir string, now time.Time, log logrus.FieldLogger, n notes) {
+	p := s.Prolog
+	_, err := RememberRecordPaths(dir, s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, now)
 	switch {
 	case errors.Is(err, ErrCorruptState):
-		r.note("record paths: %v", err)
-		r.log.WithError(err).Error("CORRUPT STATE FILE: kept aside; restore the other configs' entries from it if they matter")
+		n.add("record paths: %v", err)
+		log.WithError(err).Error("CORRUPT STATE FILE: kept aside; restore the other configs' entries from it if they matter")
 	case err != nil:
-		r.log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
+		log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
 	}
 }
 
@@ -199,26 +196,27 @@ func (r *run) rememberRecordPaths() {
 // broken file never sends reports or per-job files anywhere else, not even
 // to the defaults. Without a last valid config (none seen, or the state
 // file unreadable) only the mode's Prometheus textfile is written, so that
-// vigil_config_valid 0 reaches the alert: see fallbackTextfileDir.
-func (r *run) useLastRecordPaths() {
-	p := &r.s.Prolog
-	last, err := LastRecordPaths(stateDir(r.o), r.s.Path)
+// vigil_config_valid 0 reaches the alert: see fallbackTextfileDir. dir is
+// the state directory, mode the run's.
+func useLastRecordPaths(s *Settings, dir, mode string, log logrus.FieldLogger, n notes) {
+	p := &s.Prolog
+	last, err := LastRecordPaths(dir, s.Path)
 	gauge := ""
-	if err != nil && !r.s.textfileExplicit() {
+	if err != nil && !s.textfileExplicit() {
 		// Not p.TextfileDir: a broken [prolog] decodes part way.
-		named, value := r.s.File.Has("prolog.textfile_dir"), ""
+		named, value := s.File.Has("prolog.textfile_dir"), ""
 		if named {
-			value, _ = r.s.File.String("prolog.textfile_dir")
-		} else if r.s.File.Has("prolog.textfile") {
+			value, _ = s.File.String("prolog.textfile_dir")
+		} else if s.File.Has("prolog.textfile") {
 			named = true
-			last.Textfile, _ = r.s.File.String("prolog.textfile")
+			last.Textfile, _ = s.File.String("prolog.textfile")
 			value = textfileDirOf(last.Textfile)
 		}
 		gauge = fallbackTextfileDir(named, value, config.DefaultProlog().TextfileDir)
 		last.TextfileDir = gauge
 	}
 	for key, dst := range map[string]*string{"report_dir": &p.ReportDir, "run_dir": &p.RunDir} {
-		if r.s.Explicit[key] {
+		if s.Explicit[key] {
 			continue // set by flag or environment, not by the broken file
 		}
 		switch key {
@@ -228,30 +226,30 @@ func (r *run) useLastRecordPaths() {
 			*dst = last.RunDir
 		}
 	}
-	if !r.s.textfileExplicit() {
+	if !s.textfileExplicit() {
 		p.TextfileDir, p.Textfile = last.TextfileDir, last.Textfile
 	}
 	if err != nil {
-		r.noteNoRecordPaths(err, gauge)
+		noteNoRecordPaths(s.Path, mode, err, gauge, log, n)
 		return
 	}
-	r.note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(stateDir(r.o), StateFileName))
-	r.log.WithFields(logrus.Fields{"config": r.s.Path, "report_dir": p.ReportDir, "textfile_dir": p.TextfileDir}).
+	n.add("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(dir, StateFileName))
+	log.WithFields(logrus.Fields{"config": s.Path, "report_dir": p.ReportDir, "textfile_dir": p.TextfileDir}).
 		Error("INVALID CONFIG: recording where the last valid config said")
 }
 
-// noteNoRecordPaths says, in the report and at error level, that a broken
-// config found no record paths of a valid one (err says why), and where
-// the textfile went (gauge, its directory; "" when nowhere).
-func (r *run) noteNoRecordPaths(err error, gauge string) {
-	log := r.log.WithField("config", r.s.Path).WithError(err)
+// noteNoRecordPaths says, in the report and at error level, that the broken
+// config file config found no record paths of a valid one (err says why),
+// and where mode's textfile went (gauge, its directory; "" when nowhere).
+func noteNoRecordPaths(config, mode string, err error, gauge string, log logrus.FieldLogger, n notes) {
+	log = log.WithField("config", config).WithError(err)
 	if gauge == "" {
-		r.note("config invalid and %v: no report or textfile written", err)
+		n.add("config invalid and %v: no report or textfile written", err)
 		log.Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable), so vigil writes no report or textfile; the errors are on stderr only")
 		return
 	}
-	file := filepath.Join(gauge, report.TextfileName(r.rep.Mode))
-	r.note("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, file)
+	file := filepath.Join(gauge, report.TextfileName(mode))
+	n.add("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, file)
 	log.WithField("textfile", file).Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable): no report written, only the textfile, so that vigil_config_valid 0 can alert")
 }
 

@@ -11,9 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // JobResult is the small file the prolog of each node leaves for the job's
@@ -140,26 +143,22 @@ func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
 	return d
 }
 
-// writeJobResult leaves the job's user this node's result (prolog with a
-// job only, never in a dry run). Failures are logged and noted.
-func (r *run) writeJobResult() {
-	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !r.rep.Config.Valid {
-		return
-	}
-	dir := resultDir(r.s.Prolog, r.o.Lookup)
+// writeJobResult leaves the job's user this node's result (rep) in dir
+// ("" for none). Failures are logged and noted.
+func writeJobResult(rep *report.Report, job *slurm.Job, dir string, log logrus.FieldLogger, n notes) {
 	if dir == "" {
 		return
 	}
-	if r.job.UID < 0 || r.job.GID < 0 {
-		r.note("result file not written: the job's uid/gid are unknown")
+	if job.UID < 0 || job.GID < 0 {
+		n.add("result file not written: the job's uid/gid are unknown")
 		return
 	}
-	b, err := json.MarshalIndent(NewJobResult(r.rep), "", "  ")
+	b, err := json.MarshalIndent(NewJobResult(rep), "", "  ")
 	if err == nil {
-		err = WriteJobResult(dir, JobResultName(r.job.ID, r.rep.Node), append(b, '\n'), r.job.UID, r.job.GID)
+		err = WriteJobResult(dir, JobResultName(job.ID, rep.Node), append(b, '\n'), job.UID, job.GID)
 	}
 	if err != nil {
-		r.log.WithError(err).Warn("writing the job's result file")
-		r.note("result file not written: %v", err)
+		log.WithError(err).Warn("writing the job's result file")
+		n.add("result file not written: %v", err)
 	}
 }

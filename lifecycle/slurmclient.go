@@ -3,11 +3,14 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -36,17 +39,202 @@ func NewSlurmClient(p config.Prolog, lookup func(string) (string, bool)) *slurm.
 	return c
 }
 
-// checkSlurmConf notes and logs at error level a slurm.conf that scontrol
+// slurmAccess is a run's one way to Slurm, built once the run's settings
+// and budget are final: the logged client of the drains and resumes, the
+// raw client under it (one per run, so that a slurmctld found unreachable
+// once is not tried again by every later call: slurm.Client's latch), the
+// bound of each call, the cluster's nodes and Slurm's settings, each read
+// at most once. In a dry run client and fleetClient are nil.
+type slurmAccess struct {
+	prolog config.Prolog
+	lookup func(string) (string, bool)
+	// given is Options.Slurm; nil means a slurm.Client built from prolog.
+	given    Slurm
+	dryRun   bool
+	deadline time.Time
+	log      logrus.FieldLogger
+	notes    notes
+
+	raw      Slurm
+	cli      Slurm
+	conf     map[string]string
+	fleetSet bool
+	fleet    []slurm.Node
+}
+
+// newSlurmAccess is the Slurm access of a run with Options o, [prolog] p
+// and the budget's deadline.
+func newSlurmAccess(o Options, p config.Prolog, deadline time.Time, log logrus.FieldLogger, n notes) *slurmAccess {
+	return &slurmAccess{prolog: p, lookup: o.Lookup, given: o.Slurm, dryRun: o.DryRun, deadline: deadline, log: log, notes: n}
+}
+
+// client returns the logged Slurm client, nil in a dry run. The first call
+// checks the slurm.conf scontrol is pointed at.
+func (a *slurmAccess) client() Slurm {
+	if a.dryRun {
+		return nil
+	}
+	if a.cli == nil {
+		cli := a.rawClient()
+		if a.given == nil {
+			a.checkConf()
+		}
+		conf, _ := SlurmConf(a.prolog, a.lookup)
+		a.cli = loggedSlurm{Slurm: cli, log: a.log, conf: conf}
+	}
+	return a.cli
+}
+
+// rawClient is the Slurm client without the logging wrapper.
+func (a *slurmAccess) rawClient() Slurm {
+	if a.given != nil {
+		return a.given
+	}
+	if a.raw == nil {
+		a.raw = NewSlurmClient(a.prolog, a.lookup)
+	}
+	return a.raw
+}
+
+// bound bounds a Slurm call by [prolog] slurm_timeout and the budget.
+func (a *slurmAccess) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return within(ctx, a.prolog.SlurmTimeout, a.deadline)
+}
+
+// within bounds ctx by d, cut to what is left before deadline (at least a
+// second).
+func within(ctx context.Context, d time.Duration, deadline time.Time) (context.Context, context.CancelFunc) {
+	if left := time.Until(deadline); left < d {
+		d = max(left, time.Second)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// checkConf notes and logs at error level a slurm.conf that scontrol
 // cannot read: every drain and resume of the run would fail.
-func (r *run) checkSlurmConf() {
-	conf, from := SlurmConf(r.s.Prolog, r.o.Lookup)
+func (a *slurmAccess) checkConf() {
+	conf, from := SlurmConf(a.prolog, a.lookup)
 	if conf == "" {
 		return
 	}
 	if _, err := os.Stat(conf); err != nil {
-		r.note("slurm.conf from %s: %v: scontrol will fail, so vigil can neither drain nor resume this node; set [prolog] slurm_conf to the cluster's slurm.conf", from, err)
-		r.log.WithError(err).WithField("slurm_conf", conf).Error("slurm.conf not readable (from " + from + "): vigil can neither drain nor resume this node; set [prolog] slurm_conf to the cluster's slurm.conf")
+		a.notes.add("slurm.conf from %s: %v: scontrol will fail, so vigil can neither drain nor resume this node; set [prolog] slurm_conf to the cluster's slurm.conf", from, err)
+		a.log.WithError(err).WithField("slurm_conf", conf).Error("slurm.conf not readable (from " + from + "): vigil can neither drain nor resume this node; set [prolog] slurm_conf to the cluster's slurm.conf")
 	}
+}
+
+// fleetSlurm is the part of slurm.Client the guard and the notifications
+// use beyond Slurm.
+type fleetSlurm interface {
+	Nodes(ctx context.Context) ([]slurm.Node, error)
+	SetNodeComment(ctx context.Context, node, comment string) error
+	Config(ctx context.Context) (map[string]string, error)
+}
+
+// fleetClient is the fleet-wide Slurm client: nil in a dry run, and for an
+// Options.Slurm that has no fleet calls.
+func (a *slurmAccess) fleetClient() fleetSlurm {
+	if a.dryRun {
+		return nil
+	}
+	f, _ := a.rawClient().(fleetSlurm)
+	return f
+}
+
+// readFleet reads every node once per run (nil in a dry run, without the
+// scontrol calls, or when scontrol failed: then the guard does not act and
+// notifications are not rate limited).
+func (a *slurmAccess) readFleet(ctx context.Context) []slurm.Node {
+	if a.fleetSet {
+		return a.fleet
+	}
+	a.fleetSet = true
+	cli := a.fleetClient()
+	if cli == nil {
+		return nil
+	}
+	cctx, cancel := a.bound(ctx)
+	defer cancel()
+	fleet, err := cli.Nodes(cctx)
+	if err != nil {
+		a.notes.add("reading the cluster's nodes: %v: the guard did not act and notifications are not rate limited", err)
+		hint := "check [prolog] slurm_bin_dir and slurm_conf"
+		if slurm.ControllerDown(err) {
+			hint = "slurmctld cannot be reached"
+		}
+		a.log.WithError(err).Error("reading the cluster's nodes with scontrol: the guard ([guard]) cannot act this run; " + hint)
+		return nil
+	}
+	a.fleet = fleet
+	return fleet
+}
+
+// settings reads slurm.conf as scontrol would find it (no slurmctld
+// query); only when that file cannot be read does it ask slurmctld
+// (`scontrol show config`), e.g. on a configless site. Read once per run.
+func (a *slurmAccess) settings(ctx context.Context) map[string]string {
+	if a.conf != nil {
+		return a.conf
+	}
+	path, _ := SlurmConf(a.prolog, a.lookup)
+	if path == "" {
+		path = "/etc/slurm/slurm.conf"
+	}
+	conf, err := slurm.ReadConfFile(path)
+	if err != nil {
+		a.notes.add("reading %s: %v; asking slurmctld", path, err)
+		conf = map[string]string{}
+		if cr, ok := a.rawClient().(configReader); ok {
+			cctx, cancel := a.bound(ctx)
+			defer cancel()
+			if c, err := cr.Config(cctx); err == nil {
+				conf = c
+			} else {
+				a.log.WithError(err).Warn("could not read Slurm's settings from slurm.conf or slurmctld")
+			}
+		}
+	}
+	a.conf = conf
+	return conf
+}
+
+// configReader reads `scontrol show config`.
+type configReader interface {
+	Config(ctx context.Context) (map[string]string, error)
+}
+
+// mailProg is Slurm's MailProg (settings), else notify.DefaultMailProg.
+func (a *slurmAccess) mailProg(ctx context.Context) string {
+	if p, ok := slurm.MailProg(a.settings(ctx)); ok {
+		return p
+	}
+	return notify.DefaultMailProg
+}
+
+// nodeAddresser is the part of slurm.Client that reads the job's node
+// addresses in one call.
+type nodeAddresser interface {
+	NodeAddrs(ctx context.Context, nodes []string) (map[string]string, error)
+}
+
+// nodeAddrs reads the job's node addresses with one scontrol call.
+func (a *slurmAccess) nodeAddrs(ctx context.Context, nodes []string) (map[string]string, error) {
+	na, ok := a.rawClient().(nodeAddresser)
+	if !ok {
+		return nil, fmt.Errorf("the Slurm client cannot read node addresses")
+	}
+	cctx, cancel := a.bound(ctx)
+	defer cancel()
+	addrs, err := na.NodeAddrs(cctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if addrs[n] == "" {
+			return nil, fmt.Errorf("no address for %s in scontrol's answer", n)
+		}
+	}
+	return addrs, nil
 }
 
 // loggedSlurm logs every scontrol command that fails at error level, with

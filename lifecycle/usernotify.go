@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // A job that chose --vigil-notify (mail, webhook) within [policy] hears of
@@ -112,27 +113,27 @@ func (m PrologFailure) Subject() string {
 	return fmt.Sprintf("vigil: job %s requeued: %s failed its checks", m.Job, m.Node)
 }
 
-// notifyUser tells the job's user that this node failed the prolog, when
-// the job chose so and no other node of the job did it first.
-func (r *run) notifyUser(ctx context.Context) {
-	u := r.user
-	if r.o.DryRun || r.o.Mode != ModeProlog || r.job == nil || r.s == nil || !u.choice.Any() {
+// notifyUser tells the job's user that this node (rep's) failed the
+// prolog, when the job chose so (u) and no other node of the job did it
+// first; dir is the result files' directory ("" for none).
+func notifyUser(ctx context.Context, u userNotice, rep *report.Report, job *slurm.Job, dir string, sl *slurmAccess, log logrus.FieldLogger, n notes) {
+	if sl.dryRun || Mode(rep.Mode) != ModeProlog || job == nil || !u.choice.Any() {
 		return
 	}
-	log := r.log.WithField("node", r.rep.Node)
+	log = log.WithField("node", rep.Node)
 	if u.othersFirst {
 		log.Info("another node of the job already reported its failure in the job's comment; it tells the job's user, not this node")
 		return
 	}
-	d := min(UserNotifyTimeout, max(time.Until(r.deadline), time.Second))
+	d := min(UserNotifyTimeout, max(time.Until(sl.deadline), time.Second))
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	m := NewPrologFailure(r.rep, r.job.User, resultFile(resultDir(r.s.Prolog, r.o.Lookup), r.job.ID, r.rep.Node))
+	m := NewPrologFailure(rep, job.User, resultFile(dir, job.ID, rep.Node))
 	if u.choice.WebhookURL != "" {
-		r.userWebhook(cctx, log, u.choice.WebhookURL, m)
+		userWebhook(cctx, log, u.choice.WebhookURL, m, n)
 	}
 	if u.choice.Mail {
-		r.userMail(cctx, log, m)
+		userMail(cctx, log, job.User, sl.mailProg(cctx), m, n)
 	}
 }
 
@@ -145,26 +146,27 @@ func resultFile(dir, job, node string) string {
 	return filepath.Join(dir, JobResultName(job, node))
 }
 
-func (r *run) userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure) {
+// userWebhook posts m to the job's webhook url.
+func userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure, n notes) {
 	log = log.WithField("webhook", policy.RedactURL(url))
 	w := notify.Webhook{URL: url, Attempts: 2, Timeout: 5 * time.Second, UserAgent: "vigil-prolog"}
 	if _, err := w.Post(ctx, m); err != nil {
 		// The URL's path may be the job's secret: not in the report or the log.
 		msg := strings.ReplaceAll(err.Error(), url, policy.RedactURL(url))
-		r.note("the job's webhook was not told of this failure: %s", msg)
+		n.add("the job's webhook was not told of this failure: %s", msg)
 		log.WithField("error", msg).Warn("posting to the job's webhook")
 		return
 	}
 	log.Info("the job's webhook was told of this node's failure")
 }
 
-func (r *run) userMail(ctx context.Context, log logrus.FieldLogger, m PrologFailure) {
-	prog := r.slurmMailProg(ctx)
+// userMail mails m to the job's user through prog.
+func userMail(ctx context.Context, log logrus.FieldLogger, user, prog string, m PrologFailure, n notes) {
 	mail := notify.Mail{Prog: prog, Timeout: UserNotifyTimeout}
-	if err := mail.Send(ctx, r.job.User, m.Subject(), m.MailBody()); err != nil {
-		r.note("the job's user was not mailed of this failure: %v", err)
+	if err := mail.Send(ctx, user, m.Subject(), m.MailBody()); err != nil {
+		n.add("the job's user was not mailed of this failure: %v", err)
 		log.WithError(err).Warn("mailing the job's user")
 		return
 	}
-	log.WithFields(logrus.Fields{"user": r.job.User, "mail_prog": prog}).Info("the job's user was mailed of this node's failure")
+	log.WithFields(logrus.Fields{"user": user, "mail_prog": prog}).Info("the job's user was mailed of this node's failure")
 }
