@@ -33,16 +33,6 @@ var families = []struct{ name, help string }{
 	{"vigil_net_bad_link", "1 for a bad link of the last job's cross-node phase with this node at one end that blames neither end (nobody drained), by peer and state (link-fault, undecided)."},
 }
 
-// MetricNames are the names of the metric families vigil writes to its
-// textfile, in the order they appear there.
-func MetricNames() []string {
-	names := make([]string, len(families))
-	for i, f := range families {
-		names[i] = f.name
-	}
-	return names
-}
-
 // series are one run's sample lines by family name, each line a whole
 // "name{labels} value".
 type series map[string][]string

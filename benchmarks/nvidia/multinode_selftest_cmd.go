@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/cmdline"
 )
 
 // SelftestCommandName is the vigil-prolog subcommand that runs
@@ -53,31 +54,25 @@ this machine's here), 2 bad usage, 3 unknown (no library, no GPU, bad config).
 // reads the config, runs MultinodeSelftest within --timeout of ctx, prints
 // the report on stdout and returns the exit code.
 func SelftestCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("vigil-prolog "+SelftestCommandName, flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
-	path := fset.String("config", config.DefaultPath, "config file")
-	nodes := fset.Int("nodes", 2, "simulated nodes")
-	timeout := fset.Duration("timeout", 2*time.Minute, "deadline of the whole run")
-	err := fset.Parse(args)
-	switch {
+	cmd := cmdline.New("vigil-prolog", SelftestCommandName, selftestUsage)
+	path := cmd.Flags.String("config", config.DefaultPath, "config file")
+	nodes := cmd.Flags.Int("nodes", 2, "simulated nodes")
+	timeout := cmd.Flags.Duration("timeout", 2*time.Minute, "deadline of the whole run")
+	switch err := cmd.Parse(args, stdout, stderr, func() error {
+		switch {
+		case *nodes < 1:
+			return fmt.Errorf("--nodes %d: want 1 or more", *nodes)
+		case *timeout <= 0:
+			return fmt.Errorf("--timeout %v: must be positive", *timeout)
+		}
+		return nil
+	}); {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, selftestUsage)
 		return SelftestPass
-	case err == nil && fset.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q", fset.Arg(0))
-	case err == nil && *nodes < 1:
-		err = fmt.Errorf("--nodes %d: want 1 or more", *nodes)
-	case err == nil && *timeout <= 0:
-		err = fmt.Errorf("--timeout %v: must be positive", *timeout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog %s: %v (see vigil-prolog %s --help)\n", SelftestCommandName, err, SelftestCommandName)
+	case err != nil:
 		return SelftestUsage
 	}
-	explicit := false
-	fset.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	env, err := selftestEnv(*path, explicit)
+	env, err := selftestEnv(*path, cmd.Given("config"))
 	if err != nil {
 		fmt.Fprintf(stderr, "vigil-prolog %s: %v\n", SelftestCommandName, err)
 		return SelftestUnknown
