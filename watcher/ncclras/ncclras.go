@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -118,7 +119,9 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (string, err
 	}
 	hello, err := say(fmt.Sprintf("CLIENT PROTOCOL %d", Protocol))
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		// A service that hangs up on the greeting (a close, or a reset
+		// when our line arrived unread) is not RAS.
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return "", fmt.Errorf("%w (%s closed the connection at the handshake)", ErrNotRAS, addr)
 		}
 		return "", err
