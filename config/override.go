@@ -233,7 +233,9 @@ func (v *flagValue) Set(s string) error {
 }
 
 // IsBoolFlag lets a flag of a bool key stand without a value ("--mail").
-func (v *flagValue) IsBoolFlag() bool { return v != nil && v.k.typ != nil && v.k.typ.Kind() == reflect.Bool }
+func (v *flagValue) IsBoolFlag() bool {
+	return v != nil && v.k.typ != nil && v.k.typ.Kind() == reflect.Bool
+}
 
 // Apply sets the keys in vals on dst, a pointer to the section's struct,
 // in table order. Each value that does not parse is an *OverrideError
