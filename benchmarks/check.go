@@ -133,6 +133,9 @@ func Names() []string {
 type Env struct {
 	// Node is this node's Slurm name (SLURMD_NODENAME), or the host name.
 	Node string
+	// Addr is this node's address as the job's other nodes reach it
+	// (Slurm's NodeAddr); set in the prolog's cross-node phase only.
+	Addr string
 	// JobID is the job being checked, empty outside a job.
 	JobID string
 	// Devices are the accelerator indices allocated to the job; nil means

@@ -44,6 +44,14 @@ type Collective interface {
 	RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result
 }
 
+// JobJudge is implemented by a Collective that judges the nodes' results
+// together before each node gets its own (on the coordinator): a failure
+// every node reports alike may say more about the run than about any node.
+// JudgeJob may change the results in place (node → result).
+type JobJudge interface {
+	JudgeJob(results map[string]*benchmarks.Result)
+}
+
 // ReasonNoRanks: the node brings no device to a Collective (unknown).
 const ReasonNoRanks = "NoDevices"
 
@@ -201,6 +209,9 @@ func (p Phase) collectiveOutcomes(check string, roles Roles, got map[string][]by
 		if jr, ok := j.(interface{ Joined(reason string) bool }); ok {
 			joined = jr.Joined
 		}
+		if jj, ok := j.(JobJudge); ok {
+			jj.JudgeJob(results)
+		}
 	}
 	per := map[string][]byte{}
 	for n, v := range CollectiveVerdicts(check, roles, results, joined) {
@@ -240,7 +251,7 @@ func lookupCollective(name string) (Collective, bool) {
 
 // env is the Env a PeerCheck or Collective of this phase gets.
 func (p Phase) env(check string) *benchmarks.Env {
-	e := &benchmarks.Env{Node: p.Self, JobID: p.Job, Devices: p.Devices}
+	e := &benchmarks.Env{Node: p.Self, Addr: p.Addrs[p.Self], JobID: p.Job, Devices: p.Devices}
 	if p.Settings != nil {
 		e.Settings = p.Settings(check)
 	}
