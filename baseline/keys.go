@@ -21,6 +21,7 @@ var (
 	copyChecks       = []string{"copy", "npu-copy"}
 	collectiveChecks = []string{"allreduce", "allgather", "alltoall", "multi-allreduce", "nccl-allreduce-multinode",
 		"npu-allreduce", "npu-allgather", "npu-alltoall", "hccl-allreduce-multinode"}
+	modelChecks = []string{"model-gpt", "model-resnet", "model-gpt-multinode"}
 )
 
 // perModelKeys are the value names whose limit is the key of the same
@@ -33,6 +34,7 @@ var perModelKeys = []struct {
 	{launchChecks, []string{"event_us", "wall_us"}},
 	{copyChecks, []string{"h2d_gbps", "d2h_gbps", "d2d_gbps"}},
 	{collectiveChecks, []string{"busbw_gbps"}},
+	{modelChecks, []string{"step_ms"}},
 }
 
 // diskKeys maps the disk check's value names to its config keys, which

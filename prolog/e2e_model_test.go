@@ -80,3 +80,32 @@ func writeFaultyScript(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelChecksPerJob: users may ask for the model benchmarks per job,
+// before every job or only after a requeue, within [policy]; a [policy]
+// that lists other checks refuses them (what the SPANK plugin asks on the
+// submit host).
+func TestModelChecksPerJob(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.toml")
+	narrow := filepath.Join(dir, "narrow.toml")
+	for p, body := range map[string]string{open: "[policy]\n", narrow: "[policy]\nchecks = [\"disk\", \"gemm\"]\n"} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		config, checks, timing string
+		want                   int
+	}{
+		{open, "model-gpt,model-resnet", "after-requeue", 0},
+		{open, "model-gpt-multinode", "before", 0},
+		{narrow, "model-gpt", "before", 1},
+	} {
+		var out, errb strings.Builder
+		code := run([]string{"policy-check", "--config", tc.config, "--checks", tc.checks, "--timing", tc.timing}, &out, &errb)
+		if code != tc.want {
+			t.Errorf("%s --checks %s --timing %s: exit %d, want %d\n%s%s", filepath.Base(tc.config), tc.checks, tc.timing, code, tc.want, out.String(), errb.String())
+		}
+	}
+}

@@ -17,12 +17,15 @@
 #     VIGIL_CHECK_TIMEOUT per-check deadline (default 90s)
 #     VIGIL_BUDGET       vigil-prolog's total budget (default 4m)
 #     VIGIL_MULTINODE_NODES simulated nodes of multinode-selftest (default 2)
+#     VIGIL_PYTHON       the interpreter with CUDA PyTorch for the model
+#                        benchmarks (default python3)
 #     CUDA_VISIBLE_DEVICES is honoured by vigil, torch and nccl-tests alike.
 #
 # Its run time is bounded: vigil-prolog by VIGIL_BUDGET (plus 30 s to write
 # its report), multinode-selftest by VIGIL_CHECK_TIMEOUT (plus 15 s),
 # torch.matmul by 120 s and nccl-tests by 120 s, so with the defaults it
-# ends within 11 minutes even when a check hangs the GPU. Without a usable
+# ends within 15 minutes even when a check hangs the GPU (the model
+# benchmarks add at most 4). Without a usable
 # device (no GPU, driver not loaded, no libcuda) it ends within seconds:
 # every check reports unknown with the reason, and the script exits 3 after
 # vigil's table without running the rest. Nothing on the machine is changed
@@ -110,6 +113,47 @@ mrc=$?
 [ $mrc -eq 124 ] && echo "verdict: unknown Killed: multinode-selftest did not end within its timeout + 15 s" >>"$OUT/multinode.out"
 cat "$OUT/multinode.out"
 echo "== multinode-selftest exit $mrc after $(( $(date +%s) - start ))s"
+
+# The model benchmarks (model-gpt, model-resnet) on the GPUs with the
+# site's PyTorch, when python3 has it with CUDA (VIGIL_PYTHON names
+# another interpreter): step time, rate and loss per model. Bounded by the
+# checks' own budgets (1 and 2 minutes) plus 30 s.
+MPY=${VIGIL_PYTHON:-$PY}
+if [ -n "$MPY" ] && timeout 60 "$MPY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	cat >"$OUT/model.toml" <<TOML
+[prolog]
+budget = "4m"
+retries = 0
+[checks.model-gpt]
+python = "$MPY"
+[checks.model-resnet]
+python = "$MPY"
+TOML
+	echo "== model benchmarks: model-gpt, model-resnet with $MPY"
+	mkdir -p "$OUT/model-reports"
+	timeout 220 "$BIN" --dry-run --config "$OUT/model.toml" --checks model-gpt,model-resnet \
+		--report-dir "$OUT/model-reports" >"$OUT/model.out" 2>"$OUT/model.log"
+	echo "== model benchmarks exit $?"
+	mreport=$(ls -t "$OUT"/model-reports/*.json 2>/dev/null | head -1)
+	if [ -n "$mreport" ]; then
+		"$PY" - "$mreport" <<'PYEOF'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+print("%-14s %-8s %-18s %10s %14s %10s  %s" % ("model", "status", "reason", "step ms", "rate", "loss", "message"))
+for r in rep.get("results", []):
+    vals = {v["name"]: v for v in r.get("values", [])}
+    rate = next((v for n, v in vals.items() if n.endswith("_per_s")), None)
+    print("%-14s %-8s %-18s %10s %14s %10s  %s" % (r["check"], r["status"], r.get("reason", "") or "-",
+        "%.1f" % vals["step_ms"]["value"] if "step_ms" in vals else "-",
+        "%.0f %s" % (rate["value"], rate.get("unit", "")) if rate else "-",
+        "%.3f" % vals["final_loss"]["value"] if "final_loss" in vals else "-", r.get("message", "")[:120]))
+PYEOF
+	else
+		echo "validate.sh: the model benchmarks wrote no report; log:"; tail -20 "$OUT/model.log"
+	fi
+else
+	echo "== model benchmarks: skipped (${MPY:-no python3} has no PyTorch with CUDA; VIGIL_PYTHON names another)"
+fi
 
 # torch.matmul on the same shapes and layout: A (m×k) · Bᵀ with B (n×k),
 # row-major, which is cuBLAS's TN layout that vigil uses.

@@ -278,23 +278,16 @@ func curvePoints(losses []float64) []float64 {
 	return out
 }
 
-// maxStep is the model's step floor for the devices of the run: the
-// longest key of max_step_ms that the device's name contains.
+// maxStep is the model's step floor for the devices of the run (the
+// thresholds' key that matched; 0 when none did).
 func (j judging) maxStep(o outcome) (float64, string) {
-	name := ""
 	for _, r := range o.Ranks {
 		if r.Name != "" {
-			name = r.Name
-			break
+			v, key, _ := j.Settings.Thresholds.Lookup(r.Name, StepMetric)
+			return v, key
 		}
 	}
-	best, key := 0.0, ""
-	for k, v := range j.Settings.MaxStepMS {
-		if strings.Contains(strings.ToLower(name), strings.ToLower(k)) && len(k) > len(key) {
-			best, key = v, k
-		}
-	}
-	return best, key
+	return 0, ""
 }
 
 // summary is a passing run's message.
@@ -319,7 +312,7 @@ func (j judging) summary(o outcome) string {
 func (j judging) values(o outcome) []benchmarks.Value {
 	var out []benchmarks.Value
 	if ms := medianStep(o); ms > 0 {
-		v := benchmarks.Value{Name: "step_ms", Value: ms, Unit: "ms", Op: "<=", Status: benchmarks.StatusPass}
+		v := benchmarks.Value{Name: StepMetric, Value: ms, Unit: "ms", Op: "<=", Status: benchmarks.StatusPass}
 		if limit, _ := j.maxStep(o); limit > 0 {
 			v.Threshold = &limit
 			if ms > limit {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // steps makes n steps of a run of world ranks whose loss falls from 3 to
@@ -57,10 +58,18 @@ func TestJudge(t *testing.T) {
 			benchmarks.StatusPass, "", "", ""},
 		{"this node's rank slow among four", multi, func() outcome { return outcome{Ranks: ranks(2, 2, 40), Steps: steps(40, []float64{5, 5, 5, 30})} },
 			benchmarks.StatusFail, ReasonModelStepSlow, "gpu1", "rank 3"},
-		{"above the model's floor", func() judging { j := alone; j.Settings.MaxStepMS = map[string]float64{"H200": 8}; return j }(),
+		{"above the model's floor", func() judging {
+			j := alone
+			j.Settings.Thresholds = devcheck.Thresholds{"H200": {StepMetric: 8}}
+			return j
+		}(),
 			func() outcome { return outcome{Ranks: ranks(0, 2, 40), Steps: steps(40, []float64{5, 5})} },
 			benchmarks.StatusFail, ReasonModelStepSlow, "", "above H200's 8 ms"},
-		{"the whole run above the floor, many nodes", func() judging { j := multi; j.Settings.MaxStepMS = map[string]float64{"H200": 8}; return j }(),
+		{"the whole run above the floor, many nodes", func() judging {
+			j := multi
+			j.Settings.Thresholds = devcheck.Thresholds{"H200": {StepMetric: 8}}
+			return j
+		}(),
 			func() outcome { return outcome{Ranks: ranks(0, 2, 40), Steps: steps(40, []float64{5, 5, 5, 5})} },
 			benchmarks.StatusUnknown, ReasonModelStepSlow, "", "no rank stands out"},
 		{"NaN on a rank here", alone, func() outcome {

@@ -79,17 +79,6 @@ func init() {
 // Spec is the check's descriptor.
 func (c *check) Spec() benchmarks.Descriptor { return c.spec }
 
-// Name, Kind, Isolated, OffByDefault, Vendor, Description, Reasons and
-// Defaults spell the descriptor for the registry's interfaces.
-func (c *check) Name() string              { return c.spec.Name }
-func (c *check) Kind() benchmarks.Kind     { return c.spec.Kind }
-func (c *check) Isolated() bool            { return false }
-func (c *check) OffByDefault() bool        { return true }
-func (c *check) Description() string       { return c.spec.Description }
-func (c *check) Reasons() []string         { return c.spec.Reasons }
-func (c *check) Defaults() any             { return c.spec.Settings() }
-func (c *check) Vendor() benchmarks.Vendor { return benchmarks.VendorNone }
-
 // Run trains the model on this node's devices alone.
 func (c *check) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	t0 := time.Now()

@@ -28,9 +28,6 @@ var gptMultinode = multinode{newCheck(GPTMultinode, "gpt", "tokens/s",
 
 func init() { benchmarks.Register(gptMultinode) }
 
-// CrossNode marks it as a check of the cross-node phase.
-func (multinode) CrossNode() bool { return true }
-
 // meeting is the setup the coordinator hands every node.
 type meeting struct {
 	Addr string `json:"addr"`

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
 // Settings are the settings of a model check ([checks.model-gpt],
@@ -57,14 +58,20 @@ type Settings struct {
 	// says how to learn it); empty uses the shipped reference for the
 	// model, dtype and device kind, if there is one.
 	Reference []float64 `toml:"reference"`
-	// MaxStepMS is the longest a step may take, in milliseconds, by device
-	// model (a substring of the device's name, "H200", or "cpu"); the
-	// longest matching key applies; none: no floor.
-	MaxStepMS map[string]float64 `toml:"max_step_ms"`
+	// Thresholds are the longest a step may take, in milliseconds, by
+	// device model: [checks.NAME.thresholds."H200"] step_ms = 45. A key
+	// matches a device whose name contains it ("cpu" for CPU runs); the
+	// longest matching key wins; none: no floor. vigil-baseline proposes
+	// them from the fleet's reports.
+	Thresholds devcheck.Thresholds `toml:"thresholds"`
 	// SlowFactor names a rank slow when its median compute time is above
 	// this many times the median over every rank of the run.
 	SlowFactor float64 `toml:"slow_factor"`
 }
+
+// StepMetric is the value name of a run's median step time, and its key
+// in thresholds.
+const StepMetric = "step_ms"
 
 // ReferenceEvery is the step spacing of a reference curve.
 const ReferenceEvery = 10
@@ -81,7 +88,7 @@ func defaults(steps, batch int, budget time.Duration) Settings {
 		StepTimeout:   30 * time.Second,
 		LossTolerance: 0.15,
 		MinLossDrop:   0.05,
-		MaxStepMS:     map[string]float64{},
+		Thresholds:    devcheck.Thresholds{},
 		SlowFactor:    2,
 	}
 }
@@ -124,9 +131,14 @@ func (s *Settings) Validate() error {
 			return benchmarks.BadSetting("reference", "point %d is %v: want positive losses", i+1, v)
 		}
 	}
-	for k, v := range s.MaxStepMS {
-		if !(v > 0) {
-			return benchmarks.BadSetting("max_step_ms", "%q = %v: want a positive number of milliseconds", k, v)
+	for model, lim := range s.Thresholds {
+		for metric, v := range lim {
+			if metric != StepMetric {
+				return benchmarks.BadSetting("thresholds", "%q: unknown metric %q: want %s", model, metric, StepMetric)
+			}
+			if !(v > 0) {
+				return benchmarks.BadSetting("thresholds", "%q %s = %v: want a positive number of milliseconds", model, metric, v)
+			}
 		}
 	}
 	return nil
