@@ -99,18 +99,17 @@ func (c *check) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result 
 
 // prepared is a run made ready: settings, interpreter, script, devices.
 type prepared struct {
-	c        *check
-	s        Settings
-	python   string
-	script   string
-	dir      string
-	kind     string
-	devices  []int
-	dtype    string
-	torch    string
-	ctx      context.Context
-	cancel   context.CancelFunc
-	argsTail []string
+	c       *check
+	s       Settings
+	python  string
+	script  string
+	dir     string
+	kind    string
+	devices []int
+	dtype   string
+	torch   string
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // root is where Probe looks for devices ("/"; tests point it elsewhere).

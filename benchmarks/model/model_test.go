@@ -103,7 +103,7 @@ func TestInjectedFaults(t *testing.T) {
 	}{
 		{"nan", "    if rank == 1 and step >= 5:\n        loss = loss * float('nan')", "",
 			benchmarks.StatusFail, ReasonModelLossAbnormal, "cpu1"},
-		{"slow", "    if rank == 1:\n        time.sleep(0.25)", "",
+		{"slow", "    if rank == 1:\n        time.sleep(0.25)", "steps = 20\n",
 			benchmarks.StatusFail, ReasonModelStepSlow, "cpu1"},
 		{"hang", "    if rank == 1 and step == 6:\n        time.sleep(3600)", "step_timeout = \"4s\"\n",
 			benchmarks.StatusFail, ReasonModelHang, "cpu1"},
