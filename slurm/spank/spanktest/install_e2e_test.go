@@ -3,7 +3,6 @@ package spanktest
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,61 +16,46 @@ import (
 // plugstack.conf line that make install wrote, and checks that sbatch runs
 // the policy check and watch=auto starts vigil-watch from that prefix. Then
 // it breaks the line's paths and checks that sbatch says so at error level.
+//
+// With VIGIL_INSTALLED=deb (or rpm) it tests the vigil package installed on
+// this machine instead (.ci/packages installs make deb's): the files that
+// dpkg -L vigil lists, the plugin in Slurm's own plugin directory, and the
+// installed plugstack.conf line, given to the cluster with config= naming
+// the test's file so that /etc/vigil stays as it is.
 func TestE2EInstallPrefix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	for _, tool := range []string{"make", "gcc", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: make install needs it (apt-get install make gcc; Go from go.dev)", tool)
-		}
-	}
-	if _, err := os.Stat("/usr/include/slurm/spank.h"); err != nil {
-		t.Fatalf("/usr/include/slurm/spank.h not found: make install needs it for the plugin (apt-get install libslurm-dev)")
-	}
 	dir := sharedDir(t)
-	prefix := filepath.Join(dir, "opt", "vigil")
-	etc := filepath.Join(dir, "etc")
-	root := filepath.Dir(filepath.Dir(spankDir(t)))
-	cmd := exec.Command("make", "install", "PREFIX="+prefix, "SYSCONFDIR="+etc, "DESTDIR=")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("make install: %v\n%s", err, out)
+	var in installation
+	switch pm := os.Getenv("VIGIL_INSTALLED"); pm {
+	case "":
+		in = makeInstall(t, dir)
+	case "deb", "rpm":
+		in = installedPackage(t, pm, dir)
+	default:
+		t.Fatalf("VIGIL_INSTALLED=%s: want deb or rpm (the installed package), or unset (make install)", pm)
 	}
-	conf := filepath.Join(etc, "slurm", "plugstack.conf.d", "vigil.conf")
-	line, err := os.ReadFile(conf)
+	line, err := os.ReadFile(in.snippet)
 	if err != nil {
-		t.Fatalf("make install wrote no plugstack.conf line: %v\n%s", err, out)
+		t.Fatalf("no plugstack.conf line: %v", err)
 	}
-	prolog := filepath.Join(prefix, "bin", "vigil-prolog")
-	watcher := filepath.Join(prefix, "bin", "vigil-watch")
-	cfg := filepath.Join(etc, "vigil", "vigil.toml")
-	want := fmt.Sprintf("required %s config=%s prolog=%s watcher=%s watch=auto\n",
-		filepath.Join(prefix, "lib", "vigil", "vigil_spank.so"), cfg, prolog, watcher)
+	want := fmt.Sprintf("required %s config=%s prolog=%s watcher=%s watch=auto\n", in.plugin, in.config, in.prolog, in.watcher)
 	if string(line) != want {
-		t.Fatalf("%s:\n%s\nwant\n%s", conf, line, want)
+		t.Fatalf("%s:\n%s\nwant\n%s", in.snippet, line, want)
 	}
-	if !strings.Contains(string(out), strings.TrimSpace(want)) || !strings.Contains(string(out), "include "+filepath.Dir(conf)+"/*.conf") {
-		t.Errorf("make install did not print the line and the include to add:\n%s", out)
-	}
-	for _, l := range readmeSlurmConf(t) {
-		if l = strings.ReplaceAll(l, "/opt/vigil", prefix); !strings.Contains(string(out), "    "+l+"\n") {
-			t.Errorf("the README says make install prints %s; it printed:\n%s", l, out)
-		}
-	}
-	for _, f := range []string{prolog, watcher, filepath.Join(prefix, "bin", "vigil-epilog"), filepath.Join(prefix, "bin", "vigil-health"), cfg + ".example"} {
-		if _, err := os.Stat(f); err != nil {
-			t.Errorf("make install: %v", err)
-		}
-	}
-	if err := os.WriteFile(cfg, []byte("[policy]\nchecks = [\"disk\", \"xid\"]\n"), 0o644); err != nil {
+	in.checkPrograms(t)
+	// The line the cluster runs, with config= at the test's file.
+	active := strings.Replace(want, "config="+in.config+" ", "config="+in.testConfig+" ", 1)
+	base := in.plugstack(active)
+	if err := os.WriteFile(in.testConfig, []byte("[policy]\nchecks = [\"disk\", \"xid\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	prolog, watcher := in.prolog, in.watcher
 
-	// plugstack.conf as Debian ships it: an include of plugstack.conf.d.
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, PrologFlags: "Alloc,Contain",
-		PlugStack: "include " + filepath.Dir(conf) + "/*.conf\n"})
+	// After make install, plugstack.conf as Debian ships it: an include of
+	// plugstack.conf.d; for a package, its line with the test's config=.
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, PrologFlags: "Alloc,Contain", PlugStack: base})
 	c.Restart(t) // slurmd loads the plugin only when it starts
 
 	t.Run("sbatch checks the policy", func(t *testing.T) {
@@ -98,8 +82,8 @@ func TestE2EInstallPrefix(t *testing.T) {
 	})
 
 	t.Run("an unknown argument on a required line refuses jobs", func(t *testing.T) {
-		defer os.WriteFile(c.PlugStackConf, []byte("include "+filepath.Dir(conf)+"/*.conf\n"), 0o644)
-		bad := strings.Replace(want, "watch=auto", "watch=sometimes", 1)
+		defer os.WriteFile(c.PlugStackConf, []byte(base), 0o644)
+		bad := strings.Replace(active, "watch=auto", "watch=sometimes", 1)
 		msg := `vigil: plugstack.conf: unknown argument "watch=sometimes" (known: config= prolog= watcher= watch=off|auto|config`
 		for _, client := range [][]string{{"sbatch", "--wrap=true"}, {"srun", "true"}, {"salloc", "true"}} {
 			if err := os.WriteFile(c.PlugStackConf, []byte(bad), 0o644); err != nil {
@@ -126,11 +110,11 @@ func TestE2EInstallPrefix(t *testing.T) {
 	t.Run("missing binaries are errors at sbatch", func(t *testing.T) {
 		absentProlog := filepath.Join(dir, "nowhere", "vigil-prolog")
 		absentWatcher := filepath.Join(dir, "nowhere", "vigil-watch")
-		broken := strings.NewReplacer("prolog="+prolog, "prolog="+absentProlog, "watcher="+watcher, "watcher="+absentWatcher).Replace(want)
+		broken := strings.NewReplacer("prolog="+prolog, "prolog="+absentProlog, "watcher="+watcher, "watcher="+absentWatcher).Replace(active)
 		if err := os.WriteFile(c.PlugStackConf, []byte(broken), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		defer os.WriteFile(c.PlugStackConf, []byte("include "+filepath.Dir(conf)+"/*.conf\n"), 0o644)
+		defer os.WriteFile(c.PlugStackConf, []byte(base), 0o644)
 		out, err := c.Command(t, "sbatch", "--vigil-checks=disk", "--wrap=true")
 		if err != nil {
 			t.Fatalf("sbatch refused the job: %v\n%s", err, out)
