@@ -2,7 +2,10 @@
 // thresholds from them: per device model and metric it computes robust
 // statistics (median, MAD, percentiles), names the devices far from the
 // fleet, and writes the floors and limits as TOML for the checks' config.
-// It is what `vigil-baseline` runs.
+// It is what `vigil-baseline` runs. Its fleet view (`vigil-baseline
+// fleet`, BuildView) follows each component by its stable identity
+// through all the reports: failures, remedies, drains and what became of
+// them, per check the measured precision, and the lemons.
 package baseline
 
 import (
@@ -106,10 +109,61 @@ var units = map[string]bool{"TFLOPS": true, "us": true, "ms": true, "GB/s": true
 // are not reports are skipped and named in the notes, and so are the
 // per-link values of PerLinkChecks, which are not device metrics.
 func Read(sources []Source) (groups []*Group, notes []string, err error) {
-	newest, notes, err := newestReports(sources)
+	read, notes, err := readSources(sources)
 	if err != nil {
 		return nil, nil, err
 	}
+	groups, more := Groups(read)
+	return groups, append(notes, more...), nil
+}
+
+// Sourced are the reports read from one source.
+type Sourced struct {
+	Source
+	Reports []*report.Report
+}
+
+// readSources reads the reports of each source, naming in notes the files
+// that are not reports.
+func readSources(sources []Source) ([]Sourced, []string, error) {
+	var out []Sourced
+	var notes []string
+	for _, src := range sources {
+		reps, n, err := readDir(src.Dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, Sourced{Source: src, Reports: reps})
+		notes = append(notes, n...)
+	}
+	return out, notes, nil
+}
+
+// readDir reads every *.json report in dir (not recursive); a file that is
+// not a report is named in notes.
+func readDir(dir string) (reps []*report.Report, notes []string, err error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("baseline: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("baseline: %w", err)
+	}
+	for _, f := range files {
+		r, err := readReport(f)
+		if err != nil {
+			notes = append(notes, err.Error())
+			continue
+		}
+		reps = append(reps, r)
+	}
+	return reps, notes, nil
+}
+
+// Groups returns one group per metric of the reports read (Read), and a
+// note per check whose per-link values were left out.
+func Groups(read []Sourced) (groups []*Group, notes []string) {
+	newest := newestReports(read)
 	byKey := map[Key]*Group{}
 	perLink := map[string]int{}
 	for k, r := range newest {
@@ -128,31 +182,18 @@ func Read(sources []Source) (groups []*Group, notes []string, err error) {
 		groups = append(groups, g)
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Key.less(groups[j].Key) })
-	return groups, append(notes, perLinkNotes(perLink)...), nil
+	return groups, perLinkNotes(perLink)
 }
 
 // nodeCheck identifies one check on one node of one model.
 type nodeCheck struct{ model, node, check string }
 
 // newestReports returns, per model, node and check, the newest report in
-// which the check recorded values, and a note per file that is not a report.
-func newestReports(sources []Source) (map[nodeCheck]*report.Report, []string, error) {
+// which the check recorded values.
+func newestReports(read []Sourced) map[nodeCheck]*report.Report {
 	newest := map[nodeCheck]*report.Report{}
-	var notes []string
-	for _, src := range sources {
-		if _, err := os.Stat(src.Dir); err != nil {
-			return nil, nil, fmt.Errorf("baseline: %w", err)
-		}
-		files, err := filepath.Glob(filepath.Join(src.Dir, "*.json"))
-		if err != nil {
-			return nil, nil, fmt.Errorf("baseline: %w", err)
-		}
-		for _, f := range files {
-			r, err := readReport(f)
-			if err != nil {
-				notes = append(notes, err.Error())
-				continue
-			}
+	for _, src := range read {
+		for _, r := range src.Reports {
 			for _, res := range r.Results {
 				k := nodeCheck{src.Model, r.Node, res.Check}
 				if old := newest[k]; len(res.Values) > 0 && (old == nil || r.Start.After(old.Start)) {
@@ -161,7 +202,7 @@ func newestReports(sources []Source) (map[nodeCheck]*report.Report, []string, er
 			}
 		}
 	}
-	return newest, notes, nil
+	return newest
 }
 
 // addSamples adds the performance values of res, measured on node of

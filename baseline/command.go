@@ -21,6 +21,7 @@ const (
 )
 
 const commandUsage = `usage: vigil-baseline [--model MODEL] [--html FILE] [MODEL=]REPORT_DIR...
+       vigil-baseline fleet [--model MODEL] [--lemon-...] [MODEL=]REPORT_DIR...  (see vigil-baseline fleet --help)
 
 Reads the JSON reports in each REPORT_DIR (the newest report per node and
 check that recorded values) and prints, per device model and metric,
@@ -36,9 +37,13 @@ plain directories with --model.
   --html FILE    also write a self-contained HTML page with one plot per metric
 `
 
-// Command runs `vigil-baseline` with args (after the subcommand's
-// name) and returns the exit code.
+// Command runs `vigil-baseline` with args (after the program's name) and
+// returns the exit code; a first argument "fleet" runs Fleet (a directory
+// named fleet is ./fleet).
 func Command(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == FleetName {
+		return Fleet(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet(CommandName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	model := fs.String("model", "", "device model of plain directories")

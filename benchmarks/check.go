@@ -72,6 +72,13 @@ type Result struct {
 	Attempts int `json:"attempts"`
 	// Duration is the wall time of the last attempt.
 	Duration time.Duration `json:"duration_ns"`
+	// Components are the parts of the node the check identified (the
+	// device-count checks and rdma list every part of their kind), so
+	// that the Device names of results map to stable identities. They
+	// travel from a checker child with the result; the run's report
+	// carries them once, in report.Report.Components, and not in the
+	// result. Never part of the verdict.
+	Components []Component `json:"components,omitempty"`
 }
 
 // Check is one sanity check. Implementations live one per file and call

@@ -294,6 +294,7 @@ func (r *run) do(ctx context.Context) int {
 	r.jobFailing, r.badLinks = cr.JobFailing, cr.BadLinkNames
 	r.rep.BadLinks = append(r.rep.BadLinks, cr.BadLinks...)
 	out.Results = append(out.Results, cr.Results...)
+	r.rep.Components = report.TakeComponents(out.Results)
 	r.rep.Results = out.Results
 	r.rep.BudgetExpired = out.BudgetExpired
 	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB

@@ -42,6 +42,11 @@ type Report struct {
 	Config ConfigInfo `json:"config"`
 	// Accelerators is what the host shows of each vendor's devices.
 	Accelerators Accelerators `json:"accelerators"`
+	// Components are the parts the run's checks identified (GPUs by UUID
+	// and serial, NPUs by serial, HCA ports by GUID), each once, under the
+	// names results give them: a result's Device "gpu3" is the component
+	// named "gpu3" (TakeComponents). Absent when no check identified any.
+	Components []benchmarks.Component `json:"components,omitempty"`
 	// Results has one entry per check, in run order.
 	Results []benchmarks.Result `json:"results"`
 	// NotApplicable lists the checks of the default suite left out because
@@ -164,6 +169,32 @@ type Action struct {
 	// "held" (Slurm holds it: [prolog] max_requeues reached or 0), or why
 	// the requeue failed.
 	Requeue string `json:"requeue,omitempty"`
+	// Remedy is the repair the run carried out on the node after its
+	// checks (a reboot, a GPU reset), nil when none
+	// (docs/operations.md, "A memory per component").
+	Remedy *Remedy `json:"remedy,omitempty"`
+}
+
+// Remedy kinds.
+const (
+	RemedyReboot   = "reboot"    // the node was rebooted
+	RemedyGPUReset = "gpu-reset" // one GPU was reset (nvidia-smi -r)
+)
+
+// Remedy is one repair of the node or of one of its devices. A later run
+// that passes the check a drain named tells nothing about the drain when
+// a remedy came between them (the repair may have fixed a real fault);
+// a later failure confirms it.
+type Remedy struct {
+	// Kind is one of the Remedy* constants, or a site's own word.
+	Kind string `json:"kind"`
+	// Device is the device repaired, as results name it ("gpu3"); empty
+	// for the whole node (a reboot).
+	Device string `json:"device,omitempty"`
+	// At is when the repair was made.
+	At time.Time `json:"at"`
+	// Error is why it failed; a remedy with an error did not happen.
+	Error string `json:"error,omitempty"`
 }
 
 // BadLink is one bad link between two nodes of the job.

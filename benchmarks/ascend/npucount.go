@@ -83,13 +83,21 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	if busErr == nil && len(onBus) > n {
 		offTheBus(t, devs, onBus)
 	}
+	r := t.Result(countMessage(n, expected))
+	r.Components = inventory(lib, devs)
+	return r
+}
+
+// countMessage is npu-count's message of a pass: DCMI's n NPUs and the
+// expected count (0: none expected).
+func countMessage(n, expected int) string {
 	switch {
 	case n == 0:
-		return t.Result("no Ascend NPUs found")
+		return "no Ascend NPUs found"
 	case expected > 0:
-		return t.Result(fmt.Sprintf("%d NPUs, %d expected", n, expected))
+		return fmt.Sprintf("%d NPUs, %d expected", n, expected)
 	}
-	return t.Result(fmt.Sprintf("%d NPUs", n))
+	return fmt.Sprintf("%d NPUs", n)
 }
 
 // countNPUs compares the n NPUs DCMI sees with the expected count (0: no

@@ -130,8 +130,10 @@ func (c *rdma) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 			t.Fail("", ReasonRDMADeviceMissing, "no RDMA port matches %q (ports: %s)", p, portNames(ports))
 		}
 	}
+	var parts []benchmarks.Component
 	for _, p := range ports {
 		c.port(t, s, p)
+		parts = append(parts, p.Component())
 	}
 	c.counters(t, s, ports, env != nil && env.DryRun)
 	sum := summarise(ports, module)
@@ -153,7 +155,9 @@ func (c *rdma) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	if sum.GDR {
 		msg += ", GPUDirect RDMA (" + module + ")"
 	}
-	return t.Result(msg)
+	r := t.Result(msg)
+	r.Components = parts
+	return r
 }
 
 // port records one port's state and rate and judges them.

@@ -9,12 +9,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
 // The RDMA facts of a node, read from sysfs (Documentation/ABI/stable/
 // sysfs-class-infiniband in the kernel tree):
 //
 //	/sys/class/infiniband/<dev>/hca_type                  "MT4129" (optional)
+//	/sys/class/infiniband/<dev>/node_guid                 "b8ce:f603:00a1:2b3c" (the adapter's identity)
+//	/sys/class/infiniband/<dev>/device                    link to the PCI function ("../../../0000:3b:00.0")
 //	/sys/class/infiniband/<dev>/ports/<n>/state           "4: ACTIVE"
 //	/sys/class/infiniband/<dev>/ports/<n>/phys_state      "5: LinkUp"
 //	/sys/class/infiniband/<dev>/ports/<n>/rate            "400 Gb/sec (4X NDR)"
@@ -37,6 +42,9 @@ type rdmaPort struct {
 	Port   int
 	// HCA is the device's hca_type ("MT4129"), "" when not shown.
 	HCA string
+	// GUID is the device's node_guid, PCI the address of its PCI
+	// function; "" when not shown.
+	GUID, PCI string
 	// State and PhysState are the names after the number ("ACTIVE", "LinkUp").
 	State, PhysState string
 	// RateGbps is the port's data rate in Gb/s (active width × speed).
@@ -49,6 +57,12 @@ type rdmaPort struct {
 
 // Name is "dev/port" ("mlx5_0/1").
 func (p rdmaPort) Name() string { return fmt.Sprintf("%s/%d", p.Device, p.Port) }
+
+// Component is the port as a part of the node with its own identity (the
+// adapter's GUID and the port's number), for the report.
+func (p rdmaPort) Component() benchmarks.Component {
+	return benchmarks.Component{Kind: benchmarks.ComponentHCA, Name: p.Name(), GUID: p.GUID, Port: p.Port, Model: p.HCA, PCI: p.PCI}
+}
 
 // Active reports whether the port is up: logical state ACTIVE and the
 // physical link up.
@@ -94,6 +108,8 @@ func readRDMAPorts(root string) ([]rdmaPort, error) {
 	for _, d := range devs {
 		dir := filepath.Join(root, ibClass, d.Name())
 		hca, _ := readTrim(filepath.Join(dir, "hca_type"))
+		guid, _ := readTrim(filepath.Join(dir, "node_guid"))
+		addr := pciOf(dir)
 		ports, err := os.ReadDir(filepath.Join(dir, "ports"))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Name(), err)
@@ -107,7 +123,7 @@ func readRDMAPorts(root string) ([]rdmaPort, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s/%d: %w", d.Name(), n, err)
 			}
-			port.Device, port.Port, port.HCA = d.Name(), n, hca
+			port.Device, port.Port, port.HCA, port.GUID, port.PCI = d.Name(), n, hca, guid, addr
 			out = append(out, port)
 		}
 	}
@@ -118,6 +134,20 @@ func readRDMAPorts(root string) ([]rdmaPort, error) {
 		return out[i].Port < out[j].Port
 	})
 	return out, nil
+}
+
+// pciOf is the PCI address the RDMA device directory dir links to as its
+// device, "" when it links to none (a software device such as rxe).
+func pciOf(dir string) string {
+	link, err := os.Readlink(filepath.Join(dir, "device"))
+	if err != nil {
+		return ""
+	}
+	addr := pci.Normalise(filepath.Base(link))
+	if strings.Count(addr, ":") != 2 || !strings.Contains(addr, ".") {
+		return ""
+	}
+	return addr
 }
 
 // readRDMAPort reads one port directory. state and phys_state must read;

@@ -12,6 +12,7 @@ import (
 type fakeGPU struct {
 	name            string
 	busID           string // "0000:07:00.0"
+	uuid, serial    string // what stays with the GPU: "GPU-...", the board serial
 	eccUncorrected  uint64
 	remapUnc        int
 	remapPending    bool
@@ -59,12 +60,18 @@ func newHealthyNode() *fakeNVMLNode {
 		}
 		n.gpus = append(n.gpus, &fakeGPU{
 			name: "NVIDIA H100 80GB HBM3", busID: h100BusIDs[i], links: links,
+			uuid: fakeUUID(i), serial: fmt.Sprintf("165202300%04d", i),
 			curGen: 5, maxGen: 5, curWidth: 16, maxW: 16,
 			eventReasons: nvml.ClocksEventReasonGpuIdle, memUsedMiB: 500, memTotalMiB: 81559,
 			errs: map[string]nvml.Return{},
 		})
 	}
 	return n
+}
+
+// fakeUUID is the UUID of the fake node's GPU i, in NVML's form.
+func fakeUUID(i int) string {
+	return fmt.Sprintf("GPU-6c1f0a%02x-3e2d-4b5a-9c8d-0000000000%02x", i, i)
 }
 
 // library returns a library whose NVML is this node.
@@ -114,7 +121,9 @@ func (g *fakeGPU) device() nvml.Device {
 
 func (g *fakeGPU) newDevice() *mock.Device {
 	return &mock.Device{
-		GetNameFunc: func() (string, nvml.Return) { return g.name, g.ret("name") },
+		GetNameFunc:   func() (string, nvml.Return) { return g.name, g.ret("name") },
+		GetUUIDFunc:   func() (string, nvml.Return) { return g.uuid, g.ret("uuid") },
+		GetSerialFunc: func() (string, nvml.Return) { return g.serial, g.ret("serial") },
 		GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) {
 			var p nvml.PciInfo
 			id := fmt.Sprintf("0000%s", g.busID) // NVML prints an 8-digit domain

@@ -107,13 +107,21 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 				"%s NVIDIA GPU on the PCI bus but not in NVML (%d on the bus, %d in NVML)", addr, len(pci), n)
 		}
 	}
-	if n == 0 {
-		return t.Result("no NVIDIA devices found")
+	r := t.Result(countMessage(n, expected))
+	r.Components = inventory(lib, n)
+	return r
+}
+
+// countMessage is gpu-count's message of a pass: NVML's n GPUs and the
+// expected count (0: none expected).
+func countMessage(n, expected int) string {
+	switch {
+	case n == 0:
+		return "no NVIDIA devices found"
+	case expected > 0:
+		return fmt.Sprintf("%d GPUs, %d expected", n, expected)
 	}
-	if expected > 0 {
-		return t.Result(fmt.Sprintf("%d GPUs, %d expected", n, expected))
-	}
-	return t.Result(fmt.Sprintf("%d GPUs", n))
+	return fmt.Sprintf("%d GPUs", n)
 }
 
 // noNVML decides when NVML cannot be opened: a fault when GPUs are

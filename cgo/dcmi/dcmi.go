@@ -60,6 +60,15 @@ struct vigil_dcmi_hbm_info {
 	unsigned int bandwith_util_rate;
 };
 
+// struct dcmi_elabel_info (MAX_LENTH 256; char arrays, read as bytes).
+struct vigil_dcmi_elabel_info {
+	unsigned char product_name[256];
+	unsigned char model[256];
+	unsigned char manufacturer[256];
+	unsigned char manufacturer_date[256];
+	unsigned char serial_number[256];
+};
+
 // struct dcmi_proc_mem_info.
 struct vigil_dcmi_proc_mem_info {
 	int proc_id;
@@ -259,6 +268,14 @@ type HBMInfo struct {
 	BandwidthUtil uint32
 }
 
+// ELabel is struct dcmi_elabel_info: the electronic label of the NPU's
+// board. Serial stays with the board from node to node.
+type ELabel struct {
+	// Product and Model name the board, Manufacturer its maker, Date the
+	// day it was made, Serial its serial number.
+	Product, Model, Manufacturer, Date, Serial string
+}
+
 // Process is struct dcmi_proc_mem_info: a process holding device memory.
 type Process struct {
 	// PID is the host process id.
@@ -278,6 +295,9 @@ type Interface interface {
 	Devices() ([]Device, error)
 	// ChipInfo is dcmi_get_device_chip_info.
 	ChipInfo(d Device) (ChipInfo, error)
+	// ELabel is dcmi_get_device_elabel_info (not on every part: the 310P
+	// lacks it).
+	ELabel(d Device) (ELabel, error)
 	// Health is dcmi_get_device_health (HealthOK ... HealthAbsent).
 	Health(d Device) (uint32, error)
 	// ErrorCodes is dcmi_get_device_errorcode_v2: the device's current error codes.
@@ -315,7 +335,7 @@ type Lib struct {
 	f    struct {
 		init, cardList, devNum                                    unsafe.Pointer
 		logicID, pcie, chipInfo, health, errCodes, ecc, netHealth unsafe.Pointer
-		util, power, hbm, resource                                unsafe.Pointer
+		util, power, hbm, resource, elabel                        unsafe.Pointer
 	}
 }
 
@@ -348,6 +368,7 @@ func Open(o dl.Options) (*Lib, error) {
 		"dcmi_get_device_logic_id":         &f.logicID,
 		"dcmi_get_device_pcie_info_v2":     &f.pcie,
 		"dcmi_get_device_chip_info":        &f.chipInfo,
+		"dcmi_get_device_elabel_info":      &f.elabel,
 		"dcmi_get_device_health":           &f.health,
 		"dcmi_get_device_errorcode_v2":     &f.errCodes,
 		"dcmi_get_device_ecc_info":         &f.ecc,
@@ -435,6 +456,20 @@ func (l *Lib) ChipInfo(d Device) (ChipInfo, error) {
 		return ChipInfo{}, err
 	}
 	return ChipInfo{Type: cstr(c.chip_type[:]), Name: cstr(c.chip_name[:]), Version: cstr(c.chip_ver[:]), AICores: int(c.aicore_cnt)}, nil
+}
+
+// ELabel reads the electronic label of the chip's board.
+func (l *Lib) ELabel(d Device) (ELabel, error) {
+	const op = "dcmi_get_device_elabel_info"
+	if err := l.sym(op, l.f.elabel); err != nil {
+		return ELabel{}, err
+	}
+	var e C.struct_vigil_dcmi_elabel_info
+	if err := check(op, int(C.vigil_dcmi_dev_ptr(l.f.elabel, C.int(d.Card), C.int(d.Chip), unsafe.Pointer(&e)))); err != nil {
+		return ELabel{}, err
+	}
+	return ELabel{Product: cstr(e.product_name[:]), Model: cstr(e.model[:]), Manufacturer: cstr(e.manufacturer[:]),
+		Date: cstr(e.manufacturer_date[:]), Serial: cstr(e.serial_number[:])}, nil
 }
 
 // Health reads the chip's overall health.

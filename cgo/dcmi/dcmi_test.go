@@ -110,6 +110,10 @@ func TestStubLibrary(t *testing.T) {
 	if ci, err := l.ChipInfo(bad); err != nil || ci != (ChipInfo{Type: "Ascend", Name: "910B3", Version: "V1", AICores: 20}) {
 		t.Errorf("ChipInfo = %+v, %v", ci, err)
 	}
+	if e, err := l.ELabel(bad); err != nil || e != (ELabel{Product: "Atlas 800T A2", Model: "IT21PMNB", Manufacturer: "Huawei",
+		Date: "2024/03/11", Serial: "102385467XYZ"}) {
+		t.Errorf("ELabel = %+v, %v", e, err)
+	}
 	if h, err := l.Health(bad); err != nil || h != HealthMajor {
 		t.Errorf("Health = %d, %v", h, err)
 	}

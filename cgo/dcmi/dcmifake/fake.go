@@ -14,6 +14,7 @@ import (
 type NPU struct {
 	Dev    dcmi.Device
 	Chip   dcmi.ChipInfo
+	Label  dcmi.ELabel // the board's electronic label, its serial
 	Health uint32
 	Codes  []uint32
 	HBMECC dcmi.ECCInfo
@@ -41,15 +42,20 @@ type Node struct {
 
 var _ dcmi.Interface = (*Node)(nil)
 
-// Healthy returns a healthy node of n Ascend 910B3 chips, one per card,
-// logical ids 0..n-1, 4 GiB of 64 GiB HBM in use (what an idle part holds
-// for the system, per Huawei's DCMI reference).
+// Serial is the board serial Healthy gives the chip on card i.
+func Serial(i int) string { return fmt.Sprintf("1023854670%02d", i) }
+
+// Healthy returns a healthy node of n Ascend 910B3 chips, one per card
+// (its board labelled with Serial(card)), logical ids 0..n-1, 4 GiB of
+// 64 GiB HBM in use (what an idle part holds for the system, per Huawei's
+// DCMI reference).
 func Healthy(n int) *Node {
 	node := &Node{}
 	for i := 0; i < n; i++ {
 		node.NPUs = append(node.NPUs, &NPU{
 			Dev:    dcmi.Device{Card: i, Chip: 0, Logic: i, PCI: fmt.Sprintf("0000:%02x:00.0", 0xc1+i)},
 			Chip:   dcmi.ChipInfo{Type: "Ascend", Name: "910B3", Version: "V1", AICores: 20},
+			Label:  dcmi.ELabel{Product: "Atlas 800T A2", Manufacturer: "Huawei", Serial: Serial(i)},
 			HBMECC: dcmi.ECCInfo{Enabled: true},
 			Net:    dcmi.NetOK,
 			PowerW: 95,
@@ -115,6 +121,15 @@ func (n *Node) ChipInfo(d dcmi.Device) (dcmi.ChipInfo, error) {
 		return dcmi.ChipInfo{}, err
 	}
 	return p.Chip, nil
+}
+
+// ELabel returns the chip's electronic label.
+func (n *Node) ELabel(d dcmi.Device) (dcmi.ELabel, error) {
+	p, err := n.call("ELabel", d)
+	if err != nil {
+		return dcmi.ELabel{}, err
+	}
+	return p.Label, nil
 }
 
 // Health returns the chip's health.
