@@ -19,7 +19,7 @@ import (
 
 // Inputs are what a run knows once its checks ran.
 type Inputs struct {
-	// Mode is prolog, epilog or health.
+	// Mode is prolog, epilog, health or validate.
 	Mode Mode
 	// Node is this node's name.
 	Node string
@@ -225,13 +225,13 @@ func Decide(in Inputs) Plan {
 }
 
 // drain is the plan of a run that found a failure: drain the node for it.
-// The prolog and health mode exit ExitFail when the node is drained by
-// vigil afterwards; health mode exits ExitNotDrained when it could not
-// drain (another party holds the node, or scontrol failed); the epilog
-// always exits ExitOK.
+// The prolog, health and validate modes exit ExitFail when the node is
+// drained by vigil afterwards; health and validate modes exit
+// ExitNotDrained when they could not drain (another party holds the node,
+// or scontrol failed); the epilog always exits ExitOK.
 func (in Inputs) drain(p Plan, failCode int) Plan {
 	p.Step, p.Verdict, p.Exit, p.ExitNotDrained = StepDrain, benchmarks.StatusFail, failCode, failCode
-	if in.Mode == ModeHealth {
+	if in.Mode == ModeHealth || in.Mode == ModeValidate {
 		p.ExitNotDrained = ExitNotDrained
 	}
 	p.Action = report.Action{Kind: report.ActionDrain, Reason: p.Drain.Reason, Kept: keptWhys(p.Drain.Kept)}
@@ -285,6 +285,8 @@ func who(mode Mode, jobChecks bool) string {
 		return "the epilog"
 	case mode == ModeHealth:
 		return "this health check"
+	case mode == ModeValidate:
+		return validateWho
 	case jobChecks:
 		return "this prolog (the job chose its checks)"
 	}

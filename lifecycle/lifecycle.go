@@ -34,6 +34,9 @@ const (
 	ModeEpilog Mode = "epilog"
 	// ModeHealth runs outside jobs (Slurm HealthCheckProgram, cron, by hand).
 	ModeHealth Mode = "health"
+	// ModeValidate runs the deep suite of [idle] in one of vigil's idle
+	// validation jobs (vigil-prolog validate) and acts like health mode.
+	ModeValidate Mode = "validate"
 )
 
 // Exit codes of vigil-prolog and vigil-epilog.
@@ -73,7 +76,7 @@ type Slurm interface {
 type Options struct {
 	// Program is the binary's name for reports ("vigil-prolog").
 	Program string
-	// Mode is prolog, epilog or health.
+	// Mode is prolog, epilog, health or validate.
 	Mode Mode
 	// ConfigPath is the config file; "" means config.DefaultPath.
 	ConfigPath string
@@ -195,6 +198,9 @@ func Run(ctx context.Context, o Options) Outcome {
 	if !o.DryRun && o.Mode == ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
 		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.log, r.notes)
 	}
+	if o.Mode == ModeValidate && !o.DryRun && r.s != nil && r.rep.Config.Valid {
+		r.writeValidation(ctx)
+	}
 	path := record(r.rep, r.s, r.job, o.DryRun, r.log, r.notes)
 	// After the report: a failing node may look at the comment again.
 	if r.rep.Skipped == "" {
@@ -238,8 +244,8 @@ func (r *run) do(ctx context.Context) int {
 	case !o.DryRun: // dry runs change nothing
 		rememberRecordPaths(s, stateDir(o), o.Now(), r.log, r.notes)
 	}
-	r.deadline = o.Now().Add(s.Prolog.Budget)
-	if s.Prolog.Budget <= 0 {
+	r.deadline = o.Now().Add(runBudgetOf(o.Mode, s))
+	if runBudgetOf(o.Mode, s) <= 0 {
 		r.deadline = o.Now().Add(benchmarks.DefaultBudget)
 	}
 	r.rep.Accelerators = ProbeAccelerators(o.Root)
@@ -313,6 +319,13 @@ func (r *run) readJob() {
 	if !ok || v == "" || o.Mode == ModeHealth {
 		return
 	}
+	if o.Mode == ModeValidate {
+		// vigil's own validation job: named in the report, not a job
+		// the run acts on.
+		r.rep.Job = v
+		r.log = r.log.WithField("job", v)
+		return
+	}
 	job, err := slurm.JobFromEnv(o.Lookup)
 	if err != nil {
 		r.notes.add("job environment: %v", err)
@@ -342,19 +355,24 @@ func (r *run) invalidConfig(errs []error) int {
 }
 
 // selectChecks chooses the run's checks: the health facts outside the
-// prolog (the whole suite in the epilog of a node named as a culprit), by
-// the vendors the node shows unless the config lists checks.
+// prolog (the whole suite in the epilog of a node named as a culprit, the
+// deep suite of [idle] in the validate mode), by the vendors the node
+// shows unless the config lists checks.
 func (r *run) selectChecks() []benchmarks.Check {
 	s, o := r.s, r.o
-	healthOnly := s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog
-	if o.Mode == ModeEpilog && culpritRecheck(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes) {
+	su := suite{checks: s.Prolog.Checks, skip: s.Prolog.Skip,
+		healthOnly: s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog}
+	switch {
+	case o.Mode == ModeValidate:
+		su = validateSuite(s)
+	case o.Mode == ModeEpilog && culpritRecheck(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes):
 		// Named as a culprit: the suite the prolog runs, in the epilog's budget.
-		healthOnly = s.Prolog.Suite == config.SuiteHealth
-		if healthOnly {
+		su.healthOnly = s.Prolog.Suite == config.SuiteHealth
+		if su.healthOnly {
 			r.notes.add("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
 		}
 	}
-	checks, na, err := benchmarks.SelectFor(s.Prolog.Checks, s.Prolog.Skip, healthOnly, r.rep.Accelerators.Count)
+	checks, na, err := benchmarks.SelectFor(su.checks, su.skip, su.healthOnly, r.rep.Accelerators.Count)
 	if err != nil { // validated above; kept for safety
 		r.notes.add("selecting checks: %v", err)
 	}
@@ -398,7 +416,7 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 		ConfigPath: configPath,
 		Config:     s.File,
 		Env:        env,
-		Timeout:    func(name string) time.Duration { return checkTimeout(s.Prolog, name) },
+		Timeout:    func(name string) time.Duration { return timeoutOf(r.o.Mode, s, name) },
 		Budget:     runBudget(time.Until(r.deadline)),
 		Retries:    s.Prolog.Retries,
 		Now:        r.o.Now,

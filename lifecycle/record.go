@@ -87,7 +87,7 @@ func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger,
 		old = append(old, filepath.Clean(p.Textfile))
 	}
 	for _, path := range old {
-		if slices.ContainsFunc([]Mode{ModeProlog, ModeEpilog, ModeHealth}, func(m Mode) bool {
+		if slices.ContainsFunc([]Mode{ModeProlog, ModeEpilog, ModeHealth, ModeValidate}, func(m Mode) bool {
 			return filepath.Base(path) == report.TextfileName(string(m))
 		}) {
 			continue

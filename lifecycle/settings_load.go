@@ -39,6 +39,8 @@ type Settings struct {
 	Notify config.Notify
 	// Guard is the effective [guard] section (fleet-wide drain guard).
 	Guard config.Guard
+	// Idle is the effective [idle] section (the deep suite on idle nodes).
+	Idle config.Idle
 	// Vendors holds each vendor's effective [vendor.NAME] library search.
 	Vendors map[benchmarks.Vendor]any
 	// Checks holds the effective [checks.NAME] settings of every check

@@ -27,7 +27,7 @@ type section struct {
 
 // sections returns the sections in the order the example config and
 // --check-config print them: [prolog], [epilog], [notify], [guard],
-// [watch], [policy], [vendor.NAME] for every vendor whose libraries are
+// [watch], [policy], [idle], [vendor.NAME] for every vendor whose libraries are
 // configurable, then [checks.NAME] for every check that publishes its
 // settings.
 func sections() []section {
@@ -57,6 +57,8 @@ func sections() []section {
 				return splitErrors(err)
 			},
 			effective: func(s *Settings) any { return s.Policy }},
+		{name: "idle", defaults: func() any { return config.DefaultIdle() }, load: loadIdle,
+			effective: func(s *Settings) any { return s.Idle }},
 	}
 	for _, v := range benchmarks.LibraryVendors() {
 		name := benchmarks.VendorSection + "." + string(v)
@@ -84,6 +86,20 @@ func sections() []section {
 			effective: func(s *Settings) any { return s.Checks[name] }})
 	}
 	return out
+}
+
+// loadIdle loads [idle] over its defaults, validates it and the checks it
+// names.
+func loadIdle(f *config.File, s *Settings) []error {
+	s.Idle = config.DefaultIdle()
+	if err := f.Decode("idle", &s.Idle); err != nil {
+		return withValidKeys(err, "idle", s.Idle)
+	}
+	errs := splitErrors(s.Idle.Validate(f))
+	if _, err := benchmarks.Select(s.Idle.Checks, s.Idle.Skip, false); err != nil {
+		errs = append(errs, f.Errorf("idle.checks", "%v (registered: %v)", err, benchmarks.Names()))
+	}
+	return errs
 }
 
 // plain is a section whose struct has its own Validate and nothing else to it.

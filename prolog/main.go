@@ -20,6 +20,7 @@ import (
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/benchmarks/nvidia"
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/idle"
 	"github.com/vigil-hpc/vigil/policy"
 )
 
@@ -28,6 +29,8 @@ var usage = `NAME
 
 SYNOPSIS
     vigil-prolog [--config FILE] [--dry-run] [--health] [--node NAME] [OVERRIDES]
+    vigil-prolog validate [--config FILE] [--dry-run] [--node NAME] [OVERRIDES]
+    vigil-prolog idle-sweep [--config FILE] [--dry-run]
     vigil-prolog --check-config [--config FILE] [OVERRIDES]
     vigil-prolog --list-checks[=names]
     vigil-prolog --print-example-config
@@ -72,9 +75,16 @@ OPTIONS
                        no drain, resume or hold, no Slurm queries, no files written
                        unless --report-dir/--textfile-dir are given (env VIGIL_DRY_RUN=1).
     --health           health-facts-only run outside a job (HealthCheckProgram mode).
+    validate           the deep suite of [idle] (checks, skip, budget, check_timeout),
+                       run by the validation jobs that idle-sweep submits; drains
+                       and resumes like --health and records its outcome in
+                       [idle] state_dir for the sweep (docs/operations.md).
+    idle-sweep         submit validation jobs to the idle nodes that are due, in
+                       the partition, QOS or reservation of [idle], where users'
+                       jobs preempt them (see idle-sweep --help).
     --node NAME        node name (default SLURMD_NODENAME, else the host name).
     --check-config     validate every section of the config ([prolog], [epilog],
-                       [checks.NAME], [watch], [policy]) with the code that uses it
+                       [checks.NAME], [watch], [policy], [idle]) with the code that uses it
                        and print the effective configuration; errors name the file,
                        line, key and what is allowed (exit 3).
     --list-checks      list the registered checks: name, kind (health or perf),
@@ -112,7 +122,7 @@ EXIT STATUS
        holds the node, so that Slurm requeues the job.
     2  bad command line
     3  invalid config, with --check-config or --dry-run only
-    4  --health only: a check failed but vigil drained nothing, because
+    4  --health and validate only: a check failed but vigil drained nothing, because
        someone else holds the node (drain, down, maintenance) or scontrol
        failed; the log says which
 
@@ -176,6 +186,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code, ok := subcommand(args, stdout, stderr); ok {
 		return code
 	}
+	validate := len(args) > 0 && args[0] == "validate"
+	if validate {
+		args = args[1:]
+	}
 	fs := flag.NewFlagSet("vigil-prolog", flag.ContinueOnError)
 	// Parse errors are reported in one line below, not with the manual;
 	// --help prints the manual on stdout.
@@ -230,9 +244,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
 	}
-	mode := lifecycle.ModeProlog
-	if *health {
-		mode = lifecycle.ModeHealth
+	mode, err := modeOf(validate, *health)
+	if err != nil {
+		return usageError(stderr, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -246,6 +260,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return lifecycle.Run(ctx, opts).ExitCode
 }
 
+// modeOf is the run's mode: validate (the first argument), --health, or
+// the prolog.
+func modeOf(validate, health bool) (lifecycle.Mode, error) {
+	switch {
+	case validate && health:
+		return "", fmt.Errorf("validate and --health are two modes: give one")
+	case validate:
+		return lifecycle.ModeValidate, nil
+	case health:
+		return lifecycle.ModeHealth, nil
+	}
+	return lifecycle.ModeProlog, nil
+}
+
 // subcommand runs the subcommand args[0] names, if it names one.
 func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	if len(args) == 0 {
@@ -254,6 +282,10 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	switch args[0] {
 	case policy.CommandName:
 		return policy.CheckCommand(args[1:], stdout, stderr, lifecycle.PolicyRegistry()), true
+	case idle.CommandName:
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return idle.Command(ctx, args[1:], stdout, stderr), true
 	case nvidia.SelftestCommandName:
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()

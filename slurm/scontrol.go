@@ -115,10 +115,10 @@ var (
 	ErrBadName = errors.New("slurm: invalid node name or job id")
 )
 
-// Client talks to Slurm through scontrol (and scancel).
+// Client talks to Slurm through scontrol (and scancel, squeue and sbatch).
 type Client struct {
 	Runner  CommandRunner // nil: an ExecRunner
-	BinDir  string        // where scontrol/scancel live; "" means /usr/bin (then PATH)
+	BinDir  string        // where scontrol, scancel, squeue and sbatch live; "" means /usr/bin (then PATH)
 	Timeout time.Duration // per command; 0 means 30s
 	Env     []string      // extra environment for the commands (SLURM_CONF=...); used when Runner is nil, an *ExecRunner or an EnvRunner
 

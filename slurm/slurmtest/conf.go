@@ -45,7 +45,7 @@ func (c *Cluster) writeFiles(bins map[string]string) error {
 		conf = append(conf, fmt.Sprintf("NodeName=%s NodeHostname=localhost NodeAddr=%s Port=%d CPUs=%d Sockets=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=%d%s State=UNKNOWN",
 			n, c.NodeAddrs[i], c.NodePorts[i], nodeCPUs, nodeCPUs, nodeMemMiB, gres))
 	}
-	conf = append(conf, "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+	conf = append(conf, o.partitionConf()...)
 	conf = append(conf, o.ExtraConf...)
 	if err := os.WriteFile(c.Conf, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
 		return err

@@ -50,6 +50,15 @@ type Options struct {
 	PlugStack string
 	// ExtraConf lines are appended to slurm.conf (later lines win).
 	ExtraConf []string
+	// Partitions replace the one default partition (debug: every node,
+	// the default) with these; see partitions.go.
+	Partitions []Partition
+	// PreemptType is slurm.conf's PreemptType ("preempt/partition_prio");
+	// "" leaves it out (no preemption).
+	PreemptType string
+	// PreemptMode is slurm.conf's cluster-wide PreemptMode ("CANCEL",
+	// "REQUEUE"); "" leaves it out.
+	PreemptMode string
 	// MailProg is slurm.conf's MailProg; empty gives a script that appends
 	// its arguments to Cluster.MailLog.
 	MailProg string
