@@ -164,6 +164,47 @@ type Action struct {
 	// "held" (Slurm holds it: [prolog] max_requeues reached or 0), or why
 	// the requeue failed.
 	Requeue string `json:"requeue,omitempty"`
+	// Remedy is what the [repair] ladder did (or, in a dry run, would do)
+	// about the failure beyond the drain; nil when nothing.
+	Remedy *Remedy `json:"remedy,omitempty"`
+}
+
+// Remedy kinds.
+const (
+	RemedyReset        = "reset"         // the device was reset with the vendor's tool
+	RemedyReboot       = "reboot"        // Slurm was asked to reboot the node
+	RemedyNeedsService = "needs-service" // the ladder is spent: drained for service, never resumed by vigil
+)
+
+// Remedy is one step of the repair ladder for one failed component.
+type Remedy struct {
+	// Kind is one of the Remedy* constants.
+	Kind string `json:"kind"`
+	// Check and Reason are the failure the remedy is for.
+	Check  string `json:"check"`
+	Reason string `json:"reason,omitempty"`
+	// Device is the component ("gpu3"), "" for the node.
+	Device string `json:"device,omitempty"`
+	// ID is the component's stable id (a serial, a UUID) when the check
+	// reported one.
+	ID string `json:"id,omitempty"`
+	// Attempt is this remedy's number for the component within the
+	// window, 1 for the first; for needs-service, the remedies made.
+	Attempt int `json:"attempt"`
+	// Max is [repair] max_remedies.
+	Max int `json:"max"`
+	// Window is [repair] window ("168h0m0s").
+	Window string `json:"window"`
+	// At is when it was done (or planned).
+	At time.Time `json:"at"`
+	// Command is the reset's argv, or the scontrol reboot arguments.
+	Command []string `json:"command,omitempty"`
+	// Done is true when the command succeeded (false in a dry run).
+	Done bool `json:"done"`
+	// Error is why it failed, or was not tried.
+	Error string `json:"error,omitempty"`
+	// Note says more: the fallback taken, what the node needs.
+	Note string `json:"note,omitempty"`
 }
 
 // BadLink is one bad link between two nodes of the job.
