@@ -24,7 +24,7 @@ func smallFleet() *synth {
 
 	ecc1, ecc0 := fault{"ecc", "gpu1", "ECCUncorrectable"}, fault{"ecc", "gpu0", "ECCUncorrectable"}
 	s.prologs(g02, 0, 2)
-	s.add(g02, "prolog", at(2, 0), prologChecks, withRemedy(drain(ecc1), "gpu-reset", "gpu1", at(2, 1)), ecc1)
+	s.add(g02, "prolog", at(2, 0), prologChecks, withRemedy(drain(ecc1), "reset", "gpu1", at(2, 1)), ecc1)
 	s.add(g02, "health", at(2, 30), healthChecks, drain(ecc1), ecc1)
 	s.prologs(g03, 0, 4)
 	g02.gpus[1], g03.gpus[0] = g03.gpus[0], g02.gpus[1]

@@ -180,10 +180,12 @@ func failedNames(res benchmarks.Result) []string {
 
 // remedyOn returns the kind of the remedy of rep that reaches the device
 // called by one of names (none: the node, which every remedy of the node
-// reaches), "" when none does. A remedy with an error did not happen.
+// reaches), "" when none does. Only a remedy carried out counts: one not
+// done (a dry run's, a failed one) or the ladder's end (needs-service)
+// repaired nothing.
 func remedyOn(rep *report.Report, names []string) string {
 	m := rep.Action.Remedy
-	if m == nil || m.Error != "" {
+	if m == nil || !m.Done || m.Error != "" || m.Kind == report.RemedyNeedsService {
 		return ""
 	}
 	if m.Device == "" || len(names) == 0 || slices.Contains(names, m.Device) {

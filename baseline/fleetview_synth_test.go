@@ -167,7 +167,7 @@ func resume() report.Action { return report.Action{Kind: report.ActionResume, Do
 
 // withRemedy is a with the remedy kind of device at t.
 func withRemedy(a report.Action, kind, device string, t time.Time) report.Action {
-	a.Remedy = &report.Remedy{Kind: kind, Device: device, At: t}
+	a.Remedy = &report.Remedy{Kind: kind, Check: "ecc", Device: device, At: t, Done: true}
 	return a
 }
 

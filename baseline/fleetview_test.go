@@ -93,7 +93,7 @@ func repeatFailure(s *synth, b *box, _ map[string]*box) {
 func failsAfterReset(s *synth, b *box, _ map[string]*box) {
 	f := fault{"ecc", "gpu4", "ECCUncorrectable"}
 	s.prologs(b, 0, 5)
-	s.add(b, "prolog", at(5, 0), prologChecks, withRemedy(drain(f), "gpu-reset", "gpu4", at(5, 2)), f)
+	s.add(b, "prolog", at(5, 0), prologChecks, withRemedy(drain(f), "reset", "gpu4", at(5, 2)), f)
 	s.add(b, "health", at(5, 30), healthChecks, drain(f), f)
 }
 
@@ -138,7 +138,7 @@ func lemonByEpisodes(s *synth, b *box, _ map[string]*box) {
 	s.prologs(b, 0, slots, 5, 15, 25)
 	for _, slot := range []int{5, 15, 25} {
 		s.add(b, "prolog", at(slot, 0), prologChecks, drain(f), f)
-		s.add(b, "health", at(slot, 20), []string{"ecc"}, withRemedy(stay(f), "gpu-reset", "gpu7", at(slot, 21)))
+		s.add(b, "health", at(slot, 20), []string{"ecc"}, withRemedy(stay(f), "reset", "gpu7", at(slot, 21)))
 		s.add(b, "health", at(slot, 40), healthChecks, resume())
 	}
 }
@@ -279,7 +279,7 @@ func checkDrains(t *testing.T, v *View) {
 				t.Errorf("the mover's drain in n10: %s %s", d.Component, d.Why)
 			}
 		case "n06 ecc":
-			if !strings.Contains(d.Why, "after gpu-reset") {
+			if !strings.Contains(d.Why, "after reset") {
 				t.Errorf("n06: %s", d.Why)
 			}
 		case "n34 gemm", "n34 disk", "n35 gpu-count":

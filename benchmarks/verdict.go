@@ -103,13 +103,21 @@ func FormatDrain(entries []DrainEntry) string {
 	return strings.Join(parts, " ")
 }
 
+// SlurmNoteSep is how Slurm appends its own notes to a node's reason
+// ("vigil: xid XID79 gpu3 : reboot issued : reboot complete").
+const SlurmNoteSep = " : "
+
 func token(s string) string {
 	return strings.Join(strings.Fields(s), "_")
 }
 
 // ParseDrain splits a reason written by FormatDrain into
-// its entries. ok is false for reasons vigil did not write.
+// its entries. ok is false for reasons vigil did not write. What Slurm
+// appends to a reason (" : reboot issued", " : reboot complete") and
+// words in parentheses (a NeedsService drain's count) are not entries.
 func ParseDrain(s string) (entries []DrainEntry, ok bool) {
+	s, _, _ = strings.Cut(s, SlurmNoteSep)
+	s, _, _ = strings.Cut(s, " (")
 	f := strings.Fields(s)
 	if len(f) < 3 || f[0] != "vigil:" {
 		return nil, false

@@ -92,6 +92,23 @@ func TestFormatParseDrain(t *testing.T) {
 	}
 }
 
+// TestParseDrainNotes: Slurm's notes after " : " and a parenthesised
+// count are not entries, whether the first entry names a device or not.
+func TestParseDrainNotes(t *testing.T) {
+	for s, want := range map[string][]DrainEntry{
+		"vigil: xid XID79 gpu3 : reboot issued : reboot complete": {{Check: "xid", Reason: "XID79", Device: "gpu3"}},
+		"vigil: gpu-count GPUCountMismatch : reboot issued":       {{Check: "gpu-count", Reason: "GPUCountMismatch"}},
+		"vigil: xid NeedsService gpu3 +disk:DiskSlow (XID79, 3 reboots in 7d)": {{Check: "xid", Reason: "NeedsService", Device: "gpu3"},
+			{Check: "disk", Reason: "DiskSlow"}},
+		"vigil: xid NeedsService (XID79, 1 reset in 7d) : reboot issued": {{Check: "xid", Reason: "NeedsService"}},
+	} {
+		got, ok := ParseDrain(s)
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("ParseDrain(%q) = %+v %v, want %+v", s, got, ok, want)
+		}
+	}
+}
+
 // FuzzParseDrain feeds node reasons as scontrol prints them: whatever the
 // reason, ParseDrain never panics, accepts only vigil's prefix, and what it
 // parses formats back to a reason that parses to the same entries.

@@ -140,10 +140,20 @@ func (a *admins) sendDrained(ctx context.Context, plan drainPlan, checks []strin
 	if a.rep.Job != "" {
 		job = " (job " + a.rep.Job + ")"
 	}
-	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s. Then: %s",
-		a.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, retestHint(a.rep.Node, checks))
+	then := retestHint(a.rep.Node, checks)
 	fields := map[string]any{"event": "drain", "node": a.rep.Node, "job": a.rep.Job, "mode": a.rep.Mode,
 		"reason": plan.Reason, "checks": items}
+	remedy := ""
+	if m := a.rep.Action.Remedy; m != nil {
+		fields["remedy"] = *m
+		remedy = " Remedy: " + remedyWords(*m) + "."
+		if m.Kind == report.RemedyNeedsService {
+			fields["event"] = "needs-service"
+			then = "service " + orNode(m.Device) + ", then resume by hand: scontrol update NodeName=" + a.rep.Node + " State=RESUME"
+		}
+	}
+	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s.%s Then: %s",
+		a.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, remedy, then)
 	a.send(ctx, "drain", checks, text, fields)
 }
 
@@ -233,6 +243,27 @@ func firstLine(s string, n int) string {
 	}
 	if len(s) > n {
 		return s[:n]
+	}
+	return s
+}
+
+// remedyWords says in a few words what the repair ladder did.
+func remedyWords(m report.Remedy) string {
+	var s string
+	switch m.Kind {
+	case report.RemedyNeedsService:
+		return "NEEDS SERVICE, " + m.Note
+	case report.RemedyReboot:
+		s = "reboot requested"
+	default:
+		s = m.Kind + " " + m.Device
+	}
+	s += fmt.Sprintf(" (remedy %d of %d within %s)", m.Attempt, m.Max, m.Window)
+	switch {
+	case m.Error != "":
+		s += ", FAILED: " + m.Error
+	case !m.Done:
+		s += ", not done"
 	}
 	return s
 }

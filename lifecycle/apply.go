@@ -79,8 +79,10 @@ func (r *run) hold(ctx context.Context, p Plan) {
 }
 
 // drain writes the node's failure in the job's comment, drains the node
-// for the plan's reason, and then tells the admins and requeues the job;
-// the job's user hears of it last, whatever Slurm answered.
+// for the plan's reason (a node back DOWN from vigil's reboot that is
+// rebooted again is left DOWN), and then carries out the repair ladder's
+// remedy, tells the admins and requeues the job; the job's user hears of
+// it last, whatever Slurm answered.
 func (r *run) drain(ctx context.Context, p Plan) int {
 	rep := r.rep
 	if p.Comment != "" {
@@ -99,7 +101,13 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 	}
 	cctx, cancel := r.sl.bound(ctx)
 	defer cancel()
-	err := cli.Drain(cctx, rep.Node, p.Drain.Reason)
+	var err error
+	if !p.KeepDown {
+		err = cli.Drain(cctx, rep.Node, p.Drain.Reason)
+	}
+	if err != nil && rep.Action.Remedy != nil {
+		rep.Action.Remedy.Error = "not tried: the node was not drained"
+	}
 	switch {
 	case errors.Is(err, slurm.ErrNotOurs):
 		rep.Action.Kind = report.ActionKeep
@@ -126,7 +134,12 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 		return p.ExitNotDrained
 	}
 	rep.Action.Done = true
-	r.log.WithField("reason", p.Drain.Reason).Warn("node drained")
+	if p.KeepDown {
+		r.log.WithField("reason", p.Drain.Reason).Warn("node left DOWN: it is back from vigil's reboot and is rebooted again")
+	} else {
+		r.log.WithField("reason", p.Drain.Reason).Warn("node drained")
+	}
+	r.remedy(ctx, p)
 	r.admins.drained(ctx, p)
 	r.requeueJob(ctx, p.Requeue)
 	return p.Exit
@@ -171,8 +184,12 @@ func (r *run) stay(ctx context.Context, p Plan) {
 	rep.Action.Done = true
 	r.notes.add("%s", p.Note)
 	kept := keptSummary(p.Drain.Kept)
+	hint := retestHint(rep.Node, keptNames(p.Drain.Kept))
+	if needsService(p.Drain.Reason) {
+		hint = "service it, then resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME"
+	}
 	r.log.WithFields(logrus.Fields{"reason": p.Drain.Reason, "kept": kept}).
-		Warn(rep.Node + " stays drained by vigil: " + kept + " (" + retestHint(rep.Node, keptNames(p.Drain.Kept)) + ")")
+		Warn(rep.Node + " stays drained by vigil: " + kept + " (" + hint + ")")
 	if !p.Rewrite {
 		return
 	}

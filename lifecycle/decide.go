@@ -39,6 +39,9 @@ type Inputs struct {
 	Rules Rules
 	// Node state, as Slurm showed it before the run acts.
 	Slurm SlurmView
+	// Repair is what the repair ladder reads (history, RebootProgram,
+	// idle devices); read only with [repair] on and a failure.
+	Repair RepairView
 	// JobFailing is, per check, the job's nodes that failed it, as the
 	// cross-node phase counted them (nil without one): the guard counts
 	// them as drained.
@@ -74,6 +77,8 @@ type Rules struct {
 	// UserNotify is set when the job chose to hear of a failure
 	// (--vigil-notify within [policy]).
 	UserNotify bool
+	// Repair is [repair].
+	Repair config.Repair
 }
 
 // SlurmView is what Slurm said before the run acts.
@@ -161,6 +166,13 @@ type Plan struct {
 	// LiftPrologError is the failed drain whose "Prolog error" a
 	// StepKeep lifts first; nil for none.
 	LiftPrologError *FailedDrain
+	// Remedy is the repair ladder's remedy once the drain is done; nil
+	// for none (repair.go).
+	Remedy *remedyPlan
+	// KeepDown is set when the node is back DOWN from vigil's reboot and
+	// the remedy reboots it again: it is not drained first (a drain would
+	// make it DOWN+DRAIN, no longer vigil's).
+	KeepDown bool
 	// Note is the step's note for the report, "" for none.
 	Note string
 	// Cause is why the step is StepBlind.
@@ -189,13 +201,17 @@ func Decide(in Inputs) Plan {
 	var results []benchmarks.Result
 	p.Guarded, results = guardPlan(in)
 	n := in.Slurm.Node
-	if n != nil && n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" {
+	held := n != nil && (n.Drained() && n.OwnedByVigil() && n.ForeignState() == "" || n.RebootedDown())
+	if held {
 		p.Old = n.Reason
+	}
+	if needsService(p.Old) {
+		return in.serviceStays(p, failCode)
 	}
 	p.Drain = planDrain(p.Old, in.scope(results))
 	switch {
 	case p.Drain.Failed:
-		return in.drain(p, failCode)
+		return in.drain(p, failCode, results)
 	case in.Slurm.NodeErr != nil:
 		p.Step, p.Cause = StepBlind, in.Slurm.NodeErr
 		p.Note = fmt.Sprintf("reading %s's state: %v", in.Node, in.Slurm.NodeErr)
@@ -203,15 +219,16 @@ func Decide(in Inputs) Plan {
 		if in.DryRun {
 			p.Note = fmt.Sprintf("a run that is not dry would resume %s if vigil had drained it and this run cleared every check its reason names (dry runs do not query Slurm)", in.Node)
 		}
-	case !n.Drained() && n.ForeignState() == "":
+	case !held && !n.Drained() && n.ForeignState() == "":
 		// Up, perhaps with a leftover reason (Node.StaleReason): nothing to lift.
-	case !n.OwnedByVigil() || n.ForeignState() != "":
+	case !held:
 		p.Step, p.Action = StepKeep, report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
 		if fd := in.Slurm.FailedDrain; p.Verdict == benchmarks.StatusPass && fd != nil && liftsPrologError(*n, *fd, true) {
 			p.LiftPrologError = fd
 		}
 	case p.Drain.Reason != "":
-		p.Step, p.Exit, p.Rewrite = StepStay, failCode, p.Drain.Reason != p.Old
+		// Back DOWN from vigil's reboot, a rewrite would drain it DOWN+DRAIN.
+		p.Step, p.Exit, p.Rewrite = StepStay, failCode, p.Drain.Reason != p.Old && !n.RebootedDown()
 		p.Action = report.Action{Kind: report.ActionStay, Reason: p.Drain.Reason, Lifted: p.Drain.Lifted, Kept: keptWhys(p.Drain.Kept)}
 		p.Note = fmt.Sprintf("%s stays drained: %s", in.Node, keptSummary(p.Drain.Kept))
 		if in.comments() {
@@ -228,8 +245,9 @@ func Decide(in Inputs) Plan {
 // The prolog, health and validate modes exit ExitFail when the node is
 // drained by vigil afterwards; health and validate modes exit
 // ExitNotDrained when they could not drain (another party holds the node,
-// or scontrol failed); the epilog always exits ExitOK.
-func (in Inputs) drain(p Plan, failCode int) Plan {
+// or scontrol failed); the epilog always exits ExitOK. With [repair] on,
+// the plan holds the remedy for the failure (results are the guard's).
+func (in Inputs) drain(p Plan, failCode int, results []benchmarks.Result) Plan {
 	p.Step, p.Verdict, p.Exit, p.ExitNotDrained = StepDrain, benchmarks.StatusFail, failCode, failCode
 	if in.Mode == ModeHealth || in.Mode == ModeValidate {
 		p.ExitNotDrained = ExitNotDrained
@@ -248,6 +266,9 @@ func (in Inputs) drain(p Plan, failCode int) Plan {
 		if in.Job.RestartCount >= in.Rules.MaxRequeues {
 			p.Requeue = RequeueHeld
 		}
+	}
+	if in.Rules.Repair.Enabled {
+		p = in.repair(p, results)
 	}
 	return p
 }

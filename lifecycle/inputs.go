@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 )
@@ -9,15 +10,16 @@ import (
 // inputs gathers what Decide needs once the checks ran, reading no more
 // than the decision uses: the fleet when the guard or the notifications
 // count drains (a failed check), the node's state unless the job is to be
-// held, and vigil's failed-drain record only for a passing run on a node
-// drained by someone else.
+// held, vigil's failed-drain record only for a passing run on a node
+// drained by someone else, and with [repair] on and a failure what the
+// ladder reads (repairView).
 func (r *run) inputs(ctx context.Context) Inputs {
 	s := r.s
 	in := Inputs{Mode: r.o.Mode, Node: r.rep.Node, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
 		Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, JobFailing: r.jobFailing, Registered: registered,
 		Rules: Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
 			JobComment: r.rep.Config.Valid && s.Prolog.JobComment, Guard: s.Guard, Notify: s.Notify.Enabled(),
-			UserNotify: r.user.choice.Any()}}
+			UserNotify: r.user.choice.Any(), Repair: s.Repair}}
 	if r.job != nil {
 		in.Job = &JobFacts{ID: r.job.ID, RestartCount: r.job.RestartCount, Devices: r.job.GPUs}
 	}
@@ -32,6 +34,9 @@ func (r *run) inputs(ctx context.Context) Inputs {
 		in.Slurm.Fleet = r.sl.readFleet(ctx)
 	}
 	in.Now = r.o.Now()
+	if in.Rules.Repair.Enabled && len(failedChecks(in.Results)) > 0 {
+		in.Repair = r.repairView(ctx, in)
+	}
 	cli := r.sl.client()
 	if cli == nil {
 		return in
@@ -63,4 +68,34 @@ func (in Inputs) mayLiftPrologError() bool {
 	}
 	foreign := n.ForeignState() != ""
 	return (n.Drained() || foreign) && (!n.OwnedByVigil() || foreign)
+}
+
+// repairView reads what the repair ladder decides on: this node's remedy
+// history, slurm.conf's RebootProgram, and, for a run outside any job,
+// whether a process holds each failed device.
+func (r *run) repairView(ctx context.Context, in Inputs) RepairView {
+	v := RepairView{History: remedies(stateDir(r.o), r.notes, r.log).read(in.Node)}
+	v.RebootProgram, v.RebootKnown = r.sl.rebootProgram(ctx)
+	if in.Job != nil {
+		return v // no reset inside a job: nothing more to read
+	}
+	h := r.o.Holders
+	if h == nil {
+		h = ProcFS{Root: r.o.Root}
+	}
+	for _, res := range in.Results {
+		row, index, ok := deviceOf(res.Device)
+		if res.Status != benchmarks.StatusFail || !ok {
+			continue
+		}
+		if v.Idle == nil {
+			v.Idle = map[string]bool{}
+		}
+		pids, err := h.Holders([]string{fmt.Sprintf("/dev/%s%d", row.DevNode, index)})
+		v.Idle[res.Device] = err == nil && len(pids) == 0
+		if len(pids) > 0 {
+			r.notes.add("repair: %s is in use by %v: no reset", res.Device, pids)
+		}
+	}
+	return v
 }

@@ -41,6 +41,8 @@ type Settings struct {
 	Guard config.Guard
 	// Idle is the effective [idle] section (the deep suite on idle nodes).
 	Idle config.Idle
+	// Repair is the effective [repair] section (the remedy ladders).
+	Repair config.Repair
 	// Vendors holds each vendor's effective [vendor.NAME] library search.
 	Vendors map[benchmarks.Vendor]any
 	// Checks holds the effective [checks.NAME] settings of every check
@@ -48,6 +50,7 @@ type Settings struct {
 	Checks map[string]any
 
 	env, flags config.Values // the [prolog] overrides
+	repairEnv  config.Values // the [repair] overrides
 }
 
 // LoadSettings reads path (a missing file is an error only when explicit),
@@ -60,7 +63,7 @@ type Settings struct {
 func LoadSettings(path string, explicit bool, lookup func(string) (string, bool), flags map[string]string) (*Settings, []error) {
 	s := &Settings{Path: path, Found: true, Explicit: map[string]bool{},
 		Vendors: map[benchmarks.Vendor]any{}, Checks: map[string]any{},
-		env: config.PrologOverrides().Env(lookup), flags: flags}
+		env: config.PrologOverrides().Env(lookup), flags: flags, repairEnv: config.RepairOverrides().Env(lookup)}
 	var errs []error
 	f, err := config.Load(path)
 	switch {

@@ -27,7 +27,7 @@ type section struct {
 
 // sections returns the sections in the order the example config and
 // --check-config print them: [prolog], [epilog], [notify], [guard],
-// [watch], [policy], [idle], [vendor.NAME] for every vendor whose libraries are
+// [repair], [watch], [policy], [idle], [vendor.NAME] for every vendor whose libraries are
 // configurable, then [checks.NAME] for every check that publishes its
 // settings.
 func sections() []section {
@@ -41,6 +41,8 @@ func sections() []section {
 		plain("epilog", config.DefaultEpilog, func(s *Settings) *config.Epilog { return &s.Epilog }),
 		plain("notify", config.DefaultNotify, func(s *Settings) *config.Notify { return &s.Notify }),
 		plain("guard", config.DefaultGuard, func(s *Settings) *config.Guard { return &s.Guard }),
+		{name: "repair", defaults: func() any { return config.DefaultRepair() }, load: loadRepair,
+			effective: func(s *Settings) any { return s.Repair }},
 		{name: watchcfg.Section, defaults: func() any { return watchcfg.Default() },
 			load: func(f *config.File, s *Settings) []error {
 				s.Watch = watchcfg.Default()

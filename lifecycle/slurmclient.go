@@ -198,6 +198,28 @@ func (a *slurmAccess) settings(ctx context.Context) map[string]string {
 	return conf
 }
 
+// rebootProgram is slurm.conf's RebootProgram ("" when none) and whether
+// Slurm's settings could be read. A dry run reads slurm.conf only, never
+// slurmctld.
+func (a *slurmAccess) rebootProgram(ctx context.Context) (string, bool) {
+	var conf map[string]string
+	if a.dryRun {
+		path, _ := SlurmConf(a.prolog, a.lookup)
+		if path == "" {
+			path = "/etc/slurm/slurm.conf"
+		}
+		c, err := slurm.ReadConfFile(path)
+		if err != nil {
+			return "", false
+		}
+		conf = c
+	} else if conf = a.settings(ctx); len(conf) == 0 {
+		return "", false
+	}
+	p, _ := slurm.RebootProgram(conf)
+	return p, true
+}
+
 // configReader reads `scontrol show config`.
 type configReader interface {
 	Config(ctx context.Context) (map[string]string, error)

@@ -194,8 +194,8 @@ func TestCheckConfigWholeFile(t *testing.T) {
 		{"neutral check library path", "[checks.disk]\nlibrary_paths = []\n",
 			":2: checks.disk.library_paths: invalid value: vendor libraries are set once per vendor: move it to [vendor.ascend] library_paths or [vendor.nvidia] library_paths"},
 		{"vendor typo", "[vendor.nvidia]\ncuda_librarys = []\n", ":2: vendor.nvidia.cuda_librarys: unknown key (keys of [vendor.nvidia]: cuda_libraries, cublaslt_libraries,"},
-		{"unknown vendor", "[vendor.amd]\nlibraries = []\n", ":2: vendor.amd.libraries: unknown key (known sections: prolog, epilog, notify, guard, watch, policy, idle, vendor.NAME for the vendors nvidia, ascend,"},
-		{"unknown section", "[wach]\nwindow = \"2m\"\n", ":2: wach.window: unknown key (known sections: prolog, epilog, notify, guard, watch, policy"},
+		{"unknown vendor", "[vendor.amd]\nlibraries = []\n", ":2: vendor.amd.libraries: unknown key (known sections: prolog, epilog, notify, guard, repair, watch, policy, idle, vendor.NAME for the vendors nvidia, ascend,"},
+		{"unknown section", "[wach]\nwindow = \"2m\"\n", ":2: wach.window: unknown key (known sections: prolog, epilog, notify, guard, repair, watch, policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".toml")

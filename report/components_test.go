@@ -46,7 +46,7 @@ func componentReport() *Report {
 		{Kind: "gpu", Name: "gpu1", UUID: "GPU-6c1f0a01-3e2d-4b5a-9c8d-000000000001", Serial: "1652023000001", Model: "NVIDIA H100 80GB HBM3", PCI: "0000:2a:00.0"},
 		{Kind: "hca", Name: "mlx5_0/1", GUID: "a088:c203:0045:6d00", Port: 1, Model: "MT4129", PCI: "0000:1b:00.0"},
 	}
-	r.Action.Remedy = &Remedy{Kind: RemedyGPUReset, Device: "gpu1", At: r.Start.Add(2 * time.Second)}
+	r.Action.Remedy = &Remedy{Kind: RemedyReset, Check: "ecc", Device: "gpu1", Attempt: 1, Max: 3, Window: "168h0m0s", At: r.Start.Add(2 * time.Second), Done: true}
 	return r
 }
 

@@ -169,32 +169,50 @@ type Action struct {
 	// "held" (Slurm holds it: [prolog] max_requeues reached or 0), or why
 	// the requeue failed.
 	Requeue string `json:"requeue,omitempty"`
-	// Remedy is the repair the run carried out on the node after its
-	// checks (a reboot, a GPU reset), nil when none
-	// (docs/operations.md, "A memory per component").
+	// Remedy is what the [repair] ladder did (or, in a dry run, would do)
+	// about the failure beyond the drain; nil when nothing. The fleet view
+	// reads it (docs/operations.md, "A memory per component"): a later run
+	// that passes the check a drain named tells nothing about the drain
+	// when a remedy came between them; a later failure confirms it.
 	Remedy *Remedy `json:"remedy,omitempty"`
 }
 
 // Remedy kinds.
 const (
-	RemedyReboot   = "reboot"    // the node was rebooted
-	RemedyGPUReset = "gpu-reset" // one GPU was reset (nvidia-smi -r)
+	RemedyReset        = "reset"         // the device was reset with the vendor's tool
+	RemedyReboot       = "reboot"        // Slurm was asked to reboot the node
+	RemedyNeedsService = "needs-service" // the ladder is spent: drained for service, never resumed by vigil
 )
 
-// Remedy is one repair of the node or of one of its devices. A later run
-// that passes the check a drain named tells nothing about the drain when
-// a remedy came between them (the repair may have fixed a real fault);
-// a later failure confirms it.
+// Remedy is one step of the repair ladder for one failed component.
 type Remedy struct {
-	// Kind is one of the Remedy* constants, or a site's own word.
+	// Kind is one of the Remedy* constants.
 	Kind string `json:"kind"`
-	// Device is the device repaired, as results name it ("gpu3"); empty
-	// for the whole node (a reboot).
+	// Check and Reason are the failure the remedy is for.
+	Check  string `json:"check"`
+	Reason string `json:"reason,omitempty"`
+	// Device is the component ("gpu3"), "" for the node.
 	Device string `json:"device,omitempty"`
-	// At is when the repair was made.
+	// ID is the component's stable id (a serial, a UUID) when the check
+	// reported one.
+	ID string `json:"id,omitempty"`
+	// Attempt is this remedy's number for the component within the
+	// window, 1 for the first; for needs-service, the remedies made.
+	Attempt int `json:"attempt"`
+	// Max is [repair] max_remedies.
+	Max int `json:"max"`
+	// Window is [repair] window ("168h0m0s").
+	Window string `json:"window"`
+	// At is when it was done (or planned).
 	At time.Time `json:"at"`
-	// Error is why it failed; a remedy with an error did not happen.
+	// Command is the reset's argv, or the scontrol reboot arguments.
+	Command []string `json:"command,omitempty"`
+	// Done is true when the command succeeded (false in a dry run).
+	Done bool `json:"done"`
+	// Error is why it failed, or was not tried.
 	Error string `json:"error,omitempty"`
+	// Note says more: the fallback taken, what the node needs.
+	Note string `json:"note,omitempty"`
 }
 
 // BadLink is one bad link between two nodes of the job.

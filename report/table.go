@@ -157,7 +157,41 @@ func DescribeAction(r *Report) string {
 	if len(a.Killed) > 0 {
 		s += fmt.Sprintf("; killed leftover processes %v", a.Killed)
 	}
+	if a.Remedy != nil {
+		s += "; " + describeRemedy(*a.Remedy, r.DryRun)
+	}
 	return s
+}
+
+// describeRemedy says what the repair ladder did or would do.
+func describeRemedy(m Remedy, dry bool) string {
+	what := m.Kind + " " + m.Device
+	switch m.Kind {
+	case RemedyNeedsService:
+		return fmt.Sprintf("needs service: %d remedies for %s within %s, never resumed by vigil", m.Attempt, orNode(m.Device), m.Window)
+	case RemedyReboot:
+		what = "reboot requested"
+	}
+	what = strings.TrimSpace(what) + fmt.Sprintf(" (remedy %d of %d within %s)", m.Attempt, m.Max, m.Window)
+	switch {
+	case dry:
+		what = "would " + what
+	case m.Error != "":
+		what += ", FAILED: " + m.Error
+	case !m.Done:
+		what += ", not done"
+	}
+	if m.Note != "" {
+		what += ": " + m.Note
+	}
+	return "remedy: " + what
+}
+
+func orNode(device string) string {
+	if device == "" {
+		return "the node"
+	}
+	return device
 }
 
 // heldBy describes another party's hold on a node: its state and reason.

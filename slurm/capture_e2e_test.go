@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -157,4 +158,55 @@ func (p capturer) write(file string, b []byte) {
 	if err := os.WriteFile(filepath.Join(p.dir, file), b, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+var captureRebootDir = flag.String("capture-reboot", "", "record scontrol's node lines through a reboot into this directory (testdata/scontrol/22.05 with the host's Slurm, .../24.11 with the root's) and stop")
+
+// TestCaptureReboot records, verbatim, a node through vigil's reboot
+// requests on a slurmtest cluster with Options.Reboot: drained by vigil
+// while a job runs, `scontrol reboot reason=R` pending, issued (when a
+// poll catches it), back IDLE+DRAIN; another node rebooted with ASAP
+// nextstate=DOWN and back DOWN. The directory's base name picks the
+// Slurm: "24.11" the root's, else the host's. It runs only with
+// -capture-reboot DIR.
+func TestCaptureReboot(t *testing.T) {
+	if *captureRebootDir == "" {
+		t.Skip("records fixtures; run with -capture-reboot testdata/scontrol/22.05 (or 24.11)")
+	}
+	dir, err := filepath.Abs(*captureRebootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := slurmtest.Flavours()[0]
+	if filepath.Base(dir) == "24.11" {
+		f = slurmtest.Flavours()[1]
+	}
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Reboot: true, ResumeTimeout: 60, Root: f.Root,
+		ExtraConf: []string{"ReturnToService=1"}})
+	n := c.Nodes
+	cap := capturer{t: t, c: c, dir: dir}
+	const reason = "vigil: xid XID79 gpu3"
+	job := c.Sbatch(t, "sleep 300\n", "-w", n[0])
+	c.WaitJob(t, job, 30*time.Second, "RUNNING")
+	cap.run("scontrol", "update", "NodeName="+n[0], "State=DRAIN", "Reason="+reason)
+	cap.run("scontrol", "reboot", "reason="+reason, n[0])
+	cap.save("node-reboot-requested.txt", "scontrol", "show", "node", "-o", n[0])
+	cap.run("scancel", job)
+	deadline := time.Now().Add(30 * time.Second)
+	for issued := false; time.Now().Before(deadline); {
+		out, err := c.Command(t, "scontrol", "show", "node", "-o", n[0])
+		if err == nil && strings.Contains(out, "REBOOT_ISSUED") && !issued {
+			issued = true
+			cap.write("node-reboot-issued.txt", []byte(out))
+		}
+		if err == nil && !strings.Contains(out, "REBOOT_") && strings.Contains(out, "State=IDLE+DRAIN ") {
+			cap.write("node-reboot-back-drain.txt", []byte(out))
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cap.run("scontrol", "reboot", "ASAP", "nextstate=DOWN", "reason="+reason, n[1])
+	back := c.WaitNode(t, n[1], 30*time.Second, func(nd slurm.Node) bool { return nd.State == "DOWN" && len(nd.Flags) == 0 })
+	cap.save("node-reboot-back-down.txt", "scontrol", "show", "node", "-o", back.Name)
+	t.Logf("nodes %v; fixtures in %s", n, dir)
 }

@@ -352,6 +352,9 @@ func (c *Client) Drain(ctx context.Context, node, reason string) error {
 // notOurs returns an error wrapping ErrNotOurs when the node's reason or
 // state belongs to someone else.
 func notOurs(n Node) error {
+	if n.RebootedDown() {
+		return nil // back from vigil's own reboot with nextstate=DOWN
+	}
 	if n.Reason != "" && !n.OwnedByVigil() && !n.StaleReason() {
 		return fmt.Errorf("%w: state %s, reason %q by %s", ErrNotOurs, n.stateString(), n.Reason, n.ReasonUser)
 	}
@@ -377,7 +380,8 @@ func (n Node) stateString() string {
 // a reason that is not vigil's, or a state another party owns (see Drain),
 // it returns (false, error wrapping ErrNotOurs). Only a node that is drained,
 // with a reason starting with "vigil:", and in no foreign state is resumed
-// with `scontrol update NodeName=NODE State=RESUME`: (true, nil).
+// with `scontrol update NodeName=NODE State=RESUME`: (true, nil), and so is
+// a node back DOWN from vigil's own reboot (Node.RebootedDown).
 //
 // Race: an admin who drains the node with their own reason between the read
 // and the update (one scontrol round trip) is overridden; Slurm offers no
@@ -393,7 +397,7 @@ func (c *Client) Resume(ctx context.Context, node string) (bool, error) {
 	if err := notOurs(n); err != nil {
 		return false, fmt.Errorf("slurm: not resuming %s: %w", node, err)
 	}
-	if !n.Drained() || !n.OwnedByVigil() {
+	if !(n.Drained() && n.OwnedByVigil()) && !n.RebootedDown() {
 		return false, nil
 	}
 	if _, err := c.scontrol(ctx, "update", "NodeName="+node, "State=RESUME"); err != nil {

@@ -13,6 +13,8 @@
 // 2025-10-29); no code was taken from it.
 package xid
 
+import "slices"
+
 // Remedy is what an XID needs, after NVIDIA's immediate-action buckets.
 type Remedy uint8
 
@@ -167,6 +169,9 @@ func Lookup(code int) (Info, bool) {
 	i, ok := byCode[code]
 	return i, ok
 }
+
+// Catalogue returns every entry, sorted by code.
+func Catalogue() []Info { return slices.Clone(catalogue) }
 
 // Faults returns the codes whose entries are faults, sorted: the xid
 // check's default fault_xids.

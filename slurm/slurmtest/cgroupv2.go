@@ -137,15 +137,17 @@ func (c *Cluster) prepareV2() error {
 	return os.WriteFile(script, []byte(fmt.Sprintf(nsEnterScript, shellQuote(c.CgroupRoot))), 0o755)
 }
 
-// startSlurmd starts node's slurmd from bin: directly, or under CgroupV2
-// through the namespace script with the preload library.
-func (c *Cluster) startSlurmd(bin, node string) (*daemon, error) {
+// startSlurmd starts node's slurmd from bin with extra arguments and
+// EnvNode: directly, or under CgroupV2 through the namespace script with
+// the preload library.
+func (c *Cluster) startSlurmd(bin, node string, extra ...string) (*daemon, error) {
 	logFile := filepath.Join(c.Dir, "log", "slurmd-"+node+".out")
-	args := []string{"-D", "-N", node, "-f", c.Conf}
+	args := append([]string{"-D", "-N", node, "-f", c.Conf}, extra...)
+	env := []string{EnvNode + "=" + node}
 	if c.opts.Cgroup != CgroupV2 {
-		return startDaemon("slurmd-"+node, logFile, nil, bin, args...)
+		return startDaemon("slurmd-"+node, logFile, env, bin, args...)
 	}
-	d, err := startDaemon("slurmd-"+node, logFile, []string{"LD_PRELOAD=" + c.preload},
+	d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload),
 		"/bin/sh", append([]string{filepath.Join(c.Dir, "etc", "cgroupns"), bin}, args...)...)
 	if err != nil {
 		return nil, err

@@ -183,7 +183,11 @@ func (c *Cluster) programsConf(etc string) ([]string, error) {
 	if o.HealthCheckInterval > 0 {
 		add("HealthCheckInterval=%d", o.HealthCheckInterval)
 	}
-	return conf, nil
+	reboot, err := c.rebootConf(etc)
+	if err != nil {
+		return nil, err
+	}
+	return append(conf, reboot...), nil
 }
 
 // writeGres makes the fake GPUs dev/nvidia0..N-1 (character devices

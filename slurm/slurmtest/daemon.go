@@ -164,6 +164,7 @@ const ownerFile = "owner.pid"
 // and remove Dir unless VIGIL_KEEP_CLUSTER is set.
 func (c *Cluster) stop(t testing.TB) {
 	t.Helper()
+	c.stopReboots()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	begin := time.Now()

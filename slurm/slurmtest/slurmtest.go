@@ -76,6 +76,15 @@ type Options struct {
 	// credential and how long a requeued job waits before it may start
 	// again; 0 keeps Slurm's default (120 s).
 	CredExpire int
+	// Reboot sets slurm.conf's RebootProgram to the harness's, which
+	// "reboots" a node by restarting its slurmd, and only its own, with -b
+	// (see reboot.go): scontrol reboot then runs its whole cycle, and
+	// Cluster.RebootLog and Reboots tell what ran when.
+	Reboot bool
+	// ResumeTimeout is slurm.conf's ResumeTimeout in seconds: how long
+	// slurmctld waits for a rebooted node before it marks it DOWN
+	// ("reboot timed out"); 0 keeps Slurm's default (60 s).
+	ResumeTimeout int
 	// Cgroup picks cgroup/v1 or cgroup/v2 (CgroupV2: Slurm's v2 plugin in
 	// the host's cgroup2 mount, jobs under Cluster.CgroupRoot; see
 	// cgroupv2.go). The zero value is v1 where the machine has it.
@@ -98,6 +107,9 @@ type Cluster struct {
 	Name string
 	// MailLog is where the default MailProg appends one line per mail.
 	MailLog string
+	// RebootLog is where the RebootProgram of Options.Reboot and the
+	// harness's slurmd restarts append one line each (Reboots reads it).
+	RebootLog string
 	// PlugStackConf is the path of plugstack.conf (PlugStackConfig=); write
 	// it and call Restart for slurmd to load the new plugins.
 	PlugStackConf string
@@ -132,6 +144,8 @@ type Cluster struct {
 	munge   *daemon
 	ctld    *daemon
 	slurmds []*daemon
+	// rebootQuit and rebootDone end and wait for watchReboots.
+	rebootQuit, rebootDone chan struct{}
 }
 
 // Binaries the harness needs, with the Debian package that ships each.
@@ -285,6 +299,9 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 	if err := c.startSlurmds(bins, ports[1:]); err != nil {
 		return nil, err
 	}
+	if o.Reboot {
+		c.watchReboots()
+	}
 	ok = true
 	t.Cleanup(func() { c.stop(t) })
 	t.Logf("slurmtest: cluster %s (%s) with nodes %s up in %.2fs in %s",
@@ -312,6 +329,7 @@ func newCluster(o Options) (*Cluster, error) {
 		Conf:          filepath.Join(dir, "etc", "slurm.conf"),
 		Name:          "vst" + prefix,
 		MailLog:       filepath.Join(dir, "mail.log"),
+		RebootLog:     filepath.Join(dir, "reboots.log"),
 		PlugStackConf: filepath.Join(dir, "etc", "plugstack.conf"),
 		opts:          o,
 	}

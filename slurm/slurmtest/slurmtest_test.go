@@ -179,3 +179,43 @@ func TestParallelClusters(t *testing.T) {
 		})
 	}
 }
+
+// TestReboot: with Options.Reboot, scontrol reboot runs its whole cycle on
+// one node of several on the machine: slurmctld issues the reboot, slurmd
+// runs the harness's RebootProgram, which restarts that node's slurmd
+// alone (with -b), and the node is back, its drain kept (no ASAP, no
+// nextstate), with Slurm's notes on its reason.
+func TestReboot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster")
+	}
+	slurmtest.ForEachSlurm(t, func(t *testing.T, f slurmtest.Flavour) {
+		c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, Reboot: true, ResumeTimeout: 60, Root: f.Root})
+		node, other := c.Nodes[0], c.Nodes[1]
+		if out, err := c.Command(t, "scontrol", "update", "NodeName="+node, "State=DRAIN", "Reason=test: reboot me"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		t0 := time.Now()
+		if out, err := c.Command(t, "scontrol", "reboot", "reason=test: reboot me", node); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		pending := c.WaitNode(t, node, 10*time.Second, func(n slurm.Node) bool { return n.Is("REBOOT_REQUESTED") || n.Is("REBOOT_ISSUED") })
+		back := c.WaitNode(t, node, 60*time.Second, func(n slurm.Node) bool {
+			return !n.Is("REBOOT_REQUESTED") && !n.Is("REBOOT_ISSUED") && n.State == "IDLE"
+		})
+		t.Logf("pending %s+%v %q; back %s+%v %q after %.1fs", pending.State, pending.Flags, pending.Reason, back.State, back.Flags, back.Reason, time.Since(t0).Seconds())
+		if !back.Drained() || !strings.HasPrefix(back.Reason, "test: reboot me") {
+			t.Errorf("back: %+v, want drained with the reason kept", back)
+		}
+		rb, err := c.Reboots()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rb) != 2 || rb[0].Node != node || rb[0].Event != "called" || rb[1].Node != node || rb[1].Event != "restarted" {
+			t.Errorf("reboots %+v, want %s called then restarted", rb, node)
+		}
+		if n := c.WaitNode(t, other, time.Second, func(slurm.Node) bool { return true }); n.State != "IDLE" || n.Drained() {
+			t.Errorf("the other node: %+v", n)
+		}
+	})
+}

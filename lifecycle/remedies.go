@@ -1,0 +1,162 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/vigil-hpc/vigil/report"
+)
+
+// The remedy history: every remedy vigil made, per node, in the state
+// directory (remedies.json beside record-paths.json and
+// failed-drains.json), so that the repair ladder counts a component's
+// remedies across runs and reboots. It is node-local; one file holds the
+// nodes of a machine that runs several slurmd. Each change is a read,
+// update and atomic write (temp file, fsync, rename) under an exclusive
+// lock, so that two runs at once do not lose a record and a crash leaves
+// the old file or the new one. A file that is not valid JSON is kept
+// aside (CorruptName) and a new one started, said loudly: the counts then
+// start again from zero.
+
+// remediesFile is the state file of the remedy history.
+const remediesFile = "remedies.json"
+
+// remedyKeep bounds what the history keeps: records older than this are
+// dropped whatever the window, and at most remedyKeepN per node.
+const (
+	remedyKeep  = 90 * 24 * time.Hour
+	remedyKeepN = 100
+)
+
+// RemedyRecord is one remedy vigil made on a node.
+type RemedyRecord struct {
+	// At is when it was made.
+	At time.Time `json:"at"`
+	// Kind is "reset" or "reboot".
+	Kind string `json:"kind"`
+	// Check and Reason are the failure it was for.
+	Check  string `json:"check"`
+	Reason string `json:"reason,omitempty"`
+	// Device is the component ("gpu3"), "" for the node.
+	Device string `json:"device,omitempty"`
+	// ID is the component's stable id when the check reported one.
+	ID string `json:"id,omitempty"`
+	// Job is the job whose prolog or epilog made it, "" outside one.
+	Job string `json:"job,omitempty"`
+}
+
+// remedyState is the state file.
+type remedyState struct {
+	// Nodes holds each node's remedies, oldest first.
+	Nodes map[string][]RemedyRecord `json:"nodes"`
+}
+
+// remedyStore is the remedy history in a state directory; notes and log
+// record what goes wrong with it.
+type remedyStore struct {
+	path  string
+	notes notes
+	log   logrus.FieldLogger
+}
+
+// remedies is the remedy history in the state directory dir.
+func remedies(dir string, n notes, log logrus.FieldLogger) remedyStore {
+	return remedyStore{path: filepath.Join(dir, remediesFile), notes: n, log: log}
+}
+
+// read returns node's remedies. A missing file holds none; an unreadable
+// one too, with a note (the ladder then starts from its first rung).
+func (s remedyStore) read(node string) []RemedyRecord {
+	st, err := s.load()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.notes.add("reading the remedy history %s: %v: the repair ladder counts no earlier remedies this run", s.path, err)
+		s.log.WithError(err).Error("reading the remedy history: the repair ladder counts no earlier remedies this run")
+	}
+	return st.Nodes[node]
+}
+
+func (s remedyStore) load() (remedyState, error) {
+	var st remedyState
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return remedyState{}, fmt.Errorf("%w: %v", ErrCorruptState, err)
+	}
+	return st, nil
+}
+
+// add records rec for node at now, dropping the node's records older than
+// keep (the window, at least remedyKeep).
+func (s remedyStore) add(node string, rec RemedyRecord, now time.Time, keep time.Duration) {
+	if err := s.update(node, rec, now, max(keep, remedyKeep)); err != nil {
+		s.notes.add("recording the remedy in %s: %v: the repair ladder will not count it", s.path, err)
+		s.log.WithError(err).Error("recording the remedy: the repair ladder will not count it")
+	}
+}
+
+func (s remedyStore) update(node string, rec RemedyRecord, now time.Time, keep time.Duration) error {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := s.load()
+	switch {
+	case errors.Is(err, ErrCorruptState):
+		aside := CorruptName(s.path, now)
+		if rerr := os.Rename(s.path, aside); rerr != nil {
+			return fmt.Errorf("%v; cannot keep it aside: %w", err, rerr)
+		}
+		s.notes.add("CORRUPT STATE FILE %s (%v): kept aside as %s, a new one started; earlier remedies are not counted", s.path, err, aside)
+		s.log.WithError(err).WithField("aside", aside).Error("CORRUPT STATE FILE: the remedy history was kept aside and a new one started")
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	if st.Nodes == nil {
+		st.Nodes = map[string][]RemedyRecord{}
+	}
+	var kept []RemedyRecord
+	for _, r := range append(st.Nodes[node], rec) {
+		if r.At.After(now.Add(-keep)) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) > remedyKeepN {
+		kept = kept[len(kept)-remedyKeepN:]
+	}
+	st.Nodes[node] = kept
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return report.WriteAtomic(s.path, append(b, '\n'), 0o644)
+}
+
+// lockFile takes an exclusive lock on path (created when missing) and
+// returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
