@@ -54,8 +54,8 @@ type Repair struct {
 	// MaxRemedies is how many remedies one component gets within Window;
 	// the next failure leaves the node drained as NeedsService.
 	MaxRemedies int `toml:"max_remedies"`
-	// Window is the period over which remedies are counted ("168h").
-	Window time.Duration `toml:"window"`
+	// Window is the period over which remedies are counted ("7d", "168h").
+	Window Days `toml:"window"`
 	// RebootNextState is "drain", "down" or "resume": the state the node
 	// comes back in after a reboot vigil asked for.
 	RebootNextState string `toml:"reboot_nextstate"`
@@ -89,7 +89,7 @@ func DefaultRepair() Repair {
 			ladders[xidToken(i.Code)] = []string{RemedyReboot}
 		}
 	}
-	return Repair{MaxRemedies: 3, Window: 7 * 24 * time.Hour, RebootNextState: NextStateDrain,
+	return Repair{MaxRemedies: 3, Window: Days(7 * 24 * time.Hour), RebootNextState: NextStateDrain,
 		ResetTimeout: 2 * time.Minute, Ladders: ladders,
 		Reset: map[string][]string{
 			"nvidia": {"/usr/bin/nvidia-smi", "-r", "-i", IndexPlaceholder},
@@ -115,8 +115,8 @@ func (r Repair) Validate(f *File) error {
 	if r.MaxRemedies < 1 || r.MaxRemedies > 100 {
 		errs = append(errs, f.Errorf("repair.max_remedies", "%d: want 1 to 100", r.MaxRemedies))
 	}
-	if r.Window < time.Minute {
-		errs = append(errs, f.Errorf("repair.window", "%v: want at least 1m (write durations as strings: \"168h\" is 7 days)", r.Window))
+	if time.Duration(r.Window) < time.Minute {
+		errs = append(errs, f.Errorf("repair.window", "%v: want at least 1m (\"7d\", \"36h\")", r.Window))
 	}
 	if !slices.Contains(NextStates, r.RebootNextState) {
 		errs = append(errs, f.Errorf("repair.reboot_nextstate", "%q: want %s", r.RebootNextState, strings.Join(NextStates, ", ")))

@@ -80,7 +80,7 @@ func TestRepairLaddersMerge(t *testing.T) {
 	if err := f.Decode("repair", &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Window != time.Hour || r.Ladder("xid", "XID79") != nil && len(r.Ladder("xid", "XID79")) != 0 {
+	if time.Duration(r.Window) != time.Hour || r.Ladder("xid", "XID79") != nil && len(r.Ladder("xid", "XID79")) != 0 {
 		t.Errorf("XID79's ladder %q", r.Ladder("xid", "XID79"))
 	}
 	if got := r.Ladder("xid", "XID48"); !slices.Equal(got, []string{RemedyReset, RemedyReboot}) {

@@ -72,7 +72,7 @@ func (r *run) remember(m *remedyPlan) {
 	if r.job != nil {
 		rec.Job = r.job.ID
 	}
-	remedies(stateDir(r.o), r.notes, r.log).add(r.rep.Node, rec, r.o.Now(), r.s.Repair.Window)
+	remedies(stateDir(r.o), r.notes, r.log).add(r.rep.Node, rec, r.o.Now(), time.Duration(r.s.Repair.Window))
 }
 
 // reset runs the reset command within [repair] reset_timeout and the

@@ -68,7 +68,7 @@ func (w remedied) differs(p Plan) string {
 // fault-inject, two remedies an hour, RebootProgram set and gpu3 idle.
 func repairing(in *Inputs) {
 	r := config.DefaultRepair()
-	r.Enabled, r.MaxRemedies, r.Window = true, 2, time.Hour
+	r.Enabled, r.MaxRemedies, r.Window = true, 2, config.Days(time.Hour)
 	r.Ladders["FaultInjected"] = []string{config.RemedyReboot}
 	in.Rules.Repair = r
 	in.Repair = RepairView{RebootProgram: "/sbin/reboot", RebootKnown: true, Idle: map[string]bool{"gpu3": true}}

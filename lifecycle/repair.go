@@ -91,7 +91,7 @@ func (in Inputs) repair(p Plan, results []benchmarks.Result) Plan {
 		p.Note = joinNotes(p.Note, "no remedy this run: "+why)
 		return p
 	}
-	done := remediesOf(in.Repair.History, target.Device, in.Now, r.Window)
+	done := remediesOf(in.Repair.History, target.Device, in.Now, time.Duration(r.Window))
 	if len(done) >= r.MaxRemedies {
 		return in.needsService(p, target, done)
 	}
@@ -256,7 +256,7 @@ func (in Inputs) needsService(p Plan, target benchmarks.DrainEntry, done []Remed
 			next = append(next, e)
 		}
 	}
-	count := remedyCount(done) + " in " + windowWords(r.Window)
+	count := remedyCount(done) + " in " + windowWords(time.Duration(r.Window))
 	p.Drain.Reason = benchmarks.FormatDrain(next) + " (" + target.Reason + ", " + count + ")"
 	p.Action.Reason = p.Drain.Reason
 	m := &remedyPlan{Kind: report.RemedyNeedsService, Entry: target, Attempt: len(done),

@@ -136,7 +136,10 @@ func (j judging) ended(o outcome) (verdict, bool) {
 		same = same && lastLine(r) == lastLine(first)
 	}
 	switch {
-	case len(early) == len(failed) && len(failed) == len(o.Ranks) && (same || len(o.Ranks) == 1):
+	case len(early) == len(failed):
+		// Before its start line a rank has not met the others: a port
+		// taken, a peer unreachable, an interpreter or script that
+		// cannot start say nothing sure about the devices.
 		return unknown(ReasonModelNotStarted, "%s failed before the first step: %s", labels(failed), lastLine(first)), true
 	case same && len(failed) == len(o.Ranks) && len(o.Ranks) > 1:
 		return unknown(ReasonModelScriptError, "every rank failed alike (the script or its environment, not a device): %s", lastLine(first)), true

@@ -139,6 +139,14 @@ func TestJudge(t *testing.T) {
 			o.Ranks[0].Started, o.Ranks[0].Exit, o.Ranks[0].Stderr = false, 1, []string{"RuntimeError: connect() timed out"}
 			return o
 		}, benchmarks.StatusUnknown, ReasonModelNotStarted, "", "before the first step"},
+		{"rank 0 could not listen, alone", alone, func() outcome {
+			o := outcome{Ranks: ranks(0, 2, 0)}
+			for _, r := range o.Ranks {
+				r.Started, r.Done, r.Exit = false, false, -1
+			}
+			o.Ranks[0].Exit, o.Ranks[0].Stderr = 1, []string{"RuntimeError: The server socket has failed to bind to 0.0.0.0:36495 (errno: 98 - Address already in use)."}
+			return o
+		}, benchmarks.StatusUnknown, ReasonModelNotStarted, "", "Address already in use"},
 		{"budget out while training", alone, func() outcome {
 			o := outcome{Ranks: ranks(0, 1, 12), Steps: steps(12, []float64{5}), Expired: true}
 			o.Ranks[0].Done = false

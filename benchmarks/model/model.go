@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -86,11 +87,18 @@ func (c *check) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result 
 	p, v := c.prepare(ctx, env)
 	if v.status == "" {
 		defer p.cleanup()
-		o := p.launch(0, len(p.devices), "127.0.0.1", 0).start(p.ctx)
+		// The ranks meet on this node at a port that was free a moment
+		// ago; one taken meanwhile is tried again with another.
+		for try := 1; ; try++ {
+			o := p.launch(0, len(p.devices), "127.0.0.1", 0).start(p.ctx)
+			j := p.judging(true, "")
+			v = j.judge(o)
+			res.Values = j.values(o)
+			if try == 3 || v.reason != ReasonModelNotStarted || !strings.Contains(v.msg, "Address already in use") || p.ctx.Err() != nil {
+				break
+			}
+		}
 		p.cancel()
-		j := p.judging(true, "")
-		v = j.judge(o)
-		res.Values = j.values(o)
 	}
 	res.Status, res.Reason, res.Message, res.Device = v.status, v.reason, v.msg, v.device
 	res.Duration = time.Since(t0)
@@ -315,13 +323,39 @@ func (p *prepared) judging(alone bool, where string) judging {
 	return j
 }
 
-// freePort is a TCP port free on addr now (0 when none could be had: the
-// ranks then fail to meet, which is unknown).
+// freePort is a TCP port free on addr now, 0 when none could be had (the
+// ranks then fail to meet, which is unknown). It is drawn from below the
+// kernel's ephemeral range, so that no outgoing connection (the ranks'
+// own, anyone's) takes it between this test and rank 0's bind.
 func freePort(addr string) int {
+	lo, _ := ephemeralRange()
+	if lo > 20000 {
+		for range 64 {
+			p := 10000 + rand.IntN(lo-10000)
+			if l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p))); err == nil {
+				l.Close()
+				return p
+			}
+		}
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
 		return 0
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralRange is the kernel's range of ports for outgoing connections
+// (0, 0 when unreadable).
+func ephemeralRange() (int, int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 0, 0
+	}
+	return lo, hi
 }
