@@ -31,6 +31,9 @@ type Inputs struct {
 	DryRun bool
 	// Now is the time the decision is made at.
 	Now time.Time
+	// Components are the parts the run's checks identified (the
+	// report's), so that a remedy names its part's stable id.
+	Components []benchmarks.Component
 	// Results are the run's results, the cross-node ones included.
 	Results []benchmarks.Result
 	// BudgetExpired is set when the run ran out of its budget.

@@ -190,8 +190,10 @@ func TestDecideRepair(t *testing.T) {
 // TestDecideRepairAction: the planned remedy is in the report's action,
 // with the ladder's limits, and a NeedsService stay exits as a drain.
 func TestDecideRepairAction(t *testing.T) {
-	p := Decide(inputs(ModeHealth, idleNode(), []benchmarks.Result{res("xid", benchmarks.StatusFail, "XID79", "gpu3")}, repairing, history(1, "gpu3", time.Minute)))
-	want := report.Remedy{Kind: "reboot", Check: "xid", Reason: "XID79", Device: "gpu3", Attempt: 2, Max: 2, Window: "1h0m0s",
+	in := inputs(ModeHealth, idleNode(), []benchmarks.Result{res("xid", benchmarks.StatusFail, "XID79", "gpu3")}, repairing, history(1, "gpu3", time.Minute))
+	in.Components = []benchmarks.Component{{Kind: "gpu", Name: "gpu2", UUID: "GPU-2"}, {Kind: "gpu", Name: "gpu3", UUID: "GPU-3"}}
+	p := Decide(in)
+	want := report.Remedy{Kind: "reboot", Check: "xid", Reason: "XID79", Device: "gpu3", ID: "gpu:GPU-3", Attempt: 2, Max: 2, Window: "1h0m0s",
 		At: decideNow, Command: []string{"scontrol", "reboot", "reason=vigil: xid XID79 gpu3", "n1"}}
 	if got := p.Action.Remedy; got == nil || fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", want) {
 		t.Errorf("action's remedy %+v, want %+v", got, want)

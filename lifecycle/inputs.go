@@ -15,7 +15,7 @@ import (
 // ladder reads (repairView).
 func (r *run) inputs(ctx context.Context) Inputs {
 	s := r.s
-	in := Inputs{Mode: r.o.Mode, Node: r.rep.Node, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
+	in := Inputs{Mode: r.o.Mode, Node: r.rep.Node, Components: r.rep.Components, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
 		Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, JobFailing: r.jobFailing, Registered: registered,
 		Rules: Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
 			JobComment: r.rep.Config.Valid && s.Prolog.JobComment, Guard: s.Guard, Notify: s.Notify.Enabled(),

@@ -103,8 +103,20 @@ func (in Inputs) repair(p Plan, results []benchmarks.Result) Plan {
 	m.Note = joinNotes(passed, m.Note)
 	p.Remedy = m
 	p.Action.Remedy = m.report(r, in.Now, in.Node)
+	p.Action.Remedy.ID = componentID(in.Components, target.Device)
 	p.KeepDown = m.Kind == config.RemedyReboot && in.Slurm.Node != nil && in.Slurm.Node.RebootedDown()
 	return p
+}
+
+// componentID is the stable id of the part results call device, "" when
+// no check identified it.
+func componentID(parts []benchmarks.Component, device string) string {
+	for _, c := range parts {
+		if device != "" && (c.Name == device || c.PCI == device) {
+			return c.ID()
+		}
+	}
+	return ""
 }
 
 // firstLadder is the first failure of results that has a ladder.
