@@ -384,11 +384,18 @@ func SplitErrors(err error) []error {
 
 // Help returns the OVERRIDES lines of a manual: one per key with a flag,
 // "    --budget 30m   [prolog] budget   env VIGIL_BUDGET", a long usage
-// wrapped below.
-func (o *Overrides) Help() string {
+// wrapped below; a key only the environment sets is "    VIGIL_REPAIR=true|false   usage".
+func (o *Overrides) Help() string { return Help(o) }
+
+// Help is the OVERRIDES lines of several tables, in one set of columns.
+func Help(tables ...*Overrides) string {
+	var keys []Override
+	for _, o := range tables {
+		keys = append(keys, o.Keys...)
+	}
 	const indent, wrap = "    ", 54
 	w1, w2 := 0, 0
-	for _, k := range o.Keys {
+	for _, k := range keys {
 		if k.Flag == "" {
 			continue
 		}
@@ -398,8 +405,11 @@ func (o *Overrides) Help() string {
 		}
 	}
 	var b strings.Builder
-	for _, k := range o.Keys {
+	for _, k := range keys {
 		if k.Flag == "" {
+			if k.Env != "" { // a key only the environment sets
+				b.WriteString(strings.TrimRight(fmt.Sprintf("%s%-*s %s", indent, w1, k.Env+"="+k.Arg, k.Usage), " ") + "\n")
+			}
 			continue
 		}
 		env := ""

@@ -24,7 +24,9 @@ var ErrOverride = config.ErrOverride
 
 // OverridesHelp is the OVERRIDES part of vigil-prolog's and
 // vigil-epilog's --help, generated from the table.
-func OverridesHelp() string { return config.PrologOverrides().Help() }
+func OverridesHelp() string {
+	return config.Help(config.PrologOverrides(), config.RepairOverrides())
+}
 
 // applyOverrides sets the [prolog] keys in vals (from the environment or
 // the flags) on p, the deprecated textfile included, and marks them
