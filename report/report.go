@@ -26,7 +26,7 @@ type Report struct {
 	V int `json:"v"`
 	// Program is the binary that ran ("vigil-prolog").
 	Program string `json:"program"`
-	// Mode is "prolog", "epilog" or "health".
+	// Mode is "prolog", "epilog", "health" or "validate".
 	Mode string `json:"mode"`
 	// Node is the Slurm node name.
 	Node string `json:"node"`
