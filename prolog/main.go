@@ -59,13 +59,17 @@ DESCRIPTION
     drain and says why ("n2 stays drained: disk not run by the epilog").
     To re-test a drained node:  vigil-prolog --node n2 --checks disk
 
-    Slurm setup (slurm.conf):
+    Slurm setup (slurm.conf), as make install prints it:
         Prolog=/usr/local/bin/vigil-prolog
-        PrologFlags=Alloc
+        PrologFlags=Alloc,Contain
+        Epilog=/usr/local/bin/vigil-epilog
         HealthCheckProgram=/usr/local/bin/vigil-health
+        HealthCheckInterval=300
     (Slurm passes no arguments to these programs. vigil-health is a link to
     vigil-prolog, made by make install; started under that name it runs as
-    vigil-prolog --health.)
+    vigil-prolog --health. Alloc starts every node's prolog when the job is
+    allocated; Contain gives the extern step that the SPANK plugin's
+    watch=auto needs to start vigil-watch.)
 
 OPTIONS
     --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml).
