@@ -192,6 +192,29 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 		if named < 2 {
 			t.Errorf("(c) job on %v: the bad link %s-%s is named by %d nodes' results, want both ends", on, c.Nodes[1], c.Nodes[2], named)
 		}
+		// The ends' textfiles get vigil_net_bad_link with the other end as
+		// its peer (the nodes here share one textfile directory, so each
+		// end's report is rendered as its own textfile would be): both
+		// ends when they are members; when the path to the coordinator is
+		// the one blocked, the member cannot meet at all (unknown,
+		// NetRendezvousFailed) and the coordinator's end has it.
+		withMetric := 0
+		for _, end := range [][2]string{{c.Nodes[1], c.Nodes[2]}, {c.Nodes[2], c.Nodes[1]}} {
+			var prom strings.Builder
+			for _, r := range nodeReports(t, s) {
+				if r.Job == job && r.Mode == "prolog" && r.Node == end[0] {
+					if err := report.Prometheus(&prom, &r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if strings.Contains(prom.String(), fmt.Sprintf(`vigil_net_bad_link{mode="prolog",peer=%q,state=`, end[1])) {
+				withMetric++
+			}
+		}
+		if want := map[bool]int{true: 2, false: 1}[on[0] == c.Nodes[0]]; withMetric < want {
+			t.Errorf("(c) job on %v: %d ends' textfiles have vigil_net_bad_link for %s-%s, want %d", on, withMetric, c.Nodes[1], c.Nodes[2], want)
+		}
 		// What the user and the admins see of it: the comment, one notice
 		// from the coordinator (and none about drains).
 		link := c.Nodes[1] + "-" + c.Nodes[2]

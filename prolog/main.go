@@ -50,6 +50,17 @@ DESCRIPTION
     (see sinfo -R; further failed checks follow as "+check:Reason@device")
     and exits 1, so Slurm requeues the job. Unknown never drains. Drains,
     down and maintenance states set by anyone else are never touched.
+    Slurm holds a batch job whose prolog failed ("launch failed requeued
+    held"); once vigil has drained its own node, the prolog requeues the job
+    itself, unheld, so that it runs on healthy nodes, while the job's restart
+    count is below [prolog] max_requeues (default 3; 0 keeps Slurm's hold).
+
+    When scontrol cannot reach slurmctld ("Unable to contact slurm
+    controller", or no answer within [prolog] slurm_timeout), the run says
+    so, tries no further scontrol call, and remembers the drain it could not
+    make in the state directory (failed-drains.json). Slurm then drains the
+    node itself with "Prolog error"; the node's next run that passes every
+    check lifts that drain, and no "Prolog error" that vigil has no record of.
 
     A vigil drain is lifted only by a run in which every check its reason
     names ran and passed (on the device it names, when the run was limited
@@ -58,14 +69,27 @@ DESCRIPTION
     check may have left the config) or that got unknown from it leaves the
     drain and says why ("n2 stays drained: disk not run by the epilog").
     To re-test a drained node:  vigil-prolog --node n2 --checks disk
+    The cross-node checks (net-connect, net-bandwidth, rdma-peers, the
+    multi-node collectives) are tested only by the prolog of a job on the
+    node and its peers: once their cause is fixed, resume the node by hand;
+    the next multi-node job on it checks it again.
 
-    Slurm setup (slurm.conf):
+    The fleet guard ([guard]) also counts a failed check across the nodes of
+    the job before any of them drains (their prologs meet in the cross-node
+    phase, with PrologFlags=Alloc): a check that fails on the whole
+    allocation of one big job drains nobody for it and alerts once.
+
+    Slurm setup (slurm.conf), as make install prints it:
         Prolog=/usr/local/bin/vigil-prolog
-        PrologFlags=Alloc
+        PrologFlags=Alloc,Contain
+        Epilog=/usr/local/bin/vigil-epilog
         HealthCheckProgram=/usr/local/bin/vigil-health
+        HealthCheckInterval=300
     (Slurm passes no arguments to these programs. vigil-health is a link to
     vigil-prolog, made by make install; started under that name it runs as
-    vigil-prolog --health.)
+    vigil-prolog --health. Alloc starts every node's prolog when the job is
+    allocated; Contain gives the extern step that the SPANK plugin's
+    watch=auto needs to start vigil-watch.)
 
 OPTIONS
     --config FILE      config file (env VIGIL_CONFIG; default /etc/vigil/vigil.toml).
@@ -146,6 +170,9 @@ FILES
     /var/lib/vigil/record-paths.json               where the last valid config sent the
                                                    records (env VIGIL_STATE_DIR changes the
                                                    directory); a broken config writes there only
+    /var/lib/vigil/failed-drains.json              drains vigil could not make (slurmctld
+                                                   down, scontrol failing), whose Slurm
+                                                   "Prolog error" a passing run lifts
 
 EXAMPLES
     vigil-prolog --dry-run

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -243,5 +244,37 @@ func TestMultinodeSelftestDispatch(t *testing.T) {
 	code := run([]string{"multinode-selftest", "--config", conf, "--timeout", "20s"}, &out, &errb)
 	if code != 3 || !strings.Contains(out.String(), "verdict: unknown LibraryMissing") {
 		t.Fatalf("without libcuda: exit %d, want 3 and an unknown verdict\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// TestHelpSlurmSetupIsMakeInstalls: the slurm.conf lines of --help are
+// those make install prints (PrologFlags=Alloc,Contain: the SPANK plugin's
+// watch=auto, which make install turns on, needs the extern step), with
+// its default PREFIX.
+func TestHelpSlurmSetupIsMakeInstalls(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	_, setup, ok := strings.Cut(out.String(), "Slurm setup (slurm.conf)")
+	setup, _, _ = strings.Cut(setup, "\n    (")
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if !ok || err != nil {
+		t.Fatalf("--help has no Slurm setup, or %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(setup, "\n")[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	var printed []string
+	for _, l := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), `@echo "    `); ok && strings.Contains(v, "=") {
+			printed = append(printed, strings.ReplaceAll(strings.TrimSuffix(v, `"`), "$(BINDIR)", "/usr/local/bin"))
+		}
+	}
+	if !slices.Equal(lines, printed) {
+		t.Errorf("--help's slurm.conf lines\n  %q\nmake install prints\n  %q", lines, printed)
 	}
 }

@@ -50,8 +50,8 @@ type Options struct {
 	// Slurm is the scontrol client; nil builds one from Settings.SlurmBinDir.
 	Slurm *slurm.Client
 	// NodeAddrs maps the job's node names to addresses for the watchers'
-	// meeting, overriding name resolution (sites without DNS for node
-	// names, tests); nil resolves the names.
+	// meeting (--node-addrs, tests); nil asks Slurm for each node's
+	// NodeAddr (one scontrol show node call), as the prolog meets them.
 	NodeAddrs map[string]string
 }
 
