@@ -48,6 +48,12 @@ var everyValue = []struct{ check, name, unit, device string }{
 	{"disk", "read_latency_ms", "ms", "/scratch"},
 	{"net-connect", "rtt_us", "us", "PEER"},
 	{"command", "step_ms", "ms", ""},
+	{"model-gpt", "step_ms", "ms", ""},
+	{"model-gpt", "tokens_per_s", "tokens/s", ""},
+	{"model-gpt", "compute_ms", "ms", "gpu0"},
+	{"model-resnet", "step_ms", "ms", ""},
+	{"model-resnet", "images_per_s", "images/s", ""},
+	{"model-gpt-multinode", "step_ms", "ms", ""},
 }
 
 // writeEveryValue writes one report per node with everyValue, the values
@@ -110,6 +116,9 @@ func TestProposalLoadsInCheckConfig(t *testing.T) {
 	dir := writeEveryValue(t, 6)
 	for _, args := range [][]string{{"--model", "NVIDIA H100 80GB HBM3", dir}, {dir}} {
 		doc, _ := proposedTOML(t, args...)
+		if !strings.Contains(doc, "[checks.model-gpt.thresholds.") || !strings.Contains(doc, "step_ms") {
+			t.Errorf("vigil-baseline %v proposes no model-gpt step_ms floor:\n%s", args[:len(args)-1], doc)
+		}
 		path := filepath.Join(t.TempDir(), "vigil.toml")
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
