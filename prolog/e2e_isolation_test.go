@@ -244,9 +244,17 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 
 // TestE2ENetUnderLoad: (e) every node healthy while every CPU of the
 // machine is kept busy by other processes: ten 4-node jobs with
-// net-connect and net-bandwidth in a row, and nobody is drained.
+// net-connect and net-bandwidth in a row, and nobody is drained. On Slurm
+// 22.05 and 24.11.
 func TestE2ENetUnderLoad(t *testing.T) {
-	c, s, _ := crossSetup(t, 5, `"net-connect", "net-bandwidth"`, slurmtest.Flavour{Name: "host"})
+	if testing.Short() {
+		t.Skip("e2e: starts a Slurm cluster")
+	}
+	slurmtest.ForEachSlurm(t, testE2ENetUnderLoad)
+}
+
+func testE2ENetUnderLoad(t *testing.T, f slurmtest.Flavour) {
+	c, s, _ := crossSetup(t, 5, `"net-connect", "net-bandwidth"`, f)
 	for i := 0; i < 2*runtime.NumCPU(); i++ {
 		spin := exec.Command("sh", "-c", "while :; do :; done")
 		spin.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
