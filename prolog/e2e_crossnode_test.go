@@ -24,8 +24,9 @@ func crossSetup(t *testing.T, n int, checks string, f slurmtest.Flavour) (*slurm
 	return crossSetupWith(t, n, checks, "", f)
 }
 
-// crossSetupWith is crossSetup with more config sections (extra).
-func crossSetupWith(t *testing.T, n int, checks, extra string, f slurmtest.Flavour) (*slurmtest.Cluster, e2eSetup, int) {
+// crossSetupWith is crossSetup with more config sections (extra) and
+// more variables in the prolog's environment (env, "NAME=value").
+func crossSetupWith(t *testing.T, n int, checks, extra string, f slurmtest.Flavour, env ...string) (*slurmtest.Cluster, e2eSetup, int) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
@@ -38,7 +39,7 @@ func crossSetupWith(t *testing.T, n int, checks, extra string, f slurmtest.Flavo
 	// All nodes share this machine, and the prologs of one job finish
 	// together: one report directory per node keeps their reports (named
 	// by time, mode and job) apart.
-	wrapper := s.wrapper(t, bin, "VIGIL_REPORT_DIR="+s.reports+"/$SLURMD_NODENAME")
+	wrapper := s.wrapper(t, bin, append([]string{"VIGIL_REPORT_DIR=" + s.reports + "/$SLURMD_NODENAME"}, env...)...)
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: n, NodeAddrs: true, Prolog: wrapper, PrologFlags: "Alloc", Root: f.Root})
 	return c, s, port
 }

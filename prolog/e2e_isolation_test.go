@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
@@ -95,12 +96,13 @@ func phaseTime(t *testing.T, s e2eSetup, job string) time.Duration {
 // TestE2ENetIsolated: a 5-node cluster on per-node loopback addresses,
 // 4-node jobs with net-connect. (d) All healthy: every node passes, the
 // phase waits for nothing. (a) One node's data network dead (every TCP
-// port blocked but slurmd's): it alone is drained, NetIsolated, the job is
-// requeued and completes on the four healthy nodes. (b) The same for the
-// coordinator's node (the first of the job's nodes): the others meet a
-// fallback coordinator and only it is drained. (c) Only the path between
-// two nodes blocked: nobody is drained and the link is named. On Slurm
-// 22.05 and 24.11.
+// port blocked but slurmd's): it alone is drained, NetIsolated, the job's
+// comment and the mail to its user name it, the others' reports name it
+// as cut off and from where, and the job is requeued and completes on the
+// four healthy nodes. (b) The same for the coordinator's node (the first
+// of the job's nodes): the others meet a fallback coordinator and only it
+// is drained. (c) Only the path between two nodes blocked: nobody is
+// drained and the link is named. On Slurm 22.05 and 24.11.
 func TestE2ENetIsolated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
@@ -112,7 +114,10 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 	hooks := &hookSink{}
 	srv := httptest.NewServer(hooks)
 	defer srv.Close()
-	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nwebhook_url = %q\n", srv.URL), f)
+	// Every job asks to hear of a failed prolog by mail, as
+	// --vigil-notify=mail does through the SPANK plugin.
+	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nwebhook_url = %q\n", srv.URL), f,
+		policy.EnvSpankNotify+"="+policy.NotifyMail)
 
 	// (d) every node healthy.
 	job := c.Sbatch(t, "echo ok\n", "-N", "4")
@@ -136,31 +141,52 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 		restore := isolateNode(t, c.NodeAddrs[tc.node], c.NodePorts[tc.node])
 		faulty := c.Nodes[tc.node]
 		start := time.Now()
-		_, comment := faultRun(t, c, s, 4, faulty, "vigil: net-connect NetIsolated to:")
+		job, comment := faultRun(t, c, s, 4, faulty, "vigil: net-connect NetIsolated to:")
 		restore()
 		// What the user sees in squeue -o %k: the cut-off node, and whom it
 		// could not reach.
 		if !strings.Contains(comment, faulty+" failed net-connect (NetIsolated to:") {
 			t.Errorf("%s: job comment %q does not name the isolated node", tc.name, comment)
 		}
-		t.Logf("%s: job comment %q; mail %q", tc.name, comment, readFile(c.MailLog))
-		var took time.Duration
+		// What the user is mailed: one notice, naming the cut-off node.
+		subject := "vigil: job " + job + " requeued: " + faulty + " failed its checks"
+		var mails []string
+		for _, l := range strings.Split(readFile(c.MailLog), "\n") {
+			if strings.Contains(l, subject) {
+				mails = append(mails, l)
+			}
+		}
+		if len(mails) != 1 || !strings.Contains(mails[0], "Check:  net-connect (NetIsolated to:") || !strings.Contains(mails[0], "met without it") {
+			t.Errorf("%s: mails %q, want one with %q naming the isolated node's check", tc.name, mails, subject)
+		}
+		t.Logf("%s: job comment %q; mail %q", tc.name, comment, mails)
+		// Its own report, and the others': they met without it and say
+		// from where none of them reached it.
+		var took, others time.Duration
 		for _, r := range nodeReports(t, s) {
-			if r.Node != faulty || r.Mode != "prolog" || r.Verdict != "fail" {
+			if r.Job != job || r.Mode != "prolog" {
 				continue
 			}
 			for _, res := range r.Results {
-				if res.Check == "net-connect" && res.Reason == "NetIsolated" {
+				switch {
+				case res.Check != "net-connect":
+				case r.Node == faulty && res.Reason == "NetIsolated":
 					took = res.Duration
 					if !strings.Contains(res.Message, "met without it") {
 						t.Errorf("%s: message %q", tc.name, res.Message)
 					}
+				case r.Node != faulty && strings.Contains(res.Message, "cut off, never met: "+faulty+" (unreachable from "):
+					others = max(others, res.Duration)
 				}
 			}
 		}
-		t.Logf("%s: %s drained; its phase took %s (whole run %s)", tc.name, faulty, took.Round(time.Millisecond), time.Since(start).Round(time.Second))
+		t.Logf("%s: %s drained; its phase took %s, the others' %s at most (whole run %s)", tc.name, faulty,
+			took.Round(time.Millisecond), others.Round(time.Millisecond), time.Since(start).Round(time.Second))
 		if took == 0 {
 			t.Errorf("%s: no NetIsolated result in %s's reports", tc.name, faulty)
+		}
+		if others == 0 {
+			t.Errorf("%s: no report of the others names %s as cut off and from where", tc.name, faulty)
 		}
 		resumeNode(t, c, faulty)
 	}
@@ -241,9 +267,17 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 
 // TestE2ENetUnderLoad: (e) every node healthy while every CPU of the
 // machine is kept busy by other processes: ten 4-node jobs with
-// net-connect and net-bandwidth in a row, and nobody is drained.
+// net-connect and net-bandwidth in a row, and nobody is drained. On Slurm
+// 22.05 and 24.11.
 func TestE2ENetUnderLoad(t *testing.T) {
-	c, s, _ := crossSetup(t, 5, `"net-connect", "net-bandwidth"`, slurmtest.Flavour{Name: "host"})
+	if testing.Short() {
+		t.Skip("e2e: starts a Slurm cluster")
+	}
+	slurmtest.ForEachSlurm(t, testE2ENetUnderLoad)
+}
+
+func testE2ENetUnderLoad(t *testing.T, f slurmtest.Flavour) {
+	c, s, _ := crossSetup(t, 5, `"net-connect", "net-bandwidth"`, f)
 	for i := 0; i < 2*runtime.NumCPU(); i++ {
 		spin := exec.Command("sh", "-c", "while :; do :; done")
 		spin.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

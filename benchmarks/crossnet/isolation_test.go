@@ -106,7 +106,8 @@ func oneBadLink(a, b string) func(from, to string) bool {
 // fabric with faults, every connect real (loopback) or hanging. Each
 // node's own outcome must be: fail for an isolated node (NetIsolated, the
 // peers it could not reach as the device), whether or not it is the
-// coordinator; pass for every other node; unknown on both ends of a
+// coordinator; pass for every other node, whose message names each
+// isolated node as cut off and from where; unknown on both ends of a
 // 2-node job cut in two; nobody drained for one bad link or when every
 // node is cut off from every other (no meeting vouches for anyone).
 func TestIsolationDecisions(t *testing.T) {
@@ -174,6 +175,12 @@ func TestIsolationDecisions(t *testing.T) {
 				limit = 6 * time.Second // they wait for a word until the deadline
 			}
 			names, got, took := fabric(t, tt.n, blocked, relay, limit)
+			var cut []string // the isolated nodes, which the others name
+			for i, w := range tt.want {
+				if w == "fail NetIsolated" {
+					cut = append(cut, names[i])
+				}
+			}
 			var slowest time.Duration
 			for i, n := range names {
 				r := status(got[n], Connect)
@@ -183,6 +190,16 @@ func TestIsolationDecisions(t *testing.T) {
 				}
 				if g := strings.TrimSpace(string(r.Status) + " " + r.Reason); g != w {
 					t.Errorf("%s: %s, want %s: %s", n, g, w, r.Message)
+				}
+				// The nodes that met say whom none of them reached, and
+				// from where.
+				for _, c := range cut {
+					if w != "pass" {
+						break
+					}
+					if !strings.Contains(r.Message, "cut off, never met: ") || !strings.Contains(r.Message, c+" (unreachable from ") {
+						t.Errorf("%s: message %q does not name %s as cut off and from where", n, r.Message, c)
+					}
 				}
 				if w == "fail NetIsolated" {
 					d := benchmarks.FormatDrain([]benchmarks.DrainEntry{benchmarks.EntryOf(r)})
