@@ -78,6 +78,10 @@ mode = "pass"
 path = %q
 [watch]
 report_dir = %q
+# The job fails within a second of the transport error, but Slurm may take
+# seconds more to end it on a loaded machine: the evidence rule (a transport
+# error, a host without processes) must not call it hung before it ends.
+confirm_periods = 30
 `, filepath.Join(dir, "reports"), filepath.Join(dir, "run"), c.Client().BinDir, filepath.Join(dir, "no-such-scratch"), watchDir)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
