@@ -76,14 +76,41 @@ func (c *Cluster) watchReboots() {
 			}
 			for i, n := range c.Nodes {
 				req := filepath.Join(c.rebootDir(), n)
-				if _, err := os.Stat(req); err != nil {
+				st, err := os.Stat(req)
+				if err != nil {
 					continue
 				}
 				_ = os.Remove(req)
+				// slurmd -b reports a boot time of now less its uptime (a
+				// second or so), in whole seconds, and slurmctld takes the
+				// reboot as done only when that is after the moment it
+				// issued it (before the RebootProgram ran): a restart within
+				// a second of the call can look older, and the node then
+				// waits for ResumeTimeout. Restart no sooner than rebootLag
+				// after the call.
+				sleepUntil(st.ModTime().Add(rebootLag), c.rebootQuit)
 				c.rebootLine(n, c.restartSlurmd(i))
 			}
 		}
 	}()
+}
+
+// rebootLag is how long after its RebootProgram ran a node's slurmd is
+// restarted (watchReboots).
+const rebootLag = 2500 * time.Millisecond
+
+// sleepUntil waits until t, or until quit is closed.
+func sleepUntil(t time.Time, quit <-chan struct{}) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-quit:
+	}
 }
 
 // stopReboots ends watchReboots (before the daemons are stopped).
