@@ -21,8 +21,10 @@ export CGO_ENABLED = 1
 BIN  ?= bin
 BINS := $(BIN)/vigil-prolog $(BIN)/vigil-epilog $(BIN)/vigil-watch $(BIN)/vigil-baseline
 TEST_TIMEOUT ?= 30m
-STATICCHECK_VERSION ?= 2025.1.1
-STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+# The Go tools that make deps installs into the clone (.ci/tools: the same versions).
+TOOLS_BIN ?= $(CURDIR)/.tools/bin
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(TOOLS_BIN)/staticcheck
 
 .PHONY: all build deps run test test-short race lint bench fuzz install deb rpm clean
 
@@ -36,9 +38,8 @@ build: ## build bin/vigil-prolog, bin/vigil-epilog, bin/vigil-watch, bin/vigil-b
 	@if [ -f $(SLURM_INCLUDE)/slurm/spank.h ]; then $(MAKE) --no-print-directory -C slurm/spank OUT=$(abspath $(BIN))/vigil_spank.so SLURM_INCLUDE=$(SLURM_INCLUDE); \
 	else echo "skipping the SPANK plugin: $(SLURM_INCLUDE)/slurm/spank.h not found (apt-get install libslurm-dev)"; fi
 
-deps: ## install the Debian packages that vigil's tests and build need (root)
+deps: ## install what vigil's build and tests need (root): Debian packages, the Slurm 24.11 root, staticcheck and nfpm in .tools/bin; parts in parallel, each timed
 	bash .ci/deps
-	bash .ci/slurm-root
 
 .PHONY: slurm-root
 slurm-root: ## build the Debian 13 root with Slurm 24.11 that the e2e tests also run against (root; docs/testing.md)
@@ -60,7 +61,7 @@ lint: ## gofmt, go vet and staticcheck (make deps installs it)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@test -x "$(STATICCHECK)" || { echo "$(STATICCHECK) not found: run make deps (go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))"; exit 1; }
+	@test -x "$(STATICCHECK)" || { echo "$(STATICCHECK) not found: run make deps (or bash .ci/tools: staticcheck $(STATICCHECK_VERSION) into .tools/bin)"; exit 1; }
 	$(STATICCHECK) ./...
 
 bench: ## print vigil's performance figures
@@ -93,7 +94,7 @@ install: build ## install the binaries, the SPANK plugin and its plugstack.conf 
 
 # Packages (docs/operations.md#packages): nfpm, pinned, from the Go module proxy (make deps).
 NFPM_VERSION   ?= v2.45.2
-NFPM           ?= $(shell $(GO) env GOPATH)/bin/nfpm
+NFPM           ?= $(TOOLS_BIN)/nfpm
 DIST           ?= dist
 PKG_VERSION    ?= $(shell bash packaging/version)
 PKG_MAINTAINER ?= vigil maintainers <maintainers@vigil-hpc.invalid>

@@ -73,3 +73,10 @@ func Describe(c Check) Descriptor {
 	d.Reasons = reasons
 	return d
 }
+
+// ConfigNoter is implemented by a check's settings that have more to say
+// under vigil-prolog --check-config than their values: what a run would
+// use on this node (the model checks: which Python interpreter).
+type ConfigNoter interface {
+	ConfigNote() string
+}

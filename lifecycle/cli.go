@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/sirupsen/logrus"
+	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 )
 
@@ -78,11 +80,27 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 			return ExitConfig
 		}
 	}
+	writeConfigNotes(w, s.Checks)
 	silent := silentChecks()
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
 	}
 	return ExitOK
+}
+
+// writeConfigNotes prints what each check's settings say of this node
+// beyond their values (benchmarks.ConfigNoter), one comment line each.
+func writeConfigNotes(w io.Writer, checks map[string]any) {
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if c, ok := checks[n].(benchmarks.ConfigNoter); ok {
+			fmt.Fprintf(w, "# [checks.%s] %s\n", n, c.ConfigNote())
+		}
+	}
 }
 
 // SetupLog configures the standard logrus logger: level ("info", "debug"

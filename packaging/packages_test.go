@@ -356,22 +356,29 @@ func testRPM(t *testing.T, rpm string) {
 	golden(t, "vigil.rpm.golden", b.String())
 }
 
-// TestNFPMPinnedOnce: .ci/deps installs the nfpm version the Makefile names.
-func TestNFPMPinnedOnce(t *testing.T) {
+// TestToolsPinnedOnce: .ci/tools installs the nfpm and staticcheck
+// versions the Makefile names, each a semver tag the Go module proxy serves.
+func TestToolsPinnedOnce(t *testing.T) {
 	mk, err := os.ReadFile(filepath.Join(root(t), "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^NFPM_VERSION\s*\?=\s*(\S+)$`).FindSubmatch(mk)
-	if m == nil {
-		t.Fatal("Makefile: no NFPM_VERSION ?= line")
-	}
-	deps, err := os.ReadFile(filepath.Join(root(t), ".ci", "deps"))
+	tools, err := os.ReadFile(filepath.Join(root(t), ".ci", "tools"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "nfpm_version=" + string(m[1]) + "\n"; !bytes.Contains(deps, []byte(want)) {
-		t.Errorf(".ci/deps has no %q: it must install the Makefile's NFPM_VERSION", strings.TrimSpace(want))
+	for _, v := range []struct{ makeVar, script string }{{"NFPM_VERSION", "nfpm_version"}, {"STATICCHECK_VERSION", "staticcheck_version"}} {
+		m := regexp.MustCompile(`(?m)^` + v.makeVar + `\s*\?=\s*(\S+)$`).FindSubmatch(mk)
+		if m == nil {
+			t.Errorf("Makefile: no %s ?= line", v.makeVar)
+			continue
+		}
+		if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).Match(m[1]) {
+			t.Errorf("Makefile: %s = %s is not a module version (vX.Y.Z) the proxy serves", v.makeVar, m[1])
+		}
+		if want := v.script + "=" + string(m[1]) + "\n"; !bytes.Contains(tools, []byte(want)) {
+			t.Errorf(".ci/tools has no %q: it must install the Makefile's %s", strings.TrimSpace(want), v.makeVar)
+		}
 	}
 }
 

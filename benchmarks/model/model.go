@@ -101,8 +101,16 @@ func (c *check) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result 
 		p.cancel()
 	}
 	res.Status, res.Reason, res.Message, res.Device = v.status, v.reason, v.msg, v.device
+	if p != nil {
+		res.Message += p.usedNote()
+	}
 	res.Duration = time.Since(t0)
 	return res
+}
+
+// usedNote names the interpreter and PyTorch a run used, for its message.
+func (p *prepared) usedNote() string {
+	return fmt.Sprintf(" (python %s, PyTorch %s)", p.python, p.torch)
 }
 
 // prepared is a run made ready: settings, interpreter, script, devices.
@@ -141,10 +149,10 @@ func (c *check) prepare(ctx context.Context, env *benchmarks.Env) (*prepared, ve
 	kind, count := nodeDevices()
 	p.kind = kind
 	p.devices = deviceList(kind, count, env, p.s.Ranks)
-	path, err := exec.LookPath(p.s.Python)
+	path, searched, err := findPython(p.s.Python)
 	if err != nil {
-		return nil, unknown(ReasonModelNoPyTorch, "no Python interpreter %q (PATH %s): set [checks.%s] python to the interpreter with PyTorch",
-			p.s.Python, os.Getenv("PATH"), c.spec.Name)
+		return nil, unknown(ReasonModelNoPyTorch, "%v (searched: %s): set [checks.%s] python to the interpreter with PyTorch",
+			err, strings.Join(searched, ", "), c.spec.Name)
 	}
 	p.python = path
 	if v := p.probe(ctx); v.status != "" {

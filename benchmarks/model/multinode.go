@@ -79,6 +79,9 @@ func (m multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []by
 		res.Values = j.values(o)
 	}
 	res.Status, res.Reason, res.Message, res.Device = v.status, v.reason, v.msg, v.device
+	if p != nil {
+		res.Message += p.usedNote()
+	}
 	res.Duration = time.Since(t0)
 	return res
 }

@@ -13,8 +13,9 @@ import (
 // [checks.model-resnet], [checks.model-gpt-multinode]).
 type Settings struct {
 	// Python is the interpreter with PyTorch: a path, or a name looked up
-	// in PATH ("python3"); sites with PyTorch in a venv or a module name
-	// the venv's ("/opt/torch/bin/python").
+	// in PATH, then in /usr/bin and /usr/local/bin ("python3": slurmd runs
+	// the Prolog without PATH); sites with PyTorch in a venv or a module
+	// name the venv's ("/opt/torch/bin/python").
 	Python string `toml:"python"`
 	// Script is the site's own training script; empty runs the script
 	// vigil ships (written to a private temporary directory). It must
