@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -249,20 +248,45 @@ type alternative struct {
 	prio       int
 }
 
-var altInstall = regexp.MustCompile(`update-alternatives(?:\s|\\\n)+(?:--quiet(?:\s|\\\n)+)?--install(?:\s|\\\n)+(/\S+)(?:\s|\\\n)+\S+(?:\s|\\\n)+(/\S+)(?:\s|\\\n)+(\d+)`)
-
-// postinstAlternatives reads the master links a package's postinst would
-// install with update-alternatives (literal paths only).
+// postinstAlternatives reads the links a package's postinst would install
+// with update-alternatives (literal paths only): each --install's master
+// link and its --slave links, at the master's priority.
 func postinstAlternatives(deb string) []alternative {
 	out, err := exec.Command("dpkg-deb", "-I", deb, "postinst").Output()
 	if err != nil {
 		return nil
 	}
+	return alternativesIn(string(out))
+}
+
+// alternativesIn parses the update-alternatives --install calls of a
+// maintainer script.
+func alternativesIn(script string) []alternative {
 	var alts []alternative
-	for _, m := range altInstall.FindAllStringSubmatch(string(out), -1) {
-		var prio int
-		fmt.Sscan(m[3], &prio)
-		alts = append(alts, alternative{link: m[1], path: m[2], prio: prio})
+	for _, line := range strings.Split(strings.ReplaceAll(script, "\\\n", " "), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasSuffix(f[0], "update-alternatives") {
+			continue
+		}
+		prio := 0
+		for i := 1; i < len(f); i++ {
+			switch {
+			case f[i] == "--install" && i+4 < len(f):
+				fmt.Sscan(f[i+4], &prio)
+				alts = appendAlt(alts, f[i+1], f[i+3], prio)
+				i += 4
+			case f[i] == "--slave" && i+3 < len(f):
+				alts = appendAlt(alts, f[i+1], f[i+3], prio)
+				i += 3
+			}
+		}
+	}
+	return alts
+}
+
+func appendAlt(alts []alternative, link, path string, prio int) []alternative {
+	if strings.HasPrefix(link, "/") && strings.HasPrefix(path, "/") {
+		alts = append(alts, alternative{link: link, path: path, prio: prio})
 	}
 	return alts
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -117,9 +118,18 @@ func TestReleaseHash(t *testing.T) {
 }
 
 func TestAlternativesFromPostinst(t *testing.T) {
-	post := "update-alternatives --install /usr/lib/x86_64-linux-gnu/libblas.so.3 \\\n                    libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 10\n"
-	m := altInstall.FindStringSubmatch(post)
-	if m == nil || m[1] != "/usr/lib/x86_64-linux-gnu/libblas.so.3" || m[2] != "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3" || m[3] != "10" {
-		t.Errorf("libblas3's postinst read as %q", m)
+	post := "#!/bin/sh\nset -e\nupdate-alternatives --install /usr/lib/x86_64-linux-gnu/libblas.so.3 \\\n" +
+		"                    libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 10\n" +
+		"      update-alternatives --install /usr/sbin/slurmd slurmd /usr/sbin/slurmd-wlm 50 \\\n" +
+		"\t--slave /usr/sbin/slurmstepd slurmstepd /usr/sbin/slurmstepd-wlm\n" +
+		"update-alternatives --install \"$LINK\" x \"$DIR/y\" 5\n"
+	got := alternativesIn(post)
+	want := []alternative{
+		{"/usr/lib/x86_64-linux-gnu/libblas.so.3", "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", 10},
+		{"/usr/sbin/slurmd", "/usr/sbin/slurmd-wlm", 50},
+		{"/usr/sbin/slurmstepd", "/usr/sbin/slurmstepd-wlm", 50},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("alternativesIn = %v\nwant %v", got, want)
 	}
 }
