@@ -25,10 +25,6 @@ const (
 	ReasonSysfsUnreadable = device.ReasonSysfsUnreadable
 )
 
-// gpuCountSettings are the settings of [checks.gpu-count]: those of every
-// device-count check.
-type gpuCountSettings = device.CountSettings
-
 // gpuCount compares the GPUs NVML sees with the expected count and with the
 // NVIDIA GPUs on the PCI bus.
 type gpuCount struct{ nvmlCheck }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/internal/pci"
 )
@@ -380,7 +381,7 @@ func BenchmarkHealthFacts(b *testing.B) {
 	lib := node.library()
 	root := b.TempDir()
 	env := &benchmarks.Env{Settings: func(v any) error {
-		if s, ok := v.(*gpuCountSettings); ok {
+		if s, ok := v.(*device.CountSettings); ok {
 			s.Sysfs = root
 		}
 		return nil
