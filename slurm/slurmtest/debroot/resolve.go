@@ -161,29 +161,28 @@ func (idx *index) closure(want []string) ([]*pkg, error) {
 	return out, nil
 }
 
-// pick chooses one real package for a list of alternatives.
+// pick chooses one real package for a list of alternatives, in their
+// order as apt does: the first that is a real package, or a virtual one
+// whose provider is chosen already (else its first provider by name).
+// Versions are not compared: one suite's packages fit each other, and an
+// alternative further on is often there for other releases
+// ("python3-sympy | python3-supported-max (<< 3.9)").
 func (idx *index) pick(alts []string, chosen map[string]bool) (string, error) {
-	for _, a := range alts {
-		if chosen[a] {
-			return a, nil
-		}
-		for _, p := range idx.providers[a] {
-			if chosen[p] {
-				return p, nil
-			}
-		}
-	}
 	for _, a := range alts {
 		if _, ok := idx.byName[a]; ok {
 			return a, nil
 		}
-	}
-	for _, a := range alts {
-		if ps := idx.providers[a]; len(ps) > 0 {
-			s := append([]string(nil), ps...)
-			sort.Strings(s)
-			return s[0], nil
+		ps := append([]string(nil), idx.providers[a]...)
+		if len(ps) == 0 {
+			continue
 		}
+		sort.Strings(ps)
+		for _, p := range ps {
+			if chosen[p] {
+				return p, nil
+			}
+		}
+		return ps[0], nil
 	}
 	return "", fmt.Errorf("no package gives %s", strings.Join(alts, " | "))
 }

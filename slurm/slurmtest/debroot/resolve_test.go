@@ -19,8 +19,20 @@ SHA256: aa
 Package: slurm-wlm-basic-plugins
 Version: 24.11.5-4
 Architecture: amd64
-Depends: libc6, libblas.so.3
+Depends: libc6, libblas.so.3, python3-sympy | python3-supported-max (<< 3.9)
 Filename: pool/main/s/slurm-wlm/slurm-wlm-basic-plugins_24.11.5-4_amd64.deb
+
+Package: python3-sympy
+Version: 1.13.3-4
+Architecture: all
+Filename: pool/main/s/sympy/python3-sympy_1.13.3-4_all.deb
+
+Package: python3
+Version: 3.13.5-1
+Architecture: amd64
+Provides: python3-supported-max (= 3.13)
+Essential: yes
+Filename: pool/main/p/python3-defaults/python3_3.13.5-1_amd64.deb
 
 Package: libc6
 Version: 2.41-12
@@ -81,8 +93,10 @@ func TestClosure(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	// lsb-base is in no suite: the second alternative; libblas.so.3 is
-	// virtual: its first provider by name; coreutils is Essential.
-	want := "coreutils debconf init-system-helpers libblas3 libc6 slurm-wlm-basic-plugins slurmd sysvinit-utils ucf"
+	// virtual: its first provider by name; python3-sympy comes first of its
+	// alternatives though python3 (chosen, Essential here) provides the
+	// other; coreutils is Essential.
+	want := "coreutils debconf init-system-helpers libblas3 libc6 python3 python3-sympy slurm-wlm-basic-plugins slurmd sysvinit-utils ucf"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("closure(slurmd) = %s\nwant %s", got, want)
 	}
