@@ -80,3 +80,10 @@ func Describe(c Check) Descriptor {
 type ConfigNoter interface {
 	ConfigNote() string
 }
+
+// ConfigWarner is implemented by a check's settings that can be valid and
+// still put the node at a user's mercy (a port any user can bind first):
+// vigil-prolog --check-config prints each warning on a line of its own.
+type ConfigWarner interface {
+	ConfigWarnings() []string
+}

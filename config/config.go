@@ -37,6 +37,16 @@ type File struct {
 	top     map[string]toml.Primitive
 	lines   map[string]int // dotted key -> line of its definition
 	claimed map[string]bool
+	// perm is the file's mode and owner as Load found them; known is
+	// false for a document parsed from a reader.
+	perm fileAccess
+}
+
+// fileAccess is who may read a loaded file.
+type fileAccess struct {
+	known bool
+	mode  os.FileMode
+	uid   int
 }
 
 // Empty returns a File with no keys, named name: what a node without a
@@ -80,7 +90,19 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer fh.Close()
-	return Parse(fh, path)
+	f, err := Parse(fh, path)
+	if err != nil {
+		return nil, err
+	}
+	f.perm = access(fh)
+	return f, nil
+}
+
+// OthersMayRead reports whether users other than the file's owner may
+// read the file Load read (a group or other read bit), with its mode;
+// false for a document parsed from a reader.
+func (f *File) OthersMayRead() (bool, os.FileMode) {
+	return f.perm.known && f.perm.mode.Perm()&0o044 != 0, f.perm.mode.Perm()
 }
 
 // Source returns the document f was parsed from, as read: Parse of it

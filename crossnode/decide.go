@@ -216,6 +216,11 @@ type Verdict struct {
 	Absent []string
 	// Unmeasured are nodes present but with no measured link.
 	Unmeasured []string
+	// Busy are the present nodes whose measurement endpoint turned a peer
+	// away on every try of a direction (full of connections that were not
+	// the job's), in node order. They are in Unknown unless other evidence
+	// makes them culprits.
+	Busy []string
 	// Unknown are the present nodes that cannot be told yet or at all: an
 	// end of a link in LinkRetest or LinkUndecided, an unmeasured node, or
 	// a node with no working link that is not a culprit. In node order.
@@ -308,7 +313,8 @@ func Decide(in Input) (Verdict, error) {
 		absent[i] = true
 	}
 	r1, r2, ignored := newRounds(idx, absent, in.Measurements)
-	j := judge{names: in.Nodes, idx: idx, opt: opt, absent: absent, r1: r1, r2: r2, second: len(r2.order) > 0}
+	j := judge{names: in.Nodes, idx: idx, opt: opt, absent: absent, r1: r1, r2: r2, second: len(r2.order) > 0,
+		busy: busyNodes(idx, in.Measurements)}
 	v := Verdict{Ignored: ignored}
 	j.connectivity(&v)
 	j.performance(&v)
@@ -324,7 +330,8 @@ type judge struct {
 	opt    Options
 	absent []bool
 	r1, r2 round
-	second bool // round two's measurements are in
+	second bool   // round two's measurements are in
+	busy   []bool // endpoints that turned a peer away (busyNodes)
 }
 
 // listNodes fills the absent, unmeasured and unknown nodes of v.
@@ -356,6 +363,10 @@ func (j *judge) listNodes(v *Verdict) {
 			v.Unmeasured = append(v.Unmeasured, name)
 			unknown[i] = true
 		case !hasGood(j.r1.adj[i]) && !hasGood(j.r2.adj[i]):
+			unknown[i] = true
+		}
+		if j.busy[i] {
+			v.Busy = append(v.Busy, name)
 			unknown[i] = true
 		}
 		if unknown[i] && !culprit[i] {

@@ -21,6 +21,11 @@ const (
 	// Failed: any other failure of the link (no route, a transfer that
 	// broke off).
 	Failed
+	// Busy: the peer's endpoint answered that it was full of other
+	// connections (anyone's process can connect to it). Not a measurement
+	// of the link: the direction counts as unmeasured, and the peer ends
+	// unknown (Verdict.Busy), never blamed for it.
+	Busy
 )
 
 // String returns "ok", "timeout", "refused" or "failed".
@@ -32,6 +37,8 @@ func (s Status) String() string {
 		return "timeout"
 	case Refused:
 		return "refused"
+	case Busy:
+		return "busy"
 	}
 	return "failed"
 }
@@ -130,7 +137,8 @@ type round struct {
 }
 
 // newRounds folds the measurements among the indexed nodes into round one
-// and round two. Measurements naming a node outside idx, made by a node in
+// and round two. Busy measurements are not folded in: busyNodes says which
+// ends of them were busy. Measurements naming a node outside idx, made by a node in
 // skip (absent: it sent none), towards an absent node in round two (it
 // takes no part in the re-tests), or with the same node at both ends are
 // left out and counted in ignored. A present node's probe of an absent
@@ -143,6 +151,9 @@ func newRounds(idx map[string]int, skip []bool, ms []Measurement) (r1, r2 round,
 		t, okt := idx[m.To]
 		if !okf || !okt || f == t || skip[f] || (skip[t] && m.round() == RoundRetest) {
 			ignored++
+			continue
+		}
+		if m.Status == Busy {
 			continue
 		}
 		rd := &r1
@@ -183,4 +194,26 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return stats.MedianInPlace(xs)
+}
+
+// busyNodes returns, per node, whether a peer found its endpoint busy on
+// every try of a direction in a round: that direction was never measured.
+func busyNodes(idx map[string]int, ms []Measurement) []bool {
+	type dir struct {
+		from, to string
+		round    int
+	}
+	measured := map[dir]bool{}
+	for _, m := range ms {
+		if m.Status != Busy {
+			measured[dir{m.From, m.To, m.round()}] = true
+		}
+	}
+	busy := make([]bool, len(idx))
+	for _, m := range ms {
+		if t, ok := idx[m.To]; ok && m.Status == Busy && !measured[dir{m.From, m.To, m.round()}] {
+			busy[t] = true
+		}
+	}
+	return busy
 }

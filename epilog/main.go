@@ -1,7 +1,7 @@
 // Command vigil-epilog runs after each job on every node of the job (Slurm
-// Epilog): it kills processes the job left on its accelerators, re-runs the
-// fast health facts (the prolog's full suite on a node that vigil-watch
-// named as a culprit of the job's hang), drains the node with a "vigil:"
+// Epilog): it kills the job's processes left on its accelerators, re-runs
+// the fast health facts (noting, and running nothing more for, a
+// vigil-watch hang report that names the node), drains the node with a "vigil:"
 // reason when one fails (or resumes a node vigil drained once it passes),
 // and removes vigil's per-job files.
 package main
@@ -29,18 +29,22 @@ SYNOPSIS
 
 DESCRIPTION
     Runs as Slurm's Epilog, as root, once per node after each job:
-      1. kills processes still holding the job's accelerators (open file
-         descriptors on /dev/nvidiaN or /dev/davinciN for the GPUs in
-         SLURM_JOB_GPUS): SIGTERM, then SIGKILL after [epilog] kill_grace;
+      1. kills the job's processes still holding its accelerators (open
+         file descriptors on /dev/nvidiaN or /dev/davinciN for the GPUs in
+         SLURM_JOB_GPUS): SIGTERM, then SIGKILL after [epilog] kill_grace.
+         A holder is the job's when it is in the job's cgroup, or runs
+         wholly as the job's user (not root) in no other job's cgroup;
+         other jobs sharing the GPU and root's device daemons are left;
       2. re-runs the health facts. On a node that vigil-watch named as a
          culprit of this job's hang (a "hung" report vigil-hang-JOB-*.json
          in the [watch] report_dir, by default the job's working directory
          SLURM_JOB_WORK_DIR, that lists this node among its culprits, or is
-         about this node when it lists none) it runs the prolog's suite
-         instead, performance probes included, within [prolog] budget, and
-         notes "recheck: named as culprit by vigil-watch in FILE" in its
-         report. A missing directory or an unreadable report is logged and
-         changes nothing;
+         about this node when it lists none) it notes "recheck: named as
+         culprit by vigil-watch in FILE" in its report and runs nothing
+         more: vigil-watch runs as the job's user, so its reports are the
+         user's files and may be forged; the next prolog's suite measures
+         performance. A missing directory or an unreadable report is logged
+         and changes nothing;
       3. on a fail, drains the node with "vigil: <check> <Reason> [<device>]";
          on a pass, resumes the node if vigil drained it; drains set by
          anyone else are never touched;

@@ -3,6 +3,13 @@
 // epilog reads to find the culprits it must re-check. It is a leaf package,
 // so the prolog and epilog read hang reports without linking the watcher's
 // sampling, detection and action code.
+//
+// vigil-watch runs as the job's user, so a hang report is always the
+// user's file: any place the watcher can write, the user can write too. A
+// reader running as root treats a report as the user's claim: ReadReport
+// opens only regular files, never through a link, bounded in size, and the
+// epilog records a report that names its node without running anything
+// more for it.
 package hangreport
 
 import (
@@ -82,6 +89,9 @@ type Digest struct {
 	DetectedBy   string    `json:"detected_by,omitempty"`
 	Detection    string    `json:"detection,omitempty"`
 	LastProgress time.Time `json:"last_progress,omitzero"`
+	// Revises, when not zero, marks the hang episode's one update: later
+	// evidence changed the cause or the culprits of the digest of that time.
+	Revises time.Time `json:"revises,omitzero"`
 }
 
 // DigestCulprit is a host a digest blames, with the evidence against it.

@@ -222,7 +222,7 @@ func (a *admins) send(ctx context.Context, kind string, checks []string, text st
 		m := notify.Mail{Prog: a.mailProg(nctx), Timeout: d}
 		subject := firstLine(text, 120)
 		for _, to := range n.Mail {
-			record("mail:"+to, m.Send(nctx, to, subject, []byte(text+"\n")))
+			record("mail:"+to, m.Send(nctx, to, subject, []byte(notify.OneLine(text)+"\n")))
 		}
 	}
 }

@@ -73,7 +73,7 @@ func TestNotifyFailureChangesNothing(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, others: idleOthers(20)}
-	out := runFleet(t, f, `"t-fail"`, fmt.Sprintf("[notify]\nwebhook_url = %q\nwebhook_attempts = 1\nmail = [\"ops\"]\n", srv.URL), false)
+	out := runFleet(t, f, `"t-fail"`, fmt.Sprintf("[notify]\nsecrets_file = %q\nwebhook_attempts = 1\nmail = [\"ops\"]\n", secretsFile(t, srv.URL)), false)
 	r := out.Report
 	if out.ExitCode != ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
 		t.Fatalf("exit %d, action %+v: want a done drain, exit 1", out.ExitCode, r.Action)
@@ -90,7 +90,7 @@ func TestNotifyDryRun(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
 	defer srv.Close()
 	f := &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}}
-	out := runFleet(t, f, `"t-fail"`, fmt.Sprintf("[notify]\nwebhook_url = %q\n", srv.URL), true)
+	out := runFleet(t, f, `"t-fail"`, fmt.Sprintf("[notify]\nsecrets_file = %q\n", secretsFile(t, srv.URL)), true)
 	if posts.Load() != 0 || len(out.Report.Notices) != 0 || len(f.calls) != 0 {
 		t.Errorf("dry run: %d posts, notices %+v, calls %v", posts.Load(), out.Report.Notices, f.calls)
 	}

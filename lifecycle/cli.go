@@ -81,6 +81,7 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 		}
 	}
 	writeConfigNotes(w, s.Checks)
+	writeConfigWarnings(w, s.Checks)
 	silent := silentChecks()
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
@@ -99,6 +100,24 @@ func writeConfigNotes(w io.Writer, checks map[string]any) {
 	for _, n := range names {
 		if c, ok := checks[n].(benchmarks.ConfigNoter); ok {
 			fmt.Fprintf(w, "# [checks.%s] %s\n", n, c.ConfigNote())
+		}
+	}
+}
+
+// writeConfigWarnings prints what each check's settings allow that a user
+// could turn against the node (benchmarks.ConfigWarner), one comment line
+// each, starting "# WARNING".
+func writeConfigWarnings(w io.Writer, checks map[string]any) {
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if c, ok := checks[n].(benchmarks.ConfigWarner); ok {
+			for _, warning := range c.ConfigWarnings() {
+				fmt.Fprintf(w, "# WARNING [checks.%s] %s\n", n, warning)
+			}
 		}
 	}
 }

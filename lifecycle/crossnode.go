@@ -26,7 +26,7 @@ import (
 // adminCommenter reads and sets a job's AdminComment: the relay of the
 // cross-node phase (crossnet.Relay).
 type adminCommenter interface {
-	Job(ctx context.Context, id string) (slurm.JobInfo, error)
+	JobAdminComment(ctx context.Context, id string) (string, error)
 	SetJobAdminComment(ctx context.Context, id, text string) error
 }
 
@@ -43,11 +43,7 @@ type jobRelay struct {
 func (j jobRelay) Read(ctx context.Context) (string, error) {
 	cctx, cancel := j.bound(ctx)
 	defer cancel()
-	info, err := j.c.Job(cctx, j.job)
-	if err != nil {
-		return "", err
-	}
-	return info.AdminComment(), nil
+	return j.c.JobAdminComment(cctx, j.job)
 }
 
 // Publish merges word into the AdminComment: two meetings of one job

@@ -85,13 +85,19 @@ var culpritLookupTimeout = 10 * time.Second
 // culpritReports is the search the epilog runs; a variable for tests.
 var culpritReports = CulpritReports
 
-// culpritRecheck looks for hang reports of job that name node as a
+// culpritClaims looks for hang reports of job that name node as a
 // culprit, where vigil-watch writes them by ws, within a tenth of what is
-// left before deadline (at most culpritLookupTimeout). It returns true when
-// there is one: the epilog then runs the full suite. Every report found is
-// recorded in the notes; a missing directory or an unreadable report is
-// logged and noted and never counts.
-func culpritRecheck(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes) bool {
+// left before deadline (at most culpritLookupTimeout), and records each in
+// the notes. It returns true when there is one.
+//
+// A hang report is the job's user's word: vigil-watch runs as the job's
+// user, so every place it can write (the working directory, [watch]
+// report_dir) the user can write too, and a report can be forged. The
+// epilog therefore never runs more because of one: it runs the health
+// facts as after every job, within the same budget, and the note says so;
+// the performance probes wait for the next prolog's suite. A missing
+// directory or an unreadable report is logged and noted.
+func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes) bool {
 	if job == nil || job.ID == "" {
 		return false
 	}
@@ -142,9 +148,10 @@ func culpritRecheck(job *slurm.Job, node string, ws watchcfg.Settings, lookup fu
 		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
 	}
 	for _, rep := range res.found {
-		n.add("recheck: named as culprit by vigil-watch in %s%s", rep.Path, digestOf(rep, node))
+		n.add("recheck: named as culprit by vigil-watch in %s%s; a hang report is written by the job's own processes, "+
+			"so it runs nothing more: the health facts decide, as after every job, and the next prolog measures performance", rep.Path, digestOf(rep, node))
 		log.WithFields(logrus.Fields{"report": rep.Path, "host": rep.Host, "reason": rep.Reason}).
-			Warn("recheck: vigil-watch named this node as a culprit; running the full suite")
+			Warn("recheck: vigil-watch named this node as a culprit; the job's user's report runs nothing more than the health facts")
 	}
 	return len(res.found) > 0
 }

@@ -15,9 +15,16 @@ import (
 // registered checks, and the test-only fault injection that users may
 // choose only where [policy] checks names it. The policy package takes it
 // as a parameter, so that vigil-watch, which links the policy, does not
-// link the checks.
+// link the checks. The checks a job may choose by default are those the
+// admin's [prolog] runs (Registry.WithProlog).
 func PolicyRegistry() policy.Registry {
-	return policy.Registry{Names: benchmarks.Names(), TestOnly: []string{benchmarks.FaultCheckName}}
+	var defaults []string
+	for _, c := range benchmarks.Infos() {
+		if c.Default {
+			defaults = append(defaults, c.Name)
+		}
+	}
+	return policy.Registry{Names: benchmarks.Names(), TestOnly: []string{benchmarks.FaultCheckName}, Defaults: defaults}
 }
 
 // jobChoices are what the job's own choices set beyond [prolog].
@@ -38,7 +45,7 @@ type jobChoices struct {
 // warning; the budget never grows. The report gets the checks dropped and,
 // when the job skipped the checks, why none ran.
 func applyJobChoices(s *Settings, lookup func(string) (string, bool), rep *report.Report, log logrus.FieldLogger, n notes) jobChoices {
-	pp := s.Policy.ForProlog(lookup, PolicyRegistry(), s.Prolog.Budget)
+	pp := s.Policy.ForProlog(lookup, PolicyRegistry().WithProlog(s.Prolog.Checks, s.Prolog.Skip), s.Prolog.Budget)
 	for _, w := range pp.Warnings {
 		n.add("policy: %s", w)
 		log.Warn("policy: " + w)

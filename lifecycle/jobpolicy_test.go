@@ -1,10 +1,16 @@
 package lifecycle
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -35,11 +41,15 @@ func TestJobChoices(t *testing.T) {
 			spank: env{"SPANK_VIGIL_CHECKS": "t-fail,t-pass"}, node: idle, ran: []string{"t-pass"},
 			note:    "policy: ignoring checks the job asked for that are unknown or not allowed: t-fail",
 			dropped: []report.Dropped{{Check: "t-fail", Reason: "not one users may choose ([policy] checks)"}}},
-		{name: "a check the admin skips is dropped", config: "checks = [\"t-pass\", \"t-unknown\"]\nskip = [\"t-unknown\"]",
+		{name: "a check the admin skips is dropped", config: "checks = [\"t-pass\", \"t-unknown\"]\nskip = [\"t-unknown\"]\n[policy]\nchecks = [\"t-pass\", \"t-unknown\"]",
 			spank: env{"SPANK_VIGIL_CHECKS": "t-unknown,t-pass"}, node: idle, ran: []string{"t-pass"},
 			note:    "checks chosen by the job (--vigil-checks): t-pass",
 			dropped: []report.Dropped{{Check: "t-unknown", Reason: "removed by [prolog] skip"}}},
-		{name: "every chosen check skipped by the admin: the configured checks run", config: "checks = [\"t-pass\", \"t-fail\"]\nskip = [\"t-fail\"]",
+		{name: "a check the prolog skips is not the job's choice", config: "checks = [\"t-pass\", \"t-fail\"]\nskip = [\"t-fail\"]",
+			spank: env{"SPANK_VIGIL_CHECKS": "t-fail"}, node: idle, ran: []string{"t-pass"},
+			note:    "policy: none of the checks the job asked for may run: running the configured checks",
+			dropped: []report.Dropped{{Check: "t-fail", Reason: "not one the prolog runs ([prolog] checks; others need [policy] checks)"}}},
+		{name: "every chosen check skipped by the admin: the configured checks run", config: "checks = [\"t-pass\", \"t-fail\"]\nskip = [\"t-fail\"]\n[policy]\nchecks = [\"t-fail\"]",
 			spank: env{"SPANK_VIGIL_CHECKS": "t-fail"}, node: idle, ran: []string{"t-pass"},
 			note:    "none of the checks the job asked for may run here: running the configured checks",
 			dropped: []report.Dropped{{Check: "t-fail", Reason: "removed by [prolog] skip"}}},
@@ -108,5 +118,53 @@ func TestJobChoices(t *testing.T) {
 				t.Errorf("exit %d action %+v, want %d and no drain (stays %v)", out.ExitCode, out.Report.Action, wantCode, tc.stays)
 			}
 		})
+	}
+}
+
+// TestShippedPolicyRefusesWhatThePrologDoesNotRun: vigil-prolog
+// policy-check over the real check registry and the shipped [policy]
+// refuses a check the admin's [prolog] does not run (the model training,
+// the admin's command, the fault injection) and allows one it runs.
+func TestShippedPolicyRefusesWhatThePrologDoesNotRun(t *testing.T) {
+	reg := PolicyRegistry()
+	var def, other string
+	for _, c := range benchmarks.Infos() {
+		switch {
+		case c.Default && def == "":
+			def = c.Name
+		case !c.Default && other == "" && c.Name != benchmarks.FaultCheckName:
+			other = c.Name
+		}
+	}
+	if def == "" || other == "" {
+		t.Fatalf("the registry has no default check or no other check: %v", benchmarks.Names())
+	}
+	dir := t.TempDir()
+	shipped := filepath.Join(dir, "shipped.toml")
+	listed := filepath.Join(dir, "listed.toml")
+	if err := os.WriteFile(shipped, []byte("[prolog]\nbudget = \"10m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(listed, []byte(fmt.Sprintf("[prolog]\nchecks = [%q]\n", other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		config, checks string
+		code           int
+	}{
+		{shipped, def, policy.ExitAllowed},
+		{shipped, other, policy.ExitRefused},
+		{shipped, benchmarks.FaultCheckName, policy.ExitRefused},
+		{listed, other, policy.ExitAllowed},
+		{listed, def, policy.ExitRefused},
+	} {
+		var out, errb bytes.Buffer
+		code := policy.CheckCommand([]string{"--config", tc.config, "--checks=" + tc.checks}, &out, &errb, reg)
+		if code != tc.code {
+			t.Errorf("%s --checks=%s: exit %d (%s%s), want %d", filepath.Base(tc.config), tc.checks, code, out.String(), errb.String(), tc.code)
+		}
+		if code == policy.ExitRefused && !strings.Contains(out.String(), "the checks the prolog runs") {
+			t.Errorf("refusal does not say why: %q", out.String())
+		}
 	}
 }

@@ -29,8 +29,8 @@ type Mode string
 const (
 	// ModeProlog runs before a job (Slurm Prolog with PrologFlags=Alloc).
 	ModeProlog Mode = "prolog"
-	// ModeEpilog runs after a job: kill leftovers, re-check health facts
-	// (the full suite on a node vigil-watch named as a culprit).
+	// ModeEpilog runs after a job: kill the job's leftovers, re-check
+	// health facts.
 	ModeEpilog Mode = "epilog"
 	// ModeHealth runs outside jobs (Slurm HealthCheckProgram, cron, by hand).
 	ModeHealth Mode = "health"
@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) Outcome {
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
 	if !o.DryRun && o.Mode == ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
-		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.log, r.notes)
+		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.s.Prolog.ResultDir == config.ResultDirWorkdir, r.log, r.notes)
 	}
 	if o.Mode == ModeValidate && !o.DryRun && r.s != nil && r.rep.Config.Valid {
 		r.writeValidation(ctx)
@@ -355,8 +355,7 @@ func (r *run) invalidConfig(errs []error) int {
 }
 
 // selectChecks chooses the run's checks: the health facts outside the
-// prolog (the whole suite in the epilog of a node named as a culprit, the
-// deep suite of [idle] in the validate mode), by the vendors the node
+// prolog (the deep suite of [idle] in the validate mode), by the vendors the node
 // shows unless the config lists checks.
 func (r *run) selectChecks() []benchmarks.Check {
 	s, o := r.s, r.o
@@ -365,12 +364,10 @@ func (r *run) selectChecks() []benchmarks.Check {
 	switch {
 	case o.Mode == ModeValidate:
 		su = validateSuite(s)
-	case o.Mode == ModeEpilog && culpritRecheck(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes):
-		// Named as a culprit: the suite the prolog runs, in the epilog's budget.
-		su.healthOnly = s.Prolog.Suite == config.SuiteHealth
-		if su.healthOnly {
-			r.notes.add("recheck: [prolog] suite = %q, so the full suite is the health facts", config.SuiteHealth)
-		}
+	case o.Mode == ModeEpilog:
+		// A hang report naming this node is recorded; being the job's
+		// user's file, it never widens the suite (culpritClaims).
+		culpritClaims(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes)
 	}
 	checks, na, err := benchmarks.SelectFor(su.checks, su.skip, su.healthOnly, r.rep.Accelerators.Count)
 	if err != nil { // validated above; kept for safety

@@ -156,20 +156,24 @@ func anyAlive(s Signaler, pids []int) bool {
 	return false
 }
 
-// JobDevices returns the device files of the job's accelerators: for each
-// index N, /dev/nvidiaN and /dev/davinciN. No indices means none: on a
-// shared node vigil never kills what it cannot tie to the job.
-func JobDevices(indices []int) []string {
+// JobDevices returns the device files of the job's accelerators under root
+// ("/" in production): for each index N, dev/nvidiaN and dev/davinciN. No
+// indices means none: on a shared node vigil never kills what it cannot tie
+// to the job.
+func JobDevices(root string, indices []int) []string {
 	var out []string
 	for _, i := range indices {
-		out = append(out, fmt.Sprintf("/dev/nvidia%d", i), fmt.Sprintf("/dev/davinci%d", i))
+		out = append(out, filepath.Join(root, "dev", fmt.Sprintf("nvidia%d", i)), filepath.Join(root, "dev", fmt.Sprintf("davinci%d", i)))
 	}
 	return out
 }
 
 // killLeftovers kills what is left of job on this node (epilog), as e
-// says: the processes in its cgroup, then what still holds its devices
-// (o's Root, Holders, Signaler, Sleep and DryRun). The PIDs killed go into
+// says: the processes in its cgroup, then those of the job that still hold
+// its devices (o's Root, Holders, Signaler, Sleep and DryRun). A device
+// holder is the job's only when JobOwns says so: other users' jobs sharing
+// the GPU (shards, MPS) and the device daemons (nvidia-persistenced, DCGM)
+// hold the same files and are left alone. The PIDs killed go into
 // act.Killed.
 func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Action, log logrus.FieldLogger, n notes) {
 	if !e.KillProcesses || job == nil {
@@ -183,16 +187,24 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 	if h == nil {
 		h = ProcFS{Root: o.Root}
 	}
-	pids, err := h.Holders(JobDevices(job.GPUs))
+	holders, err := h.Holders(JobDevices(o.Root, job.GPUs))
 	if err != nil {
 		n.add("finding processes on the job's devices: %v", err)
 		return
+	}
+	var pids []int
+	for _, pid := range holders {
+		if ok, why := JobOwns(o.Root, job, pid); ok {
+			pids = append(pids, pid)
+		} else {
+			n.add("left alone process %d on the job's devices: %s", pid, why)
+		}
 	}
 	if len(pids) == 0 {
 		return
 	}
 	if o.DryRun {
-		n.add("would kill processes still holding the job's devices: %v", pids)
+		n.add("would kill processes of the job still holding its devices: %v", pids)
 		return
 	}
 	sig := o.Signaler
@@ -204,11 +216,11 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 		sleep = time.Sleep
 	}
 	killed, err := KillHolders(sig, pids, e.KillGrace, sleep)
-	act.Killed = killed
+	act.Killed = append(act.Killed, killed...)
 	if err != nil {
 		n.add("killing leftover processes: %v", err)
 	}
-	log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes left on the job's devices")
+	log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes of the job left on its devices")
 }
 
 // killCgroupLeftovers empties and removes the job's cgroup when it outlived

@@ -1,16 +1,17 @@
 package lifecycle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -25,8 +26,16 @@ import (
 // aside (CorruptName) and a new one started, said loudly: the counts then
 // start again from zero.
 
-// remediesFile is the state file of the remedy history.
-const remediesFile = "remedies.json"
+// remediesFile is the state file of the remedy history; remediesLock its
+// lock, in the state directory's root-only lock directory (osutil.Lock).
+const (
+	remediesFile = "remedies.json"
+	remediesLock = "remedies.lock"
+)
+
+// stateLockBound is how long a run waits for a lock on a state file:
+// another run holds it for a read and a write.
+const stateLockBound = 10 * time.Second
 
 // remedyKeep bounds what the history keeps: records older than this are
 // dropped whatever the window, and at most remedyKeepN per node.
@@ -107,11 +116,14 @@ func (s remedyStore) update(node string, rec RemedyRecord, now time.Time, keep t
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(s.path + ".lock")
+	unlock, err := osutil.Lock(context.Background(), filepath.Dir(s.path), remediesLock, stateLockBound)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := os.Remove(s.path + ".lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.WithError(err).Warn("removing the remedy history's old lock file")
+	}
 	st, err := s.load()
 	switch {
 	case errors.Is(err, ErrCorruptState):
@@ -142,21 +154,4 @@ func (s remedyStore) update(node string, rec RemedyRecord, now time.Time, keep t
 		return err
 	}
 	return report.WriteAtomic(s.path, append(b, '\n'), 0o644)
-}
-
-// lockFile takes an exclusive lock on path (created when missing) and
-// returns its release.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

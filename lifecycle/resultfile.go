@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -72,29 +72,48 @@ func JobResultName(job, node string) string {
 }
 
 // ErrResultDir is wrapped when the result directory may not be written:
-// not a directory, or owned by neither root nor the job's user.
+// not a directory, or one the job's user may not write.
 var ErrResultDir = errors.New("result directory refused")
 
-// WriteJobResult writes data as dir/name owned by uid:gid, mode 0644,
+// WriteJobResult writes data as dir/name for the job's user uid:gid, mode
+// 0644, atomically. Root writes it (then gives it to the user) only where
+// no user can put anything or redirect a path: dir and every directory
+// above it root's and not writable by others (osutil.RootOwnedDir), as a
+// spool the admin made. Anywhere else it is written as the user
+// (WriteJobResultAsUser), so the kernel decides as it would for them.
+func WriteJobResult(dir, name string, data []byte, uid, gid int) error {
+	if err := osutil.RootOwnedDir(dir); err != nil {
+		return WriteJobResultAsUser(dir, name, data, uid, gid)
+	}
+	return writeAsRoot(dir, name, data, uid, gid)
+}
+
+// WriteJobResultAsUser writes data as dir/name with the job's user's own
+// file-system identity (osutil.WriteFileAsUser): the job's working
+// directory is the user's word (sbatch --chdir), so root never creates
+// anything there; a directory the user may not write is ErrResultDir.
+func WriteJobResultAsUser(dir, name string, data []byte, uid, gid int) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%q: %w: not an absolute path", dir, ErrResultDir)
+	}
+	err := osutil.WriteFileAsUser(dir, name, data, 0o644, uid, gid)
+	if errors.Is(err, osutil.ErrNotPermitted) {
+		return fmt.Errorf("%s: %w: the job's user (uid %d) may not write there: %w", dir, ErrResultDir, uid, err)
+	}
+	return err
+}
+
+// writeAsRoot writes data as dir/name owned by uid:gid, mode 0644,
 // atomically: a temporary file created (never opened through a link) in
-// the directory, chowned, synced and renamed over name. Every step is
-// relative to the directory opened once (os.Root), so a link the user puts
-// in place of the file or swaps for the directory afterwards is not
-// followed. The directory must be owned by root or uid.
-func WriteJobResult(dir, name string, data []byte, uid, gid int) (err error) {
+// the directory, chowned, synced and renamed over name, every step
+// relative to the directory opened once (os.Root). dir is root's own
+// (osutil.RootOwnedDir).
+func writeAsRoot(dir, name string, data []byte, uid, gid int) (err error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	fi, err := root.Stat(".")
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || (st.Uid != 0 && int(st.Uid) != uid) {
-		return fmt.Errorf("%s: %w: owned by uid %d, want root or the job's user %d", dir, ErrResultDir, statUID(st), uid)
-	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := "." + name + ".tmp" + hex.EncodeToString(rnd[:])
@@ -126,13 +145,6 @@ func WriteJobResult(dir, name string, data []byte, uid, gid int) (err error) {
 	return root.Rename(tmp, name)
 }
 
-func statUID(st *syscall.Stat_t) int {
-	if st == nil {
-		return -1
-	}
-	return int(st.Uid)
-}
-
 // resultDir is where a run's result file goes ([prolog] result_dir, the
 // job's working directory for "workdir"), "" for none.
 func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
@@ -144,8 +156,9 @@ func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
 }
 
 // writeJobResult leaves the job's user this node's result (rep) in dir
-// ("" for none). Failures are logged and noted.
-func writeJobResult(rep *report.Report, job *slurm.Job, dir string, log logrus.FieldLogger, n notes) {
+// ("" for none); userDir says dir is the job's working directory, written
+// only as the user. Failures are logged and noted.
+func writeJobResult(rep *report.Report, job *slurm.Job, dir string, userDir bool, log logrus.FieldLogger, n notes) {
 	if dir == "" {
 		return
 	}
@@ -155,7 +168,11 @@ func writeJobResult(rep *report.Report, job *slurm.Job, dir string, log logrus.F
 	}
 	b, err := json.MarshalIndent(NewJobResult(rep), "", "  ")
 	if err == nil {
-		err = WriteJobResult(dir, JobResultName(job.ID, rep.Node), append(b, '\n'), job.UID, job.GID)
+		write := WriteJobResult
+		if userDir {
+			write = WriteJobResultAsUser
+		}
+		err = write(dir, JobResultName(job.ID, rep.Node), append(b, '\n'), job.UID, job.GID)
 	}
 	if err != nil {
 		log.WithError(err).Warn("writing the job's result file")

@@ -64,6 +64,10 @@ func TestJobResultFileWorkdirAndDryRun(t *testing.T) {
 	if err := os.Chown(work, testUID, testGID); err != nil {
 		t.Fatal(err)
 	}
+	// The job's user must reach its working directory.
+	if err := os.Chmod(filepath.Dir(work), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	e := jobEnv()
 	e["SLURM_JOB_UID"], e["SLURM_JOB_GID"], e["SLURM_JOB_WORK_DIR"] = "12345", "12346", work
 	resultRun(t, "checks = [\"t-pass\"]\nresult_dir = \"workdir\"", true, e)

@@ -504,14 +504,26 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 	if err := os.MkdirAll(jobDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &fakeProcs{holders: []int{100, 200}, stubborn: map[int]bool{200: true}, alive: map[int]bool{100: true, 200: true}}
+	// 100 and 200 are the job's (its cgroup; its user's, in no job), 300
+	// is root's device daemon and 400 another job's: those two are left.
+	root := t.TempDir()
+	procFixture(t, root, 100, 1000, "12:freezer:/slurm_n1/uid_1000/job_31/step_0\n")
+	procFixture(t, root, 200, 1000, "0::/user.slice\n")
+	procFixture(t, root, 300, 0, "0::/system.slice/nvidia-persistenced.service\n")
+	procFixture(t, root, 400, 1000, "0::/system.slice/n1_slurmstepd.scope/job_77/step_0/user/task_0\n")
+	p := &fakeProcs{holders: []int{100, 200, 300, 400}, stubborn: map[int]bool{200: true},
+		alive: map[int]bool{100: true, 200: true, 300: true, 400: true}}
 	var slept time.Duration
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_GPUS": "1"}, func(o *Options) {
-		o.Holders, o.Signaler, o.Sleep = p, p, func(d time.Duration) { slept += d }
+	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_GPUS": "1", "SLURM_JOB_UID": "1000"}, func(o *Options) {
+		o.Root, o.Holders, o.Signaler, o.Sleep = root, p, p, func(d time.Duration) { slept += d }
 	})
-	if strings.Join(p.asked, ",") != "/dev/nvidia1,/dev/davinci1" {
+	if strings.Join(p.asked, ",") != root+"/dev/nvidia1,"+root+"/dev/davinci1" {
 		t.Fatalf("asked for %v", p.asked)
+	}
+	if notes := strings.Join(out.Report.Notes, "\n"); !strings.Contains(notes, "left alone process 300 on the job's devices: it is not in the job's cgroup and runs as uid 0") ||
+		!strings.Contains(notes, "left alone process 400 on the job's devices: it is in the cgroup of job 77") {
+		t.Errorf("notes:\n%s", notes)
 	}
 	if strings.Join(p.signals, ",") != "100:15,200:15,200:9" || slept != time.Second {
 		t.Fatalf("signals %v after %v", p.signals, slept)
@@ -521,6 +533,23 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 	}
 	if _, err := os.Stat(jobDir); !os.IsNotExist(err) {
 		t.Fatalf("per-job dir still there: %v", err)
+	}
+}
+
+// procFixture writes proc/PID/status (all four uids uid) and
+// proc/PID/cgroup under root.
+func procFixture(t *testing.T, root string, pid, uid int, cgroup string) {
+	t.Helper()
+	d := filepath.Join(root, "proc", fmt.Sprint(pid))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", pid, uid, uid, uid, uid)
+	if err := os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -39,7 +39,13 @@ func sections() []section {
 				return p
 			}},
 		plain("epilog", config.DefaultEpilog, func(s *Settings) *config.Epilog { return &s.Epilog }),
-		plain("notify", config.DefaultNotify, func(s *Settings) *config.Notify { return &s.Notify }),
+		{name: "notify", defaults: func() any { return config.DefaultNotify() },
+			load: func(f *config.File, s *Settings) []error {
+				n, err := config.LoadNotify(f)
+				s.Notify = n
+				return withValidKeys(err, "notify", n)
+			},
+			effective: func(s *Settings) any { return s.Notify.Redacted() }},
 		plain("guard", config.DefaultGuard, func(s *Settings) *config.Guard { return &s.Guard }),
 		{name: "repair", defaults: func() any { return config.DefaultRepair() }, load: loadRepair,
 			effective: func(s *Settings) any { return s.Repair }},

@@ -89,21 +89,25 @@ func NewPrologFailure(rep *report.Report, user, resultFile string) PrologFailure
 	return m
 }
 
-// MailBody is the mail's text.
+// MailBody is the mail's text. Each value takes one line of it
+// (notify.OneLine): the result file's path may be the job's working
+// directory, which the user names (newlines, "~!" and all), and root pipes
+// the body to MailProg.
 func (m PrologFailure) MailBody() []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s.\n\nJob:    %s\nNode:   %s\n", m.Text, m.Job, m.Node)
+	one := notify.OneLine
+	fmt.Fprintf(&b, "%s.\n\nJob:    %s\nNode:   %s\n", one(m.Text), one(m.Job), one(m.Node))
 	for _, c := range m.Failed {
 		why := strings.TrimSpace(c.Reason + " " + c.Device)
-		fmt.Fprintf(&b, "Check:  %s (%s)", c.Check, why)
+		fmt.Fprintf(&b, "Check:  %s (%s)", one(c.Check), one(why))
 		if c.Message != "" {
-			fmt.Fprintf(&b, ": %s", c.Message)
+			fmt.Fprintf(&b, ": %s", one(c.Message))
 		}
 		b.WriteByte('\n')
 	}
 	b.WriteString("Job:    requeued by Slurm (a batch job starts again on other nodes; srun and salloc fail)\n")
 	if m.ResultFile != "" {
-		fmt.Fprintf(&b, "Result: %s\n", m.ResultFile)
+		fmt.Fprintf(&b, "Result: %s\n", one(m.ResultFile))
 	}
 	return []byte(b.String())
 }

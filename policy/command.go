@@ -84,6 +84,9 @@ func CheckCommand(args []string, stdout, stderr io.Writer, reg Registry) int {
 		return ExitConfig
 	}
 	p, err := Load(f, reg.Names)
+	if err == nil {
+		reg, err = withProlog(f, reg)
+	}
 	switch {
 	case err != nil && len(problems) > 0:
 		return refused()
@@ -98,4 +101,17 @@ func CheckCommand(args []string, stdout, stderr io.Writer, reg Registry) int {
 		return refused()
 	}
 	return ExitAllowed
+}
+
+// withProlog is reg with the checks the [prolog] of f runs (nil f: the
+// shipped [prolog]), which bound what a job may choose when [policy]
+// checks is empty.
+func withProlog(f *config.File, reg Registry) (Registry, error) {
+	pr := config.DefaultProlog()
+	if f != nil {
+		if err := f.Decode("prolog", &pr); err != nil {
+			return reg, err
+		}
+	}
+	return reg.WithProlog(pr.Checks, pr.Skip), nil
 }

@@ -91,16 +91,7 @@ func checkWebhookURL(v string) error {
 
 // RedactURL is u cut to its scheme and host ("https://hooks.example/…"),
 // for logs and messages: a webhook URL's path is often its secret.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.Host == "" {
-		return "(a URL)"
-	}
-	if p.Path == "" || p.Path == "/" {
-		return p.Scheme + "://" + p.Host + "/"
-	}
-	return p.Scheme + "://" + p.Host + "/…"
-}
+func RedactURL(u string) string { return notify.RedactURL(u) }
 
 // validateNotify checks [policy] notify and webhooks.
 func (p Policy) validateNotify(f *config.File) []error {

@@ -56,14 +56,19 @@ const (
 // Policy is the [policy] section.
 type Policy struct {
 	// Checks are the checks users may choose with --vigil-checks; empty
-	// means every registered check but the test-only fault injection.
+	// means the checks the admin's [prolog] runs ([prolog] checks, else
+	// the default suite, less [prolog] skip): a job may choose fewer of
+	// them, never others. A check outside them (a performance probe the
+	// prolog does not run, the admin's command, a model training, the
+	// test-only fault injection) is a user's choice only where this lists it.
 	Checks []string `toml:"checks"`
 	// AllowSkip lets users skip the prolog's checks (--vigil-checks=none).
 	AllowSkip bool `toml:"allow_skip"`
 	// Timings are the --vigil-timing values users may choose.
 	Timings []string `toml:"timings"`
 	// MaxBudget is the longest the prolog may run, in total, for a job
-	// that chose its own checks or timing ("10m"); 0 keeps [prolog] budget.
+	// that chose its own checks or timing ("10m"); 0 means [prolog] budget,
+	// the prolog's own: a job's choice never makes the prolog run longer.
 	MaxBudget time.Duration `toml:"max_budget"`
 	// HangActions are the --vigil-hang-action values users may choose.
 	HangActions []string `toml:"hang_actions"`
@@ -92,7 +97,8 @@ type Policy struct {
 	RequeueOwnFailures bool `toml:"requeue_own_failures"`
 }
 
-// Default returns the shipped policy: any check, no skipping, both
+// Default returns the shipped policy: the checks the prolog runs (or
+// fewer), within the prolog's own budget, no skipping, both
 // timings, every hang action, windows from 1 minute to 24 hours, opting
 // out of watching allowed, no automatic watching, mail as the only
 // notification users may choose, and a hung job requeued by the requeue
@@ -120,6 +126,33 @@ type Registry struct {
 	// injection): users may choose them only where [policy] checks lists
 	// them.
 	TestOnly []string
+	// Defaults are the registered checks of the default suite: those the
+	// prolog runs when [prolog] checks is empty.
+	Defaults []string
+	// Configured are the checks the admin's [prolog] runs ([prolog]
+	// checks, else Defaults, less [prolog] skip; see WithProlog): what
+	// users may choose when [policy] checks is empty. nil means not known,
+	// and then users may choose only what [policy] checks lists.
+	Configured []string
+}
+
+// WithProlog returns g with Configured set to the checks of [prolog]
+// checks (Defaults when empty) that [prolog] skip does not remove. The
+// test-only checks are among them only where [prolog] checks names them.
+func (g Registry) WithProlog(checks, skip []string) Registry {
+	base := checks
+	if len(base) == 0 {
+		base = g.Defaults
+	}
+	out := []string{}
+	for _, c := range base {
+		if slices.Contains(skip, c) || slices.Contains(out, c) || (len(checks) == 0 && slices.Contains(g.TestOnly, c)) {
+			continue
+		}
+		out = append(out, c)
+	}
+	g.Configured = out
+	return g
 }
 
 // known reports whether c is a registered check.
@@ -174,7 +207,7 @@ func (p Policy) Validate(f *config.File, known []string) error {
 		}
 	}
 	if p.MaxBudget < 0 || (p.MaxBudget > 0 && p.MaxBudget < time.Second) {
-		errs = append(errs, f.Errorf(Section+".max_budget", "%v: want 0 (no cap) or at least 1s (write durations as strings: \"10m\")", p.MaxBudget))
+		errs = append(errs, f.Errorf(Section+".max_budget", "%v: want 0 ([prolog] budget) or at least 1s (write durations as strings: \"10m\")", p.MaxBudget))
 	}
 	if p.MinWindow < time.Second {
 		errs = append(errs, f.Errorf(Section+".min_hang_time", "%v: want at least 1s (write durations as strings: \"5m\")", p.MinWindow))
@@ -345,9 +378,9 @@ func (p Policy) Check(r Request, reg Registry) []error {
 	for _, c := range r.Checks {
 		switch {
 		case !reg.known(c):
-			refuse("unknown check %q (checks users may choose: %s)", c, strings.Join(p.allowed(reg), ", "))
+			refuse("unknown check %q (checks users may choose: %s)", c, list(p.allowed(reg)))
 		case !p.mayChoose(c, reg):
-			refuse("check %q is not one users may choose on this cluster (allowed: %s)", c, strings.Join(p.allowed(reg), ", "))
+			refuse("check %q is not one users may choose on this cluster (allowed: %s%s)", c, list(p.allowed(reg)), p.allowedFrom())
 		}
 	}
 	if r.Timing != "" && !slices.Contains(p.Timings, r.Timing) {
@@ -374,22 +407,25 @@ func (p Policy) allowed(reg Registry) []string {
 	if len(p.Checks) > 0 {
 		return p.Checks
 	}
-	var out []string
-	for _, c := range reg.Names {
-		if p.mayChoose(c, reg) {
-			out = append(out, c)
-		}
+	return reg.Configured
+}
+
+// allowedFrom says, after the list of checks users may choose, where it
+// comes from when [policy] checks does not list them.
+func (p Policy) allowedFrom() string {
+	if len(p.Checks) > 0 {
+		return ""
 	}
-	return out
+	return ": the checks the prolog runs; others only where [policy] checks lists them"
 }
 
 // mayChoose reports whether users may name check c: one of [policy] checks
-// when that is set, else any check but the registry's test-only ones.
+// when that is set, else one of the checks the admin's [prolog] runs.
 func (p Policy) mayChoose(c string, reg Registry) bool {
 	if len(p.Checks) > 0 {
 		return slices.Contains(p.Checks, c)
 	}
-	return !slices.Contains(reg.TestOnly, c)
+	return slices.Contains(reg.Configured, c)
 }
 
 func list(s []string) string {
@@ -450,6 +486,9 @@ func (p Policy) ApplyProlog(r Request, reg Registry, budget time.Duration) Prolo
 			} else {
 				dropped = append(dropped, c)
 				why := "not one users may choose ([policy] checks)"
+				if len(p.Checks) == 0 {
+					why = "not one the prolog runs ([prolog] checks; others need [policy] checks)"
+				}
 				if !reg.known(c) {
 					why = "unknown check"
 				}

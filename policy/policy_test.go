@@ -18,8 +18,9 @@ import (
 var known = []string{"disk", "ecc", "fault-inject", "gemm", "gpu-count", "xid"}
 
 // reg is the registry the tests pass: fault-inject is the test-only check,
-// as benchmarks registers it.
-var reg = Registry{Names: known, TestOnly: []string{"fault-inject"}}
+// as benchmarks registers it, gemm a check outside the default suite, and
+// the shipped [prolog] (its checks empty: the default suite).
+var reg = Registry{Names: known, TestOnly: []string{"fault-inject"}, Defaults: []string{"disk", "ecc", "gpu-count", "xid"}}.WithProlog(nil, nil)
 
 func parse(t *testing.T, doc string) *config.File {
 	t.Helper()
@@ -130,11 +131,13 @@ func TestCheck(t *testing.T) {
 		{name: "nothing asked", p: strict},
 		{name: "allowed", p: strict, r: Request{Checks: []string{"disk"}, Timing: "before", Window: 10 * time.Minute, HangAction: "cancel"}},
 		{name: "unknown check", p: Default(), r: Request{Checks: []string{"disk", "nosuch"}},
-			want: []string{`unknown check "nosuch" (checks users may choose: disk, ecc, gemm, gpu-count, xid)`}},
+			want: []string{`unknown check "nosuch" (checks users may choose: disk, ecc, gpu-count, xid)`}},
+		{name: "by default only what the prolog runs", p: Default(), r: Request{Checks: []string{"disk", "gemm"}},
+			want: []string{`check "gemm" is not one users may choose on this cluster (allowed: disk, ecc, gpu-count, xid: the checks the prolog runs; others only where [policy] checks lists them)`}},
 		{name: "check not allowed", p: strict, r: Request{Checks: []string{"gemm"}},
 			want: []string{`check "gemm" is not one users may choose on this cluster (allowed: disk, xid)`}},
 		{name: "fault injection is never a user's choice by default", p: Default(), r: Request{Checks: []string{"fault-inject"}},
-			want: []string{`check "fault-inject" is not one users may choose on this cluster (allowed: disk, ecc, gemm, gpu-count, xid)`}},
+			want: []string{`check "fault-inject" is not one users may choose on this cluster (allowed: disk, ecc, gpu-count, xid: the checks the prolog runs; others only where [policy] checks lists them)`}},
 		{name: "skip refused by default", p: Default(), r: Request{SkipChecks: true},
 			want: []string{"skipping the checks is not allowed on this cluster ([policy] allow_skip = false)"}},
 		{name: "timing", p: strict, r: Request{Timing: "after-requeue"},
@@ -470,5 +473,85 @@ func TestCheckCommandSyntaxWithoutConfig(t *testing.T) {
 	out.Reset()
 	if code := CheckCommand([]string{"--config", bad, "--hang-time=2m"}, &out, io.Discard, reg); code != ExitConfig {
 		t.Fatalf("policy-check with a bad config and a good value = %d, %q; want %d", code, out.String(), ExitConfig)
+	}
+}
+
+// TestChecksDefaultToThePrologs: with [policy] checks empty a job may
+// choose among the checks the admin's [prolog] runs (its checks, else the
+// default suite, less its skip), never others; a check outside needs
+// [policy] checks to list it.
+func TestChecksDefaultToThePrologs(t *testing.T) {
+	base := Registry{Names: known, TestOnly: []string{"fault-inject"}, Defaults: []string{"disk", "ecc", "gpu-count", "xid"}}
+	for _, tc := range []struct {
+		name        string
+		checks      []string
+		skip        []string
+		policy      []string
+		allow, deny []string
+	}{
+		{name: "the default suite", allow: []string{"disk", "xid"}, deny: []string{"gemm", "fault-inject"}},
+		{name: "[prolog] checks", checks: []string{"disk", "gemm"}, allow: []string{"gemm", "disk"}, deny: []string{"xid", "ecc"}},
+		{name: "[prolog] skip", skip: []string{"ecc"}, allow: []string{"xid"}, deny: []string{"ecc", "gemm"}},
+		{name: "fault-inject only where the admin runs it", checks: []string{"fault-inject"}, allow: []string{"fault-inject"}, deny: []string{"disk"}},
+		{name: "[policy] checks lists others", policy: []string{"gemm"}, allow: []string{"gemm"}, deny: []string{"disk"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Default()
+			p.Checks = tc.policy
+			g := base.WithProlog(tc.checks, tc.skip)
+			for _, c := range tc.allow {
+				if errs := p.Check(Request{Checks: []string{c}}, g); len(errs) > 0 {
+					t.Errorf("check %s refused: %v", c, errs)
+				}
+				if got := p.ApplyProlog(Request{Checks: []string{c}}, g, time.Hour); !reflect.DeepEqual(got.Checks, []string{c}) {
+					t.Errorf("ApplyProlog(%s).Checks = %v", c, got.Checks)
+				}
+			}
+			for _, c := range tc.deny {
+				if errs := p.Check(Request{Checks: []string{c}}, g); len(errs) != 1 || !errors.Is(errs[0], ErrRefused) {
+					t.Errorf("check %s: Check = %v, want it refused", c, errs)
+				}
+				if got := p.ApplyProlog(Request{Checks: []string{c}}, g, time.Hour); got.Checks != nil || len(got.Dropped) != 1 {
+					t.Errorf("ApplyProlog(%s) = %+v, want it dropped and the configured checks run", c, got)
+				}
+			}
+		})
+	}
+	t.Run("unknown configured checks: only [policy] checks", func(t *testing.T) {
+		if errs := Default().Check(Request{Checks: []string{"disk"}}, base); len(errs) != 1 {
+			t.Fatalf("Check without the prolog's checks = %v, want a refusal", errs)
+		}
+	})
+}
+
+// TestCheckCommandShippedPolicy: policy-check with the shipped [policy]
+// refuses a check that [prolog] checks does not run, and allows one it runs.
+func TestCheckCommandShippedPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "vigil.toml")
+	if err := os.WriteFile(cfg, []byte("[prolog]\nchecks = [\"disk\", \"xid\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := Registry{Names: known, TestOnly: []string{"fault-inject"}, Defaults: []string{"disk", "ecc", "gpu-count", "xid"}}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{name: "a check it runs", args: []string{"--config", cfg, "--checks=xid"}, code: ExitAllowed},
+		{name: "a check it does not run", args: []string{"--config", cfg, "--checks=gemm"}, code: ExitRefused,
+			out: `check "gemm" is not one users may choose on this cluster (allowed: disk, xid: the checks the prolog runs; others only where [policy] checks lists them)`},
+		{name: "a default check the config leaves out", args: []string{"--config", cfg, "--checks=ecc"}, code: ExitRefused, out: `check "ecc"`},
+		{name: "no file: the default suite", args: []string{"--config", filepath.Join(dir, "none.toml"), "--checks=gemm"}, code: ExitRefused, out: `check "gemm"`},
+		{name: "no file, a default check", args: []string{"--config", filepath.Join(dir, "none.toml"), "--checks=ecc"}, code: ExitAllowed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := CheckCommand(tc.args, &out, &errb, base)
+			if code != tc.code || !strings.Contains(out.String(), tc.out) {
+				t.Fatalf("CheckCommand(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
+			}
+		})
 	}
 }

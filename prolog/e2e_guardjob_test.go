@@ -37,8 +37,8 @@ port = %d
 join = "5s"
 connect_timeout = "1s"
 [notify]
-webhook_url = %q
-`, marks, port, srv.URL))
+secrets_file = %q
+`, marks, port, adminSecrets(t, srv.URL)))
 	wrapper := s.wrapper(t, bin, "VIGIL_REPORT_DIR="+s.reports+"/$SLURMD_NODENAME")
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 5, NodeAddrs: true, Prolog: wrapper, PrologFlags: "Alloc"})
 	for _, n := range c.Nodes {

@@ -116,7 +116,7 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 	defer srv.Close()
 	// Every job asks to hear of a failed prolog by mail, as
 	// --vigil-notify=mail does through the SPANK plugin.
-	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nwebhook_url = %q\n", srv.URL), f,
+	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nsecrets_file = %q\n", adminSecrets(t, srv.URL)), f,
 		policy.EnvSpankNotify+"="+policy.NotifyMail)
 
 	// (d) every node healthy.

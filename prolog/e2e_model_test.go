@@ -82,14 +82,17 @@ func writeFaultyScript(t *testing.T, path, body string) {
 }
 
 // TestModelChecksPerJob: users may ask for the model benchmarks per job,
-// before every job or only after a requeue, within [policy]; a [policy]
-// that lists other checks refuses them (what the SPANK plugin asks on the
-// submit host).
+// before every job or only after a requeue, where [policy] checks lists
+// them; the shipped policy (the checks the prolog runs, which has no model
+// benchmark) and a [policy] that lists other checks refuse them (what the
+// SPANK plugin asks on the submit host).
 func TestModelChecksPerJob(t *testing.T) {
 	dir := t.TempDir()
 	open := filepath.Join(dir, "open.toml")
 	narrow := filepath.Join(dir, "narrow.toml")
-	for p, body := range map[string]string{open: "[policy]\n", narrow: "[policy]\nchecks = [\"disk\", \"gemm\"]\n"} {
+	shipped := filepath.Join(dir, "shipped.toml")
+	for p, body := range map[string]string{open: "[policy]\nchecks = [\"model-gpt\", \"model-resnet\", \"model-gpt-multinode\"]\n",
+		narrow: "[policy]\nchecks = [\"disk\", \"gemm\"]\n", shipped: "[policy]\n"} {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +104,8 @@ func TestModelChecksPerJob(t *testing.T) {
 		{open, "model-gpt,model-resnet", "after-requeue", 0},
 		{open, "model-gpt-multinode", "before", 0},
 		{narrow, "model-gpt", "before", 1},
+		{shipped, "model-gpt", "before", 1},
+		{shipped, "gemm", "before", 0},
 	} {
 		var out, errb strings.Builder
 		code := run([]string{"policy-check", "--config", tc.config, "--checks", tc.checks, "--timing", tc.timing}, &out, &errb)

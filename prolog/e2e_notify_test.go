@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -66,10 +67,11 @@ func TestE2ENotifyAndGuard(t *testing.T) {
 	srv := httptest.NewServer(hooks)
 	defer srv.Close()
 	scratch := t.TempDir()
+	secrets := adminSecrets(t, srv.URL)
 	conf := func(burst int, maxShare float64) string {
 		return fmt.Sprintf("[checks.disk]\npath = %q\nsize_mib = 4\nmin_write_mib_s = 1000000\n"+
-			"[notify]\nwebhook_url = %q\nmail = [\"hpc-admins\"]\nburst = %d\n[guard]\nmax_share = %v\nmin_nodes = 1\n",
-			scratch, srv.URL, burst, maxShare)
+			"[notify]\nsecrets_file = %q\nmail = [\"hpc-admins\"]\nburst = %d\n[guard]\nmax_share = %v\nmin_nodes = 1\n",
+			scratch, secrets, burst, maxShare)
 	}
 	s := newSetup(t, `checks = ["disk"]
 budget = "60s"
@@ -182,4 +184,15 @@ func lastReport(t *testing.T, s e2eSetup, node string) report.Report {
 		t.Fatalf("no report of %s in %s", node, s.reports)
 	}
 	return last
+}
+
+// adminSecrets writes the admins' [notify] secrets file (root only) that
+// names url as their webhook, and returns its path.
+func adminSecrets(t *testing.T, url string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secrets.toml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("[notify]\nwebhook_url = %q\n", url)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -90,7 +90,8 @@ type Config struct {
 	// DefaultMaxMessage, at most HardMaxMessage).
 	MaxMessage int
 	// Offer is what this node brings, sent in its hello and listed in the
-	// roster (a port it listens on for a check, its devices).
+	// roster (a port it listens on for a check, its devices): at most
+	// MaxOffer bytes.
 	Offer []byte
 	// Log receives one line per rejected message and per absent node
 	// (default logrus' standard logger).
@@ -146,8 +147,8 @@ func (c *Config) validate() ([]string, error) {
 		return nil, fmt.Errorf("rendezvous: negative duration")
 	case c.Fallbacks < 0 || c.Fallbacks > MaxFallbacks:
 		return nil, fmt.Errorf("rendezvous: %d fallback coordinators, want 0 to %d", c.Fallbacks, MaxFallbacks)
-	case len(c.Offer) > c.MaxMessage/4:
-		return nil, fmt.Errorf("rendezvous: offer of %d bytes, at most %d", len(c.Offer), c.MaxMessage/4)
+	case len(c.Offer) > min(c.MaxMessage/4, MaxOffer):
+		return nil, fmt.Errorf("rendezvous: offer of %d bytes, at most %d", len(c.Offer), min(c.MaxMessage/4, MaxOffer))
 	}
 	nodes := append([]string(nil), c.Nodes...)
 	sort.Strings(nodes)

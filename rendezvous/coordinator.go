@@ -138,7 +138,7 @@ func (s *Session) handshake(c net.Conn, hellos map[string]hello) {
 		}
 	}()
 	peer := c.RemoteAddr().String()
-	e, err := s.recv(c, time.Now().Add(s.cfg.IOTimeout), expect{kind: KindHello, label: s.label()})
+	e, err := s.recv(c, time.Now().Add(s.cfg.IOTimeout), expect{kind: KindHello, label: s.label(), first: true})
 	if errors.Is(err, io.EOF) {
 		// Closed before a byte: a peer's reachability probe (the
 		// cross-node phase probes the port of nodes that did not meet).

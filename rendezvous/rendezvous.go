@@ -409,12 +409,20 @@ type expect struct {
 	round uint32
 	label string
 	from  string // "" for any other node of the job
+	// first is set for the first message read on a connection that
+	// nothing has authenticated yet: its frame is read with at most
+	// MaxHello bytes.
+	first bool
 }
 
 // recv reads one message from c before deadline and verifies it.
 func (s *Session) recv(c net.Conn, deadline time.Time, want expect) (*Envelope, error) {
 	c.SetReadDeadline(deadline)
-	body, err := ReadFrame(c, s.cfg.MaxMessage)
+	limit := s.cfg.MaxMessage
+	if want.first {
+		limit = min(limit, MaxHello)
+	}
+	body, err := ReadFrame(c, limit)
 	if err != nil {
 		return nil, err
 	}

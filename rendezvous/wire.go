@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Version is the wire format's version, the first byte of every message.
@@ -238,8 +239,10 @@ func take(p []byte, w int) (field, rest []byte, err error) {
 }
 
 // ReadFrame reads one length-prefixed body of at most max bytes. A longer
-// announced length is rejected before anything is allocated; a short read
-// is io.ErrUnexpectedEOF (io.EOF when nothing at all was read).
+// announced length is rejected before anything is allocated, and the body
+// is allocated as its bytes arrive (frameChunk at a time), so a sender that
+// announces a large frame and sends little costs little memory; a short
+// read is io.ErrUnexpectedEOF (io.EOF when nothing at all was read).
 func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
@@ -252,12 +255,30 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	if size < minBody {
 		return nil, malformed("frame of %d bytes, shorter than any message (%d)", size, minBody)
 	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	body := make([]byte, 0, min(int(size), frameChunk))
+	for len(body) < int(size) {
+		k := min(int(size)-len(body), frameChunk)
+		body = slices.Grow(body, k)
+		got, err := io.ReadFull(r, body[len(body):len(body)+k])
+		body = body[:len(body)+got]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	return body, nil
 }
+
+// frameChunk is how much of a frame's body ReadFrame allocates ahead of
+// the bytes that arrive.
+const frameChunk = 16 << 10
+
+// MaxHello bounds the first frame read from a connection, before anything
+// on it is authenticated: a hello (header, an address, an offer of at most
+// MaxOffer bytes in JSON's base64, a seal) fits.
+const MaxHello = 16 << 10
+
+// MaxOffer is the largest Config.Offer.
+const MaxOffer = 4 << 10

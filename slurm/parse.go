@@ -347,6 +347,9 @@ func jobFromFields(f map[string]string) JobInfo {
 		BatchHost: f["BatchHost"],
 		Fields:    f,
 	}
+	// AdminComment may be the user's WorkDir text (admincomment.go): it is
+	// read from JSON only.
+	delete(f, "AdminComment")
 	if j.NodeList == "(null)" {
 		j.NodeList = ""
 	}

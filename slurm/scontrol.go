@@ -80,7 +80,12 @@ type JobInfo struct {
 	UserID   string // as printed: "alice(1000)"
 	NodeList string // "" when not allocated
 	Restarts int
-	Fields   map[string]string // every Key=Value pair as printed
+	// Fields holds every Key=Value pair as printed, but AdminComment
+	// (read it with Client.JobAdminComment: admincomment.go). Fields
+	// printed after WorkDir (SystemComment, Comment, StdErr, StdIn,
+	// StdOut, ...) may have been written by the job's user through
+	// --chdir: they are the user's data, never vigil's or the admins'.
+	Fields map[string]string
 
 	Name       string // JobName
 	User       string // the name from UserId ("alice")
@@ -496,15 +501,6 @@ func (c *Client) SetJobAdminComment(ctx context.Context, id, text string) error 
 		return jobErr("setting the admin comment of", id, err, out)
 	}
 	return nil
-}
-
-// AdminComment is the job's AdminComment as `scontrol show job` printed
-// it ("" when it has none).
-func (j JobInfo) AdminComment() string {
-	if c := j.Fields["AdminComment"]; c != "(null)" {
-		return c
-	}
-	return ""
 }
 
 // Requeue requeues the job with `scontrol requeue ID`, or

@@ -129,7 +129,7 @@ const pollWords = time.Second
 func (p Phase) alone(ctx context.Context, start time.Time, why error) []benchmarks.Result {
 	nodes := slices.Sorted(slices.Values(p.Nodes))
 	peers := p.alonePeers(nodes)
-	pr := &prober{self: p.Self, local: p.Addrs[p.Self], dial: p.Dial, conn: p.Connect}
+	pr := p.prober(p.Addrs[p.Self])
 	in := crossnode.AloneInput{Self: p.Self, Nodes: nodes, Probes: p.probePorts(ctx, pr, peers),
 		Timeout: p.Connect.ConnectTimeout, Tries: p.Connect.Tries}
 	v := crossnode.JudgeAlone(in)

@@ -14,6 +14,8 @@ package crossnet
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -48,22 +50,54 @@ const (
 	// ReasonOutsideProlog: the check was run on its own, outside the
 	// prolog's cross-node phase.
 	ReasonOutsideProlog = "NetNotInPhase"
+	// ReasonEndpointBusy: a peer found this node's measurement endpoint
+	// full of connections that were not the job's (a process of anyone's
+	// holding the port), so a link could not be measured.
+	ReasonEndpointBusy = "NetEndpointBusy"
 )
 
 // PhaseReasons are the tokens every cross-node check can give, its own
 // aside: the phase could not run, the nodes did not meet or could not
 // tell, or the check ran outside the prolog's phase.
 func PhaseReasons() []string {
-	return []string{ReasonNotTogether, ReasonNoMeeting, ReasonSetup, ReasonUndecided, ReasonOutsideProlog}
+	return []string{ReasonNotTogether, ReasonNoMeeting, ReasonSetup, ReasonUndecided, ReasonOutsideProlog, ReasonEndpointBusy}
 }
 
 // Defaults of [checks.net-connect] and [checks.net-bandwidth].
 const (
-	// DefaultPort is the rendezvous port.
-	DefaultPort = 7421
+	// DefaultPort is the rendezvous port: below 1024, so that only root
+	// (the prologs) can bind it, never a user's process first.
+	DefaultPort = 742
 	// DefaultMungeSocket is Slurm's (and MUNGE's) default socket.
 	DefaultMungeSocket = "/var/run/munge/munge.socket.2"
 )
+
+// PortWarning says why a rendezvous or data port of 1024 or more is a
+// risk ("" when both are below 1024): any user's process can bind it
+// before the prolog does, and the job's meeting then ends unknown (a
+// squatter's answers carry no valid seal), on every job until it lets go.
+// Each warning names its key ([checks.net-connect] port or data_port).
+func (s ConnectSettings) PortWarning() string {
+	ws := s.ConfigWarnings()
+	for i, w := range ws {
+		ws[i] = "[checks.net-connect] " + w
+	}
+	return strings.Join(ws, "; ")
+}
+
+// ConfigWarnings are the port warnings of PortWarning, one for each of
+// port and data_port that is 1024 or more (benchmarks.ConfigWarner:
+// vigil-prolog --check-config prints them).
+func (s ConnectSettings) ConfigWarnings() []string {
+	var ws []string
+	if s.Port >= 1024 {
+		ws = append(ws, fmt.Sprintf("port = %d is 1024 or above: any user's process can bind it before the prolog, which leaves the cross-node checks unknown; use a port below 1024, which only root can bind (default %d)", s.Port, DefaultPort))
+	}
+	if s.DataPort >= 1024 {
+		ws = append(ws, fmt.Sprintf("data_port = %d is 1024 or above: any user's process can bind it before the prolog, which leaves the cross-node checks unknown; use 0 (any free port, announced in the sealed roster) or a port below 1024", s.DataPort))
+	}
+	return ws
+}
 
 // ConnectSettings are [checks.net-connect]; they also shape the phase as a
 // whole (ports, MUNGE, join deadline, plan), whichever checks it runs.

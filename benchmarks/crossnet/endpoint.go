@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,20 +13,23 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
 // The measurement endpoint: each node serves it on its node address while
-// the phase runs. A peer connects and sends one byte: opPing, then
-// pingSize-byte messages that are echoed back; or opBulk, then bytes until
-// it closes its side, after which the endpoint answers with the count of
-// bytes it read (8 bytes, big-endian). The endpoint trusts nothing it
-// reads: it echoes and counts, each connection under a deadline, at most
-// maxConns at once. What the measurements mean travels in the sealed
-// rendezvous, never over this port.
+// the phase runs. A peer connects and sends its hello (the operation, its
+// name and a seal of both for this job, admit.go); once admitted it is
+// answered replyOK, then, for opPing, pingSize-byte messages are echoed
+// back; for opBulk, bytes are counted until the peer closes its side, and
+// the endpoint answers with the count of bytes it read (8 bytes,
+// big-endian). The endpoint trusts nothing it reads: it echoes and counts,
+// each connection under a deadline. What the measurements mean travels in
+// the sealed rendezvous, never over this port.
 const (
 	opPing   = 'p'
 	opBulk   = 'b'
 	pingSize = 8
+	// maxConns caps the admitted connections at once.
 	maxConns = 64
 	// connLimit bounds one connection to the endpoint.
 	connLimit = 2 * time.Minute
@@ -35,15 +39,27 @@ const (
 // endpoint is a running measurement endpoint.
 type endpoint struct {
 	ln   net.Listener
+	gate gate
 	wg   sync.WaitGroup
-	sem  chan struct{}
 	mu   sync.Mutex
 	open map[net.Conn]struct{}
+	// pending are the connections not yet admitted, oldest first, and
+	// bySource their count per source address.
+	pending  []pendingConn
+	bySource map[string]int
+	// served and servedBy count the admitted connections.
+	served   int
+	servedBy map[string]int
+	// turnedAway counts connections told replyBusy; rejected those whose
+	// hello was not a peer's (or never came), and lastReject says why
+	// the first was.
+	turnedAway, rejected int
+	lastReject           error
 }
 
-// serve starts an endpoint on ln.
-func serve(ln net.Listener) *endpoint {
-	e := &endpoint{ln: ln, sem: make(chan struct{}, maxConns), open: map[net.Conn]struct{}{}}
+// serve starts an endpoint on ln that admits what g admits.
+func serve(ln net.Listener, g gate) *endpoint {
+	e := &endpoint{ln: ln, gate: g, open: map[net.Conn]struct{}{}, bySource: map[string]int{}, servedBy: map[string]int{}}
 	e.wg.Add(1)
 	go e.accept()
 	return e
@@ -59,26 +75,31 @@ func (e *endpoint) accept() {
 		if err != nil {
 			return
 		}
-		select {
-		case e.sem <- struct{}{}:
-		default:
-			c.Close() // too many at once
-			continue
-		}
 		e.mu.Lock()
 		e.open[c] = struct{}{}
+		e.pend(c)
 		e.mu.Unlock()
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			handle(c)
+			if op, ok := e.handshake(c); ok {
+				handle(c, op)
+				e.done(c)
+			}
 			e.mu.Lock()
 			delete(e.open, c)
 			e.mu.Unlock()
 			c.Close()
-			<-e.sem
 		}()
 	}
+}
+
+// Stats are the endpoint's counts of connections turned away (busy) and
+// rejected (not a peer), and why the first rejected one was.
+func (e *endpoint) Stats() (turnedAway, rejected int, first error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.turnedAway, e.rejected, e.lastReject
 }
 
 // Close stops the endpoint and its connections.
@@ -92,14 +113,10 @@ func (e *endpoint) Close() {
 	e.wg.Wait()
 }
 
-// handle serves one connection.
-func handle(c net.Conn) {
+// handle serves one admitted connection.
+func handle(c net.Conn, op byte) {
 	_ = c.SetDeadline(time.Now().Add(connLimit))
-	var op [1]byte
-	if _, err := io.ReadFull(c, op[:]); err != nil {
-		return
-	}
-	switch op[0] {
+	switch op {
 	case opPing:
 		var b [pingSize]byte
 		for {
@@ -167,15 +184,34 @@ type prober struct {
 	dial        Dialer
 	conn        ConnectSettings
 	bw          *BandwidthSettings // nil: no throughput
+	// job, restart and auth seal the hello to a peer's endpoint.
+	job     string
+	restart uint32
+	auth    rendezvous.Authenticator
 }
 
-// connect opens a connection to remote with up to Tries tries and sends
-// op; it returns the status of the last try and its error.
-func (p *prober) connect(ctx context.Context, remote string, op byte) (net.Conn, crossnode.Status, error) {
+// connect opens a connection to peer's endpoint at remote with up to
+// Tries tries, says hello for op and waits for the endpoint's answer; it
+// returns the status of the last try and its error (crossnode.Busy when
+// the endpoint turned it away).
+func (p *prober) connect(ctx context.Context, peer, remote string, op byte) (net.Conn, crossnode.Status, error) {
 	return p.tries(ctx, remote, func(c net.Conn) error {
 		_ = c.SetDeadline(time.Now().Add(p.conn.ConnectTimeout))
-		_, err := c.Write([]byte{op})
-		return err
+		tok, err := p.auth.Seal(binding(p.job, p.restart, p.self, peer, op))
+		if err != nil {
+			return fmt.Errorf("sealing the hello: %w", err)
+		}
+		if _, err := c.Write(hello(op, p.self, tok)); err != nil {
+			return err
+		}
+		var r [1]byte
+		if _, err := io.ReadFull(c, r[:]); err != nil {
+			return err
+		}
+		if r[0] != replyOK {
+			return errBusy
+		}
+		return nil
 	})
 }
 
@@ -218,6 +254,8 @@ func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) e
 func statusOf(err error) crossnode.Status {
 	var ne net.Error
 	switch {
+	case errors.Is(err, errBusy):
+		return crossnode.Busy
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return crossnode.Refused
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
@@ -230,7 +268,7 @@ func statusOf(err error) crossnode.Status {
 // ping measures the connect and round-trip time to peer at remote.
 func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measurement {
 	m := crossnode.Measurement{From: p.self, To: peer}
-	c, st, err := p.connect(ctx, remote, opPing)
+	c, st, err := p.connect(ctx, peer, remote, opPing)
 	if err != nil {
 		m.Status, m.Detail = st, err.Error()
 		return m
@@ -261,7 +299,7 @@ func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measur
 // when the sender stops is not counted as sent.
 func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measurement {
 	m := crossnode.Measurement{From: p.self, To: peer}
-	c, st, err := p.connect(ctx, remote, opBulk)
+	c, st, err := p.connect(ctx, peer, remote, opBulk)
 	if err != nil {
 		m.Status, m.Detail = st, err.Error()
 		return m

@@ -110,6 +110,9 @@ func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
 	case out.Status == benchmarks.StatusFail:
 		out.Message = strings.Join(append(texts, notes...), "; ")
 		return out
+	case slices.Contains(v.Busy, node):
+		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonEndpointBusy
+		notes = append([]string{"a peer found this node's measurement endpoint full of connections that were not the job's (another process on its port): links not measured"}, notes...)
 	case slices.Contains(v.Unknown, node):
 		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonUndecided
 		notes = append([]string{"the links could not tell"}, notes...)

@@ -154,6 +154,9 @@ func (p Phase) has(check string) bool {
 }
 
 func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
+	if w := p.Connect.PortWarning(); w != "" {
+		p.Log.Warn(w)
+	}
 	local := p.Addrs[p.Self]
 	if local == "" {
 		return Outcome{}, setupError{fmt.Errorf("no address for this node %s", p.Self)}
@@ -166,8 +169,12 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, setupError{fmt.Errorf("measurement endpoint: %w", err)}
 	}
-	ep := serve(ln)
-	defer ep.Close()
+	members := map[string]bool{}
+	for _, n := range p.Nodes {
+		members[n] = true
+	}
+	ep := serve(ln, gate{job: p.Job, restart: p.Restart, self: p.Self, nodes: members, auth: p.Auth})
+	defer p.closeEndpoint(ep)
 	offer := binary.BigEndian.AppendUint16(nil, uint16(ep.Port()))
 	s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: p.Job, Restart: p.Restart, Self: p.Self, Nodes: p.Nodes,
 		Port: p.Connect.Port, Addrs: p.Addrs, LocalAddr: local, Advertise: local, Auth: p.Auth, UID: 0,
@@ -197,7 +204,7 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 		}
 	}
 	mine := nodeReport{Peers: p.readPeers(), Failing: p.Failing}
-	pr := &prober{self: p.Self, local: local, dial: p.Dial, conn: p.Connect}
+	pr := p.prober(local)
 	if p.has(Connect) || p.has(Bandwidth) {
 		links, err := crossnode.Plan(roster.Present(), p.Connect.Partners, seedOf(p.Job))
 		if err != nil {

@@ -45,7 +45,10 @@ const (
 
 // diskSettings are the settings of [checks.disk].
 type diskSettings struct {
-	// Path is the scratch directory to test.
+	// Path is the scratch directory to test. Where other users can write
+	// it (the default, /tmp) a full or slow result is unknown
+	// (ReasonDiskUserWritable, diskJudge): point it at a directory only
+	// root can write for those to count.
 	Path string `toml:"path"`
 	// SizeMiB is how much is written and read back, in MiB.
 	SizeMiB int `toml:"size_mib"`
@@ -78,7 +81,7 @@ func (*disk) Spec() benchmarks.Descriptor {
 		Description: "O_DIRECT write and read bandwidth and latency in the scratch directory",
 		Settings:    func() any { return defaultDiskSettings() },
 		Reasons: []string{ReasonDiskPathMissing, ReasonDirectIOUnsupported, ReasonDiskFull, ReasonDiskReadOnly, ReasonDiskNotWritable,
-			ReasonDiskIOError, ReasonDiskDataMismatch, ReasonDiskWriteSlow, ReasonDiskReadSlow, ReasonDiskLatencyHigh}}
+			ReasonDiskIOError, ReasonDiskDataMismatch, ReasonDiskWriteSlow, ReasonDiskReadSlow, ReasonDiskLatencyHigh, ReasonDiskUserWritable}}
 }
 
 // defaultDiskSettings returns the shipped settings of [checks.disk].
@@ -114,13 +117,13 @@ func (c *disk) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
 	t := newTally(c.Spec().Name)
-	c.measure(ctx, t, *s)
+	c.measure(ctx, newDiskJudge(t, s.Path), *s)
 	return t.Result(fmt.Sprintf("%s writable and fast enough", s.Path))
 }
 
 // measure writes, reads back and times a test file under s.Path, which it
 // always removes.
-func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
+func (c *disk) measure(ctx context.Context, t *diskJudge, s diskSettings) {
 	f, name, ok := c.createTestFile(t, s)
 	if !ok {
 		return
@@ -146,7 +149,7 @@ func (c *disk) measure(ctx context.Context, t *tally, s diskSettings) {
 
 // createTestFile makes the test file, opened for direct I/O, in s.Path;
 // when it cannot, it records why and returns ok false.
-func (c *disk) createTestFile(t *tally, s diskSettings) (f *os.File, name string, ok bool) {
+func (c *disk) createTestFile(t *diskJudge, s diskSettings) (f *os.File, name string, ok bool) {
 	dev := s.Path
 	info, err := os.Stat(s.Path)
 	if err != nil {
@@ -176,7 +179,7 @@ func (c *disk) createTestFile(t *tally, s diskSettings) (f *os.File, name string
 // blocks of len(block) bytes, each filled with its own pattern.
 type diskRun struct {
 	c      *disk
-	t      *tally
+	t      *diskJudge
 	s      diskSettings
 	f      *os.File
 	dev    string
@@ -283,7 +286,7 @@ func (m *diskRun) latency(total int64) {
 }
 
 // threshold records a throughput and fails it when below min.
-func (c *disk) threshold(t *tally, dev, name string, v, min float64, reason, what string) {
+func (c *disk) threshold(t *diskJudge, dev, name string, v, min float64, reason, what string) {
 	st := benchmarks.StatusPass
 	var thr *float64
 	if min > 0 {
@@ -297,7 +300,7 @@ func (c *disk) threshold(t *tally, dev, name string, v, min float64, reason, wha
 }
 
 // ioFail records a failed file operation with the reason its errno says.
-func (c *disk) ioFail(t *tally, dev, op string, err error) {
+func (c *disk) ioFail(t *diskJudge, dev, op string, err error) {
 	reason, what := classifyDiskError(err)
 	t.Fail(dev, reason, "%s %s: %s %s: %v", dev, what, op, dev, unwrapPath(err))
 }

@@ -40,9 +40,15 @@ func assertEmpty(t *testing.T, dir string) {
 // mountTmpfs mounts a tmpfs of the given size on a fresh directory and
 // unmounts it when the test ends. It needs root (CI runs as root).
 func mountTmpfs(t *testing.T, size string) string {
+	return mountTmpfsMode(t, size, "0700")
+}
+
+// mountTmpfsMode mounts a tmpfs of size whose root has mode (octal): 0700
+// is a scratch directory only root can write, 1777 one like /tmp.
+func mountTmpfsMode(t *testing.T, size, mode string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode="+mode, "tmpfs", dir).CombinedOutput()
 	require.NoError(t, err, "mount tmpfs (needs root and mount from Debian package mount): %s", out)
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -95,7 +95,7 @@ func (*rdma) Spec() benchmarks.Descriptor {
 		Description: "RDMA ports (state, rate, error counters since the last run) and GPUDirect RDMA, from sysfs",
 		Settings:    func() any { return defaultRdmaSettings() },
 		Reasons: []string{ReasonRDMAPortDown, ReasonRDMADeviceMissing, ReasonRDMARateLow, ReasonRDMAPortErrors, ReasonRDMAUnreadable,
-			ReasonGDRMissing}}
+			ReasonGDRMissing, devcheck.ReasonStateLockBusy, devcheck.ReasonStateDirUnsafe, devcheck.ReasonStateDirUnusable}}
 }
 
 // defaultRdmaSettings returns the shipped settings of [checks.rdma].
@@ -135,7 +135,7 @@ func (c *rdma) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 		c.port(t, s, p)
 		parts = append(parts, p.Component())
 	}
-	c.counters(t, s, ports, env != nil && env.DryRun)
+	c.counters(ctx, t, s, ports, env != nil && env.DryRun)
 	sum := summarise(ports, module)
 	gdr := 0.0
 	if sum.GDR {
@@ -235,19 +235,20 @@ type rdmaState struct {
 // counters compares the limited counters with the last run's and saves
 // them (not in a dry run). The first run, a new boot or a counter that went
 // down (driver reloaded) only sets the baseline.
-func (*rdma) counters(t *tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) {
+func (*rdma) counters(ctx context.Context, t *tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) {
 	if len(s.CounterLimits) == 0 {
 		return
 	}
 	bootID, _ := readTrim(filepath.Join(s.Root, "proc", "sys", "kernel", "random", "boot_id"))
 	if !dryRun {
-		unlock, err := devcheck.LockState(s.StateDir, "rdma.lock")
+		unlock, err := devcheck.LockState(ctx, s.StateDir, "rdma.lock")
 		if err != nil {
-			t.Note("no counter state kept: %v", err)
-			dryRun = true
-		} else {
-			defer unlock()
+			// Without the lock the counters cannot be compared with the
+			// last run's: another run is between its read and its write.
+			t.Unknown("", devcheck.LockReason(err), "counter state lock: %v; counters not compared", err)
+			return
 		}
+		defer unlock()
 	}
 	file := filepath.Join(s.StateDir, "rdma.json")
 	prev, err := devcheck.LoadState[rdmaState](file)

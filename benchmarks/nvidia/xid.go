@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	log "github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -21,6 +20,15 @@ import (
 // earlier one's ("XID48").
 const ReasonKernelLogUnreadable = "KernelLogUnreadable"
 
+// ReasonGPUListUnreadable: a fault XID was logged, but neither NVML nor
+// sysfs could list the node's NVIDIA GPUs, so the address it names could
+// not be checked (unknown): an XID counts only for a GPU of this node.
+const ReasonGPUListUnreadable = "GPUListUnreadable"
+
+// ReasonXIDInTextLog: a fault XID was read from a text log (source is a
+// syslog file, not /dev/kmsg), whose lines a user can write (unknown).
+const ReasonXIDInTextLog = "XIDInTextLog"
+
 // xidEvent is one XID found in the kernel log: the driver's line as
 // internal/xid reads it (JSON keys "xid", "pci", "text", "previous"), and
 // where it was.
@@ -28,10 +36,19 @@ type xidEvent struct {
 	nvxid.Event
 	// Seq is the kmsg sequence number, 0 when read from a text file.
 	Seq uint64 `json:"seq,omitempty"`
+	// Device is the GPU of this node the XID's address belongs to ("gpu2",
+	// or the address of a GPU that sysfs lists and NVML does not), set
+	// once the address was checked (gpuList.own); "" before.
+	Device string `json:"device,omitempty"`
 }
 
-// parseXID returns the XID event in a log message, if there is one.
+// parseXID returns the XID event of a kernel message, if it is the
+// driver's XID line: never for a message written from user space, nor
+// for one that holds an XID line further on (nvxid.Parse).
 func parseXID(l logLine) (xidEvent, bool) {
+	if l.User {
+		return xidEvent{}, false
+	}
 	ev, ok := nvxid.Parse(l.Text)
 	if !ok {
 		return xidEvent{}, false
@@ -78,9 +95,13 @@ const maxStickyFaults = 64
 // xidSettings are the settings of [checks.xid].
 type xidSettings struct {
 	// Source is the kernel log: the /dev/kmsg character device, or a text
-	// file (kern.log, or a kmsg dump) read from where the last run stopped.
+	// file (a dump of /dev/kmsg's records, or kern.log) read from where the
+	// last run stopped. Only records count: an XID of a syslog or dmesg
+	// line makes the check unknown (ReasonXIDInTextLog), as a user can
+	// write such a line.
 	Source string `toml:"source"`
-	// Root is prefixed to Source and to /proc/sys/kernel/random/boot_id.
+	// Root is prefixed to Source, to /proc/sys/kernel/random/boot_id and
+	// to /sys, where the node's NVIDIA GPUs are listed.
 	Root string `toml:"root"`
 	// StateDir holds the last-read position and the faults seen this boot.
 	StateDir string `toml:"state_dir"`
@@ -103,7 +124,7 @@ func (*xid) Spec() benchmarks.Descriptor {
 	return nvmlFact(benchmarks.Descriptor{Name: "xid",
 		Description: "XID errors the NVIDIA driver logged in the kernel log since the last run",
 		Settings:    func() any { return defaultXidSettings() },
-		Reasons:     []string{"XID<code>", ReasonKernelLogUnreadable}})
+		Reasons:     []string{"XID<code>", ReasonKernelLogUnreadable, ReasonGPUListUnreadable, ReasonXIDInTextLog, devcheck.ReasonStateLockBusy, devcheck.ReasonStateDirUnsafe, devcheck.ReasonStateDirUnusable}})
 }
 
 // defaultXidSettings returns the shipped settings of [checks.xid].
@@ -145,12 +166,14 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	var unlock func()
 	if !dryRun {
 		var err error
-		unlock, err = devcheck.LockState(s.StateDir, "xid.lock")
+		unlock, err = devcheck.LockState(ctx, s.StateDir, "xid.lock")
 		if err != nil {
-			t.Note("no state kept: %v", err)
-		} else {
-			defer unlock()
+			// Another run is reading the log (or the lock directory is
+			// not root's own): its position would be read twice or lost.
+			t.Unknown("", devcheck.LockReason(err), "state lock: %v", err)
+			return t.Result("")
 		}
+		defer unlock()
 	}
 	statePath := filepath.Join(s.StateDir, "xid-state.json")
 	cur, fresh := resumeXIDState(t, statePath, bootID, source)
@@ -160,12 +183,9 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	}
 
 	rule := newFaultRule(s.FaultXIDs)
-	var events []xidEvent
-	for _, l := range lines {
-		if ev, ok := parseXID(l); ok {
-			events = append(events, ev)
-		}
-	}
+	gpus := c.nodeGPUs(filepath.Join(s.Root, "sys"))
+	events := gpus.own(t, rule, lines)
+	cur.Faults = gpus.recheck(t, cur.Faults)
 	for _, ev := range events {
 		if rule.fails(ev) {
 			cur.Faults = append(cur.Faults, ev)
@@ -228,10 +248,10 @@ func readKernelLog(source string, cur *xidState, fresh bool) ([]logLine, error) 
 
 // record records the job's XIDs since the last run as readings (notes for
 // those that are not faults), and each fault among faults as a failure.
-// XIDs of devices the job does not own are left out; those of devices NVML
-// does not know (maybe off the bus) always count.
+// Each event is one of a GPU of this node (gpuList.own). XIDs of devices
+// the job does not own are left out; those of GPUs NVML does not know
+// (sysfs lists them: maybe off the bus) always count.
 func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, rule faultRule) {
-	devices := c.pciToDevice()
 	var allowed map[string]bool // device names the job owns; nil: all
 	if env != nil && env.Devices != nil {
 		allowed = map[string]bool{}
@@ -240,10 +260,7 @@ func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, r
 		}
 	}
 	name := func(ev xidEvent) (string, bool) {
-		if d, ok := devices[ev.PCI]; ok {
-			return d, allowed == nil || allowed[d]
-		}
-		return ev.PCI, true // unknown to NVML (maybe off the bus): always counts
+		return ev.Device, allowed == nil || allowed[ev.Device] || !strings.HasPrefix(ev.Device, "gpu")
 	}
 	for _, ev := range events {
 		dev, mine := name(ev)
@@ -292,33 +309,6 @@ func describeXID(ev nvxid.Event, failing bool) string {
 		d = "job error: " + d
 	}
 	return d
-}
-
-// pciToDevice maps PCI addresses as XID messages print them ("0000:3b:00")
-// to device names ("gpu3"); empty when NVML is unavailable.
-func (c *xid) pciToDevice() map[string]string {
-	out := map[string]string{}
-	lib, err := c.lib.get()
-	if err != nil {
-		return out
-	}
-	n, ret := lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return out
-	}
-	for i := 0; i < n; i++ {
-		dev, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			continue
-		}
-		info, ret := dev.GetPciInfo()
-		if ret != nvml.SUCCESS {
-			continue
-		}
-		addr, _, _ := strings.Cut(busID(info), ".")
-		out[addr] = fmt.Sprintf("gpu%d", i)
-	}
-	return out
 }
 
 func isCharDevice(path string) bool {

@@ -47,15 +47,16 @@ func agreeLines() []string {
 // watcher's joblog.Line: the check fails exactly on the lines the watcher
 // calls a fault.
 func TestXIDPrologAndWatcherAgree(t *testing.T) {
-	node := &fakeNVMLNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND} // every XID counts, whatever its device
+	node := &fakeNVMLNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND} // sysfs lists the GPU
 	for _, line := range agreeLines() {
 		t.Run(line[28:min(len(line), 60)], func(t *testing.T) {
-			kern := "Nov 29 14:55:40 gpu-node-07 kernel: [ 3240.118812] " + line
-			m, ok := joblog.LineIn("", kern)
+			kern := "4,2107,733100001,-;" + line
+			m, ok := joblog.LineIn(trace.StreamKmsg, line)
 			if !ok || m.Kind != joblog.KindXID {
 				t.Fatalf("watcher: %+v, %v", m, ok)
 			}
 			root := t.TempDir()
+			gpuSysfs(t, root, "0000:3b:00.0")
 			setBootID(t, root, "boot-1")
 			writeFile(t, root, logSource, kern+"\n")
 			env := &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir())}
@@ -75,7 +76,7 @@ func TestXIDPrologAndWatcherAgree(t *testing.T) {
 // with the cause's reason; fault_xids are applied to the cause too.
 func TestXIDCausedByPrevious(t *testing.T) {
 	node := &fakeNVMLNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}
-	line := "Nov 29 14:55:40 n7 kernel: [ 3240.1] NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149\n"
+	line := "4,2107,733100001,-;NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149\n"
 	for _, tc := range []struct {
 		extra  []string
 		status benchmarks.Status
@@ -86,6 +87,7 @@ func TestXIDCausedByPrevious(t *testing.T) {
 		{[]string{"fault_xids = [45]"}, benchmarks.StatusPass, ""},
 	} {
 		root := t.TempDir()
+		gpuSysfs(t, root, "0000:dc:00.0")
 		setBootID(t, root, "boot-1")
 		writeFile(t, root, logSource, line)
 		r := (&xid{nvmlCheck{node.library()}}).Run(context.Background(), &benchmarks.Env{Settings: xidSettingsFor(t, root, t.TempDir(), tc.extra...)})
@@ -96,6 +98,17 @@ func TestXIDCausedByPrevious(t *testing.T) {
 			"pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149 (remedy: check NVLink and the fabric)" {
 			t.Errorf("message %q", r.Message)
 		}
+	}
+}
+
+// gpuSysfs lists NVIDIA GPUs (3D controllers) at addrs under root/sys, as
+// sysfs does.
+func gpuSysfs(t *testing.T, root string, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		dir := filepath.Join("sys", "bus", "pci", "devices", a)
+		writeFile(t, root, filepath.Join(dir, "vendor"), "0x10de\n")
+		writeFile(t, root, filepath.Join(dir, "class"), "0x030200\n")
 	}
 }
 
@@ -118,7 +131,7 @@ func writeFile(t *testing.T, root, path, text string) {
 func TestXIDDeviceEventsAgree(t *testing.T) {
 	for _, info := range catalogue() {
 		line := fmt.Sprintf("NVRM: Xid (PCI:0000:3b:00): %d, pid=1234, name=python, %s", info.Code, info.What)
-		kernel, _ := joblog.LineIn("", line)
+		kernel, _ := joblog.LineIn(trace.StreamKmsg, line)
 		rec := trace.DeviceRecord("n1", "7", time.Now(), trace.DeviceEvent{Source: trace.DeviceNVML, Device: "0", PCI: "0000:3b:00",
 			Kind: trace.DeviceXID, XID: info.Code, What: info.What})
 		dev, ok := joblog.LineIn(rec.Log.Stream, rec.Log.Line)

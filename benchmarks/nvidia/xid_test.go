@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -102,6 +104,9 @@ func TestXID(t *testing.T) {
 		extra   []string
 		devices []int
 		noNVML  bool
+		sysfs   string // the node's PCI devices under <root>/sys: testdata/sysfs/<sysfs>
+		visible int    // GPUs NVML sees, when not all
+		lostPCI int    // a GPU whose address NVML cannot read (0: none)
 		status  benchmarks.Status
 		reason  string
 		device  string
@@ -114,12 +119,22 @@ func TestXID(t *testing.T) {
 		{name: "xid 79 on a device of the job", fixture: "xid79.txt", devices: []int{2, 3}, status: fail, reason: "XID79", device: "gpu2", values: 1},
 		{name: "xid 79 on another job's device", fixture: "xid79.txt", devices: []int{4}, status: pass, values: 2,
 			msg: []string{"gpu4 XID 43 (job error: GPU stopped processing)"}},
-		{name: "xid 79 without NVML", fixture: "xid79.txt", devices: []int{4}, noNVML: true,
+		{name: "xid 79 without NVML", fixture: "xid79.txt", sysfs: "dgx-h100.txt", devices: []int{4}, noNVML: true,
 			status: fail, reason: "XID79", device: "0000:3a:00", values: 3},
+		{name: "xid 79, no GPU list", fixture: "xid79.txt", noNVML: true, status: unknown, reason: "GPUListUnreadable",
+			msg: []string{"XID 79 at PCI:0000:3a:00 not counted: the node's NVIDIA GPUs could not be listed", "XID 13 at PCI:0000:9a:00 not counted"}},
+		{name: "xid 79 of a GPU NVML lost", fixture: "xid79.txt", sysfs: "dgx-h100.txt", visible: 2, status: fail, reason: "XID79", device: "0000:3a:00", values: 3},
+		{name: "xid 79 of no GPU of the node", fixture: "xid79.txt", sysfs: "cpu-only.txt", noNVML: true, status: pass,
+			msg: []string{"XID 79 at PCI:0000:3a:00 ignored: not an NVIDIA GPU of this node"}},
+		// NVML cannot tell gpu2's address, and there is no sysfs to: its
+		// XID 79 may be the node's, or not.
+		{name: "xid 79, an address NVML lost", fixture: "xid79.txt", lostPCI: 2, status: unknown, reason: "GPUListUnreadable", values: 2,
+			msg: []string{"XID 79 at PCI:0000:3a:00 not counted: the node's NVIDIA GPUs could not be listed (NVML: gpu2's address: ", "gpu4 XID 13"}},
 		{name: "job errors only", fixture: "jobxid.txt", status: pass, values: 2,
 			msg: []string{"gpu0 XID 31 (job error: GPU memory page fault)", "gpu0 XID 45"}},
-		{name: "double-bit ECC in kern.log", fixture: "kern.log", status: fail, reason: "XID48", device: "gpu7", values: 2,
-			msg: []string{"gpu7 XID 48 (double-bit ECC error): pid=9001"}},
+		// A syslog file's lines can be a user's: its XIDs never fail.
+		{name: "double-bit ECC in kern.log", fixture: "kern.log", status: unknown, reason: "XIDInTextLog",
+			msg: []string{"XID 48 at PCI:0000:db:00 not counted: read from a text log", `set source = "/dev/kmsg"`, "XID 45 at PCI:0000:db:00 not counted"}},
 		{name: "custom fault list", fixture: "xid79.txt", extra: []string{"fault_xids = [13]"},
 			status: fail, reason: "XID13", device: "gpu4", values: 3},
 		{name: "empty fault list", fixture: "xid79.txt", extra: []string{"fault_xids = []"}, status: pass, values: 3},
@@ -132,7 +147,16 @@ func TestXID(t *testing.T) {
 			if tc.noNVML {
 				node.initRet = nvml.ERROR_LIBRARY_NOT_FOUND
 			}
+			if tc.visible > 0 {
+				node.visible = tc.visible
+			}
+			if tc.lostPCI > 0 {
+				node.gpus[tc.lostPCI].errs["pci"] = nvml.ERROR_GPU_IS_LOST
+			}
 			root := newLogRoot(t, "boot-1", tc.fixture)
+			if tc.sysfs != "" {
+				require.NoError(t, os.Symlink(sysfsFixture(t, tc.sysfs), filepath.Join(root, "sys")))
+			}
 			table := fmt.Sprintf("root = %q\nstate_dir = %q\n", root, t.TempDir())
 			if !strings.Contains(strings.Join(tc.extra, ""), "source") {
 				table += fmt.Sprintf("source = %q\n", logSource)
@@ -196,11 +220,11 @@ func TestXIDSinceLastCheck(t *testing.T) {
 	// A contained ECC error is the job's (NVIDIA: restart the
 	// application); a new fault, and an unfinished line that is read once
 	// complete.
-	appendLog(t, root, "Nov 29 16:01:01 n7 kernel: [ 9.0] NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1). RST: No, D-RST: No\n")
+	appendLog(t, root, "4,3000,9000000,-;NVRM: Xid (PCI:0000:18:00): 94, pid=77, name=python, Contained: SM (0x1). RST: No, D-RST: No\n")
 	r = run()
 	assert.Equal(t, benchmarks.StatusPass, r.Status, r.Message)
 	assert.Contains(t, r.Message, "gpu0 XID 94 (job error: contained ECC error)")
-	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=77, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, subpartition 0.\nNov 29 16:01:03 n7 kernel: [ 11.0] NVRM: Xid (PCI:0000:2a:00): 95,")
+	appendLog(t, root, "4,3001,10000000,-;NVRM: Xid (PCI:0000:18:00): 48, pid=77, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, subpartition 0.\n4,3002,11000000,-;NVRM: Xid (PCI:0000:2a:00): 95,")
 	r = run()
 	assert.Equal(t, benchmarks.StatusFail, r.Status, r.Message)
 	assert.Equal(t, "XID48", r.Reason)
@@ -257,7 +281,7 @@ func TestXIDDryRun(t *testing.T) {
 	assert.Equal(t, r.Message, real.Message)
 	before := dirSnapshot(t, state)
 	require.Contains(t, before, "xid-state.json")
-	appendLog(t, root, "Nov 29 16:01:02 n7 kernel: [ 10.0] NVRM: Xid (PCI:0000:18:00): 95, pid=77, name=python, Uncontained: FBHUB\n")
+	appendLog(t, root, "4,3001,10000000,-;NVRM: Xid (PCI:0000:18:00): 95, pid=77, name=python, Uncontained: FBHUB\n")
 	r = run(true, "sticky = false")
 	assert.Equal(t, "XID95", r.Reason, r.Message)
 	assert.Len(t, r.Values, 1, "only the line logged since the real run")
@@ -273,6 +297,9 @@ func dirSnapshot(t *testing.T, dir string) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		out[e.Name()] = string(b)
@@ -295,19 +322,22 @@ func TestXIDCorruptState(t *testing.T) {
 
 // TestReadKmsgDevice reads this machine's /dev/kmsg, with two marker
 // messages written to it (as root), to check the sequence bookkeeping on
-// the real character device.
+// the real character device: a record written from user space (as the
+// markers are: the kernel gives them LOG_USER) is never returned, and the
+// position moves past it.
 func TestReadKmsgDevice(t *testing.T) {
 	const dev = "/dev/kmsg"
 	require.True(t, isCharDevice(dev), "%s is missing: the kernel log device is needed (run the tests as root on Linux)", dev)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	marker := "vigil-health-test " + hex.EncodeToString(b[:])
-	write := func(msg string) {
+	write := func(msg string) uint64 {
 		f, err := os.OpenFile(dev, os.O_WRONLY, 0)
 		require.NoError(t, err, "writing %s needs root", dev)
-		_, err = f.WriteString(msg + "\n")
+		_, err = f.WriteString("<0>" + msg + "\n") // asks for the kernel's facility: not given
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
+		return rawSeq(t, dev, msg)
 	}
 	has := func(lines []logLine, s string) bool {
 		for _, l := range lines {
@@ -317,18 +347,17 @@ func TestReadKmsgDevice(t *testing.T) {
 		}
 		return false
 	}
-	write(marker + " one")
+	seq1 := write(marker + " one")
 	lines, last, err := readKmsg(dev, 0, true)
 	require.NoError(t, err)
-	require.True(t, has(lines, marker+" one"), "first marker not read back")
-	assert.NotZero(t, last)
+	assert.False(t, has(lines, marker), "a record written from user space was returned")
+	assert.GreaterOrEqual(t, last, seq1, "the position stops before a record written from user space")
 
-	write(marker + " two")
+	seq2 := write(marker + " two")
 	lines, last2, err := readKmsg(dev, last, false)
 	require.NoError(t, err)
-	assert.True(t, has(lines, marker+" two"))
-	assert.False(t, has(lines, marker+" one"), "records up to the last position are skipped")
-	assert.Greater(t, last2, last)
+	assert.False(t, has(lines, marker))
+	assert.GreaterOrEqual(t, last2, seq2)
 	for _, l := range lines {
 		assert.Greater(t, l.Seq, last)
 	}
@@ -337,4 +366,34 @@ func TestReadKmsgDevice(t *testing.T) {
 	env := &benchmarks.Env{Settings: settings(t, fmt.Sprintf("state_dir = %q", t.TempDir()))}
 	r := (&xid{nvmlCheck{(&fakeNVMLNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}).library()}}).Run(context.Background(), env)
 	assert.NotEqual(t, benchmarks.StatusUnknown, r.Status, r.Message)
+}
+
+// rawSeq finds the record holding msg in the kmsg device at path, read
+// raw, and returns its sequence number; the record must carry a facility
+// other than the kernel's.
+func rawSeq(t *testing.T, path, msg string) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	fd := int(f.Fd())
+	require.NoError(t, syscall.SetNonblock(fd, true))
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if errors.Is(err, syscall.EPIPE) {
+			continue
+		}
+		require.NoError(t, err, "record %q not found in %s", msg, path)
+		rec := string(buf[:n])
+		if !strings.Contains(rec, ";"+msg) {
+			continue
+		}
+		var prio int
+		var seq uint64
+		_, err = fmt.Sscanf(rec, "%d,%d,", &prio, &seq)
+		require.NoError(t, err)
+		require.NotZero(t, prio>>3, "the kernel gave a record written from user space its own facility: %q", rec)
+		return seq
+	}
 }

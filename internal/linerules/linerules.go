@@ -16,11 +16,15 @@ import (
 	"strings"
 )
 
-// Streams a rule may be limited to.
+// Streams a rule may be limited to. Only a rule of StreamKmsg reads
+// kernel lines, and it matches from the start of the message: a user can
+// make the kernel print any text after what the kernel prints first (a
+// segfault line ends with the name of the user's file), never in place of
+// the facility a driver's line starts with ("nfs: ", "NVRM: ").
 const (
-	StreamAny    = ""       // any line
+	StreamAny    = ""       // any line of the job's output
 	StreamOutput = "output" // the job's standard output and error
-	StreamKmsg   = "kmsg"   // the kernel log
+	StreamKmsg   = "kmsg"   // the kernel log, matched from the message's start
 )
 
 // KindIgnore is the kind of a rule that silences the lines it matches.
@@ -29,7 +33,8 @@ const KindIgnore = "ignore"
 // Kinds are the evidence kinds a rule may name: those the watcher's
 // matcher and digest know (watcher/joblog's Kind constants).
 var Kinds = []string{"nccl-net", "nccl-retry", "nccl-warn", "watchdog", "traceback", "cuda-error", "progress",
-	"xid", "ecc", "npu-error", "task-exit", "oom-kill", "hung-task", "nfs", "peer-closed"}
+	"xid", "ecc", "npu-error", "task-exit", "oom-kill", "hung-task", "nfs", "peer-closed",
+	"collective-mismatch"}
 
 // ErrRule is wrapped by every error about a rule.
 var ErrRule = errors.New("invalid line rule")
@@ -43,7 +48,8 @@ type Spec struct {
 	// kinds: nccl-net, cuda-error, traceback, task-exit, oom-kill,
 	// hung-task, nfs, ...), or "ignore".
 	Kind string `toml:"kind"`
-	// Match is the RE2 pattern a line must contain.
+	// Match is the RE2 pattern a line must contain; a kernel-log rule's
+	// must match at the start of the message.
 	Match string `toml:"match"`
 	// Stream limits the rule to the job's output or the kernel log.
 	Stream string `toml:"stream"`
@@ -107,10 +113,16 @@ func compile(sp Spec, kinds []string) (Rule, error) {
 		return bad("examples", "give at least one line the rule must match")
 	}
 	r := Rule{Spec: sp}
+	pattern, where := sp.Match, ""
+	if sp.Stream == StreamKmsg {
+		pattern = `^(?:` + sp.Match + `)`
+		where = " from its start (a kernel-log rule matches the message from the facility its line starts with, as in \"nfs: server \")"
+	}
 	var err error
-	if r.re, err = regexp.Compile(sp.Match); err != nil || sp.Match == "" {
+	if _, err = regexp.Compile(sp.Match); err != nil || sp.Match == "" {
 		return bad("match", "%q: not a pattern: %v", sp.Match, err)
 	}
+	r.re = regexp.MustCompile(pattern) // sp.Match is whole: the group holds all of it
 	if sp.Peer != "" {
 		if r.peer, err = regexp.Compile(sp.Peer); err != nil || r.peer.NumSubexp() < 1 {
 			return bad("peer", "%q: want a pattern with one group (the peer)", sp.Peer)
@@ -118,7 +130,7 @@ func compile(sp Spec, kinds []string) (Rule, error) {
 	}
 	for _, ex := range sp.Examples {
 		if !r.re.MatchString(ex) {
-			return bad("examples", "does not match its example %q", ex)
+			return bad("examples", "does not match its example %q%s", ex, where)
 		}
 	}
 	for _, ex := range sp.Unlike {
@@ -148,7 +160,7 @@ func (s Set) Rules() []Rule { return slices.Clone(s.rules) }
 // or StreamKmsg) and the peer it accuses ("" when none).
 func (s Set) Match(line, stream string) (Rule, string, bool) {
 	for _, r := range s.rules {
-		if r.Stream != StreamAny && r.Stream != stream {
+		if r.Stream != StreamAny && r.Stream != stream || r.Stream == StreamAny && stream == StreamKmsg {
 			continue
 		}
 		if !r.re.MatchString(line) {

@@ -51,3 +51,43 @@ func TestCompileErrorsNameTheRuleAndField(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelRulesMatchFromTheStart: a kernel-log rule matches a message
+// only from its start, whatever its pattern; a rule of any stream never
+// reads kernel lines. A user's segfault line carries their file's name
+// after the kernel's own words.
+func TestKernelRulesMatchFromTheStart(t *testing.T) {
+	s, err := Compile([]Spec{
+		{Name: "nfs", Kind: "nccl-net", Stream: StreamKmsg, Match: `nfs: server \S+ not responding`,
+			Examples: []string{"nfs: server 10.0.0.9 not responding, still trying"}},
+		{Name: "alt", Kind: "nccl-net", Stream: StreamKmsg, Match: `x|NVRM: GPU`, Examples: []string{"NVRM: GPU at PCI:0000:3b:00"}},
+		{Name: "any", Kind: "cuda-error", Match: `uncorrectable ECC`, Examples: []string{"CUDA error: uncorrectable ECC error encountered"}},
+	}, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"crash[1]: segfault at 0 ip 0 sp 0 error 4 in nfs: server 10.0.0.9 not responding[400000+1000]",
+		"crash[1]: segfault at 0 ip 0 sp 0 error 4 in NVRM: GPU at PCI:0000:3b:00[400000+1000]",
+		"crash[1]: segfault at 0 ip 0 sp 0 error 4 in uncorrectable ECC[400000+1000]",
+	} {
+		if r, _, ok := s.Match(line, StreamKmsg); ok {
+			t.Errorf("%q matched rule %q", line, r.Name)
+		}
+	}
+	if r, _, ok := s.Match("nfs: server 10.0.0.9 not responding, still trying", StreamKmsg); !ok || r.Name != "nfs" {
+		t.Errorf("the kernel's own nfs line: %+v %v", r.Spec, ok)
+	}
+	// An example that holds the line further on is refused at load, and
+	// the error says why.
+	_, err = Compile([]Spec{{Name: "late", Kind: "nccl-net", Stream: StreamKmsg, Match: `nfs: server`,
+		Examples: []string{"[ 12.5] nfs: server x not responding"}}}, kinds)
+	if !errors.Is(err, ErrRule) || !strings.Contains(err.Error(), "from its start") {
+		t.Errorf("unanchored example: %v", err)
+	}
+	// A pattern that would close the group is refused, never spliced.
+	_, err = Compile([]Spec{{Name: "split", Kind: "nccl-net", Stream: StreamKmsg, Match: `x)|(NVRM`, Examples: []string{"x"}}}, kinds)
+	if !errors.Is(err, ErrRule) || !strings.Contains(err.Error(), "not a pattern") {
+		t.Errorf("unbalanced pattern: %v", err)
+	}
+}

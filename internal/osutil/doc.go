@@ -1,6 +1,8 @@
 // Package osutil holds the few operating-system helpers that several vigil
-// packages share: writing a file atomically and running a command in its
-// own process group, killed with the whole group at its deadline.
+// packages share: writing a file atomically, running a command in its
+// own process group, killed with the whole group at its deadline, taking
+// a lock in a directory only root can open, with a bound (Lock), and
+// writing a file with a user's own credentials (WriteFileAsUser).
 //
 // The atomic writer is our own, about thirty lines, rather than
 // github.com/google/renameio/v2, the well-kept library for the same job.

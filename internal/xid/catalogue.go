@@ -184,3 +184,25 @@ func Faults() []int {
 	}
 	return out
 }
+
+// Unhealable reports whether the remedy says the device cannot go on
+// where it is: it must be reset (RESET_GPU), its node rebooted
+// (RESTART_BM, RESTART_VM) or its links and fabric repaired
+// (WORKFLOW_NVLINK_ERR): a device gone or needing a reset, which no job
+// on it recovers from by waiting. RESTART_APP is not (the GPU goes on:
+// a job that restarts its processes, or an elastic one, may go on too),
+// nor are CONTACT_SUPPORT and UPDATE_SWFW, which NVIDIA gives codes that
+// are unused or say nothing of the device's state now.
+func (r Remedy) Unhealable() bool {
+	return r == RemedyResetGPU || r == RemedyRebootNode || r == RemedyCheckFabric
+}
+
+// Unhealable reports whether the XID is one no job recovers from
+// (Remedy.Unhealable); XID 154's depends on the action its line names
+// (Event.Unhealable).
+func (i Info) Unhealable() bool { return i.Remedy.Unhealable() }
+
+// Unhealable reports whether the event is one no job recovers from: its
+// Remedy (the catalogue's, or the action an XID 154 names; none for a
+// Benign line) is Unhealable.
+func (e Event) Unhealable() bool { return e.Remedy().Unhealable() }

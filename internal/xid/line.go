@@ -28,11 +28,21 @@ type Event struct {
 }
 
 var (
-	// reLine is the driver's XID line: "NVRM: Xid (PCI:0000:3b:00): 79,
-	// pid=1234, name=python, GPU has fallen off the bus." The address may
-	// carry a function (".0"); the text may be missing.
-	reLine = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([^)]*)\): (\d+)\b,?[ \t]*(.*)`)
-	reAddr = regexp.MustCompile(`^[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+(?:\.[0-7])?$`)
+	// reLine is the driver's XID line, from the start of the kernel
+	// message: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU
+	// has fallen off the bus." The driver prints the address as
+	// "%04x:%02x:%02x" (src/nvidia/src/kernel/gpu/rc/kernel_rc.c), on a MIG
+	// GPU followed by " GPU-I:%02u" and " GPU-CI:%02u"; a function (".0")
+	// and upper case are taken too, and "PCI:unknown", which the watcher
+	// of older versions wrote for an NVML event of a device without an
+	// address. Matching from the start is what keeps a user's words out: a
+	// user can put any text into a kernel message (a segfault line names
+	// the file the crashing code came from, "crash[32060]: segfault at 0
+	// ... in NVRM: Xid (PCI:0000:3b:00): 79, ...[400000+1000]"), but only
+	// after what the kernel prints first; a process name, which the kernel
+	// may print first, holds at most 15 bytes and is followed by "[" or
+	// ":", never by an address.
+	reLine = regexp.MustCompile(`^NVRM: Xid \(PCI:([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?|unknown)(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): (\d+)\b,?[ \t]*(.*)`)
 	// rePrevious: "Ch 00000001 caused by previous Xid 149"
 	// (NVIDIA/open-gpu-kernel-modules issue 1150, driver 590.48.01).
 	rePrevious = regexp.MustCompile(`(?i)\bcaused by previous Xid (\d+)\b`)
@@ -40,13 +50,18 @@ var (
 	// 0x2 (Node Reboot Required)".
 	reAction = regexp.MustCompile(`(?i)recovery action changed from \S+(?: \([^)]*\))? to (0x[0-9a-f]+|\d+)(?: \(([^)]*)\))?`)
 	// reNonfatal: the driver's severity word in an NVLink5 XID line,
-	// "145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 (0x04084507 ...".
-	reNonfatal = regexp.MustCompile(`(?i)\bnon-?fatal\b`)
+	// "145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 (0x04084507 ...", with
+	// the unit and link around it, so that a process name in the line
+	// ("name=Nonfatal") cannot pass for it.
+	reNonfatal = regexp.MustCompile(`\b[A-Z][A-Z0-9_]* +(?i:non-?fatal) +XC\d+ +i\d+ +Link \d+`)
 )
 
-// Parse returns the XID event of a kernel-log line (the message of a
-// /dev/kmsg record, a kern.log line, or a line the watcher renders from
-// an NVML event), and false for a line without one.
+// Parse returns the XID event of a kernel message (the Text of a
+// kmsg.Record: a /dev/kmsg record's message, or a kern.log line without
+// its syslog header), and false for a message that is not the driver's
+// XID line, which starts with "NVRM: Xid (PCI:" and a PCI address. A
+// message that only holds such a line further on is not one: that is
+// text a user can make the kernel print.
 func Parse(line string) (Event, bool) {
 	m := reLine.FindStringSubmatch(line)
 	if m == nil {
@@ -57,7 +72,7 @@ func Parse(line string) (Event, bool) {
 		return Event{}, false
 	}
 	ev := Event{Code: code, Text: strings.TrimSpace(m[3])}
-	if reAddr.MatchString(m[1]) {
+	if m[1] != "unknown" {
 		ev.PCI, _, _ = strings.Cut(pci.Normalise(m[1]), ".")
 	}
 	if p := rePrevious.FindStringSubmatch(ev.Text); p != nil {

@@ -34,10 +34,10 @@ func TestParse(t *testing.T) {
 		{"154 back to none", "NVRM: Xid (PCI:0000:01:00.0): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", true,
 			Event{Code: 154, PCI: "0000:01:00", Text: "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"}, RemedyNone},
 		// NVIDIA/open-gpu-kernel-modules issue 1150 (driver 590.48.01, a GB200 node): cleanups caused by NVLink5 errors.
-		{"caused by previous", "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149", true,
+		{"caused by previous", "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149", true,
 			Event{Code: 45, PCI: "0000:dc:00", Text: "pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149", Previous: 149}, RemedyCheckFabric},
 		// leptonai/gpud pull request 117: a cleanup that names nothing.
-		{"cleanup alone", "[Sat Oct 12 18:35:32 2024] NVRM: Xid (PCI:0000:61:00): 45, pid=1496200, name=distprovers-gpu, Ch 0000000a", true,
+		{"cleanup alone", "NVRM: Xid (PCI:0000:61:00): 45, pid=1496200, name=distprovers-gpu, Ch 0000000a", true,
 			Event{Code: 45, PCI: "0000:61:00", Text: "pid=1496200, name=distprovers-gpu, Ch 0000000a"}, RemedyNone},
 		// NVIDIA/NVSentinel issue 1357: the driver marks this NVLink5 error Nonfatal.
 		{"nvlink5 nonfatal", "NVRM: Xid (PCI:0000:c5:00): 145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 (0x04084507 0x00000004 0x00000000 0x00000000 0x00000000 0x00000000", true,
@@ -46,8 +46,11 @@ func TestParse(t *testing.T) {
 		{"nvlink5 fatal", "NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)", true,
 			Event{Code: 149, PCI: "0018:01:00", Text: "NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"}, RemedyCheckFabric},
 		// NVIDIA/NVSentinel pull request 1270: a GSP timeout, with a process name holding brackets.
-		{"gsp timeout", "kernel: [16450076.435595] NVRM: Xid (PCI:0002:00:00): 119, pid=1582259, name=nvc:[driver], Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8).", true,
+		{"gsp timeout", "NVRM: Xid (PCI:0002:00:00): 119, pid=1582259, name=nvc:[driver], Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8).", true,
 			Event{Code: 119, PCI: "0002:00:00", Text: "pid=1582259, name=nvc:[driver], Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8)."}, RemedyResetGPU},
+		// The driver's MIG form (kernel_rc.c): the GPU and compute instance after the address.
+		{"mig instance", "NVRM: Xid (PCI:0000:3b:00 GPU-I:02 GPU-CI:01): 79, pid=1, name=x, GPU has fallen off the bus.", true,
+			Event{Code: 79, PCI: "0000:3b:00", Text: "pid=1, name=x, GPU has fallen off the bus."}, RemedyRebootNode},
 		// stas00/ml-engineering, compute/accelerator/nvidia/debug.md.
 		{"row remap", "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.", true,
 			Event{Code: 63, PCI: "0000:10:1c", Text: "pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate."}, RemedyNone},
@@ -134,7 +137,8 @@ func FuzzParse(f *testing.F) {
 		"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
 		"NVRM: Xid (PCI:0008:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
 		"NVRM: Xid (PCI:0000:c5:00): 145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 (0x04084507",
-		"NVRM: Xid (PCI:unknown): 13, x", "NVRM: Xid (0000:3B:00.7): 1,", "NVRM: Xid (PCI:0000:3b:00): 99999999999999999999, x",
+		"NVRM: Xid (PCI:unknown): 13, x", "NVRM: Xid (PCI:0000:3B:00.7): 1,",
+		"crash[32060]: segfault at 0 ip 0000 sp 0000 error 4 in NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus[400000+1000]", "NVRM: Xid (PCI:0000:3b:00): 99999999999999999999, x",
 	} {
 		f.Add(s)
 	}
@@ -154,7 +158,11 @@ func FuzzParse(f *testing.F) {
 			strings.ContainsAny(ev.PCI, ".)") || strings.ToLower(ev.PCI) != ev.PCI {
 			t.Fatalf("%q: event %+v", line, ev)
 		}
-		back := fmt.Sprintf("NVRM: Xid (PCI:%s): %d, %s", ev.PCI, ev.Code, ev.Text)
+		addr := ev.PCI
+		if addr == "" {
+			addr = "unknown"
+		}
+		back := fmt.Sprintf("NVRM: Xid (PCI:%s): %d, %s", addr, ev.Code, ev.Text)
 		if again, ok := Parse(back); !ok || again != ev {
 			t.Fatalf("%+v written as %q reads back as %+v, %v", ev, back, again, ok)
 		}
@@ -162,4 +170,33 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: fault %v, but blame %d in the fault list %v, benign %v", line, ev.Fault(), ev.Blame(), faults[ev.Blame()], ev.Benign())
 		}
 	})
+}
+
+// TestForgedLines: text a user can make the kernel print is no XID. The
+// kernel starts a segfault line with the process name (at most 15 bytes)
+// and ends it with the name of the file the crashing code came from,
+// both the user's choice; a driver's line starts with "NVRM: Xid (PCI:"
+// and an address.
+func TestForgedLines(t *testing.T) {
+	for name, line := range map[string]string{
+		"file name": "crash[32060]: segfault at 0 ip 0000 sp 0000 error 4 in NVRM: Xid (PCI:0000:ff:00): 79, pid=1, GPU has fallen off the bus[400000+1000]",
+		// As this kernel (6.18) logged it for a program run as nobody from
+		// a file of that name: its first 15 bytes are the process name.
+		"process and file name":        "NVRM: Xid (PCI:[8953]: segfault at 0 ip 0000561f513e1139 sp 00007fff432c98e0 error 4 in NVRM: Xid (PCI:0000:ff:00): 79, pid=1, GPU has fallen off the bus[1139,561f513e1000+1000] likely on CPU 0 (core 0, socket 0)",
+		"process name, then file name": "NVRM: Xid ([32060]: segfault at 0 ip 0000 sp 0000 error 4 in x): 79, pid=1, GPU has fallen off the bus[400000+1000]",
+		"process name before a colon":  "NVRM: Xid (PCI:: vm.overcommit_memory: 79, pid=1",
+		"process name in a MIG shape":  "NVRM: Xid (PCI:[1]: segfault at 0 ip 0 sp 0 error 4 in 0000:3b:00 GPU-I:01): 79, x[1+1]",
+		"a syslog line, unread":        "Nov 29 14:55:40 n7 kernel: crash[1]: segfault at 0 ip 0 sp 0 error 4 in kernel: NVRM: Xid (PCI:0000:3b:00): 79, x[1+1]",
+		"indented":                     " NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+	} {
+		if ev, ok := Parse(line); ok {
+			t.Errorf("%s: %q reads as %+v", name, line, ev)
+		}
+	}
+	// A real fatal NVLink5 error of a process the user named "Nonfatal"
+	// stays a fault: only the driver's severity field counts.
+	ev, ok := Parse("NVRM: Xid (PCI:0018:01:00): 149, pid=7, name=Nonfatal, NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000)")
+	if !ok || !ev.Fault() {
+		t.Errorf("fatal XID 149 of a process named Nonfatal: %+v fault %v", ev, ev.Fault())
+	}
 }

@@ -58,7 +58,7 @@ OPTIONS
 EXIT STATUS
     0  the sweep ran (whether or not anything was due)
     1  Slurm could not be read, a submission failed, or another sweep holds
-       [idle] state_dir/sweep.lock
+       [idle] state_dir/lock/sweep.lock
     2  bad command line
     3  invalid config, or [idle] names neither partition nor qos
 

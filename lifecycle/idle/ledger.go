@@ -1,20 +1,20 @@
 package idle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
 // The sweep's own records, under [idle] state_dir: sweep.json holds its
-// submissions by node (the ledger), sweep.lock keeps two sweeps from
+// submissions by node (the ledger), lock/sweep.lock keeps two sweeps from
 // running at once.
 
 // ledgerVersion is the version of sweep.json.
@@ -79,22 +79,20 @@ func writeLedger(stateDir string, subs map[string]Submission, now time.Time, kee
 // ErrLocked is returned when another sweep holds the lock.
 var ErrLocked = errors.New("another idle-sweep is running")
 
-// lock takes sweep.lock without waiting; the returned function releases it.
+// lock takes sweep.lock (in the state directory's root-only lock
+// directory, osutil.Lock) without waiting; the returned function releases
+// it.
 func lock(stateDir string) (func(), error) {
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return nil, err
+	unlock, err := osutil.Lock(context.Background(), stateDir, "sweep.lock", 0)
+	if errors.Is(err, osutil.ErrLockBusy) {
+		return nil, fmt.Errorf("%w (%v)", ErrLocked, err)
 	}
-	path := filepath.Join(stateDir, "sweep.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w (%s is locked)", ErrLocked, path)
-		}
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+	if err := os.Remove(filepath.Join(stateDir, "sweep.lock")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return nil, fmt.Errorf("removing the old lock file: %w", err)
 	}
-	return func() { f.Close() }, nil
+	return unlock, nil
 }

@@ -135,7 +135,8 @@ func releasePorts(ps []*port) {
 // started at the same time by other test binaries rarely pick the same, and
 // holds each open (on all addresses, as the daemons bind) until released.
 // Ports 29000 to 29999 stay free: vigil-watch's meetings listen there by
-// default (29000 + job id mod 1000), as the real-PyTorch e2e starts them.
+// default (four of 29000 to 29999, by a hash of the job id), as the
+// real-PyTorch e2e starts them.
 func reservePorts(n int) ([]*port, error) {
 	var ps []*port
 	for tries := 0; len(ps) < n; tries++ {

@@ -46,6 +46,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,15 +508,68 @@ static const char *handoff_vars[][2] = {
 };
 
 /*
+ * The hand-off file holds one KEY=VALUE line per variable, KEY one of
+ * handoff_vars' names. A value is handed over whole or not at all: one
+ * with a newline, or longer than HANDOFF_VALUE_MAX, is left out (and
+ * logged), and the reader takes a line of any length as one line, so that
+ * no part of a long value is ever read as a variable of its own.
+ */
+#define HANDOFF_VALUE_MAX 32768
+
+/* handoff_key reports whether k is a variable the hand-off carries. */
+static int handoff_key(const char *k)
+{
+	int i;
+
+	for (i = 0; handoff_vars[i][0]; i++)
+		if (strcmp(k, handoff_vars[i][1]) == 0)
+			return 1;
+	return 0;
+}
+
+/* write_handoff writes the hand-off file at path from this environment. */
+static int write_handoff(const char *path)
+{
+	char tmp[VIGIL_PATH_MAX + 8];
+	FILE *f;
+	int i, fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		slurm_error("vigil: %s: %m", tmp);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (i = 0; handoff_vars[i][0]; i++) {
+		const char *v = getenv(handoff_vars[i][0]);
+
+		if (!v || !*v)
+			continue;
+		if (strchr(v, '\n') || strlen(v) > HANDOFF_VALUE_MAX) {
+			slurm_error("vigil: %s (%zu bytes) not handed to the watcher: it holds a newline or is longer than %d bytes",
+				    handoff_vars[i][0], strlen(v), HANDOFF_VALUE_MAX);
+			continue;
+		}
+		fprintf(f, "%s=%s\n", handoff_vars[i][1], v);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		slurm_error("vigil: writing %s: %m", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * slurm_spank_job_prolog runs as root on each node before the extern step
  * starts. The extern step does not see the job's SPANK variables, so the
  * values the watcher needs are handed over in a root-only file.
  */
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	char path[VIGIL_PATH_MAX], tmp[VIGIL_PATH_MAX + 8];
-	FILE *f;
-	int i, fd;
+	char path[VIGIL_PATH_MAX];
 
 	(void)sp;
 	parse_args(ac, av);
@@ -527,24 +581,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 		slurm_error("vigil: mkdir %s: %m", cfg.state_dir);
 		return 0;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		slurm_error("vigil: %s: %m", tmp);
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	for (i = 0; handoff_vars[i][0]; i++) {
-		const char *v = getenv(handoff_vars[i][0]);
-
-		if (v && *v && !strchr(v, '\n'))
-			fprintf(f, "%s=%s\n", handoff_vars[i][1], v);
-	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
-		slurm_error("vigil: writing %s: %m", path);
-		unlink(tmp);
-	}
+	write_handoff(path);
 	return 0;
 }
 
@@ -612,23 +649,38 @@ static void env_free(struct env *e)
 	e->n = 0;
 }
 
-/* read_handoff loads KEY=VALUE lines into e, then removes the file. */
+/*
+ * read_handoff loads the hand-off's KEY=VALUE lines into e, then removes
+ * the file. A line is read whole whatever its length (getline); one that
+ * is longer than the writer writes, holds a NUL byte or no '=', or whose
+ * KEY is not a hand-off variable, is skipped whole.
+ */
 static void read_handoff(const char *path, struct env *e)
 {
-	char line[VIGIL_VALUE_MAX * 2];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f)) {
+	while ((n = getline(&line, &cap, f)) >= 0) {
 		char *eq = strchr(line, '=');
 
-		trim(line);
-		if (!eq)
+		if (n > HANDOFF_VALUE_MAX + 64 || !eq || strlen(line) != (size_t)n) {
+			slurm_error("vigil: %s: a line of %zd bytes skipped", path, n);
 			continue;
+		}
+		if (n > 0 && line[n - 1] == '\n')
+			line[n - 1] = '\0';
 		*eq = '\0';
+		if (!handoff_key(line)) {
+			slurm_error("vigil: %s: unexpected variable skipped", path);
+			continue;
+		}
 		env_set(e, line, eq + 1);
 	}
+	free(line);
 	fclose(f);
 	unlink(path);
 }
@@ -696,26 +748,31 @@ static void expand_log(char *out, size_t n, const char *pat, const char *job,
 }
 
 /*
- * extern_cgroups lists the cgroup.procs files of the extern step for the
- * cgroup v1 controllers in which this slurmstepd sits at the job's level
- * (.../job_<id>): the watcher moves itself there, so that Slurm's own
- * clean-up of the step kills it with the job and the job's cgroups can go.
- * Controllers where slurmstepd already sits in the step need nothing.
+ * job_cgroups lists the job-level cgroup directories (.../job_<id>) of the
+ * cgroup v1 controllers in which this slurmstepd sits, at the job's level
+ * or in its extern step. The watcher moves itself there, out of the
+ * extern step: the moment the step's sleep dies on the job's SIGTERM,
+ * slurmstepd SIGKILLs every process of the step's cgroup, before it calls
+ * slurm_spank_exit, which would leave the watcher no time to send the
+ * digest of a job that failed. slurm_spank_exit ends it instead, and then
+ * removes the job's directories that Slurm could not remove while it ran.
  */
 #define CG_MAX 16
-static int extern_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
+static char job_cgs[CG_MAX][VIGIL_PATH_MAX];
+static int njob_cgs;
+
+static int job_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 {
-	char line[VIGIL_PATH_MAX], suffix[64];
+	char line[VIGIL_PATH_MAX], comp[64];
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	int n = 0;
-	size_t sl;
+	size_t cl;
 
 	if (!f)
 		return 0;
-	sl = snprintf(suffix, sizeof(suffix), "/job_%u", job);
+	cl = snprintf(comp, sizeof(comp), "/job_%u", job);
 	while (n < CG_MAX && fgets(line, sizeof(line), f)) {
-		char *ctl, *path, *c;
-		size_t pl;
+		char *ctl, *path, *c, *at;
 
 		trim(line);
 		ctl = strchr(line, ':');
@@ -726,14 +783,17 @@ static int extern_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 		if (!path || path == ctl) /* cgroup v2 ("0::/...") is left alone */
 			continue;
 		*path++ = '\0';
-		pl = strlen(path);
-		if (pl < sl || strcmp(path + pl - sl, suffix) != 0)
+		for (at = strstr(path, comp); at; at = strstr(at + 1, comp))
+			if (at[cl] == '\0' || at[cl] == '/')
+				break;
+		if (!at)
 			continue;
+		at[cl] = '\0';
 		if ((c = strchr(ctl, ','))) /* comounted: the first name is mounted too */
 			*c = '\0';
 		if (strncmp(ctl, "name=", 5) == 0)
 			continue;
-		snprintf(paths[n], VIGIL_PATH_MAX, "/sys/fs/cgroup/%s%s/step_extern/cgroup.procs", ctl, path);
+		snprintf(paths[n], VIGIL_PATH_MAX, "/sys/fs/cgroup/%s%s", ctl, path);
 		if (access(paths[n], W_OK) == 0)
 			n++;
 	}
@@ -741,12 +801,18 @@ static int extern_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 	return n;
 }
 
-/* write_pid writes pid in decimal to path (async-signal-safe). */
-static void write_pid(const char *path, pid_t pid)
+/* write_pid writes pid in decimal to dir's cgroup.procs (async-signal-safe). */
+static void write_pid(const char *dir, pid_t pid)
 {
-	char buf[24];
-	int i = sizeof(buf);
-	int fd = open(path, O_WRONLY);
+	char buf[24], path[VIGIL_PATH_MAX + 16];
+	int i = sizeof(buf), fd;
+	size_t n = strlen(dir);
+
+	if (n + sizeof("/cgroup.procs") > sizeof(path))
+		return;
+	memcpy(path, dir, n);
+	memcpy(path + n, "/cgroup.procs", sizeof("/cgroup.procs"));
+	fd = open(path, O_WRONLY);
 
 	if (fd < 0)
 		return;
@@ -784,7 +850,6 @@ static void start_watcher(spank_t sp)
 	struct stat st;
 	char *argv[4];
 	int argc = 0, ncg, i;
-	static char cgs[CG_MAX][VIGIL_PATH_MAX];
 	pid_t parent = getpid(), pid;
 
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
@@ -841,7 +906,7 @@ static void start_watcher(spank_t sp)
 	expand_log(logpath, sizeof(logpath), cfg.watch_log, jobs, node,
 		   user[0] ? user : uids, workdir, outdir);
 
-	ncg = extern_cgroups(job, cgs);
+	ncg = njob_cgs = job_cgroups(job, job_cgs);
 
 	argv[argc++] = cfg.watcher;
 	if (stat(cfg.config, &st) == 0) {
@@ -868,7 +933,7 @@ static void start_watcher(spank_t sp)
 
 		/* Async-signal-safe calls only from here on. */
 		for (i = 0; i < ncg; i++)
-			write_pid(cgs[i], getpid());
+			write_pid(job_cgs[i], getpid());
 		setsid();
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
@@ -931,7 +996,21 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* slurm_spank_exit stops the watcher when the extern step ends. */
+/*
+ * VIGIL_WATCH_END_WAIT is how long slurm_spank_exit waits, in 50 ms steps,
+ * for the watcher to end once told to: it reads the job's output once
+ * more, and the coordinator sends the digest of a job that failed, within
+ * vigil-watch's own bound of 15 s (loop.FinishTimeout). 20 s, inside
+ * Slurm's KillWait default of 30 s, after which slurmd gives up on the step.
+ */
+#define VIGIL_WATCH_END_WAIT 400
+
+/*
+ * slurm_spank_exit stops the watcher when the extern step ends (its sleep
+ * is gone: the job is ending), then removes the job's cgroup directories
+ * that Slurm's clean-up left because the watcher was in them (rmdir
+ * removes only an empty cgroup).
+ */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	int i, status;
@@ -943,19 +1022,23 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		return 0;
 	kill(-watcher_pid, SIGTERM);
 	kill(watcher_pid, SIGTERM);
-	for (i = 0; i < 60; i++) { /* up to 3 s */
+	for (i = 0; i < VIGIL_WATCH_END_WAIT; i++) {
 		pid_t r = waitpid(watcher_pid, &status, WNOHANG);
 
-		if (r == watcher_pid || (r < 0 && errno == ECHILD)) {
-			watcher_pid = 0;
-			return 0;
-		}
+		if (r == watcher_pid || (r < 0 && errno == ECHILD))
+			break;
 		usleep(50000);
 	}
-	kill(-watcher_pid, SIGKILL);
-	kill(watcher_pid, SIGKILL);
-	waitpid(watcher_pid, &status, 0);
+	if (i == VIGIL_WATCH_END_WAIT) {
+		slurm_error("vigil: vigil-watch (pid %d) still running %d s after SIGTERM; killing it",
+			    (int)watcher_pid, VIGIL_WATCH_END_WAIT / 20);
+		kill(-watcher_pid, SIGKILL);
+		kill(watcher_pid, SIGKILL);
+		waitpid(watcher_pid, &status, 0);
+	}
 	watcher_pid = 0;
+	for (i = 0; i < njob_cgs; i++)
+		rmdir(job_cgs[i]);
 	return 0;
 }
 
@@ -964,7 +1047,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
  * A test driver (not part of the plugin): `selftest OPTION VALUE` prints
  * "ok" or the plugin's own error, and `selftest reason OPTION VALUE MSG`
  * the part of policy-check's message the plugin shows, so the little C
- * that handles values is tested without Slurm.
+ * that handles values is tested without Slurm; `selftest handoff-write PATH`
+ * writes the hand-off file from the environment and `selftest handoff-read
+ * PATH` prints the variables the watcher would get from it.
  * Build: gcc -DVIGIL_SPANK_SELFTEST -o selftest vigil_spank.c
  */
 int main(int argc, char **argv)
@@ -979,6 +1064,17 @@ int main(int argc, char **argv)
 				return 0;
 			}
 		return 2;
+	}
+	if (argc == 3 && strcmp(argv[1], "handoff-write") == 0)
+		return write_handoff(argv[2]) < 0;
+	if (argc == 3 && strcmp(argv[1], "handoff-read") == 0) {
+		struct env e = { .n = 0 };
+
+		read_handoff(argv[2], &e);
+		for (i = 0; i < e.n; i++)
+			printf("%s\n", e.v[i]);
+		env_free(&e);
+		return 0;
 	}
 	if (argc != 3)
 		return 2;
@@ -996,7 +1092,16 @@ int main(int argc, char **argv)
 }
 
 /* Stand-ins for the symbols slurmd, slurmstepd and the clients provide. */
-void slurm_error(const char *fmt, ...) { (void)fmt; }
+void slurm_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
 void slurm_info(const char *fmt, ...) { (void)fmt; }
 void slurm_verbose(const char *fmt, ...) { (void)fmt; }
 spank_err_t spank_option_register(spank_t sp, struct spank_option *o) { (void)sp; (void)o; return ESPANK_SUCCESS; }

@@ -9,6 +9,11 @@
 //	client: TIMEOUT 2                server: OK
 //	client: VERBOSE STATUS           server: the answer, then it closes
 //
+// Any user can listen on the port while it is free, so Query reads an
+// answer only from a socket of the watcher's own user (the job's: the
+// kernel's socket table says who holds it); anything else is ErrNotRAS
+// and ErrNotJobs, and names no rank.
+//
 // Query speaks it within bounded time; Parse reads the answer (the text of
 // NCCL 2.24 to 2.30, and the JSON of `ncclras -f json`, 2.28.7 and later)
 // into trace.RAS, the record the watcher keeps as evidence.
@@ -21,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +106,9 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (string, err
 		return "", fmt.Errorf("ncclras: %w", err)
 	}
 	defer conn.Close()
+	if err := checkOwner(conn, addr, uint32(os.Getuid())); err != nil {
+		return "", err
+	}
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) }) // ctx cancelled early

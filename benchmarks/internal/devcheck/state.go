@@ -1,33 +1,62 @@
 package devcheck
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"time"
+
+	log "github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
 )
 
-// LockState takes an exclusive lock (the file name in the state directory),
-// so prologs and epilogs of jobs sharing the node do not interleave their
-// updates.
-func LockState(dir, name string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o644)
+// StateLockBound is how long a check waits for its state lock: another
+// vigil run holds it for the few milliseconds of a read and a write.
+const StateLockBound = 5 * time.Second
+
+// Reasons of a check that keeps state when its lock cannot be had
+// (unknown): the lock stayed busy past StateLockBound, the lock directory
+// is not root's own (osutil.PrivateDir), or it could not be made or opened
+// at all (a read-only or missing state_dir).
+const (
+	ReasonStateLockBusy    = "StateLockBusy"
+	ReasonStateDirUnsafe   = "StateDirUnsafe"
+	ReasonStateDirUnusable = "StateDirUnusable"
+)
+
+// LockState takes an exclusive lock (name, in the state directory's
+// root-only lock directory dir/lock), so prologs and epilogs of jobs
+// sharing the node do not interleave their updates. It waits at most
+// StateLockBound. The lock file of earlier versions (dir/name, which any
+// user could open and hold) is removed.
+func LockState(ctx context.Context, dir, name string) (func(), error) {
+	unlock, err := osutil.Lock(ctx, dir, name, StateLockBound)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.WithError(err).Warn("removing an old lock file")
 	}
-	return func() { f.Close() }, nil
+	return unlock, nil
+}
+
+// LockReason is the reason token of a LockState error: StateDirUnsafe for
+// a lock directory that is not root's own, StateLockBusy for a lock held
+// past the bound, StateDirUnusable for any other (the directory could not
+// be made or opened).
+func LockReason(err error) string {
+	switch {
+	case errors.Is(err, osutil.ErrUnsafeDir):
+		return ReasonStateDirUnsafe
+	case errors.Is(err, osutil.ErrLockBusy):
+		return ReasonStateLockBusy
+	}
+	return ReasonStateDirUnusable
 }
 
 // LoadState reads a check's JSON state file ("since the last run"); a
