@@ -15,7 +15,8 @@ import (
 	"github.com/vigil-hpc/vigil/baseline"
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all" // every check, as vigil-prolog --check-config has them
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -125,7 +126,7 @@ func TestProposalLoadsInCheckConfig(t *testing.T) {
 		}
 		var out bytes.Buffer
 		noEnv := func(string) (string, bool) { return "", false }
-		if code := lifecycle.CheckConfig(&out, path, true, noEnv, nil); code != lifecycle.ExitOK {
+		if code := settings.CheckConfig(&out, path, true, noEnv, nil); code != decide.ExitOK {
 			t.Errorf("vigil-baseline %v proposes a config that --check-config rejects (exit %d):\n%s\n%s", args[:len(args)-1], code, out.String(), doc)
 		}
 	}

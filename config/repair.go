@@ -40,7 +40,7 @@ const (
 
 // IndexPlaceholder in a [repair.reset] command stands for the device's
 // index ("3" for gpu3).
-const IndexPlaceholder = "{index}"
+const IndexPlaceholder = vendors.IndexPlaceholder
 
 // Repair is the [repair] section: what vigil does about a failure beyond
 // draining the node. Per reason token or check, a ladder of remedies is
@@ -75,7 +75,7 @@ type Repair struct {
 // of the XIDs whose catalogue entry says reset the GPU (reset, then
 // reboot) or reboot the node (reboot), and of the row-remap check's
 // pending remap and page retirement (reset, then reboot); three remedies
-// a week; the vendors' reset tools.
+// a week; the vendors' reset tools, from the vendor table.
 func DefaultRepair() Repair {
 	ladders := map[string][]string{
 		"RowRemapPending":     {RemedyReset, RemedyReboot},
@@ -91,10 +91,19 @@ func DefaultRepair() Repair {
 	}
 	return Repair{MaxRemedies: 3, Window: Days(7 * 24 * time.Hour), RebootNextState: NextStateDrain,
 		ResetTimeout: 2 * time.Minute, Ladders: ladders,
-		Reset: map[string][]string{
-			"nvidia": {"/usr/bin/nvidia-smi", "-r", "-i", IndexPlaceholder},
-			"ascend": {"/usr/local/sbin/npu-smi", "set", "-t", "reset", "-i", IndexPlaceholder, "-c", "0"},
-		}}
+		Reset: defaultResets()}
+}
+
+// defaultResets is the reset command of each vendor of the table that has
+// one (vendors.Row.Reset).
+func defaultResets() map[string][]string {
+	out := map[string][]string{}
+	for _, r := range vendors.Table {
+		if len(r.Reset) > 0 {
+			out[r.Name] = slices.Clone(r.Reset)
+		}
+	}
+	return out
 }
 
 // repairOverrides is the table of the [repair] keys the environment sets.

@@ -19,6 +19,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 const usage = `NAME
@@ -100,24 +102,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "node name")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
-	overrides := lifecycle.OverrideFlags(fs)
-	if help, err := lifecycle.ParseArgs(fs, args, overrides); help {
+	overrides := settings.OverrideFlags(fs)
+	if help, err := settings.ParseArgs(fs, args, overrides); help {
 		fmt.Fprint(stdout, usage)
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	} else if err != nil {
 		return usageError(stderr, err)
 	}
-	if err := lifecycle.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+	if err := settings.SetupLog(stderr, *logLevel, *logFormat); err != nil {
 		return usageError(stderr, err)
 	}
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
 	}
-	path, explicit := lifecycle.ConfigPathFrom(*configPath, os.LookupEnv)
+	path, explicit := settings.ConfigPathFrom(*configPath, os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return lifecycle.Run(ctx, lifecycle.Options{
-		Program: "vigil-epilog", Mode: lifecycle.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
+		Program: "vigil-epilog", Mode: decide.ModeEpilog, ConfigPath: path, ConfigExplicit: explicit,
 		DryRun: *dryRun, Node: *node, Flags: overrides(), Out: stdout,
 	}).ExitCode
 }
@@ -128,5 +130,5 @@ func usageError(stderr io.Writer, err error) int {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(stderr, "vigil-epilog: %s (see vigil-epilog --help)\n", line)
 	}
-	return lifecycle.ExitUsage
+	return decide.ExitUsage
 }

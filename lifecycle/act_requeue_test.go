@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -25,8 +26,8 @@ func TestDrainRequeuesTheJobUnheld(t *testing.T) {
 		t.Run(fmt.Sprintf("max %d restarts %d", tt.max, tt.restarts), func(t *testing.T) {
 			_, conf := setup(t, fmt.Sprintf("checks = [\"t-fail\"]\nmax_requeues = %d", tt.max))
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-			out := runWith(t, conf, ModeProlog, fs, env{"SLURM_JOB_ID": "77", "SLURM_JOB_RESTART_COUNT": fmt.Sprint(tt.restarts)}, nil)
-			if got := strings.Join(fs.mutations(), "|"); out.ExitCode != ExitFail || got != tt.calls || out.Report.Action.Requeue != tt.action {
+			out := runWith(t, conf, decide.ModeProlog, fs, env{"SLURM_JOB_ID": "77", "SLURM_JOB_RESTART_COUNT": fmt.Sprint(tt.restarts)}, nil)
+			if got := strings.Join(fs.mutations(), "|"); out.ExitCode != decide.ExitFail || got != tt.calls || out.Report.Action.Requeue != tt.action {
 				t.Errorf("exit %d, calls %q, requeue %q; want %q, %q", out.ExitCode, got, out.Report.Action.Requeue, tt.calls, tt.action)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -65,7 +66,7 @@ type admins struct {
 
 // drained tells the admins that the node was drained (in a dry run: logs
 // what it would send), for the checks Decide named (plan.Notify).
-func (a *admins) drained(ctx context.Context, plan Plan) {
+func (a *admins) drained(ctx context.Context, plan decide.Plan) {
 	checks := plan.Notify
 	if len(checks) == 0 {
 		return
@@ -95,7 +96,7 @@ type summary struct {
 // message, and the summaries it sends.
 func adminNotices(fleet []slurm.Node, checks []string, node string, now time.Time, n config.Notify) (mine []string, summaries []summary) {
 	for _, check := range checks {
-		others := drainedFor(fleet, check, node, now, n.Window)
+		others := decide.DrainedFor(fleet, check, node, now, n.Window)
 		switch noticeFor(len(others)+1, n.Burst) {
 		case noticeNode:
 			mine = append(mine, check)
@@ -106,27 +107,8 @@ func adminNotices(fleet []slurm.Node, checks []string, node string, now time.Tim
 	return mine, summaries
 }
 
-// newlyDrained lists the checks that failed (and were not guarded) in
-// results and that vigil's earlier reason old did not name; the budget
-// when none did and it ran out.
-func newlyDrained(old string, guarded []guardedCheck, results []benchmarks.Result, budgetExpired bool) []string {
-	entries, _ := benchmarks.ParseDrain(old)
-	var out []string
-	for _, c := range failedChecks(results) {
-		if slices.ContainsFunc(guarded, func(g guardedCheck) bool { return g.Check == c }) ||
-			slices.ContainsFunc(entries, func(e benchmarks.DrainEntry) bool { return e.Check == c }) {
-			continue
-		}
-		out = append(out, c)
-	}
-	if len(out) == 0 && budgetExpired && !strings.Contains(old, benchmarks.BudgetCheck) {
-		out = append(out, benchmarks.BudgetCheck)
-	}
-	return out
-}
-
 // sendDrained sends this node's message for checks.
-func (a *admins) sendDrained(ctx context.Context, plan drainPlan, checks []string) {
+func (a *admins) sendDrained(ctx context.Context, plan decide.DrainPlan, checks []string) {
 	var lines []string
 	var items []map[string]any
 	for _, res := range a.rep.Results {
@@ -149,7 +131,7 @@ func (a *admins) sendDrained(ctx context.Context, plan drainPlan, checks []strin
 		remedy = " Remedy: " + remedyWords(*m) + "."
 		if m.Kind == report.RemedyNeedsService {
 			fields["event"] = "needs-service"
-			then = "service " + orNode(m.Device) + ", then resume by hand: scontrol update NodeName=" + a.rep.Node + " State=RESUME"
+			then = "service " + decide.OrNode(m.Device) + ", then resume by hand: scontrol update NodeName=" + a.rep.Node + " State=RESUME"
 		}
 	}
 	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s.%s Then: %s",

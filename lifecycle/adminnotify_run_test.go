@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -57,7 +58,7 @@ func idleOthers(n int) []slurm.Node {
 func runFleet(t *testing.T, f *fleetFake, checks, sections string, dry bool) Outcome {
 	t.Helper()
 	_, conf := setup(t, "checks = ["+checks+"]\n"+sections)
-	o := Options{Program: "vigil-test", Mode: ModeProlog, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
+	o := Options{Program: "vigil-test", Mode: decide.ModeProlog, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
 		Lookup: env{}.lookup, Slurm: f, Log: quietLog(), Root: t.TempDir(), DryRun: dry}
 	return Run(context.Background(), o)
 }
@@ -75,7 +76,7 @@ func TestNotifyFailureChangesNothing(t *testing.T) {
 	f := &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, others: idleOthers(20)}
 	out := runFleet(t, f, `"t-fail"`, fmt.Sprintf("[notify]\nsecrets_file = %q\nwebhook_attempts = 1\nmail = [\"ops\"]\n", secretsFile(t, srv.URL)), false)
 	r := out.Report
-	if out.ExitCode != ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
+	if out.ExitCode != decide.ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
 		t.Fatalf("exit %d, action %+v: want a done drain, exit 1", out.ExitCode, r.Action)
 	}
 	if posts.Load() != 1 || len(r.Notices) != 2 || r.Notices[0].Sent || r.Notices[1].Sent ||
@@ -109,20 +110,20 @@ func TestGuardRun(t *testing.T) {
 	f := &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, others: others}
 	out := runFleet(t, f, `"t-fail"`, guard, false)
 	r := out.Report
-	if out.ExitCode != ExitOK || f.node.Drained() || len(r.Guarded) != 1 || r.Guarded[0].Drained != 3 || r.Guarded[0].Nodes != 10 {
+	if out.ExitCode != decide.ExitOK || f.node.Drained() || len(r.Guarded) != 1 || r.Guarded[0].Drained != 3 || r.Guarded[0].Nodes != 10 {
 		t.Errorf("guarded only: exit %d, node %+v, guarded %+v: want exit 0, not drained, 3 of 10", out.ExitCode, f.node, r.Guarded)
 	}
 
 	f = &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, others: others}
 	out = runFleet(t, f, `"t-fail", "t-perf-fail"`, guard, false)
-	if out.ExitCode != ExitFail || !strings.HasPrefix(f.node.Reason, "vigil: t-perf-fail ") || strings.Contains(f.node.Reason, "t-fail ") {
+	if out.ExitCode != decide.ExitFail || !strings.HasPrefix(f.node.Reason, "vigil: t-perf-fail ") || strings.Contains(f.node.Reason, "t-fail ") {
 		t.Errorf("guarded and another failure: exit %d, reason %q: want drained for t-perf-fail alone", out.ExitCode, f.node.Reason)
 	}
 
 	earlier := slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-fail Broken gpu0"}
 	f = &fleetFake{fakeSlurm: fakeSlurm{node: earlier}, others: others}
 	out = runFleet(t, f, `"t-fail"`, guard, false)
-	if out.ExitCode != ExitFail || !f.node.Drained() || out.Report.Action.Kind != report.ActionStay {
+	if out.ExitCode != decide.ExitFail || !f.node.Drained() || out.Report.Action.Kind != report.ActionStay {
 		t.Errorf("guarded on a drained node: exit %d, action %+v, node %+v: want stay, exit 1", out.ExitCode, out.Report.Action, f.node)
 	}
 }

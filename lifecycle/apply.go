@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -16,7 +17,7 @@ import (
 // it: it reads what the decision needs (inputs.go), decides (Decide) and
 // carries the plan out (apply). It returns the exit code.
 func (r *run) act(ctx context.Context) int {
-	p := Decide(r.inputs(ctx))
+	p := decide.Decide(r.inputs(ctx))
 	return r.apply(ctx, p)
 }
 
@@ -25,18 +26,18 @@ func (r *run) act(ctx context.Context) int {
 // before the drain, the admins and the job after it). Slurm's answers
 // change the report's action and, for a drain that could not be made, the
 // exit code; they never turn into a drain on a doubt.
-func (r *run) apply(ctx context.Context, p Plan) int {
+func (r *run) apply(ctx context.Context, p decide.Plan) int {
 	r.rep.Verdict = p.Verdict
 	r.admins.guarded(ctx, p.Guarded)
 	switch p.Step {
-	case StepHold:
+	case decide.StepHold:
 		r.hold(ctx, p)
-	case StepDrain:
+	case decide.StepDrain:
 		return r.drain(ctx, p)
-	case StepBlind:
+	case decide.StepBlind:
 		r.notes.add("%s", p.Note)
 		r.log.WithError(p.Cause).Error("reading the node's state with scontrol: vigil cannot resume or keep its drain this run")
-	case StepKeep:
+	case decide.StepKeep:
 		if p.LiftPrologError != nil {
 			st := failedDrains(stateDir(r.o), r.notes)
 			if a, ok := liftPrologError(ctx, r.sl, st, r.rep.Node, *p.LiftPrologError, r.log); ok {
@@ -45,9 +46,9 @@ func (r *run) apply(ctx context.Context, p Plan) int {
 			}
 		}
 		r.rep.Action = p.Action
-	case StepStay:
+	case decide.StepStay:
 		r.stay(ctx, p)
-	case StepResume:
+	case decide.StepResume:
 		r.resume(ctx, p)
 	default:
 		if p.Action.Kind != "" {
@@ -61,7 +62,7 @@ func (r *run) apply(ctx context.Context, p Plan) int {
 }
 
 // hold requeues the job held: the budget ran out with on_budget_expiry = hold.
-func (r *run) hold(ctx context.Context, p Plan) {
+func (r *run) hold(ctx context.Context, p decide.Plan) {
 	r.rep.Action = p.Action
 	cli := r.sl.client()
 	if cli == nil {
@@ -83,7 +84,7 @@ func (r *run) hold(ctx context.Context, p Plan) {
 // rebooted again is left DOWN), and then carries out the repair ladder's
 // remedy, tells the admins and requeues the job; the job's user hears of
 // it last, whatever Slurm answered.
-func (r *run) drain(ctx context.Context, p Plan) int {
+func (r *run) drain(ctx context.Context, p decide.Plan) int {
 	rep := r.rep
 	if p.Comment != "" {
 		r.cw.failed(ctx, p.Comment)
@@ -113,10 +114,10 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 		rep.Action.Kind = report.ActionKeep
 		if n, nerr := cli.Node(cctx, rep.Node); nerr == nil {
 			rep.Action.Reason = n.Reason
-			rep.Action.State = nodeState(n)
+			rep.Action.State = decide.NodeState(n)
 		}
 		msg := "the node is held by someone else: vigil leaves it as it is"
-		if r.o.Mode == ModeProlog {
+		if r.o.Mode == decide.ModeProlog {
 			msg += "; failing the prolog so that Slurm requeues the job"
 		}
 		r.log.WithError(err).Warn(msg)
@@ -125,7 +126,7 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("draining the node")
 		if p.RememberFailedDrain {
-			fd := FailedDrain{Time: r.o.Now().UTC(), Reason: p.Drain.Reason, Error: err.Error()}
+			fd := decide.FailedDrain{Time: r.o.Now().UTC(), Reason: p.Drain.Reason, Error: err.Error()}
 			if r.job != nil {
 				fd.Job = r.job.ID
 			}
@@ -152,12 +153,12 @@ func (r *run) drain(ctx context.Context, p Plan) int {
 // count); 0 keeps Slurm's hold. Another failing node of the job may have
 // requeued it first: then scontrol refuses, which is fine. A job that
 // cannot be requeued (an interactive one) is left to Slurm.
-func (r *run) requeueJob(ctx context.Context, q Requeue) {
-	if q == RequeueNone {
+func (r *run) requeueJob(ctx context.Context, q decide.Requeue) {
+	if q == decide.RequeueNone {
 		return
 	}
 	log := r.log.WithFields(logrus.Fields{"job": r.job.ID, "restarts": r.job.RestartCount, "max_requeues": r.s.Prolog.MaxRequeues})
-	if q == RequeueHeld {
+	if q == decide.RequeueHeld {
 		r.rep.Action.Requeue = "held"
 		log.Warn("the job was requeued [prolog] max_requeues times already: Slurm holds it (release it with scontrol release JOBID)")
 		return
@@ -175,7 +176,7 @@ func (r *run) requeueJob(ctx context.Context, q Requeue) {
 
 // stay keeps vigil's drain because the run did not clear every check its
 // reason names, rewriting the reason when some of them were cleared.
-func (r *run) stay(ctx context.Context, p Plan) {
+func (r *run) stay(ctx context.Context, p decide.Plan) {
 	rep := r.rep
 	if p.Comment != "" {
 		r.cw.failed(ctx, p.Comment)
@@ -183,9 +184,9 @@ func (r *run) stay(ctx context.Context, p Plan) {
 	rep.Action = p.Action
 	rep.Action.Done = true
 	r.notes.add("%s", p.Note)
-	kept := keptSummary(p.Drain.Kept)
-	hint := retestHint(rep.Node, keptNames(p.Drain.Kept))
-	if needsService(p.Drain.Reason) {
+	kept := decide.KeptSummary(p.Drain.Kept)
+	hint := retestHint(rep.Node, decide.KeptNames(p.Drain.Kept))
+	if decide.NeedsService(p.Drain.Reason) {
 		hint = "service it, then resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME"
 	}
 	r.log.WithFields(logrus.Fields{"reason": p.Drain.Reason, "kept": kept}).
@@ -203,7 +204,7 @@ func (r *run) stay(ctx context.Context, p Plan) {
 }
 
 // resume resumes the node: every check its vigil reason named ran and passed.
-func (r *run) resume(ctx context.Context, p Plan) {
+func (r *run) resume(ctx context.Context, p decide.Plan) {
 	rep := r.rep
 	rep.Action = p.Action
 	cctx, cancel := r.sl.bound(ctx)
@@ -223,4 +224,33 @@ func (r *run) resume(ctx context.Context, p Plan) {
 func registered(name string) bool {
 	_, ok := benchmarks.Lookup(name)
 	return ok
+}
+
+// retestHint says how to re-test checks on node, for logs and notices: a
+// local check with `vigil-prolog --node N --checks ...`; a cross-node
+// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
+// the node and its peers, so the way is to resume the node once its cause
+// is fixed and let the next multi-node job's prolog check it again.
+func retestHint(node string, checks []string) string {
+	var local, cross []string
+	for _, c := range checks {
+		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
+			cross = append(cross, c)
+		} else {
+			local = append(local, c)
+		}
+	}
+	resume := "scontrol update NodeName=" + node + " State=RESUME"
+	var parts []string
+	if len(local) > 0 {
+		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
+	}
+	if len(cross) > 0 {
+		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
+			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
+	}
+	if len(local) > 0 || len(cross) == 0 {
+		parts = append(parts, "or resume by hand: "+resume)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -25,7 +26,7 @@ type rebooter interface {
 // asks Slurm for the reboot, or says the node needs service. What was done
 // goes into the report's action and the remedy history; a remedy that
 // fails changes neither the drain nor the exit code.
-func (r *run) remedy(ctx context.Context, p Plan) {
+func (r *run) remedy(ctx context.Context, p decide.Plan) {
 	m := p.Remedy
 	if m == nil {
 		return
@@ -51,8 +52,8 @@ func (r *run) remedy(ctx context.Context, p Plan) {
 		if m.Fallback == nil {
 			return
 		}
-		fb := m.Fallback.report(r.s.Repair, r.o.Now(), r.rep.Node)
-		fb.Note = joinNotes("the reset failed ("+err.Error()+"): reboot instead", fb.Note)
+		fb := m.Fallback.Report(r.s.Repair, r.o.Now(), r.rep.Node)
+		fb.Note = decide.JoinNotes("the reset failed ("+err.Error()+"): reboot instead", fb.Note)
 		r.rep.Action.Remedy, rm, m = fb, fb, m.Fallback
 	}
 	err := r.reboot(ctx, m.Reboot)
@@ -67,8 +68,8 @@ func (r *run) remedy(ctx context.Context, p Plan) {
 }
 
 // remember adds a done remedy to the node's history.
-func (r *run) remember(m *remedyPlan) {
-	rec := RemedyRecord{At: r.o.Now().UTC(), Kind: m.Kind, Check: m.Entry.Check, Reason: m.Entry.Reason, Device: m.Entry.Device}
+func (r *run) remember(m *decide.RemedyPlan) {
+	rec := decide.RemedyRecord{At: r.o.Now().UTC(), Kind: m.Kind, Check: m.Entry.Check, Reason: m.Entry.Reason, Device: m.Entry.Device}
 	if r.job != nil {
 		rec.Job = r.job.ID
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -76,13 +77,13 @@ nvidia = [%q, "-i", "{index}"]
 
 func (r repairRun) run(t *testing.T, f *rebootFake, dry bool) Outcome {
 	t.Helper()
-	o := Options{Program: "vigil-test", Mode: ModeHealth, ConfigPath: r.conf, ConfigExplicit: true, Node: "n1",
+	o := Options{Program: "vigil-test", Mode: decide.ModeHealth, ConfigPath: r.conf, ConfigExplicit: true, Node: "n1",
 		Lookup: env{"SLURM_CONF": r.slurmConf}.lookup, Slurm: f, Log: quietLog(), Root: t.TempDir(),
 		StateDir: r.state, Holders: noHolders{}, DryRun: dry}
 	return Run(context.Background(), o)
 }
 
-func (r repairRun) history(t *testing.T) []RemedyRecord {
+func (r repairRun) history(t *testing.T) []decide.RemedyRecord {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(r.state, remediesFile))
 	if err != nil {
@@ -105,7 +106,7 @@ func TestApplyRepairLadder(t *testing.T) {
 
 	out := r.run(t, f, false)
 	m := out.Report.Action.Remedy
-	if out.ExitCode != ExitFail || m == nil || m.Kind != report.RemedyReset || !m.Done || m.Attempt != 1 {
+	if out.ExitCode != decide.ExitFail || m == nil || m.Kind != report.RemedyReset || !m.Done || m.Attempt != 1 {
 		t.Fatalf("first run: exit %d, remedy %+v", out.ExitCode, m)
 	}
 	if b, _ := os.ReadFile(r.resetLog); string(b) != "-i 0\n" {
@@ -148,7 +149,7 @@ func TestApplyRepairLadder(t *testing.T) {
 	// Whatever runs next, the drain for service stays as it is.
 	f.calls = nil
 	out = r.run(t, f, false)
-	if out.ExitCode != ExitFail || out.Report.Action.Kind != report.ActionStay || len(f.changes()) != 0 {
+	if out.ExitCode != decide.ExitFail || out.Report.Action.Kind != report.ActionStay || len(f.changes()) != 0 {
 		t.Errorf("after NeedsService: exit %d, action %+v, calls %q", out.ExitCode, out.Report.Action, f.changes())
 	}
 }
@@ -187,7 +188,7 @@ func TestApplyRepairDryRunAndRefusals(t *testing.T) {
 
 	// The reset's rung passed (a job's prolog never resets): the reboot, refused.
 	f.rebootErr = fmt.Errorf("slurm: not rebooting n1: %w", slurm.ErrRebootPending)
-	o := Options{Program: "vigil-test", Mode: ModeProlog, ConfigPath: r.conf, ConfigExplicit: true, Node: "n1",
+	o := Options{Program: "vigil-test", Mode: decide.ModeProlog, ConfigPath: r.conf, ConfigExplicit: true, Node: "n1",
 		Lookup: env{"SLURM_CONF": r.slurmConf, "SLURM_JOB_ID": "42"}.lookup, Slurm: f, Log: quietLog(), Root: t.TempDir(), StateDir: r.state}
 	out = Run(context.Background(), o)
 	if m := out.Report.Action.Remedy; m == nil || m.Kind != report.RemedyReboot || m.Done || !strings.Contains(m.Error, "already pending") {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // TestPrologTypoListsValidKeys: an unknown key in [prolog] (or [epilog])
@@ -12,7 +15,7 @@ import (
 func TestPrologTypoListsValidKeys(t *testing.T) {
 	_, conf := setup(t, "bugdet = \"10m\"\n\n[epilog]\nrechek = true")
 	var out bytes.Buffer
-	if code := CheckConfig(&out, conf, true, env{}.lookup, nil); code != ExitConfig {
+	if code := settings.CheckConfig(&out, conf, true, env{}.lookup, nil); code != decide.ExitConfig {
 		t.Fatalf("exit %d:\n%s", code, out.String())
 	}
 	for _, want := range []string{

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // TestCheckConfigWarnsOfUserPorts: --check-config warns of a
@@ -40,7 +43,7 @@ func TestCheckConfigWarnsOfUserPorts(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if code := CheckConfig(&out, conf, true, env{}.lookup, nil); code != ExitOK {
+			if code := settings.CheckConfig(&out, conf, true, env{}.lookup, nil); code != decide.ExitOK {
 				t.Fatalf("exit %d:\n%s", code, out.String())
 			}
 			got := out.String()

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // TestCheckConfigSlurmBinDir: a [prolog] slurm_bin_dir without an
@@ -37,15 +40,15 @@ func TestCheckConfigSlurmBinDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, conf := setup(t, "slurm_bin_dir = \""+tc.dir+"\"")
 			var out bytes.Buffer
-			code := CheckConfig(&out, conf, true, env{}.lookup, tc.flags)
+			code := settings.CheckConfig(&out, conf, true, env{}.lookup, tc.flags)
 			if tc.want == "" {
-				if code != ExitOK {
+				if code != decide.ExitOK {
 					t.Fatalf("exit %d:\n%s", code, out.String())
 				}
 				return
 			}
-			if code != ExitConfig || !strings.Contains(out.String(), tc.want) {
-				t.Fatalf("exit %d, want %d and %q in:\n%s", code, ExitConfig, tc.want, out.String())
+			if code != decide.ExitConfig || !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("exit %d, want %d and %q in:\n%s", code, decide.ExitConfig, tc.want, out.String())
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -52,7 +53,7 @@ func TestValidRunNotesCorruptState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, StateFileName), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
+	out := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
 	if notes := strings.Join(out.Report.Notes, "\n"); !strings.Contains(notes, "kept it aside as "+filepath.Join(state, StateFileName)+".corrupt-") {
 		t.Fatalf("notes do not name the kept-aside state file:\n%s", notes)
 	}
@@ -82,8 +83,8 @@ func TestInvalidConfigCorruptStateStillAlerts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			out := runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
-			if out.Report.Config.Valid || out.ExitCode != ExitOK || out.ReportPath != "" {
+			out := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
+			if out.Report.Config.Valid || out.ExitCode != decide.ExitOK || out.ReportPath != "" {
 				t.Fatalf("exit %d, report %q, config %+v", out.ExitCode, out.ReportPath, out.Report.Config)
 			}
 			prom, err := os.ReadFile(filepath.Join(dir, "vigil-prolog.prom"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -33,7 +34,7 @@ func TestEpilogCgroupLeftoversDryRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-			out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": tc.job, "SLURMD_NODENAME": "n1"}, func(o *Options) {
+			out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": tc.job, "SLURMD_NODENAME": "n1"}, func(o *Options) {
 				o.Root, o.DryRun = root, true
 			})
 			notes := strings.Join(out.Report.Notes, "\n")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -44,7 +45,7 @@ func init() {
 // "components", and leave the results.
 func TestReportNamesComponents(t *testing.T) {
 	_, conf := setup(t, `checks = ["t-inventory", "t-inventory-hca"]`)
-	out := runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
+	out := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
 	b, err := os.ReadFile(out.ReportPath)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/cgo/munge"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -62,10 +64,10 @@ func (j jobRelay) Publish(ctx context.Context, word string) error {
 // splitCrossNode separates the cross-node checks from the rest. Where they
 // cannot run (outside a prolog, outside a job, a dry run, a job on one
 // node) they are not applicable (na), with the reason.
-func splitCrossNode(checks []benchmarks.Check, mode Mode, job *slurm.Job, dryRun bool) (local, cross []benchmarks.Check, na []benchmarks.NotApplicable) {
+func splitCrossNode(checks []benchmarks.Check, mode decide.Mode, job *slurm.Job, dryRun bool) (local, cross []benchmarks.Check, na []benchmarks.NotApplicable) {
 	why := ""
 	switch {
-	case mode != ModeProlog:
+	case mode != decide.ModeProlog:
 		why = "runs only in the prolog, with the job's other nodes"
 	case job == nil:
 		why = "runs only in a job's prolog, with the job's other nodes"
@@ -101,7 +103,7 @@ func jobNodes(job *slurm.Job) []string {
 
 // crossPhase is what one run's cross-node phase needs.
 type crossPhase struct {
-	s        *Settings
+	s        *settings.Settings
 	job      *slurm.Job
 	node     string
 	deadline time.Time

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -185,14 +186,14 @@ func TestEpilogCulpritRecheck(t *testing.T) {
 			}
 			_, conf := setup(t, fmt.Sprintf("checks = [\"t-pass\", \"t-perf-fail\"]\nretries = 0\n[watch]\nreport_dir = %q", hangs))
 			fs := &fakeSlurm{node: tt.slurmNode}
-			out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": tt.job}, func(o *Options) { o.Node = tt.node })
+			out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": tt.job}, func(o *Options) { o.Node = tt.node })
 			if got := ran(out.Report); got != tt.wantRan {
 				t.Errorf("ran %s, want %s; notes %q", got, tt.wantRan, out.Report.Notes)
 			}
 			if got := strings.Join(fs.mutations(), "|"); got != tt.wantCalls {
 				t.Errorf("calls %q, want %q", got, tt.wantCalls)
 			}
-			if out.ExitCode != ExitOK || out.Report.Action.Kind != tt.wantKind {
+			if out.ExitCode != decide.ExitOK || out.Report.Action.Kind != tt.wantKind {
 				t.Errorf("exit %d, action %+v, want %s", out.ExitCode, out.Report.Action, tt.wantKind)
 			}
 			recheck := notesWith(out.Report, "recheck:")
@@ -229,12 +230,12 @@ func TestEpilogCulpritWorkDir(t *testing.T) {
 	copyReport(t, work, "vigil-hang-1234-n2-20261129T104000Z.json")
 	_, conf := setup(t, `checks = ["t-pass", "t-perf"]`)
 	fs := &fakeSlurm{node: slurm.Node{Name: "n2", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "1234", "SLURM_JOB_WORK_DIR": work}, func(o *Options) { o.Node = "n2" })
+	out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "1234", "SLURM_JOB_WORK_DIR": work}, func(o *Options) { o.Node = "n2" })
 	if ran(out.Report) != "t-pass" || len(notesWith(out.Report, "recheck: named as culprit")) != 1 {
 		t.Fatalf("ran %s, notes %q", ran(out.Report), out.Report.Notes)
 	}
 	// Without the working directory the epilog cannot tell: health facts only.
-	out = runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, func(o *Options) { o.Node = "n2" })
+	out = runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, func(o *Options) { o.Node = "n2" })
 	if ran(out.Report) != "t-pass" || len(notesWith(out.Report, "SLURM_JOB_WORK_DIR")) != 1 {
 		t.Fatalf("ran %s, notes %q", ran(out.Report), out.Report.Notes)
 	}
@@ -251,7 +252,7 @@ func TestEpilogCulpritMissingDir(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, conf := setup(t, fmt.Sprintf("checks = [\"t-pass\", \"t-perf-fail\"]\n[watch]\nreport_dir = %q", dir))
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-			out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, nil)
+			out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, nil)
 			if ran(out.Report) != "t-pass" || len(fs.mutations()) != 0 || len(notesWith(out.Report, dir)) != 1 {
 				t.Fatalf("ran %s, calls %v, notes %q", ran(out.Report), fs.calls, out.Report.Notes)
 			}
@@ -274,7 +275,7 @@ func TestEpilogCulpritLookupBounded(t *testing.T) {
 	culpritLookupTimeout = 50 * time.Millisecond
 	_, conf := setup(t, fmt.Sprintf("checks = [\"t-pass\", \"t-perf-fail\"]\n[watch]\nreport_dir = %q", t.TempDir()))
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, nil)
+	out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, nil)
 	if ran(out.Report) != "t-pass" || len(notesWith(out.Report, "recheck: gave up")) != 1 || len(fs.mutations()) != 0 {
 		t.Fatalf("ran %s, calls %v, notes %q", ran(out.Report), fs.calls, out.Report.Notes)
 	}
@@ -296,7 +297,7 @@ func TestEpilogCulpritDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, func(o *Options) { o.DryRun = true })
+	out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "1234"}, func(o *Options) { o.DryRun = true })
 	if ran(out.Report) != "t-pass" || len(notesWith(out.Report, "recheck: named as culprit")) != 1 {
 		t.Fatalf("ran %s, notes %q", ran(out.Report), out.Report.Notes)
 	}

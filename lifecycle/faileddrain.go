@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
-	"github.com/vigil-hpc/vigil/slurm"
 )
 
 // When vigil cannot drain a node whose prolog failed (slurmctld down,
@@ -23,24 +23,8 @@ import (
 // that failure, lifts that drain (and only that one), as if it had been
 // vigil's own.
 
-// SlurmPrologError is the reason Slurm drains a node with when its prolog
-// fails.
-const SlurmPrologError = "Prolog error"
-
 // failedDrainFile is the state file of the failed drains, by node.
 const failedDrainFile = "failed-drains.json"
-
-// FailedDrain is one drain vigil could not make.
-type FailedDrain struct {
-	// Time is when the drain failed.
-	Time time.Time `json:"time"`
-	// Reason is the reason vigil wanted to set.
-	Reason string `json:"reason"`
-	// Job is the job whose prolog failed ("" outside a prolog).
-	Job string `json:"job,omitempty"`
-	// Error is why the drain failed.
-	Error string `json:"error"`
-}
 
 // failedDrainStore is the state file of the failed drains; notes records
 // what goes wrong with it in the run's report.
@@ -57,23 +41,23 @@ func failedDrains(dir string, n notes) failedDrainStore {
 // read reads the state file; a missing file is empty, an unreadable or
 // corrupt one is empty too and says so in a note (vigil then lifts nothing
 // it has no record of).
-func (s failedDrainStore) read() map[string]FailedDrain {
+func (s failedDrainStore) read() map[string]decide.FailedDrain {
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]FailedDrain{}
+		return map[string]decide.FailedDrain{}
 	}
-	m := map[string]FailedDrain{}
+	m := map[string]decide.FailedDrain{}
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
 	if err != nil {
 		s.notes.add("reading %s: %v: vigil lifts no Slurm \"Prolog error\" drain this run", s.path, err)
-		return map[string]FailedDrain{}
+		return map[string]decide.FailedDrain{}
 	}
 	return m
 }
 
-func (s failedDrainStore) write(m map[string]FailedDrain) {
+func (s failedDrainStore) write(m map[string]decide.FailedDrain) {
 	if len(m) == 0 {
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.notes.add("removing %s: %v", s.path, err)
@@ -91,12 +75,12 @@ func (s failedDrainStore) write(m map[string]FailedDrain) {
 }
 
 // remember records that vigil could not drain node (fd).
-func (s failedDrainStore) remember(node string, fd FailedDrain) {
+func (s failedDrainStore) remember(node string, fd decide.FailedDrain) {
 	m := s.read()
 	m[node] = fd
 	s.write(m)
 	s.notes.add("vigil could not drain %s (%s); remembered in %s, so that a later passing run lifts the \"%s\" drain Slurm sets when this prolog fails",
-		node, fd.Error, s.path, SlurmPrologError)
+		node, fd.Error, s.path, decide.SlurmPrologError)
 }
 
 // reasonResumer is the part of slurm.Client that resumes a node only
@@ -105,30 +89,20 @@ type reasonResumer interface {
 	ResumeIfReason(ctx context.Context, node, reason string) (bool, error)
 }
 
-// liftsPrologError reports whether n is drained by Slurm for the failed
-// prolog vigil could not drain itself: reason exactly SlurmPrologError,
-// set no earlier than a minute before vigil's recorded failed drain.
-func liftsPrologError(n slurm.Node, fd FailedDrain, ok bool) bool {
-	if !ok || !n.Drained() || n.Reason != SlurmPrologError || n.ForeignState() != "" {
-		return false
-	}
-	return n.ReasonTime.IsZero() || !n.ReasonTime.Before(fd.Time.Add(-time.Minute))
-}
-
 // liftPrologError resumes node, which passed this run and which Slurm
 // drained for a prolog vigil failed but could not drain (fd, whose record
 // is then dropped from st), and returns the action taken. It returns false
 // when the client cannot resume by reason or the node no longer carries
 // Slurm's reason.
-func liftPrologError(ctx context.Context, sl *slurmAccess, st failedDrainStore, node string, fd FailedDrain, log logrus.FieldLogger) (report.Action, bool) {
+func liftPrologError(ctx context.Context, sl *slurmAccess, st failedDrainStore, node string, fd decide.FailedDrain, log logrus.FieldLogger) (report.Action, bool) {
 	rr, canResume := sl.rawClient().(reasonResumer)
 	if !canResume {
 		return report.Action{}, false
 	}
-	act := report.Action{Kind: report.ActionResume, Reason: SlurmPrologError, Lifted: []string{SlurmPrologError}}
+	act := report.Action{Kind: report.ActionResume, Reason: decide.SlurmPrologError, Lifted: []string{decide.SlurmPrologError}}
 	cctx, cancel := sl.bound(ctx)
 	defer cancel()
-	resumed, err := rr.ResumeIfReason(cctx, node, SlurmPrologError)
+	resumed, err := rr.ResumeIfReason(cctx, node, decide.SlurmPrologError)
 	if err != nil {
 		act.Error = err.Error()
 		log.WithError(err).Error("resuming the node from Slurm's Prolog error")
@@ -141,7 +115,7 @@ func liftPrologError(ctx context.Context, sl *slurmAccess, st failedDrainStore, 
 	m := st.read()
 	delete(m, node)
 	st.write(m)
-	log.WithField("failed_drain", fd.Time.Format(time.RFC3339)).Info("node resumed: Slurm drained it with \"" + SlurmPrologError +
+	log.WithField("failed_drain", fd.Time.Format(time.RFC3339)).Info("node resumed: Slurm drained it with \"" + decide.SlurmPrologError +
 		"\" for a prolog vigil failed (" + fd.Reason + ") but could not drain itself; this run passed every check")
 	return act, true
 }

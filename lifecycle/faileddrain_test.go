@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -42,9 +43,9 @@ func TestPrologErrorAfterAFailedDrain(t *testing.T) {
 	dir, conf := setup(t, `checks = ["t-fail"]`)
 	down := &slurm.CommandError{ExitCode: 1, Stderr: "Unable to contact slurm controller (connect failure)", Err: errors.New("exit status 1")}
 	fs := &downSlurm{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, drainErr: down}
-	out := runWith(t, conf, ModeProlog, &fs.fakeSlurm, env{"SLURM_JOB_ID": "9"}, func(o *Options) { o.Slurm = fs })
+	out := runWith(t, conf, decide.ModeProlog, &fs.fakeSlurm, env{"SLURM_JOB_ID": "9"}, func(o *Options) { o.Slurm = fs })
 	state := filepath.Join(dir, "state", failedDrainFile)
-	if out.ExitCode != ExitFail || out.Report.Action.Done {
+	if out.ExitCode != decide.ExitFail || out.Report.Action.Done {
 		t.Fatalf("exit %d action %+v, want a failed drain and exit 1", out.ExitCode, out.Report.Action)
 	}
 	b, err := os.ReadFile(state)
@@ -60,46 +61,21 @@ func TestPrologErrorAfterAFailedDrain(t *testing.T) {
 		lifted bool
 	}{
 		{"an admin's reason", "maintenance", time.Now(), false},
-		{"Prolog error set long before vigil's failure", SlurmPrologError, time.Now().Add(-time.Hour), false},
-		{"Prolog error after vigil's failed drain", SlurmPrologError, time.Now(), true},
-		{"Prolog error again, no record left", SlurmPrologError, time.Now(), false},
+		{"Prolog error set long before vigil's failure", decide.SlurmPrologError, time.Now().Add(-time.Hour), false},
+		{"Prolog error after vigil's failed drain", decide.SlurmPrologError, time.Now(), true},
+		{"Prolog error again, no record left", decide.SlurmPrologError, time.Now(), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fs.node = slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: tt.reason, ReasonTime: tt.at}
 			fs.calls = nil
-			out := runWith(t, conf, ModeHealth, &fs.fakeSlurm, nil, func(o *Options) { o.Slurm = fs })
-			if lifted := !fs.node.Drained(); lifted != tt.lifted || out.ExitCode != ExitOK {
+			out := runWith(t, conf, decide.ModeHealth, &fs.fakeSlurm, nil, func(o *Options) { o.Slurm = fs })
+			if lifted := !fs.node.Drained(); lifted != tt.lifted || out.ExitCode != decide.ExitOK {
 				t.Errorf("lifted %v (calls %v, action %+v), want %v", lifted, fs.calls, out.Report.Action, tt.lifted)
 			}
 			if _, err := os.Stat(state); tt.lifted && err == nil {
 				t.Errorf("the record stays after the lift")
 			}
 		})
-	}
-}
-
-func TestLiftsPrologError(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	fd := FailedDrain{Time: at}
-	drained := func(reason string, set time.Time, flags ...string) slurm.Node {
-		return slurm.Node{Name: "n1", State: "IDLE", Flags: append([]string{"DRAIN"}, flags...), Reason: reason, ReasonTime: set}
-	}
-	for i, tt := range []struct {
-		n    slurm.Node
-		ok   bool
-		want bool
-	}{
-		{drained(SlurmPrologError, at.Add(time.Second)), true, true},
-		{drained(SlurmPrologError, at.Add(-30*time.Second)), true, true},
-		{drained(SlurmPrologError, at.Add(-2*time.Minute)), true, false},
-		{drained(SlurmPrologError, at), false, false},
-		{drained("Prolog error; see log", at), true, false},
-		{drained(SlurmPrologError, at, "MAINTENANCE"), true, false},
-		{slurm.Node{Name: "n1", State: "IDLE", Reason: SlurmPrologError}, true, false},
-	} {
-		if got := liftsPrologError(tt.n, fd, tt.ok); got != tt.want {
-			t.Errorf("%d: %+v: %v, want %v", i, tt.n, got, tt.want)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -15,7 +16,7 @@ import (
 
 // guarded records the guarded checks in the report and the log, and sends
 // their alerts, in the order Decide guarded them.
-func (a *admins) guarded(ctx context.Context, guarded []guardedCheck) {
+func (a *admins) guarded(ctx context.Context, guarded []decide.GuardedCheck) {
 	for _, g := range guarded {
 		a.rep.Guarded = append(a.rep.Guarded, g.Guarded)
 		a.notes.add("%s", g.Message)
@@ -46,7 +47,7 @@ func (a *admins) markGuardAlert(ctx context.Context, check string) {
 		return
 	}
 	comment := a.sl.fleet[i].Comment()
-	marks := guardMarks(comment)
+	marks := decide.GuardMarks(comment)
 	if marks == nil && comment != "" {
 		a.notes.add("node comment %q is not vigil's: the guard alert for %s is not recorded, so the next guarded node sends it again", comment, check)
 		return
@@ -57,7 +58,7 @@ func (a *admins) markGuardAlert(ctx context.Context, check string) {
 	marks[check] = a.now()
 	cctx, cancel := a.sl.bound(ctx)
 	defer cancel()
-	if err := cli.SetNodeComment(cctx, a.rep.Node, formatGuardMarks(marks)); err != nil {
+	if err := cli.SetNodeComment(cctx, a.rep.Node, decide.FormatGuardMarks(marks)); err != nil {
 		a.log.WithError(err).Error("recording the guard alert on the node's comment: the next guarded node will alert again")
 	}
 }

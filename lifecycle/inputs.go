@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 )
 
 // inputs gathers what Decide needs once the checks ran, reading no more
@@ -13,28 +14,28 @@ import (
 // held, vigil's failed-drain record only for a passing run on a node
 // drained by someone else, and with [repair] on and a failure what the
 // ladder reads (repairView).
-func (r *run) inputs(ctx context.Context) Inputs {
+func (r *run) inputs(ctx context.Context) decide.Inputs {
 	s := r.s
-	in := Inputs{Mode: r.o.Mode, Node: r.rep.Node, Components: r.rep.Components, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
+	in := decide.Inputs{Mode: r.o.Mode, Node: r.rep.Node, Components: r.rep.Components, JobChecks: r.jobChecks, DryRun: r.o.DryRun,
 		Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, JobFailing: r.jobFailing, Registered: registered,
-		Rules: Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
+		Rules: decide.Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
 			JobComment: r.rep.Config.Valid && s.Prolog.JobComment, Guard: s.Guard, Notify: s.Notify.Enabled(),
 			UserNotify: r.user.choice.Any(), Repair: s.Repair}}
 	if r.job != nil {
-		in.Job = &JobFacts{ID: r.job.ID, RestartCount: r.job.RestartCount, Devices: r.job.GPUs}
+		in.Job = &decide.JobFacts{ID: r.job.ID, RestartCount: r.job.RestartCount, Devices: r.job.GPUs}
 	}
-	if in.holdsJob() {
+	if in.HoldsJob() {
 		in.Now = r.o.Now()
 		return in
 	}
-	if len(failedChecks(in.Results)) > 0 && (in.Rules.Guard.MaxShare > 0 || in.Rules.Notify) {
+	if len(decide.FailedChecks(in.Results)) > 0 && (in.Rules.Guard.MaxShare > 0 || in.Rules.Notify) {
 		if in.DryRun && in.Rules.Guard.MaxShare > 0 {
 			r.notes.add("the guard ([guard]) was not consulted: dry runs do not query Slurm")
 		}
 		in.Slurm.Fleet = r.sl.readFleet(ctx)
 	}
 	in.Now = r.o.Now()
-	if in.Rules.Repair.Enabled && len(failedChecks(in.Results)) > 0 {
+	if in.Rules.Repair.Enabled && len(decide.FailedChecks(in.Results)) > 0 {
 		in.Repair = r.repairView(ctx, in)
 	}
 	cli := r.sl.client()
@@ -49,7 +50,7 @@ func (r *run) inputs(ctx context.Context) Inputs {
 		return in
 	}
 	in.Slurm.Node = &n
-	if in.mayLiftPrologError() {
+	if in.MayLiftPrologError() {
 		if fd, ok := failedDrains(stateDir(r.o), r.notes).read()[r.rep.Node]; ok {
 			in.Slurm.FailedDrain = &fd
 		}
@@ -57,24 +58,11 @@ func (r *run) inputs(ctx context.Context) Inputs {
 	return in
 }
 
-// mayLiftPrologError reports whether the decision may lift Slurm's
-// "Prolog error" on the node: the run passed inside its budget and the
-// node is drained (or down) by someone other than vigil. Only then is
-// vigil's failed-drain record read.
-func (in Inputs) mayLiftPrologError() bool {
-	n := in.Slurm.Node
-	if n == nil || in.BudgetExpired || benchmarks.Verdict(in.Results) != benchmarks.StatusPass {
-		return false
-	}
-	foreign := n.ForeignState() != ""
-	return (n.Drained() || foreign) && (!n.OwnedByVigil() || foreign)
-}
-
 // repairView reads what the repair ladder decides on: this node's remedy
 // history, slurm.conf's RebootProgram, and, for a run outside any job,
 // whether a process holds each failed device.
-func (r *run) repairView(ctx context.Context, in Inputs) RepairView {
-	v := RepairView{History: remedies(stateDir(r.o), r.notes, r.log).read(in.Node)}
+func (r *run) repairView(ctx context.Context, in decide.Inputs) decide.RepairView {
+	v := decide.RepairView{History: remedies(stateDir(r.o), r.notes, r.log).read(in.Node)}
 	v.RebootProgram, v.RebootKnown = r.sl.rebootProgram(ctx)
 	if in.Job != nil {
 		return v // no reset inside a job: nothing more to read
@@ -84,7 +72,7 @@ func (r *run) repairView(ctx context.Context, in Inputs) RepairView {
 		h = ProcFS{Root: r.o.Root}
 	}
 	for _, res := range in.Results {
-		row, index, ok := deviceOf(res.Device)
+		row, index, ok := decide.DeviceOf(res.Device)
 		if res.Status != benchmarks.StatusFail || !ok {
 			continue
 		}

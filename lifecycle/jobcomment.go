@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -86,27 +86,6 @@ func CheckingStatus(n int) string {
 // PassedStatus is vigil's part after the first node passed in d.
 func PassedStatus(d time.Duration) string {
 	return fmt.Sprintf("%s passed (%d s)", slurm.ReasonPrefix, int(d.Round(time.Second)/time.Second))
-}
-
-// NodeFailure is one node's failure as the comment shows it:
-// "n3 failed gemm (GEMMBelowThreshold gpu5)".
-func NodeFailure(node string, results []benchmarks.Result) string {
-	var parts []string
-	for _, res := range results {
-		if res.Status != benchmarks.StatusFail {
-			continue
-		}
-		why := strings.TrimSpace(res.Reason + " " + res.Device)
-		if why == "" {
-			parts = append(parts, res.Check)
-		} else {
-			parts = append(parts, res.Check+" ("+why+")")
-		}
-	}
-	if len(parts) == 0 {
-		return node + " failed"
-	}
-	return node + " failed " + strings.Join(parts, ", ")
 }
 
 // FailedStatus is vigil's part after node failed with failure (from
@@ -234,7 +213,7 @@ func (c *commentWriter) result(ctx context.Context, end runEnd) {
 		return
 	}
 	switch {
-	case end.Code == ExitFail && c.failure != "" && len(c.job.Nodes) > 1:
+	case end.Code == decide.ExitFail && c.failure != "" && len(c.job.Nodes) > 1:
 		// The first node may have read the comment just before the
 		// failure was written and write "checking" or "passed" just after
 		// it: look again.
@@ -249,7 +228,7 @@ func (c *commentWriter) result(ctx context.Context, end runEnd) {
 				c.log.WithError(err).Info("checking the job's comment again")
 			}
 		}
-	case end.Code == ExitOK && end.Passed && c.firstNode():
+	case end.Code == decide.ExitOK && end.Passed && c.firstNode():
 		status := PassedStatus(end.Took)
 		if len(end.BadLinks) > 0 {
 			status += "; bad link " + strings.Join(end.BadLinks, ", ") + ", nobody drained"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -41,10 +42,10 @@ func TestStatuses(t *testing.T) {
 		{Check: "gemm", Status: benchmarks.StatusFail, Reason: "GEMMBelowThreshold", Device: "gpu5"},
 		{Check: "nvml-ecc", Status: benchmarks.StatusFail},
 	}
-	if got, want := NodeFailure("n3", fail), "n3 failed gemm (GEMMBelowThreshold gpu5), nvml-ecc"; got != want {
+	if got, want := decide.NodeFailure("n3", fail), "n3 failed gemm (GEMMBelowThreshold gpu5), nvml-ecc"; got != want {
 		t.Errorf("NodeFailure = %q, want %q", got, want)
 	}
-	if got, want := NodeFailure("n3", nil), "n3 failed"; got != want {
+	if got, want := decide.NodeFailure("n3", nil), "n3 failed"; got != want {
 		t.Errorf("NodeFailure without results = %q, want %q", got, want)
 	}
 	if got, want := CheckingStatus(4), "vigil: checking 4 nodes"; got != want {
@@ -135,7 +136,7 @@ func TestRunJobComment(t *testing.T) {
 			cs := &commentSlurm{fakeSlurm: &fakeSlurm{node: slurm.Node{Name: tt.node, State: "IDLE"}}, comment: tt.old, inject: tt.inject}
 			e := jobEnv()
 			e["SLURMD_NODENAME"] = tt.node
-			o := runWith(t, conf, ModeProlog, nil, e, func(o *Options) {
+			o := runWith(t, conf, decide.ModeProlog, nil, e, func(o *Options) {
 				o.Node, o.Slurm, o.DryRun = tt.node, cs, tt.dry
 				o.Sleep = func(time.Duration) {}
 			})

@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
 )
@@ -44,7 +45,7 @@ type jobChoices struct {
 // s.Prolog, within [policy]. A choice outside the policy is ignored with a
 // warning; the budget never grows. The report gets the checks dropped and,
 // when the job skipped the checks, why none ran.
-func applyJobChoices(s *Settings, lookup func(string) (string, bool), rep *report.Report, log logrus.FieldLogger, n notes) jobChoices {
+func applyJobChoices(s *settings.Settings, lookup func(string) (string, bool), rep *report.Report, log logrus.FieldLogger, n notes) jobChoices {
 	pp := s.Policy.ForProlog(lookup, PolicyRegistry().WithProlog(s.Prolog.Checks, s.Prolog.Skip), s.Prolog.Budget)
 	for _, w := range pp.Warnings {
 		n.add("policy: %s", w)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -83,7 +84,7 @@ func TestJobChoices(t *testing.T) {
 				e[k] = v
 			}
 			fs := &fakeSlurm{node: tc.node}
-			out := runWith(t, conf, ModeProlog, fs, e, nil)
+			out := runWith(t, conf, decide.ModeProlog, fs, e, nil)
 			var ran []string
 			for _, r := range out.Report.Results {
 				ran = append(ran, r.Check)
@@ -110,9 +111,9 @@ func TestJobChoices(t *testing.T) {
 			if got := fs.mutations(); strings.Join(got, "|") != strings.Join(tc.wantCalls, "|") {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
-			wantCode, wantKind := ExitOK, out.Report.Action.Kind
+			wantCode, wantKind := decide.ExitOK, out.Report.Action.Kind
 			if tc.stays {
-				wantCode, wantKind = ExitFail, report.ActionStay
+				wantCode, wantKind = decide.ExitFail, report.ActionStay
 			}
 			if out.ExitCode != wantCode || out.Report.Action.Kind == report.ActionDrain || out.Report.Action.Kind != wantKind {
 				t.Errorf("exit %d action %+v, want %d and no drain (stays %v)", out.ExitCode, out.Report.Action, wantCode, tc.stays)

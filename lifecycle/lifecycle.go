@@ -19,48 +19,10 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/internal/vendors"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
-)
-
-// Mode is what a run is for.
-type Mode string
-
-const (
-	// ModeProlog runs before a job (Slurm Prolog with PrologFlags=Alloc).
-	ModeProlog Mode = "prolog"
-	// ModeEpilog runs after a job: kill the job's leftovers, re-check
-	// health facts.
-	ModeEpilog Mode = "epilog"
-	// ModeHealth runs outside jobs (Slurm HealthCheckProgram, cron, by hand).
-	ModeHealth Mode = "health"
-	// ModeValidate runs the deep suite of [idle] in one of vigil's idle
-	// validation jobs (vigil-prolog validate) and acts like health mode.
-	ModeValidate Mode = "validate"
-)
-
-// Exit codes of vigil-prolog and vigil-epilog.
-const (
-	// ExitOK: the node passed, or nothing may be done (unknown results, an
-	// invalid config under Slurm, a held job, a skipped run, failures that
-	// the guard kept from draining the node: see docs/notify.md).
-	ExitOK = 0
-	// ExitFail: the node is drained by vigil after this run (a check failed
-	// or the budget ran out with on_budget_expiry = "fail", or an earlier
-	// vigil drain stays because this run did not clear it). The prolog's
-	// non-zero exit makes Slurm requeue the job; the epilog never exits
-	// with it (Slurm would replace vigil's reason with "Epilog error").
-	// In a dry run: the node would be drained.
-	ExitFail = 1
-	// ExitUsage: bad command line.
-	ExitUsage = 2
-	// ExitConfig: the config is invalid (only for --check-config and
-	// --dry-run; under Slurm an invalid config exits ExitOK).
-	ExitConfig = 3
-	// ExitNotDrained: health mode found a failure but did not drain the
-	// node: another party holds it (drain, down, maintenance), or scontrol
-	// failed. The log says which.
-	ExitNotDrained = 4
 )
 
 // Slurm is the part of slurm.Client the lifecycle uses.
@@ -77,7 +39,7 @@ type Options struct {
 	// Program is the binary's name for reports ("vigil-prolog").
 	Program string
 	// Mode is prolog, epilog, health or validate.
-	Mode Mode
+	Mode decide.Mode
 	// ConfigPath is the config file; "" means config.DefaultPath.
 	ConfigPath string
 	// ConfigExplicit is set when the path was given (--config or
@@ -133,7 +95,7 @@ type Outcome struct {
 // hands out (notes, sl, admins, cw) are built once and passed explicitly.
 type run struct {
 	o   Options
-	s   *Settings
+	s   *settings.Settings
 	rep *report.Report
 	log logrus.FieldLogger
 	job *slurm.Job
@@ -176,7 +138,7 @@ func Run(ctx context.Context, o Options) Outcome {
 		o.Root = "/"
 	}
 	if o.ConfigPath == "" {
-		o.ConfigPath = DefaultConfigPath
+		o.ConfigPath = settings.DefaultConfigPath
 	}
 	if o.Program == "" {
 		o.Program = "vigil"
@@ -195,10 +157,10 @@ func Run(ctx context.Context, o Options) Outcome {
 	code := r.do(ctx)
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
-	if !o.DryRun && o.Mode == ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
+	if !o.DryRun && o.Mode == decide.ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
 		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.s.Prolog.ResultDir == config.ResultDirWorkdir, r.log, r.notes)
 	}
-	if o.Mode == ModeValidate && !o.DryRun && r.s != nil && r.rep.Config.Valid {
+	if o.Mode == decide.ModeValidate && !o.DryRun && r.s != nil && r.rep.Config.Valid {
 		r.writeValidation(ctx)
 	}
 	path := record(r.rep, r.s, r.job, o.DryRun, r.log, r.notes)
@@ -214,9 +176,6 @@ func Run(ctx context.Context, o Options) Outcome {
 	}
 	return Outcome{Report: r.rep, ReportPath: path, ExitCode: code}
 }
-
-// DefaultConfigPath is where the config is read from unless told otherwise.
-const DefaultConfigPath = config.DefaultPath
 
 // nodeName is Options.Node, else SLURMD_NODENAME, else the short host name.
 func nodeName(o Options) string {
@@ -235,7 +194,7 @@ func nodeName(o Options) string {
 
 func (r *run) do(ctx context.Context) int {
 	o := r.o
-	s, errs := LoadSettings(o.ConfigPath, o.ConfigExplicit, o.Lookup, o.Flags)
+	s, errs := settings.LoadSettings(o.ConfigPath, o.ConfigExplicit, o.Lookup, o.Flags)
 	r.s = s
 	r.rep.Config = report.ConfigInfo{Path: s.Path, Found: s.Found, Valid: len(errs) == 0}
 	switch {
@@ -258,11 +217,11 @@ func (r *run) do(ctx context.Context) int {
 		r.log.Info(vendors.NoneFound())
 	}
 
-	if o.Mode == ModeProlog && r.job != nil {
+	if o.Mode == decide.ModeProlog && r.job != nil {
 		jc := applyJobChoices(s, o.Lookup, r.rep, r.log, r.notes)
 		r.user.choice = jc.Notify
 		if jc.Skip {
-			return ExitOK
+			return decide.ExitOK
 		}
 		r.jobChecks = jc.JobChecks
 		if jc.Shorter {
@@ -273,22 +232,22 @@ func (r *run) do(ctx context.Context) int {
 	r.admins = &admins{notify: s.Notify, guard: s.Guard, sl: r.sl, rep: r.rep, program: o.Program, now: o.Now,
 		log: r.log, notes: r.notes}
 
-	if o.Mode == ModeProlog && s.Prolog.Timing == config.TimingAfterRequeue && (r.job == nil || r.job.RestartCount == 0) {
+	if o.Mode == decide.ModeProlog && s.Prolog.Timing == config.TimingAfterRequeue && (r.job == nil || r.job.RestartCount == 0) {
 		r.rep.Skipped = "timing = after-requeue and the job was not requeued (SLURM_RESTART_COUNT = 0)"
 		r.log.Info(r.rep.Skipped)
-		return ExitOK
+		return decide.ExitOK
 	}
 
-	if o.Mode == ModeEpilog {
+	if o.Mode == decide.ModeEpilog {
 		killLeftovers(r.job, s.Epilog, o, &r.rep.Action, r.log, r.notes)
 		if !s.Epilog.Recheck {
 			r.rep.Skipped = "epilog.recheck = false"
 			cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
-			return ExitOK
+			return decide.ExitOK
 		}
 	}
 
-	if o.Mode == ModeProlog && r.job != nil && s.Prolog.JobComment {
+	if o.Mode == decide.ModeProlog && r.job != nil && s.Prolog.JobComment {
 		r.cw = newCommentWriter(r.sl, r.job, r.rep.Node, o.Sleep, &r.user, r.log, r.notes)
 	}
 	r.cw.checking(ctx)
@@ -296,7 +255,7 @@ func (r *run) do(ctx context.Context) int {
 	r.rep.NotApplicable = append(r.rep.NotApplicable, na...)
 	out := r.runChecks(ctx, local)
 	cr := crossPhase{s: s, job: r.job, node: r.rep.Node, deadline: r.deadline, sl: r.sl, admins: r.admins, log: r.log}.
-		run(ctx, cross, failedChecks(out.Results))
+		run(ctx, cross, decide.FailedChecks(out.Results))
 	r.jobFailing, r.badLinks = cr.JobFailing, cr.BadLinkNames
 	r.rep.BadLinks = append(r.rep.BadLinks, cr.BadLinks...)
 	out.Results = append(out.Results, cr.Results...)
@@ -306,7 +265,7 @@ func (r *run) do(ctx context.Context) int {
 	r.rep.CheckerMaxRSSKiB = out.ChildMaxRSSKiB
 	r.rep.Verdict = benchmarks.Verdict(out.Results)
 	code := r.act(ctx)
-	if o.Mode == ModeEpilog {
+	if o.Mode == decide.ModeEpilog {
 		cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
 	}
 	return code
@@ -316,10 +275,10 @@ func (r *run) do(ctx context.Context) int {
 func (r *run) readJob() {
 	o := r.o
 	v, ok := o.Lookup("SLURM_JOB_ID")
-	if !ok || v == "" || o.Mode == ModeHealth {
+	if !ok || v == "" || o.Mode == decide.ModeHealth {
 		return
 	}
-	if o.Mode == ModeValidate {
+	if o.Mode == decide.ModeValidate {
 		// vigil's own validation job: named in the report, not a job
 		// the run acts on.
 		r.rep.Job = v
@@ -349,9 +308,9 @@ func (r *run) invalidConfig(errs []error) int {
 	r.rep.Verdict = benchmarks.StatusUnknown
 	r.rep.Skipped = "the config is invalid: no checks ran and the node is left alone"
 	if r.o.DryRun {
-		return ExitConfig
+		return decide.ExitConfig
 	}
-	return ExitOK
+	return decide.ExitOK
 }
 
 // selectChecks chooses the run's checks: the health facts outside the
@@ -360,11 +319,11 @@ func (r *run) invalidConfig(errs []error) int {
 func (r *run) selectChecks() []benchmarks.Check {
 	s, o := r.s, r.o
 	su := suite{checks: s.Prolog.Checks, skip: s.Prolog.Skip,
-		healthOnly: s.Prolog.Suite == config.SuiteHealth || o.Mode != ModeProlog}
+		healthOnly: s.Prolog.Suite == config.SuiteHealth || o.Mode != decide.ModeProlog}
 	switch {
-	case o.Mode == ModeValidate:
+	case o.Mode == decide.ModeValidate:
 		su = validateSuite(s)
-	case o.Mode == ModeEpilog:
+	case o.Mode == decide.ModeEpilog:
 		// A hang report naming this node is recorded; being the job's
 		// user's file, it never widens the suite (culpritClaims).
 		culpritClaims(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -119,7 +120,7 @@ func TestEpilogKillsOnlyTheJobsHolders(t *testing.T) {
 
 	_, conf := setup(t, "checks = [\"t-pass\"]\n[epilog]\nrecheck = false\nkill_grace = \"1s\"")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_UID": strconv.Itoa(jobUID),
+	out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_UID": strconv.Itoa(jobUID),
 		"SLURM_JOB_GID": strconv.Itoa(jobUID), "SLURM_JOB_GPUS": "0"}, func(o *Options) { o.Root = root })
 	if !slices.Equal(out.Report.Action.Killed, []int{job.Process.Pid}) {
 		t.Errorf("killed %v, want only the job's %d (notes %q)", out.Report.Action.Killed, job.Process.Pid, out.Report.Notes)

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -157,13 +158,15 @@ func anyAlive(s Signaler, pids []int) bool {
 }
 
 // JobDevices returns the device files of the job's accelerators under root
-// ("/" in production): for each index N, dev/nvidiaN and dev/davinciN. No
-// indices means none: on a shared node vigil never kills what it cannot tie
-// to the job.
+// ("/" in production): for each index N, the device node N of every vendor
+// of the table (vendors.Row.DevNodePath). No indices means none: on a
+// shared node vigil never kills what it cannot tie to the job.
 func JobDevices(root string, indices []int) []string {
 	var out []string
 	for _, i := range indices {
-		out = append(out, filepath.Join(root, "dev", fmt.Sprintf("nvidia%d", i)), filepath.Join(root, "dev", fmt.Sprintf("davinci%d", i)))
+		for _, r := range vendors.Table {
+			out = append(out, r.DevNodePath(root, i))
+		}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
@@ -71,7 +72,7 @@ func TestE2EEpilogSparesOtherJobsOnASharedGPU(t *testing.T) {
 	}
 
 	_, conf := setup(t, "checks = [\"t-pass\"]\n[epilog]\nrecheck = false\nkill_grace = \"1s\"")
-	out := runWith(t, conf, ModeEpilog, &fakeSlurm{node: slurm.Node{Name: c.Nodes[0], State: "IDLE"}},
+	out := runWith(t, conf, decide.ModeEpilog, &fakeSlurm{node: slurm.Node{Name: c.Nodes[0], State: "IDLE"}},
 		env{"SLURM_JOB_ID": mine, "SLURM_JOB_UID": "65534", "SLURM_JOB_GID": "65534", "SLURM_JOB_GPUS": "0",
 			"SLURMD_NODENAME": c.Nodes[0]}, func(o *Options) { o.Root, o.Node = root, c.Nodes[0] })
 	t.Logf("killed %v; notes %q", out.Report.Action.Killed, out.Report.Notes)

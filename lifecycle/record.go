@@ -8,6 +8,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -35,9 +37,9 @@ func cleanJobFiles(runDir string, job *slurm.Job, dryRun bool, n notes) {
 // s says (in a dry run only where a flag or the environment said). It
 // returns the JSON report's path, "" for none. Failures are logged and
 // noted, never fatal.
-func record(rep *report.Report, s *Settings, job *slurm.Job, dry bool, log logrus.FieldLogger, n notes) string {
+func record(rep *report.Report, s *settings.Settings, job *slurm.Job, dry bool, log logrus.FieldLogger, n notes) string {
 	p := s.Prolog
-	textfile := p.TextfileDir != "" && (!dry || s.textfileExplicit())
+	textfile := p.TextfileDir != "" && (!dry || s.TextfileExplicit())
 	if textfile {
 		removeSharedTextfiles(p, rep.Mode, log, n) // first: its note goes into the report
 	}
@@ -57,7 +59,7 @@ func record(rep *report.Report, s *Settings, job *slurm.Job, dry bool, log logru
 			log.WithError(err).Error("writing the Prometheus textfile")
 		}
 	}
-	if dir := jobDir(p.RunDir, job); dir != "" && !dry && Mode(rep.Mode) == ModeProlog {
+	if dir := jobDir(p.RunDir, job); dir != "" && !dry && decide.Mode(rep.Mode) == decide.ModeProlog {
 		b, err := rep.JSON()
 		if err == nil {
 			if err = os.MkdirAll(dir, 0o755); err == nil {
@@ -87,7 +89,7 @@ func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger,
 		old = append(old, filepath.Clean(p.Textfile))
 	}
 	for _, path := range old {
-		if slices.ContainsFunc([]Mode{ModeProlog, ModeEpilog, ModeHealth, ModeValidate}, func(m Mode) bool {
+		if slices.ContainsFunc([]decide.Mode{decide.ModeProlog, decide.ModeEpilog, decide.ModeHealth, decide.ModeValidate}, func(m decide.Mode) bool {
 			return filepath.Base(path) == report.TextfileName(string(m))
 		}) {
 			continue

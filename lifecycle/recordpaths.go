@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -95,7 +96,7 @@ func LastRecordPaths(dir, configPath string) (RecordPaths, error) {
 		return RecordPaths{}, fmt.Errorf("%w for %s in %s", ErrNoRecordPaths, configPath, file)
 	}
 	if p.TextfileDir == "" {
-		p.TextfileDir = textfileDirOf(p.Textfile) // written by a version with one shared textfile
+		p.TextfileDir = settings.TextfileDirOf(p.Textfile) // written by a version with one shared textfile
 	}
 	return p, nil
 }
@@ -179,7 +180,7 @@ func stateDir(o Options) string {
 
 // rememberRecordPaths notes in the state directory dir where the valid
 // config s sends the records, for runs with a broken config later.
-func rememberRecordPaths(s *Settings, dir string, now time.Time, log logrus.FieldLogger, n notes) {
+func rememberRecordPaths(s *settings.Settings, dir string, now time.Time, log logrus.FieldLogger, n notes) {
 	p := s.Prolog
 	_, err := RememberRecordPaths(dir, s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, now)
 	switch {
@@ -198,11 +199,11 @@ func rememberRecordPaths(s *Settings, dir string, now time.Time, log logrus.Fiel
 // file unreadable) only the mode's Prometheus textfile is written, so that
 // vigil_config_valid 0 reaches the alert: see fallbackTextfileDir. dir is
 // the state directory, mode the run's.
-func useLastRecordPaths(s *Settings, dir, mode string, log logrus.FieldLogger, n notes) {
+func useLastRecordPaths(s *settings.Settings, dir, mode string, log logrus.FieldLogger, n notes) {
 	p := &s.Prolog
 	last, err := LastRecordPaths(dir, s.Path)
 	gauge := ""
-	if err != nil && !s.textfileExplicit() {
+	if err != nil && !s.TextfileExplicit() {
 		// Not p.TextfileDir: a broken [prolog] decodes part way.
 		named, value := s.File.Has("prolog.textfile_dir"), ""
 		if named {
@@ -210,7 +211,7 @@ func useLastRecordPaths(s *Settings, dir, mode string, log logrus.FieldLogger, n
 		} else if s.File.Has("prolog.textfile") {
 			named = true
 			last.Textfile, _ = s.File.String("prolog.textfile")
-			value = textfileDirOf(last.Textfile)
+			value = settings.TextfileDirOf(last.Textfile)
 		}
 		gauge = fallbackTextfileDir(named, value, config.DefaultProlog().TextfileDir)
 		last.TextfileDir = gauge
@@ -226,7 +227,7 @@ func useLastRecordPaths(s *Settings, dir, mode string, log logrus.FieldLogger, n
 			*dst = last.RunDir
 		}
 	}
-	if !s.textfileExplicit() {
+	if !s.TextfileExplicit() {
 		p.TextfileDir, p.Textfile = last.TextfileDir, last.Textfile
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -44,27 +45,10 @@ const (
 	remedyKeepN = 100
 )
 
-// RemedyRecord is one remedy vigil made on a node.
-type RemedyRecord struct {
-	// At is when it was made.
-	At time.Time `json:"at"`
-	// Kind is "reset" or "reboot".
-	Kind string `json:"kind"`
-	// Check and Reason are the failure it was for.
-	Check  string `json:"check"`
-	Reason string `json:"reason,omitempty"`
-	// Device is the component ("gpu3"), "" for the node.
-	Device string `json:"device,omitempty"`
-	// ID is the component's stable id when the check reported one.
-	ID string `json:"id,omitempty"`
-	// Job is the job whose prolog or epilog made it, "" outside one.
-	Job string `json:"job,omitempty"`
-}
-
 // remedyState is the state file.
 type remedyState struct {
 	// Nodes holds each node's remedies, oldest first.
-	Nodes map[string][]RemedyRecord `json:"nodes"`
+	Nodes map[string][]decide.RemedyRecord `json:"nodes"`
 }
 
 // remedyStore is the remedy history in a state directory; notes and log
@@ -82,7 +66,7 @@ func remedies(dir string, n notes, log logrus.FieldLogger) remedyStore {
 
 // read returns node's remedies. A missing file holds none; an unreadable
 // one too, with a note (the ladder then starts from its first rung).
-func (s remedyStore) read(node string) []RemedyRecord {
+func (s remedyStore) read(node string) []decide.RemedyRecord {
 	st, err := s.load()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.notes.add("reading the remedy history %s: %v: the repair ladder counts no earlier remedies this run", s.path, err)
@@ -105,14 +89,14 @@ func (s remedyStore) load() (remedyState, error) {
 
 // add records rec for node at now, dropping the node's records older than
 // keep (the window, at least remedyKeep).
-func (s remedyStore) add(node string, rec RemedyRecord, now time.Time, keep time.Duration) {
+func (s remedyStore) add(node string, rec decide.RemedyRecord, now time.Time, keep time.Duration) {
 	if err := s.update(node, rec, now, max(keep, remedyKeep)); err != nil {
 		s.notes.add("recording the remedy in %s: %v: the repair ladder will not count it", s.path, err)
 		s.log.WithError(err).Error("recording the remedy: the repair ladder will not count it")
 	}
 }
 
-func (s remedyStore) update(node string, rec RemedyRecord, now time.Time, keep time.Duration) error {
+func (s remedyStore) update(node string, rec decide.RemedyRecord, now time.Time, keep time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return err
 	}
@@ -137,9 +121,9 @@ func (s remedyStore) update(node string, rec RemedyRecord, now time.Time, keep t
 		return err
 	}
 	if st.Nodes == nil {
-		st.Nodes = map[string][]RemedyRecord{}
+		st.Nodes = map[string][]decide.RemedyRecord{}
 	}
-	var kept []RemedyRecord
+	var kept []decide.RemedyRecord
 	for _, r := range append(st.Nodes[node], rec) {
 		if r.At.After(now.Add(-keep)) {
 			kept = append(kept, r)

@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 )
 
 // TestRemedyHistoryUserLockCannotBlock: the remedy history's lock file of
@@ -52,7 +53,7 @@ func TestRemedyHistoryUserLockCannotBlock(t *testing.T) {
 	now := time.Now()
 	start := time.Now()
 	h := remedies(state, notes{&list}, logrus.New())
-	h.add("n1", RemedyRecord{At: now, Kind: "reset", Check: "xid", Device: "gpu0"}, now, time.Hour)
+	h.add("n1", decide.RemedyRecord{At: now, Kind: "reset", Check: "xid", Device: "gpu0"}, now, time.Hour)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("recording took %v: the user's lock held it", took)
 	}

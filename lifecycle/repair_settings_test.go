@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // TestLoadRepair: a ladder names a check of the build or a reason token a
@@ -19,7 +21,7 @@ func TestLoadRepair(t *testing.T) {
 		}
 	}
 	write("[repair]\nenabled = true\n[repair.ladders]\nt-fail = [\"reset\"]\nBudgetExpired = [\"reboot\"]\nNoSuchToken = [\"reboot\"]\n")
-	_, errs := LoadSettings(conf, true, env{}.lookup, nil)
+	_, errs := settings.LoadSettings(conf, true, env{}.lookup, nil)
 	var msgs []string
 	for _, e := range errs {
 		msgs = append(msgs, e.Error())
@@ -30,22 +32,11 @@ func TestLoadRepair(t *testing.T) {
 	}
 
 	write("[repair]\nenabled = true\n")
-	if s, errs := LoadSettings(conf, true, env{"VIGIL_REPAIR": "false"}.lookup, nil); len(errs) != 0 || s.Repair.Enabled {
+	if s, errs := settings.LoadSettings(conf, true, env{"VIGIL_REPAIR": "false"}.lookup, nil); len(errs) != 0 || s.Repair.Enabled {
 		t.Errorf("VIGIL_REPAIR=false: enabled %v, errors %v", s.Repair.Enabled, errs)
 	}
-	_, errs = LoadSettings(conf, true, env{"VIGIL_REPAIR": "maybe"}.lookup, nil)
+	_, errs = settings.LoadSettings(conf, true, env{"VIGIL_REPAIR": "maybe"}.lookup, nil)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `environment VIGIL_REPAIR="maybe"`) {
 		t.Errorf("VIGIL_REPAIR=maybe: %v", errs)
-	}
-}
-
-func TestNumberedToken(t *testing.T) {
-	for key, want := range map[string]bool{"XID79": true, "XID": false, "XIDx": false, "XID79a": false, "xid79": false} {
-		if got := numberedToken("XID<code>", key); got != want {
-			t.Errorf("numberedToken(XID<code>, %q) = %v, want %v", key, got, want)
-		}
-	}
-	if numberedToken("GEMMBelowThreshold", "GEMMBelowThreshold") {
-		t.Error("a plain token is no family")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -54,7 +55,7 @@ type JobResultCheck struct {
 
 // NewJobResult is the result file's content for a run's report.
 func NewJobResult(rep *report.Report) JobResult {
-	jr := JobResult{Job: rep.Job, Node: rep.Node, Verdict: rep.Verdict, Requeued: rep.ExitCode == ExitFail,
+	jr := JobResult{Job: rep.Job, Node: rep.Node, Verdict: rep.Verdict, Requeued: rep.ExitCode == decide.ExitFail,
 		Action: rep.Action.Kind, Start: rep.Start.UTC(), DurationS: rep.Duration.Round(time.Millisecond).Seconds(),
 		Checks: map[string]benchmarks.Status{}, Skipped: rep.Skipped}
 	for _, res := range rep.Results {

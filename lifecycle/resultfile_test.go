@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -17,7 +18,7 @@ const testUID, testGID = 12345, 12346
 func resultRun(t *testing.T, prolog string, dry bool, e env) (dir string, o Outcome) {
 	t.Helper()
 	dir, conf := setup(t, prolog)
-	o = runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, func(o *Options) { o.DryRun = dry })
+	o = runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, func(o *Options) { o.DryRun = dry })
 	return dir, o
 }
 
@@ -29,8 +30,8 @@ func TestJobResultFile(t *testing.T) {
 	e := jobEnv()
 	e["SLURM_JOB_UID"], e["SLURM_JOB_GID"] = "12345", "12346"
 	_, o := resultRun(t, "checks = [\"t-pass\", \"t-fail\"]\nresult_dir = \""+spool+"\"", false, e)
-	if o.ExitCode != ExitFail {
-		t.Fatalf("exit %d, want %d", o.ExitCode, ExitFail)
+	if o.ExitCode != decide.ExitFail {
+		t.Fatalf("exit %d, want %d", o.ExitCode, decide.ExitFail)
 	}
 	path := filepath.Join(spool, "vigil-42-n1.json")
 	fi, err := os.Lstat(path)

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -143,7 +144,7 @@ func quietLog() logrus.FieldLogger {
 	return l
 }
 
-func runWith(t *testing.T, conf string, mode Mode, fs *fakeSlurm, e env, mut func(*Options)) Outcome {
+func runWith(t *testing.T, conf string, mode decide.Mode, fs *fakeSlurm, e env, mut func(*Options)) Outcome {
 	t.Helper()
 	if e == nil {
 		e = env{}
@@ -172,42 +173,42 @@ func TestVerdictsAndActions(t *testing.T) {
 	tests := []struct {
 		name      string
 		checks    string
-		mode      Mode
+		mode      decide.Mode
 		node      slurm.Node
 		wantCode  int
 		wantKind  string
 		wantCalls []string
 		wantNode  string // reason after the run
 	}{
-		{"fail drains", `"t-pass","t-fail"`, ModeProlog, idle, ExitFail, report.ActionDrain,
+		{"fail drains", `"t-pass","t-fail"`, decide.ModeProlog, idle, decide.ExitFail, report.ActionDrain,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
-		{"fail keeps an admin drain", `"t-fail"`, ModeProlog, adminDrained, ExitFail, report.ActionKeep,
+		{"fail keeps an admin drain", `"t-fail"`, decide.ModeProlog, adminDrained, decide.ExitFail, report.ActionKeep,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: bad fan"},
-		{"unknown never drains", `"t-unknown"`, ModeProlog, idle, ExitOK, report.ActionNone, nil, ""},
-		{"pass resumes vigil's drain for that check", `"t-pass"`, ModeHealth, passDrained, ExitOK, report.ActionResume,
+		{"unknown never drains", `"t-unknown"`, decide.ModeProlog, idle, decide.ExitOK, report.ActionNone, nil, ""},
+		{"pass resumes vigil's drain for that check", `"t-pass"`, decide.ModeHealth, passDrained, decide.ExitOK, report.ActionResume,
 			[]string{"resume n1"}, ""},
-		{"a drain for a check the run did not run stays", `"t-pass"`, ModeHealth, vigilDrained, ExitFail, report.ActionStay,
+		{"a drain for a check the run did not run stays", `"t-pass"`, decide.ModeHealth, vigilDrained, decide.ExitFail, report.ActionStay,
 			nil, "vigil: t-fail Broken gpu0"},
-		{"the epilog keeps a drain for a check it did not run", `"t-pass"`, ModeEpilog, vigilDrained, ExitOK, report.ActionStay,
+		{"the epilog keeps a drain for a check it did not run", `"t-pass"`, decide.ModeEpilog, vigilDrained, decide.ExitOK, report.ActionStay,
 			nil, "vigil: t-fail Broken gpu0"},
-		{"a drain for a check unknown to this build stays", `"t-pass"`, ModeHealth, goneDrained, ExitFail, report.ActionStay,
+		{"a drain for a check unknown to this build stays", `"t-pass"`, decide.ModeHealth, goneDrained, decide.ExitFail, report.ActionStay,
 			nil, "vigil: t-gone Broken"},
-		{"one of two checks lifted: the reason names the other", `"t-pass"`, ModeHealth, twoDrained, ExitFail, report.ActionStay,
+		{"one of two checks lifted: the reason names the other", `"t-pass"`, decide.ModeHealth, twoDrained, decide.ExitFail, report.ActionStay,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
-		{"both checks of the reason passed: resumed", `"t-pass","t-pass2"`, ModeHealth, bothPassDrained, ExitOK, report.ActionResume,
+		{"both checks of the reason passed: resumed", `"t-pass","t-pass2"`, decide.ModeHealth, bothPassDrained, decide.ExitOK, report.ActionResume,
 			[]string{"resume n1"}, ""},
-		{"a new failure keeps the checks still named", `"t-fail"`, ModeHealth, passAndGoneDrained, ExitFail, report.ActionDrain,
+		{"a new failure keeps the checks still named", `"t-fail"`, decide.ModeHealth, passAndGoneDrained, decide.ExitFail, report.ActionDrain,
 			[]string{"drain n1 vigil: t-fail Broken gpu0 +t-pass:Broken +t-gone"}, "vigil: t-fail Broken gpu0 +t-pass:Broken +t-gone"},
-		{"health fail on a DOWN node drains nothing and says so", `"t-fail"`, ModeHealth, downNode, ExitNotDrained, report.ActionKeep,
+		{"health fail on a DOWN node drains nothing and says so", `"t-fail"`, decide.ModeHealth, downNode, decide.ExitNotDrained, report.ActionKeep,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: rack power"},
-		{"health fail on an admin drain exits not drained", `"t-fail"`, ModeHealth, adminDrained, ExitNotDrained, report.ActionKeep,
+		{"health fail on an admin drain exits not drained", `"t-fail"`, decide.ModeHealth, adminDrained, decide.ExitNotDrained, report.ActionKeep,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "admin: bad fan"},
-		{"health fail drains and exits 1", `"t-fail"`, ModeHealth, idle, ExitFail, report.ActionDrain,
+		{"health fail drains and exits 1", `"t-fail"`, decide.ModeHealth, idle, decide.ExitFail, report.ActionDrain,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
-		{"pass leaves an admin drain", `"t-pass"`, ModeHealth, adminDrained, ExitOK, report.ActionKeep, nil, "admin: bad fan"},
-		{"no resume while the draining check is unknown", `"t-unknown"`, ModeHealth,
-			slurm.Node{Name: "n1", Flags: []string{"DRAIN"}, Reason: "vigil: t-unknown Broken"}, ExitFail, report.ActionStay, nil, "vigil: t-unknown Broken"},
-		{"epilog drains but exits 0", `"t-fail"`, ModeEpilog, idle, ExitOK, report.ActionDrain,
+		{"pass leaves an admin drain", `"t-pass"`, decide.ModeHealth, adminDrained, decide.ExitOK, report.ActionKeep, nil, "admin: bad fan"},
+		{"no resume while the draining check is unknown", `"t-unknown"`, decide.ModeHealth,
+			slurm.Node{Name: "n1", Flags: []string{"DRAIN"}, Reason: "vigil: t-unknown Broken"}, decide.ExitFail, report.ActionStay, nil, "vigil: t-unknown Broken"},
+		{"epilog drains but exits 0", `"t-fail"`, decide.ModeEpilog, idle, decide.ExitOK, report.ActionDrain,
 			[]string{"drain n1 vigil: t-fail Broken gpu0"}, "vigil: t-fail Broken gpu0"},
 	}
 	for _, tt := range tests {
@@ -237,7 +238,7 @@ func TestVerdictsAndActions(t *testing.T) {
 func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	dir, conf := setup(t, `checks = ["t-pass"]`)
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	if out := runWith(t, conf, ModeProlog, fs, nil, nil); !out.Report.Config.Valid || out.ReportPath == "" {
+	if out := runWith(t, conf, decide.ModeProlog, fs, nil, nil); !out.Report.Config.Valid || out.ReportPath == "" {
 		t.Fatalf("valid run: %+v, report %q", out.Report.Config, out.ReportPath)
 	}
 	// The admin points the records elsewhere and breaks the file.
@@ -246,8 +247,8 @@ func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runWith(t, conf, ModeProlog, fs, nil, nil)
-	if out.Report.Config.Valid || out.ExitCode != ExitOK || !strings.HasPrefix(out.ReportPath, filepath.Join(dir, "reports")+"/") {
+	out := runWith(t, conf, decide.ModeProlog, fs, nil, nil)
+	if out.Report.Config.Valid || out.ExitCode != decide.ExitOK || !strings.HasPrefix(out.ReportPath, filepath.Join(dir, "reports")+"/") {
 		t.Fatalf("report at %q, config %+v", out.ReportPath, out.Report.Config)
 	}
 	prom, err := os.ReadFile(filepath.Join(dir, "vigil-prolog.prom"))
@@ -259,14 +260,14 @@ func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	}
 	// A flag still wins over the remembered path.
 	flagDir := t.TempDir()
-	out = runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.Flags = map[string]string{"report_dir": flagDir} })
+	out = runWith(t, conf, decide.ModeProlog, fs, nil, func(o *Options) { o.Flags = map[string]string{"report_dir": flagDir} })
 	if !strings.HasPrefix(out.ReportPath, flagDir+"/") {
 		t.Fatalf("report at %q, want under the flag's %s", out.ReportPath, flagDir)
 	}
 	// Without a valid config before (a fresh state directory), nothing is
 	// written: no report, no textfile, not even at the defaults.
 	stateless := filepath.Join(dir, "fresh-state")
-	out = runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.StateDir = stateless })
+	out = runWith(t, conf, decide.ModeProlog, fs, nil, func(o *Options) { o.StateDir = stateless })
 	if out.ReportPath != "" || out.Report.Config.Valid || !strings.Contains(strings.Join(out.Report.Notes, "\n"), "no report or textfile written") {
 		t.Fatalf("report at %q, notes %v", out.ReportPath, out.Report.Notes)
 	}
@@ -313,7 +314,7 @@ func TestRecordPathsState(t *testing.T) {
 func TestInvalidConfigChangesNothing(t *testing.T) {
 	dir, conf := setup(t, "checks = [\"t-pass\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	runWith(t, conf, ModeProlog, fs, nil, nil) // a valid run: it says where records go
+	runWith(t, conf, decide.ModeProlog, fs, nil, nil) // a valid run: it says where records go
 	fs.calls = nil
 	body, err := os.ReadFile(conf)
 	if err != nil {
@@ -323,8 +324,8 @@ func TestInvalidConfigChangesNothing(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runWith(t, conf, ModeProlog, fs, nil, nil)
-	if out.ExitCode != ExitOK || len(fs.calls) != 0 || len(out.Report.Results) != 0 {
+	out := runWith(t, conf, decide.ModeProlog, fs, nil, nil)
+	if out.ExitCode != decide.ExitOK || len(fs.calls) != 0 || len(out.Report.Results) != 0 {
 		t.Fatalf("exit %d, calls %v, results %v", out.ExitCode, fs.calls, out.Report.Results)
 	}
 	if out.Report.Config.Valid || !strings.Contains(strings.Join(out.Report.Config.Errors, "\n"), "vigil.toml:6: prolog.bugdet: unknown key") {
@@ -335,8 +336,8 @@ func TestInvalidConfigChangesNothing(t *testing.T) {
 		t.Fatalf("textfile %s (%v)", prom, err)
 	}
 	// A dry run says so with its own exit code.
-	out = runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.DryRun = true })
-	if out.ExitCode != ExitConfig {
+	out = runWith(t, conf, decide.ModeProlog, fs, nil, func(o *Options) { o.DryRun = true })
+	if out.ExitCode != decide.ExitConfig {
 		t.Fatalf("dry run exit %d", out.ExitCode)
 	}
 }
@@ -346,7 +347,7 @@ func TestConfigFileMissing(t *testing.T) {
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 	e := env{"VIGIL_CHECKS": "t-pass", "VIGIL_REPORT_DIR": "", "VIGIL_TEXTFILE": ""}
 	// The default path missing means defaults (here: only t-pass, no files).
-	out := runWith(t, missing, ModeHealth, fs, e, func(o *Options) {
+	out := runWith(t, missing, decide.ModeHealth, fs, e, func(o *Options) {
 		o.ConfigExplicit = false
 		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile_dir": t.TempDir(), "run_dir": t.TempDir()}
 	})
@@ -355,10 +356,10 @@ func TestConfigFileMissing(t *testing.T) {
 	}
 	// An explicit path that is missing is a config error (its report goes
 	// to the paths given by flag).
-	out = runWith(t, missing, ModeHealth, fs, e, func(o *Options) {
+	out = runWith(t, missing, decide.ModeHealth, fs, e, func(o *Options) {
 		o.Flags = map[string]string{"report_dir": t.TempDir(), "textfile_dir": t.TempDir(), "run_dir": t.TempDir()}
 	})
-	if out.Report.Config.Valid || out.ExitCode != ExitOK {
+	if out.Report.Config.Valid || out.ExitCode != decide.ExitOK {
 		t.Fatalf("explicit missing: %+v", out.Report.Config)
 	}
 }
@@ -367,8 +368,8 @@ func TestDryRunChangesNothing(t *testing.T) {
 	dir, conf := setup(t, `checks = ["t-fail"]`)
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 	var buf bytes.Buffer
-	out := runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.DryRun = true; o.Out = &buf })
-	if out.ExitCode != ExitFail || len(fs.calls) != 0 || out.Report.Action.Done || out.ReportPath != "" {
+	out := runWith(t, conf, decide.ModeProlog, fs, nil, func(o *Options) { o.DryRun = true; o.Out = &buf })
+	if out.ExitCode != decide.ExitFail || len(fs.calls) != 0 || out.Report.Action.Done || out.ReportPath != "" {
 		t.Fatalf("exit %d calls %v action %+v path %q", out.ExitCode, fs.calls, out.Report.Action, out.ReportPath)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "reports")); err == nil {
@@ -385,15 +386,15 @@ func TestBudgetExpiry(t *testing.T) {
 		wantCode  int
 		wantCalls string
 	}{
-		{"fail", ExitFail, "drain n1 vigil: budget BudgetExpired|requeue 77 hold=false"},
-		{"hold", ExitOK, "requeue 77 hold=true"},
+		{"fail", decide.ExitFail, "drain n1 vigil: budget BudgetExpired|requeue 77 hold=false"},
+		{"hold", decide.ExitOK, "requeue 77 hold=true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
 			_, conf := setup(t, fmt.Sprintf("checks = [\"t-hang\", \"t-pass\"]\nbudget = \"1s\"\non_budget_expiry = %q", tt.action))
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 			t0 := time.Now()
-			out := runWith(t, conf, ModeProlog, fs, env{"SLURM_JOB_ID": "77"}, nil)
+			out := runWith(t, conf, decide.ModeProlog, fs, env{"SLURM_JOB_ID": "77"}, nil)
 			if el := time.Since(t0); el > 3*time.Second {
 				t.Fatalf("took %v with a 1s budget", el)
 			}
@@ -407,12 +408,12 @@ func TestBudgetExpiry(t *testing.T) {
 func TestTimingAfterRequeue(t *testing.T) {
 	_, conf := setup(t, "checks = [\"t-fail\"]\ntiming = \"after-requeue\"")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeProlog, fs, env{"SLURM_JOB_ID": "5", "SLURM_RESTART_COUNT": "0"}, nil)
-	if out.ExitCode != ExitOK || len(out.Report.Results) != 0 || out.Report.Skipped == "" {
+	out := runWith(t, conf, decide.ModeProlog, fs, env{"SLURM_JOB_ID": "5", "SLURM_RESTART_COUNT": "0"}, nil)
+	if out.ExitCode != decide.ExitOK || len(out.Report.Results) != 0 || out.Report.Skipped == "" {
 		t.Fatalf("first run: %+v", out.Report)
 	}
-	out = runWith(t, conf, ModeProlog, fs, env{"SLURM_JOB_ID": "5", "SLURM_RESTART_COUNT": "1"}, nil)
-	if out.ExitCode != ExitFail || len(out.Report.Results) != 1 {
+	out = runWith(t, conf, decide.ModeProlog, fs, env{"SLURM_JOB_ID": "5", "SLURM_RESTART_COUNT": "1"}, nil)
+	if out.ExitCode != decide.ExitFail || len(out.Report.Results) != 1 {
 		t.Fatalf("requeued run: %+v", out.Report)
 	}
 }
@@ -421,17 +422,17 @@ func TestOverridesPrecedence(t *testing.T) {
 	_, conf := setup(t, "checks = [\"t-fail\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 	// Environment overrides the file, flags override the environment.
-	out := runWith(t, conf, ModeProlog, fs, env{"VIGIL_CHECKS": "t-unknown"}, nil)
+	out := runWith(t, conf, decide.ModeProlog, fs, env{"VIGIL_CHECKS": "t-unknown"}, nil)
 	if len(out.Report.Results) != 1 || out.Report.Results[0].Check != "t-unknown" {
 		t.Fatalf("env: %+v", out.Report.Results)
 	}
-	out = runWith(t, conf, ModeProlog, fs, env{"VIGIL_CHECKS": "t-unknown"}, func(o *Options) {
+	out = runWith(t, conf, decide.ModeProlog, fs, env{"VIGIL_CHECKS": "t-unknown"}, func(o *Options) {
 		o.Flags = map[string]string{"checks": "t-pass"}
 	})
 	if len(out.Report.Results) != 1 || out.Report.Results[0].Check != "t-pass" {
 		t.Fatalf("flag: %+v", out.Report.Results)
 	}
-	out = runWith(t, conf, ModeProlog, fs, env{"VIGIL_BUDGET": "soon"}, nil)
+	out = runWith(t, conf, decide.ModeProlog, fs, env{"VIGIL_BUDGET": "soon"}, nil)
 	if out.Report.Config.Valid {
 		t.Fatal("a bad environment override was accepted")
 	}
@@ -440,10 +441,10 @@ func TestOverridesPrecedence(t *testing.T) {
 func TestSuiteHealthSkipsPerf(t *testing.T) {
 	_, conf := setup(t, "checks = [\"t-pass\", \"t-perf\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	if out := runWith(t, conf, ModeProlog, fs, nil, nil); len(out.Report.Results) != 2 {
+	if out := runWith(t, conf, decide.ModeProlog, fs, nil, nil); len(out.Report.Results) != 2 {
 		t.Fatalf("prolog full suite: %+v", out.Report.Results)
 	}
-	if out := runWith(t, conf, ModeEpilog, fs, nil, nil); len(out.Report.Results) != 1 {
+	if out := runWith(t, conf, decide.ModeEpilog, fs, nil, nil); len(out.Report.Results) != 1 {
 		t.Fatalf("epilog ran a performance probe: %+v", out.Report.Results)
 	}
 }
@@ -451,7 +452,7 @@ func TestSuiteHealthSkipsPerf(t *testing.T) {
 func TestEnvReachesChecks(t *testing.T) {
 	_, conf := setup(t, "checks = [\"t-pass\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}, gres: 4}
-	runWith(t, conf, ModeProlog, fs, env{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "2,3"}, nil)
+	runWith(t, conf, decide.ModeProlog, fs, env{"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "2,3"}, nil)
 	if lastEnv == nil || lastEnv.Node != "n1" || lastEnv.JobID != "9" || lastEnv.GresGPUs != 4 || fmt.Sprint(lastEnv.Devices) != "[2 3]" {
 		t.Fatalf("env %+v", lastEnv)
 	}
@@ -466,7 +467,7 @@ func TestEnvReachesChecks(t *testing.T) {
 func TestCheckSettingsValidated(t *testing.T) {
 	_, conf := setup(t, "checks = [\"t-pass\"]\n[checks.t-pass]\nlevel = 2\nlevle = 3\n[checks.nope]\nx = 1\n[watch]\nwindow = \"5m\"")
 	fs := &fakeSlurm{}
-	out := runWith(t, conf, ModeProlog, fs, nil, nil)
+	out := runWith(t, conf, decide.ModeProlog, fs, nil, nil)
 	errs := strings.Join(out.Report.Config.Errors, "\n")
 	if !strings.Contains(errs, "checks.t-pass.levle: unknown key") || !strings.Contains(errs, "checks.nope.x: unknown key") || strings.Contains(errs, "watch.window") {
 		t.Fatalf("errors:\n%s", errs)
@@ -515,7 +516,7 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 		alive: map[int]bool{100: true, 200: true, 300: true, 400: true}}
 	var slept time.Duration
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_GPUS": "1", "SLURM_JOB_UID": "1000"}, func(o *Options) {
+	out := runWith(t, conf, decide.ModeEpilog, fs, env{"SLURM_JOB_ID": "31", "SLURM_JOB_GPUS": "1", "SLURM_JOB_UID": "1000"}, func(o *Options) {
 		o.Root, o.Holders, o.Signaler, o.Sleep = root, p, p, func(d time.Duration) { slept += d }
 	})
 	if strings.Join(p.asked, ",") != root+"/dev/nvidia1,"+root+"/dev/davinci1" {
@@ -528,7 +529,7 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 	if strings.Join(p.signals, ",") != "100:15,200:15,200:9" || slept != time.Second {
 		t.Fatalf("signals %v after %v", p.signals, slept)
 	}
-	if fmt.Sprint(out.Report.Action.Killed) != "[100 200]" || out.ExitCode != ExitOK {
+	if fmt.Sprint(out.Report.Action.Killed) != "[100 200]" || out.ExitCode != decide.ExitOK {
 		t.Fatalf("report %+v", out.Report)
 	}
 	if _, err := os.Stat(jobDir); !os.IsNotExist(err) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -51,7 +52,7 @@ func TestFailedPostLeavesNoSecret(t *testing.T) {
 			l := logrus.New()
 			l.SetOutput(&logs)
 			f := &fleetFake{fakeSlurm: fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, others: idleOthers(20)}
-			o := Options{Program: "vigil-test", Mode: ModeProlog, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
+			o := Options{Program: "vigil-test", Mode: decide.ModeProlog, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
 				Lookup: env{}.lookup, Slurm: f, Log: l, Root: t.TempDir()}
 			out := Run(context.Background(), o)
 			r := out.Report

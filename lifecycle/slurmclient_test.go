@@ -12,6 +12,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 )
 
 // envRunner records the argv and environment a slurm.Client hands it and
@@ -98,8 +99,8 @@ func TestHealthRunPassesSlurmConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, conf := setup(t, "checks = [\"t-pass\"]\nslurm_bin_dir = \""+bin+"\"\nslurm_conf = \""+slurmConf+"\"")
-	out := runWith(t, conf, ModeHealth, nil, env{}, func(o *Options) { o.Slurm = nil })
-	if out.ExitCode != ExitOK || out.Report.Verdict != "pass" {
+	out := runWith(t, conf, decide.ModeHealth, nil, env{}, func(o *Options) { o.Slurm = nil })
+	if out.ExitCode != decide.ExitOK || out.Report.Verdict != "pass" {
 		t.Fatalf("exit %d, report %+v", out.ExitCode, out.Report)
 	}
 	b, err := os.ReadFile(calls)
@@ -124,8 +125,8 @@ func TestFailingScontrolIsAnError(t *testing.T) {
 	bin, _ := fakeScontrol(t, false)
 	_, conf := setup(t, "checks = [\"t-pass\"]\nslurm_bin_dir = \""+bin+"\"\nslurm_conf = \"/nonexistent/slurm.conf\"")
 	log, hook := logtest.NewNullLogger()
-	out := runWith(t, conf, ModeHealth, nil, env{}, func(o *Options) { o.Slurm = nil; o.Log = log })
-	if out.ExitCode != ExitOK {
+	out := runWith(t, conf, decide.ModeHealth, nil, env{}, func(o *Options) { o.Slurm = nil; o.Log = log })
+	if out.ExitCode != decide.ExitOK {
 		t.Errorf("exit %d: a failing scontrol must not fail the run", out.ExitCode)
 	}
 	var scontrol, missing bool

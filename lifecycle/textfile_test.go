@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/report/promtest"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -30,18 +31,18 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 	idle := slurm.Node{Name: "n1", State: "IDLE"}
 	tests := []struct {
 		name, prolog string
-		mode         Mode
+		mode         decide.Mode
 		e            env
 		want         string
 	}{
-		{"pass", `checks = ["t-pass"]`, ModeProlog, nil, `vigil_node_verdict{mode="prolog",status="pass"} 1`},
-		{"fail", `checks = ["t-pass", "t-fail"]`, ModeProlog, nil,
+		{"pass", `checks = ["t-pass"]`, decide.ModeProlog, nil, `vigil_node_verdict{mode="prolog",status="pass"} 1`},
+		{"fail", `checks = ["t-pass", "t-fail"]`, decide.ModeProlog, nil,
 			`vigil_check_status{mode="prolog",check="t-fail",device="gpu0",reason="Broken",status="fail"} 1`},
-		{"unknown", `checks = ["t-unknown"]`, ModeHealth, nil, `vigil_node_verdict{mode="health",status="unknown"} 1`},
-		{"not applicable", `checks = ["net-connect"]`, ModeHealth, nil, `vigil_node_verdict{mode="health",status="pass"} 1`},
-		{"escaped labels", `checks = ["t-odd"]`, ModeEpilog, nil,
+		{"unknown", `checks = ["t-unknown"]`, decide.ModeHealth, nil, `vigil_node_verdict{mode="health",status="unknown"} 1`},
+		{"not applicable", `checks = ["net-connect"]`, decide.ModeHealth, nil, `vigil_node_verdict{mode="health",status="pass"} 1`},
+		{"escaped labels", `checks = ["t-odd"]`, decide.ModeEpilog, nil,
 			`vigil_check_status{mode="epilog",check="t-odd",device="gpu\"0\\1\nx",reason="Odd\"Reason\\",status="fail"} 1`},
-		{"budget expired", "checks = [\"t-hang\", \"t-pass\"]\nbudget = \"1s\"\non_budget_expiry = \"fail\"", ModeProlog,
+		{"budget expired", "checks = [\"t-hang\", \"t-pass\"]\nbudget = \"1s\"\non_budget_expiry = \"fail\"", decide.ModeProlog,
 			env{"SLURM_JOB_ID": "77"}, `vigil_budget_expired{mode="prolog"} 1`},
 	}
 	for _, tt := range tests {
@@ -57,7 +58,7 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 	}
 	t.Run("invalid config", func(t *testing.T) {
 		dir, conf := setup(t, `checks = ["t-pass"]`)
-		runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil) // says where records go
+		runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: idle}, nil, nil) // says where records go
 		body, err := os.ReadFile(conf)
 		if err != nil {
 			t.Fatal(err)
@@ -65,8 +66,8 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 		if err := os.WriteFile(conf, append(body, "bugdet = \"1m\"\n"...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
-		prom := readTextfile(t, dir, ModeProlog)
+		runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: idle}, nil, nil)
+		prom := readTextfile(t, dir, decide.ModeProlog)
 		if !strings.Contains(prom, `vigil_config_valid{mode="prolog"} 0`+"\n") || strings.Contains(prom, "check=") {
 			t.Errorf("textfile:\n%s", prom)
 		}
@@ -75,7 +76,7 @@ func TestTextfilesOfRealRunsPassPromtool(t *testing.T) {
 }
 
 // readTextfile reads mode's textfile in dir.
-func readTextfile(t *testing.T, dir string, mode Mode) string {
+func readTextfile(t *testing.T, dir string, mode decide.Mode) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, report.TextfileName(string(mode))))
 	if err != nil {
@@ -99,8 +100,8 @@ func TestE2ETextfileThroughNodeExporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
-	out := runWith(t, conf, ModeProlog, fs, nil, nil)
-	if out.ExitCode != ExitFail {
+	out := runWith(t, conf, decide.ModeProlog, fs, nil, nil)
+	if out.ExitCode != decide.ExitFail {
 		t.Fatalf("prolog exit %d", out.ExitCode)
 	}
 	if notes := strings.Join(out.Report.Notes, "\n"); !strings.Contains(notes, "removed "+filepath.Join(dir, report.SharedTextfileName)) {
@@ -114,7 +115,7 @@ func TestE2ETextfileThroughNodeExporter(t *testing.T) {
 	if err := os.WriteFile(conf2, []byte(strings.Replace(string(body), `"t-pass", "t-fail"`, `"t-pass"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runWith(t, conf2, ModeEpilog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
+	runWith(t, conf2, decide.ModeEpilog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, nil, nil)
 
 	ne := promtest.StartNodeExporter(t, dir)
 	samples := ne.Scrape(t)
@@ -183,11 +184,11 @@ func TestDeprecatedTextfileKey(t *testing.T) {
 			}
 		}
 		conf := write(t, dir, fmt.Sprintf("textfile = %q", legacy))
-		out := runWith(t, conf, ModeEpilog, &fakeSlurm{node: idle}, nil, nil)
+		out := runWith(t, conf, decide.ModeEpilog, &fakeSlurm{node: idle}, nil, nil)
 		if !out.Report.Config.Valid {
 			t.Fatalf("config invalid: %v", out.Report.Config.Errors)
 		}
-		if prom := readTextfile(t, metrics, ModeEpilog); !strings.Contains(prom, `vigil_config_valid{mode="epilog"} 1`) {
+		if prom := readTextfile(t, metrics, decide.ModeEpilog); !strings.Contains(prom, `vigil_config_valid{mode="epilog"} 1`) {
 			t.Errorf("textfile:\n%s", prom)
 		}
 		names, _ := filepath.Glob(filepath.Join(metrics, "*"))
@@ -205,23 +206,23 @@ func TestDeprecatedTextfileKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := write(t, dir, fmt.Sprintf("textfile = %q", epilogs))
-		runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
+		runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: idle}, nil, nil)
 		if b, err := os.ReadFile(epilogs); err != nil || !bytes.Equal(b, old) {
 			t.Errorf("the prolog touched the epilog's file (%v)", err)
 		}
-		readTextfile(t, dir, ModeProlog)
+		readTextfile(t, dir, decide.ModeProlog)
 	})
 	t.Run("by flag", func(t *testing.T) {
 		dir := t.TempDir()
 		conf := write(t, dir, "")
 		flagged := filepath.Join(t.TempDir(), "vigil.prom")
-		runWith(t, conf, ModeHealth, &fakeSlurm{node: idle}, nil, func(o *Options) { o.Flags = map[string]string{"textfile": flagged} })
-		readTextfile(t, filepath.Dir(flagged), ModeHealth)
+		runWith(t, conf, decide.ModeHealth, &fakeSlurm{node: idle}, nil, func(o *Options) { o.Flags = map[string]string{"textfile": flagged} })
+		readTextfile(t, filepath.Dir(flagged), decide.ModeHealth)
 	})
 	t.Run("with textfile_dir", func(t *testing.T) {
 		dir := t.TempDir()
 		conf := write(t, dir, fmt.Sprintf("textfile = %q\ntextfile_dir = %q", filepath.Join(dir, "vigil.prom"), dir))
-		out := runWith(t, conf, ModeProlog, &fakeSlurm{node: idle}, nil, nil)
+		out := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: idle}, nil, nil)
 		errs := strings.Join(out.Report.Config.Errors, "\n")
 		if out.Report.Config.Valid || !strings.Contains(errs, "prolog.textfile:") || !strings.Contains(errs, "set textfile_dir alone") {
 			t.Fatalf("config %+v", out.Report.Config)

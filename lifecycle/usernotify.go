@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
@@ -85,7 +86,7 @@ func NewPrologFailure(rep *report.Report, user, resultFile string) PrologFailure
 	if m.Failed == nil {
 		m.Failed = []JobResultCheck{}
 	}
-	m.Text = fmt.Sprintf("vigil: job %s: %s; the job is requeued", rep.Job, NodeFailure(rep.Node, rep.Results))
+	m.Text = fmt.Sprintf("vigil: job %s: %s; the job is requeued", rep.Job, decide.NodeFailure(rep.Node, rep.Results))
 	return m
 }
 
@@ -121,7 +122,7 @@ func (m PrologFailure) Subject() string {
 // prolog, when the job chose so (u) and no other node of the job did it
 // first; dir is the result files' directory ("" for none).
 func notifyUser(ctx context.Context, u userNotice, rep *report.Report, job *slurm.Job, dir string, sl *slurmAccess, log logrus.FieldLogger, n notes) {
-	if sl.dryRun || Mode(rep.Mode) != ModeProlog || job == nil || !u.choice.Any() {
+	if sl.dryRun || decide.Mode(rep.Mode) != decide.ModeProlog || job == nil || !u.choice.Any() {
 		return
 	}
 	log = log.WithField("node", rep.Node)

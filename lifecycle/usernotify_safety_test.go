@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -24,9 +25,9 @@ func TestUserMailKeepsTheWorkDirOneLine(t *testing.T) {
 	e := jobEnv()
 	e["SLURM_JOB_USER"], e["SLURM_CONF"], e["SLURM_JOB_WORK_DIR"] = "alice", slurmConf, workdir
 	e["SPANK_VIGIL_NOTIFY"] = "mail"
-	o := runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, nil)
-	if o.ExitCode != ExitFail {
-		t.Fatalf("exit %d, want %d", o.ExitCode, ExitFail)
+	o := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, nil)
+	if o.ExitCode != decide.ExitFail {
+		t.Fatalf("exit %d, want %d", o.ExitCode, decide.ExitFail)
 	}
 	body, err := os.ReadFile(stdin)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -110,7 +111,7 @@ func TestRunUserNotify(t *testing.T) {
 				e["SPANK_VIGIL_WEBHOOK"] = tc.webhook
 			}
 			cs := &commentSlurm{fakeSlurm: &fakeSlurm{node: slurm.Node{Name: "n2", State: "IDLE"}}, comment: tc.comment}
-			o := runWith(t, conf, ModeProlog, nil, e, func(o *Options) {
+			o := runWith(t, conf, decide.ModeProlog, nil, e, func(o *Options) {
 				o.Node, o.Slurm, o.DryRun = "n2", cs, tc.dry
 				o.Sleep = func(time.Duration) {}
 			})
@@ -144,8 +145,8 @@ func TestRunUserNotify(t *testing.T) {
 					}
 				}
 			}
-			if o.ExitCode != ExitFail && tc.checks == `["t-fail"]` {
-				t.Errorf("exit %d, want %d: notifying never changes the verdict", o.ExitCode, ExitFail)
+			if o.ExitCode != decide.ExitFail && tc.checks == `["t-fail"]` {
+				t.Errorf("exit %d, want %d: notifying never changes the verdict", o.ExitCode, decide.ExitFail)
 			}
 			for _, n := range o.Report.Notes {
 				if strings.Contains(n, "secret") {
@@ -170,9 +171,9 @@ func TestUserNotifyFailureKeepsVerdict(t *testing.T) {
 	e := jobEnv()
 	e["SLURM_JOB_USER"], e["SLURM_CONF"] = "alice", slurmConf
 	e["SPANK_VIGIL_NOTIFY"], e["SPANK_VIGIL_WEBHOOK"] = "mail,webhook", srv.URL+"/h/secret"
-	o := runWith(t, conf, ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, nil)
-	if o.ExitCode != ExitFail {
-		t.Fatalf("exit %d, want %d", o.ExitCode, ExitFail)
+	o := runWith(t, conf, decide.ModeProlog, &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}, e, nil)
+	if o.ExitCode != decide.ExitFail {
+		t.Fatalf("exit %d, want %d", o.ExitCode, decide.ExitFail)
 	}
 	notes := strings.Join(o.Report.Notes, "\n")
 	for _, want := range []string{"the job's webhook was not told of this failure", "403", "the job's user was not mailed of this failure: mail to alice"} {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -34,14 +36,14 @@ type suite struct {
 }
 
 // validateSuite is the deep suite of [idle].
-func validateSuite(s *Settings) suite {
+func validateSuite(s *settings.Settings) suite {
 	return suite{checks: s.Idle.Checks, skip: s.Idle.Skip}
 }
 
 // runBudgetOf is the whole run's budget in mode: [idle] budget for the
 // validate mode, [prolog] budget for the others.
-func runBudgetOf(mode Mode, s *Settings) time.Duration {
-	if mode == ModeValidate {
+func runBudgetOf(mode decide.Mode, s *settings.Settings) time.Duration {
+	if mode == decide.ModeValidate {
 		return s.Idle.Budget
 	}
 	return s.Prolog.Budget
@@ -49,8 +51,8 @@ func runBudgetOf(mode Mode, s *Settings) time.Duration {
 
 // timeoutOf is a check's deadline in mode: in the validate mode [idle]
 // check_timeout, or the check's [prolog.timeouts] entry when longer.
-func timeoutOf(mode Mode, s *Settings, name string) time.Duration {
-	if mode != ModeValidate {
+func timeoutOf(mode decide.Mode, s *settings.Settings, name string) time.Duration {
+	if mode != decide.ModeValidate {
 		return checkTimeout(s.Prolog, name)
 	}
 	return max(s.Idle.CheckTimeout, s.Prolog.Timeouts[name])
@@ -203,6 +205,3 @@ func slurmName(node string) error {
 	}
 	return nil
 }
-
-// validateWho names the validate mode in messages.
-const validateWho = "this idle validation"

@@ -11,6 +11,8 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -34,7 +36,7 @@ func validateConf(t *testing.T, checks string) (dir, conf string) {
 func TestValidateRunsTheDeepSuiteAndDrainsLikeHealth(t *testing.T) {
 	dir, conf := validateConf(t, `"t-pass", "t-perf", "t-fail"`)
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "ALLOCATED"}}
-	out := runWith(t, conf, ModeValidate, fs, env{"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "0"}, nil)
+	out := runWith(t, conf, decide.ModeValidate, fs, env{"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "0"}, nil)
 	var ran []string
 	for _, r := range out.Report.Results {
 		ran = append(ran, r.Check)
@@ -42,7 +44,7 @@ func TestValidateRunsTheDeepSuiteAndDrainsLikeHealth(t *testing.T) {
 	if !reflect.DeepEqual(ran, []string{"t-pass", "t-perf", "t-fail"}) {
 		t.Fatalf("ran %q, want the deep suite with its performance probe", ran)
 	}
-	if out.ExitCode != ExitFail || out.Report.Action.Kind != report.ActionDrain || out.Report.Job != "77" || out.Report.Mode != "validate" {
+	if out.ExitCode != decide.ExitFail || out.Report.Action.Kind != report.ActionDrain || out.Report.Job != "77" || out.Report.Mode != "validate" {
 		t.Fatalf("exit %d, action %+v, job %q, mode %q", out.ExitCode, out.Report.Action, out.Report.Job, out.Report.Mode)
 	}
 	if got := fs.mutations(); !reflect.DeepEqual(got, []string{"drain n1 vigil: t-fail Broken gpu0"}) {
@@ -65,8 +67,8 @@ func TestValidateRunsTheDeepSuiteAndDrainsLikeHealth(t *testing.T) {
 func TestValidatePassResumesAndRecords(t *testing.T) {
 	dir, conf := validateConf(t, `"t-perf"`)
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "vigil: t-perf PerfLow"}}
-	out := runWith(t, conf, ModeValidate, fs, nil, nil)
-	if out.ExitCode != ExitOK || out.Report.Action.Kind != report.ActionResume {
+	out := runWith(t, conf, decide.ModeValidate, fs, nil, nil)
+	if out.ExitCode != decide.ExitOK || out.Report.Action.Kind != report.ActionResume {
 		t.Fatalf("exit %d action %+v: a drain for a probe the deep suite ran and passed is lifted", out.ExitCode, out.Report.Action)
 	}
 	recs, _ := ReadValidations(filepath.Join(dir, "idle"))
@@ -77,7 +79,7 @@ func TestValidatePassResumesAndRecords(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "idle")); err != nil {
 		t.Fatal(err)
 	}
-	runWith(t, conf, ModeValidate, fs, nil, func(o *Options) { o.DryRun = true })
+	runWith(t, conf, decide.ModeValidate, fs, nil, func(o *Options) { o.DryRun = true })
 	if recs, _ := ReadValidations(filepath.Join(dir, "idle")); len(recs) != 0 {
 		t.Fatalf("dry run recorded %+v", recs)
 	}
@@ -90,7 +92,7 @@ func TestValidatePreemptedRecordsInterrupted(t *testing.T) {
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "ALLOCATED"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	o := Options{Program: "vigil-test", Mode: ModeValidate, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
+	o := Options{Program: "vigil-test", Mode: decide.ModeValidate, ConfigPath: conf, ConfigExplicit: true, Node: "n1",
 		Lookup: env{"SLURM_JOB_ID": "78"}.lookup, Slurm: fs, Log: quietLog(), Root: t.TempDir(), StateDir: filepath.Join(dir, "state")}
 	t0 := time.Now()
 	out := Run(ctx, o)
@@ -107,25 +109,22 @@ func TestValidatePreemptedRecordsInterrupted(t *testing.T) {
 }
 
 func TestValidateBudgetAndTimeouts(t *testing.T) {
-	s := &Settings{Prolog: config.DefaultProlog(), Idle: config.DefaultIdle()}
+	s := &settings.Settings{Prolog: config.DefaultProlog(), Idle: config.DefaultIdle()}
 	s.Prolog.Timeouts = map[string]time.Duration{"gemm": 2 * time.Hour, "disk": time.Minute}
 	for _, tt := range []struct {
-		mode  Mode
+		mode  decide.Mode
 		check string
 		want  time.Duration
 	}{
-		{ModeValidate, "copy", 30 * time.Minute}, {ModeValidate, "gemm", 2 * time.Hour}, {ModeValidate, "disk", 30 * time.Minute},
-		{ModeProlog, "copy", 6 * time.Minute}, {ModeProlog, "disk", time.Minute}, {ModeHealth, "gemm", 2 * time.Hour},
+		{decide.ModeValidate, "copy", 30 * time.Minute}, {decide.ModeValidate, "gemm", 2 * time.Hour}, {decide.ModeValidate, "disk", 30 * time.Minute},
+		{decide.ModeProlog, "copy", 6 * time.Minute}, {decide.ModeProlog, "disk", time.Minute}, {decide.ModeHealth, "gemm", 2 * time.Hour},
 	} {
 		if got := timeoutOf(tt.mode, s, tt.check); got != tt.want {
 			t.Errorf("%s %s: %v, want %v", tt.mode, tt.check, got, tt.want)
 		}
 	}
-	if runBudgetOf(ModeValidate, s) != 90*time.Minute || runBudgetOf(ModeHealth, s) != 30*time.Minute {
-		t.Errorf("budgets %v %v", runBudgetOf(ModeValidate, s), runBudgetOf(ModeHealth, s))
-	}
-	if in := (Inputs{Mode: ModeValidate}); who(in.Mode, false) != validateWho {
-		t.Errorf("who = %q", who(in.Mode, false))
+	if runBudgetOf(decide.ModeValidate, s) != 90*time.Minute || runBudgetOf(decide.ModeHealth, s) != 30*time.Minute {
+		t.Errorf("budgets %v %v", runBudgetOf(decide.ModeValidate, s), runBudgetOf(decide.ModeHealth, s))
 	}
 }
 

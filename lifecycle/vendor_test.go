@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -106,7 +107,7 @@ func TestDefaultSuiteByVendor(t *testing.T) {
 			_, conf := setup(t, tt.checks)
 			fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
 			root := pciRoot(t, tt.pci...)
-			out := runWith(t, conf, ModeProlog, fs, nil, func(o *Options) { o.Root = root })
+			out := runWith(t, conf, decide.ModeProlog, fs, nil, func(o *Options) { o.Root = root })
 			var ran []string
 			for _, r := range out.Report.Results {
 				ran = append(ran, r.Check)
@@ -131,7 +132,7 @@ func TestDefaultSuiteByVendor(t *testing.T) {
 			if out.Report.Verdict != tt.verdict || p+f+u != len(tt.ran) {
 				t.Errorf("verdict %s (%d/%d/%d), want %s over %d results", out.Report.Verdict, p, f, u, tt.verdict, len(tt.ran))
 			}
-			if out.ExitCode != ExitOK || out.Report.Action.Kind == report.ActionDrain || len(fs.mutations()) != 0 {
+			if out.ExitCode != decide.ExitOK || out.Report.Action.Kind == report.ActionDrain || len(fs.mutations()) != 0 {
 				t.Errorf("not applicable drained or failed: exit %d, action %+v, calls %v", out.ExitCode, out.Report.Action, fs.mutations())
 			}
 			// The JSON report on disk lists them too.

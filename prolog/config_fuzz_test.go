@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/config"
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // FuzzLoadSettings loads arbitrary config files with every check of the
@@ -40,7 +41,7 @@ func FuzzLoadSettings(f *testing.F) {
 			t.Fatal(err)
 		}
 		lines := bytes.Count(doc, []byte{'\n'}) + 1
-		s, errs := lifecycle.LoadSettings(path, true, noEnv, nil)
+		s, errs := settings.LoadSettings(path, true, noEnv, nil)
 		if s == nil {
 			t.Fatal("no settings")
 		}
@@ -57,7 +58,7 @@ func FuzzLoadSettings(f *testing.F) {
 			return
 		}
 		var first bytes.Buffer
-		if code := lifecycle.CheckConfig(&first, path, true, noEnv, nil); code != lifecycle.ExitOK {
+		if code := settings.CheckConfig(&first, path, true, noEnv, nil); code != decide.ExitOK {
 			t.Fatalf("valid config, exit %d:\n%s", code, first.String())
 		}
 		printed := filepath.Join(dir, "printed.toml")
@@ -65,7 +66,7 @@ func FuzzLoadSettings(f *testing.F) {
 			t.Fatal(err)
 		}
 		var second bytes.Buffer
-		if code := lifecycle.CheckConfig(&second, printed, true, noEnv, nil); code != lifecycle.ExitOK {
+		if code := settings.CheckConfig(&second, printed, true, noEnv, nil); code != decide.ExitOK {
 			t.Fatalf("the effective configuration is invalid (exit %d):\n%s\nprinted from\n%s", code, second.String(), first.String())
 		}
 		body := func(b bytes.Buffer) string { _, rest, _ := strings.Cut(b.String(), "\n"); return rest }

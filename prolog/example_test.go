@@ -11,7 +11,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/policy"
 )
 
@@ -40,9 +40,9 @@ func uncomment(example string) string {
 
 // loadAll validates a config file the way every program does: vigil-prolog
 // ([prolog], [epilog], [checks.*], unknown keys), the policy, vigil-watch.
-func loadAll(t *testing.T, path string) (*lifecycle.Settings, []error) {
+func loadAll(t *testing.T, path string) (*settings.Settings, []error) {
 	t.Helper()
-	s, errs := lifecycle.LoadSettings(path, true, func(string) (string, bool) { return "", false }, nil)
+	s, errs := settings.LoadSettings(path, true, func(string) (string, bool) { return "", false }, nil)
 	if _, err := policy.Load(s.File, benchmarks.Names()); err != nil {
 		errs = append(errs, err)
 	}

@@ -20,7 +20,9 @@ import (
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
 	"github.com/vigil-hpc/vigil/benchmarks/nvidia"
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/lifecycle/idle"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/policy"
 )
 
@@ -130,7 +132,7 @@ OPTIONS
     --log-format FMT   text or json (default text); logs go to stderr.
 
 OVERRIDES (flags override environment, environment overrides the file)
-` + lifecycle.OverridesHelp() + `
+` + settings.OverridesHelp() + `
 EXIT STATUS
     0  the node passed, or nothing may be done: unknown results, an invalid
        config (each error logged on stderr at error level, recorded in the
@@ -232,10 +234,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	printExample := fs.Bool("print-example-config", false, "print an example config")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format")
-	overrides := lifecycle.OverrideFlags(fs)
-	if help, err := lifecycle.ParseArgs(fs, args, overrides); help {
+	overrides := settings.OverrideFlags(fs)
+	if help, err := settings.ParseArgs(fs, args, overrides); help {
 		fmt.Fprint(stdout, usage)
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	} else if err != nil {
 		return usageError(stderr, err)
 	}
@@ -244,29 +246,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !flagSet(fs, "log-level") && isTerminal(os.Stderr) && isTerminal(os.Stdout) {
 		*logLevel = "warn"
 	}
-	if err := lifecycle.SetupLog(stderr, *logLevel, *logFormat); err != nil {
+	if err := settings.SetupLog(stderr, *logLevel, *logFormat); err != nil {
 		return usageError(stderr, err)
 	}
-	path, explicit := lifecycle.ConfigPathFrom(*configPath, os.LookupEnv)
+	path, explicit := settings.ConfigPathFrom(*configPath, os.LookupEnv)
 	switch listChecks {
 	case listNames:
 		for _, n := range benchmarks.Names() {
 			fmt.Fprintln(stdout, n)
 		}
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	case listTable:
 		fmt.Fprint(stdout, benchmarks.ListTable(benchmarks.Infos()))
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	}
 	if *printExample {
-		if err := lifecycle.ExampleConfig(stdout); err != nil {
+		if err := settings.ExampleConfig(stdout); err != nil {
 			fmt.Fprintf(stderr, "vigil-prolog: %v\n", err)
-			return lifecycle.ExitConfig
+			return decide.ExitConfig
 		}
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	}
 	if *checkConfig {
-		return lifecycle.CheckConfig(stdout, path, explicit, os.LookupEnv, overrides())
+		return settings.CheckConfig(stdout, path, explicit, os.LookupEnv, overrides())
 	}
 	if v := os.Getenv("VIGIL_DRY_RUN"); v == "1" || v == "true" {
 		*dryRun = true
@@ -289,16 +291,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // modeOf is the run's mode: validate (the first argument), --health, or
 // the prolog.
-func modeOf(validate, health bool) (lifecycle.Mode, error) {
+func modeOf(validate, health bool) (decide.Mode, error) {
 	switch {
 	case validate && health:
 		return "", fmt.Errorf("validate and --health are two modes: give one")
 	case validate:
-		return lifecycle.ModeValidate, nil
+		return decide.ModeValidate, nil
 	case health:
-		return lifecycle.ModeHealth, nil
+		return decide.ModeHealth, nil
 	}
-	return lifecycle.ModeProlog, nil
+	return decide.ModeProlog, nil
 }
 
 // subcommand runs the subcommand args[0] names, if it names one.
@@ -367,5 +369,5 @@ func usageError(stderr io.Writer, err error) int {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(stderr, "vigil-prolog: %s (see vigil-prolog --help)\n", line)
 	}
-	return lifecycle.ExitUsage
+	return decide.ExitUsage
 }

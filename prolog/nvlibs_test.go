@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/cgo/dl/dltest"
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -67,8 +68,8 @@ func TestRealNVIDIALibrariesWithoutGPU(t *testing.T) {
 	for _, res := range r.Results {
 		checkNoDeviceResult(t, res)
 	}
-	if r.Verdict != benchmarks.StatusUnknown || r.Action.Kind != report.ActionNone || code != lifecycle.ExitOK {
-		t.Errorf("verdict %s, action %+v, exit %d: want unknown, none, %d", r.Verdict, r.Action, code, lifecycle.ExitOK)
+	if r.Verdict != benchmarks.StatusUnknown || r.Action.Kind != report.ActionNone || code != decide.ExitOK {
+		t.Errorf("verdict %s, action %+v, exit %d: want unknown, none, %d", r.Verdict, r.Action, code, decide.ExitOK)
 	}
 }
 

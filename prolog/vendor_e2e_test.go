@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
@@ -66,7 +67,7 @@ check_timeout = "20s"`, "")
 			t.Errorf("%s failed: %+v", res.Check, res)
 		}
 	}
-	if r.Verdict != "fail" || code != lifecycle.ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
+	if r.Verdict != "fail" || code != decide.ExitFail || r.Action.Kind != report.ActionDrain || !r.Action.Done {
 		t.Errorf("exit %d, ran %v, report %+v", code, ran, r)
 	}
 	if n := nodeState(t, c, node); !n.Drained() || n.Reason != "vigil: gpu-count GPUCountMismatch" {

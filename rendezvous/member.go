@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -72,7 +73,7 @@ func (s *Session) join(ctx context.Context, start time.Time, join time.Duration)
 		if err != nil {
 			c.Close()
 			cerr.Err = err
-			s.reject(target, fmt.Errorf("joining: %w", err))
+			s.joinFailed(target, err)
 			continue
 		}
 		s.roster = r
@@ -228,4 +229,16 @@ func (s *Session) receive(ctx context.Context, label string) ([]byte, error) {
 		return nil, &CoordinatorError{Coordinator: s.coord, Err: err}
 	}
 	return e.Payload, nil
+}
+
+// joinFailed logs a failed hello: a rejection (a warning), unless the peer
+// closed the connection before its roster (a coordinator stopping with the
+// job, or a port that is not the job's meeting), which is no warning: the
+// join goes on, or ends with its error.
+func (s *Session) joinFailed(target string, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		s.log.WithField("peer", target).WithError(err).Info("rendezvous: the peer closed the connection before sending the roster")
+		return
+	}
+	s.reject(target, fmt.Errorf("joining: %w", err))
 }

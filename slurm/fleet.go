@@ -3,6 +3,8 @@ package slurm
 import (
 	"context"
 	"fmt"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // Nodes reads every node of the cluster with one `scontrol show node -o`:
@@ -18,7 +20,7 @@ func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("slurm: no node in scontrol output %q", truncate(string(out), 200))
+		return nil, fmt.Errorf("slurm: no node in scontrol output %q", textutil.Cut(string(out), 200, "..."))
 	}
 	return nodes, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // The one-line form of `scontrol show node|job -o` is a sequence of
@@ -226,9 +228,9 @@ func ParseNode(out []byte, name string) (Node, error) {
 		}
 	}
 	if name == "" {
-		return Node{}, fmt.Errorf("slurm: no node in scontrol output %q: %w", truncate(string(out), 200), ErrNoSuchNode)
+		return Node{}, fmt.Errorf("slurm: no node in scontrol output %q: %w", textutil.Cut(string(out), 200, "..."), ErrNoSuchNode)
 	}
-	return Node{}, fmt.Errorf("slurm: node %q not in scontrol output %q: %w", name, truncate(string(out), 200), ErrNoSuchNode)
+	return Node{}, fmt.Errorf("slurm: node %q not in scontrol output %q: %w", name, textutil.Cut(string(out), 200, "..."), ErrNoSuchNode)
 }
 
 func nodeFromFields(f map[string]string) Node {
@@ -324,7 +326,7 @@ func ParseJob(out []byte, id string) (JobInfo, error) {
 		return JobInfo{}, err
 	}
 	if len(jobs) == 0 {
-		return JobInfo{}, fmt.Errorf("slurm: job %q not in scontrol output %q: %w", id, truncate(string(out), 200), ErrNoSuchJob)
+		return JobInfo{}, fmt.Errorf("slurm: job %q not in scontrol output %q: %w", id, textutil.Cut(string(out), 200, "..."), ErrNoSuchJob)
 	}
 	for _, j := range jobs {
 		if j.ID == id {
@@ -451,11 +453,4 @@ func splitTopLevel(s string) []string {
 		}
 	}
 	return append(out, s[start:])
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

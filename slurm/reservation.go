@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // ErrNoSuchReservation is returned when Slurm does not know the reservation.
@@ -51,5 +53,5 @@ func ParseReservationNodes(out []byte, name string) ([]string, error) {
 		}
 		return nodes, nil
 	}
-	return nil, fmt.Errorf("slurm: reservation %s: %w in scontrol output %q", name, ErrNoSuchReservation, truncate(string(out), 200))
+	return nil, fmt.Errorf("slurm: reservation %s: %w in scontrol output %q", name, ErrNoSuchReservation, textutil.Cut(string(out), 200, "..."))
 }

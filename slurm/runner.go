@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // CommandRunner runs one command with a deadline in its own process group.
@@ -55,7 +56,7 @@ func (e *CommandError) Error() string {
 	}
 	s := fmt.Sprintf("slurm: %s: %v", strings.Join(e.Argv, " "), e.Err)
 	if msg != "" {
-		s += ": " + truncate(msg, 1024)
+		s += ": " + textutil.Cut(msg, 1024, "...")
 	}
 	return s
 }
@@ -133,7 +134,7 @@ func (r *ExecRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
 		Argv:     append([]string(nil), argv...),
 		ExitCode: -1,
 		Stderr:   strings.TrimSpace(stderr.buf.String()),
-		Stdout:   strings.TrimSpace(truncate(string(out), maxStderr)),
+		Stdout:   strings.TrimSpace(textutil.Cut(string(out), maxStderr, "...")),
 		Err:      err,
 	}
 	var ee *exec.ExitError

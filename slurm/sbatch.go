@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // BatchJob is a batch job vigil submits itself (the idle validation): one
@@ -116,7 +118,7 @@ func ParseSubmitted(out []byte) (string, error) {
 	}
 	id, _, _ := strings.Cut(s, ";")
 	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
-		return "", fmt.Errorf("slurm: sbatch printed %q, not a job id", truncate(string(out), 200))
+		return "", fmt.Errorf("slurm: sbatch printed %q, not a job id", textutil.Cut(string(out), 200, "..."))
 	}
 	return id, nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // Node is a node's state as scontrol reports it.
@@ -557,7 +559,7 @@ func (c *Client) Config(ctx context.Context) (map[string]string, error) {
 	}
 	cfg := ParseConfig(out)
 	if len(cfg) == 0 {
-		return nil, fmt.Errorf("slurm: no settings in scontrol show config output %q", truncate(string(out), 200))
+		return nil, fmt.Errorf("slurm: no settings in scontrol show config output %q", textutil.Cut(string(out), 200, "..."))
 	}
 	return cfg, nil
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // QueuedJob is one job as squeue lists it: its id, state and name.
@@ -54,7 +56,7 @@ func ParseOwnJobs(out []byte) ([]QueuedJob, error) {
 		}
 		parts := strings.SplitN(line, "|", 3)
 		if len(parts) != 3 || checkJobID(parts[0]) != nil || parts[1] == "" {
-			return nil, fmt.Errorf("slurm: squeue line %q is not ID|STATE|NAME", truncate(line, 200))
+			return nil, fmt.Errorf("slurm: squeue line %q is not ID|STATE|NAME", textutil.Cut(line, 200, "..."))
 		}
 		jobs = append(jobs, QueuedJob{ID: parts[0], State: parts[1], Name: parts[2]})
 	}

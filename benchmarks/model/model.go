@@ -32,6 +32,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/textutil"
 	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
@@ -131,9 +132,6 @@ type prepared struct {
 // root is where Probe looks for devices ("/"; tests point it elsewhere).
 var root = "/"
 
-// torchDevice is the PyTorch device type of each vendor of the table.
-var torchDevice = map[string]string{"nvidia": "cuda", "ascend": "npu"}
-
 // prepare reads the settings, finds the devices, the interpreter and its
 // PyTorch, and writes the script; a verdict with a status says why not.
 func (c *check) prepare(ctx context.Context, env *benchmarks.Env) (*prepared, verdict) {
@@ -171,11 +169,11 @@ func (c *check) prepare(ctx context.Context, env *benchmarks.Env) (*prepared, ve
 
 // nodeDevices is the PyTorch device type of the node's accelerators and
 // their count: the first vendor of the table that the node shows and
-// PyTorch can drive, else "cpu".
+// PyTorch can drive (its row's TorchDevice), else "cpu".
 func nodeDevices() (string, int) {
 	for _, f := range vendors.Probe(root) {
-		if k, ok := torchDevice[f.Row.Name]; ok {
-			return k, f.Count
+		if f.Row.TorchDevice != "" {
+			return f.Row.TorchDevice, f.Count
 		}
 	}
 	return "cpu", 0
@@ -258,7 +256,7 @@ func (p *prepared) probe(ctx context.Context) verdict {
 func stderrOf(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-		return ": " + truncate(strings.TrimSpace(string(ee.Stderr)), 300)
+		return ": " + textutil.Cut(strings.TrimSpace(string(ee.Stderr)), 300, "…")
 	}
 	return ""
 }

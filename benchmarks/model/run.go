@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/textutil"
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // rankLine is one line a rank prints on stdout (scripts/train.py's doc).
@@ -136,8 +137,15 @@ type launch struct {
 	Dir string
 }
 
-// labelPrefix is how a device kind's devices are named in results.
-var labelPrefix = map[string]string{"cuda": "gpu", "npu": "npu", "cpu": "cpu"}
+// labelPrefix is how a device kind's devices are named in results: the
+// prefix of the vendor whose PyTorch device type kind is ("gpu" for cuda),
+// "cpu" on CPUs.
+func labelPrefix(kind string) string {
+	if r, ok := vendors.ByTorchDevice(kind); ok {
+		return r.DevPrefix
+	}
+	return "cpu"
+}
 
 // event is a line or an end from one rank.
 type event struct {
@@ -159,7 +167,7 @@ func (l launch) start(ctx context.Context) outcome {
 	cmds := make([]*exec.Cmd, len(l.Devices))
 	running := 0
 	for i, dev := range l.Devices {
-		r := &rank{Rank: l.First + i, Label: labelPrefix[l.Kind] + strconv.Itoa(dev), Exit: -1}
+		r := &rank{Rank: l.First + i, Label: labelPrefix(l.Kind) + strconv.Itoa(dev), Exit: -1}
 		out.Ranks = append(out.Ranks, r)
 		cmd := osutil.Command(ctx, 2*time.Second, l.Argv...)
 		cmd.Dir = l.Dir
@@ -173,7 +181,7 @@ func (l launch) start(ctx context.Context) outcome {
 			r.Stderr, r.NotRun = []string{err.Error()}, true
 			continue
 		}
-		tail := &tailWriter{max: 20}
+		tail := &textutil.LineTail{Max: 20, Width: 300, Mark: "…"}
 		cmd.Stderr = tail
 		if err := cmd.Start(); err != nil {
 			r.Stderr, r.NotRun = []string{err.Error()}, true
@@ -182,14 +190,14 @@ func (l launch) start(ctx context.Context) outcome {
 		cmds[i] = cmd
 		running++
 		wg.Add(1)
-		go func(i int, cmd *exec.Cmd, stdout io.Reader, tail *tailWriter) {
+		go func(i int, cmd *exec.Cmd, stdout io.Reader, tail *textutil.LineTail) {
 			defer wg.Done()
 			sc := bufio.NewScanner(stdout)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
 				var ln rankLine
 				if err := json.Unmarshal(sc.Bytes(), &ln); err != nil || ln.E == "" {
-					events <- event{local: i, bad: truncate(sc.Text(), 200)}
+					events <- event{local: i, bad: textutil.Cut(sc.Text(), 200, "…")}
 					continue
 				}
 				events <- event{local: i, line: &ln}
@@ -201,7 +209,7 @@ func (l launch) start(ctx context.Context) outcome {
 			} else if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.Exited() {
 				code = ee.ExitCode()
 			}
-			out.Ranks[i].Stderr = tail.lines()
+			out.Ranks[i].Stderr = tail.Lines()
 			events <- event{local: i, exit: &code}
 		}(i, cmd, stdout, tail)
 	}
@@ -297,58 +305,3 @@ func (out *outcome) record(r *rank, local int, ln *rankLine) {
 
 // exitGrace is how long the other ranks may take to end after one failed.
 const exitGrace = 3 * time.Second
-
-// tailWriter keeps the last max lines written to it.
-type tailWriter struct {
-	mu      sync.Mutex
-	max     int
-	partial []byte
-	kept    []string
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.partial = append(t.partial, p...)
-	for {
-		i := strings.IndexByte(string(t.partial), '\n')
-		if i < 0 {
-			break
-		}
-		t.keep(string(t.partial[:i]))
-		t.partial = t.partial[i+1:]
-	}
-	if len(t.partial) > 4096 {
-		t.keep(string(t.partial))
-		t.partial = nil
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) keep(s string) {
-	if s = strings.TrimRight(s, "\r "); s == "" {
-		return
-	}
-	t.kept = append(t.kept, truncate(s, 300))
-	if len(t.kept) > t.max {
-		t.kept = t.kept[len(t.kept)-t.max:]
-	}
-}
-
-func (t *tailWriter) lines() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.partial) > 0 {
-		t.keep(string(t.partial))
-		t.partial = nil
-	}
-	return append([]string(nil), t.kept...)
-}
-
-// truncate cuts s to n bytes, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

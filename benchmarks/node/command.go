@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/internal/textutil"
 )
 
 // Reasons of the command check.
@@ -291,10 +292,7 @@ func tail(b []byte) string {
 	if s == "" {
 		return ""
 	}
-	if len(s) > 300 {
-		s = "…" + s[len(s)-300:]
-	}
-	return " (stderr: " + s + ")"
+	return " (stderr: " + textutil.Tail(s, 300, "…") + ")"
 }
 
 // Validate reports out-of-range settings, naming the key. An empty command

@@ -1,16 +1,21 @@
 // Package vendors is vigil's table of accelerator vendors: per vendor, the
 // PCI vendor ids and classes its devices show, its device nodes, how
-// results name its devices, and which sampler the watcher reads them with.
-// The prolog's vendor selection, the device-count checks and the watcher's
-// sampler choice all read this one table, and find devices with Probe,
-// which needs no vendor library. It is the only place in vigil that names a
-// PCI vendor id (internal/archtest keeps it so).
+// results name its devices, which sampler the watcher reads them with, the
+// PyTorch device type the model checks train on and the default command
+// that resets one of its devices. The prolog's vendor selection, the
+// device-count checks, the epilog's search for leftover processes, the
+// model checks, the [repair] defaults and the watcher's sampler choice all
+// read this one table, and find devices with Probe, which needs no vendor
+// library. It is the only place in vigil that names a PCI vendor id, a
+// device node pattern, a vendor's PyTorch device type or its reset tool
+// (internal/archtest keeps it so).
 package vendors
 
 import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/internal/pci"
@@ -46,7 +51,18 @@ type Row struct {
 	DevPrefix string
 	// Sampler is the sampler vigil-watch opens for its devices.
 	Sampler Sampler
+	// TorchDevice is the PyTorch device type of its devices ("cuda"), on
+	// which the model checks train; empty where PyTorch cannot drive them.
+	TorchDevice string
+	// Reset is the default command that resets device IndexPlaceholder
+	// ([repair.reset] of the vendor): an argv whose program is an absolute
+	// path; empty for none.
+	Reset []string
 }
+
+// IndexPlaceholder in a reset command stands for the device's index ("3"
+// for gpu3).
+const IndexPlaceholder = "{index}"
 
 // Table is every accelerator vendor vigil knows, in the order the watcher
 // tries their samplers when the probe finds no device.
@@ -56,12 +72,16 @@ var Table = []Row{
 		PCIVendors: []string{"0x10de"},
 		PCIClasses: []string{"0x0300", "0x0302"}, // VGA and 3D controllers
 		DevNode:    "nvidia", DevPrefix: "gpu", Sampler: SamplerNVML,
+		TorchDevice: "cuda",
+		Reset:       []string{"/usr/bin/nvidia-smi", "-r", "-i", IndexPlaceholder},
 	},
 	{
 		Name: "ascend", Maker: "Ascend", Noun: "NPU",
 		PCIVendors: []string{"0x19e5"}, // Huawei
 		PCIClasses: []string{"0x1200"}, // processing accelerators
 		DevNode:    "davinci", DevPrefix: "npu", Sampler: SamplerDCMI,
+		TorchDevice: "npu", // through torch_npu
+		Reset:       []string{"/usr/local/sbin/npu-smi", "set", "-t", "reset", "-i", IndexPlaceholder, "-c", "0"},
 	},
 }
 
@@ -69,6 +89,22 @@ var Table = []Row{
 func Lookup(name string) (Row, bool) {
 	for _, r := range Table {
 		if r.Name == name {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// DevNodePath is the device node of the vendor's device index i under
+// root ("/" in production): root/dev/<DevNode>i.
+func (r Row) DevNodePath(root string, i int) string {
+	return filepath.Join(root, "dev", r.DevNode+strconv.Itoa(i))
+}
+
+// ByTorchDevice returns the row whose PyTorch device type is kind.
+func ByTorchDevice(kind string) (Row, bool) {
+	for _, r := range Table {
+		if r.TorchDevice != "" && r.TorchDevice == kind {
 			return r, true
 		}
 	}

@@ -36,9 +36,36 @@ func TestTable(t *testing.T) {
 		got, ok := Lookup(r.Name)
 		assert.True(t, ok)
 		assert.Equal(t, r.Name, got.Name)
+		if r.TorchDevice != "" {
+			got, ok = ByTorchDevice(r.TorchDevice)
+			assert.True(t, ok, r.Name)
+			assert.Equal(t, r.Name, got.Name, "PyTorch device type %s of two vendors", r.TorchDevice)
+		}
+		if len(r.Reset) > 0 {
+			assert.True(t, filepath.IsAbs(r.Reset[0]), "%s: reset program %q not an absolute path", r.Name, r.Reset[0])
+			assert.Contains(t, r.Reset, IndexPlaceholder, "%s: reset command without the device index", r.Name)
+		}
 	}
 	_, ok := Lookup("none")
 	assert.False(t, ok)
+	_, ok = ByTorchDevice("")
+	assert.False(t, ok, "an empty device type is no vendor's")
+	_, ok = ByTorchDevice("cpu")
+	assert.False(t, ok)
+}
+
+func TestDevNodePath(t *testing.T) {
+	nv, _ := Lookup("nvidia")
+	as, _ := Lookup("ascend")
+	assert.Equal(t, "/dev/nvidia3", nv.DevNodePath("/", 3))
+	assert.Equal(t, "/x/dev/davinci12", as.DevNodePath("/x", 12))
+	// Probe counts exactly the nodes DevNodePath names.
+	root := t.TempDir()
+	write(t, root, "dev/davinci0", "")
+	require.NoError(t, os.WriteFile(as.DevNodePath(root, 7), nil, 0o644))
+	got := Probe(root)
+	require.Len(t, got, 1)
+	assert.Equal(t, []string{"/dev/davinci0", "/dev/davinci7"}, got[0].Evidence)
 }
 
 func TestMessages(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"os"
 
 	"github.com/vigil-hpc/vigil/internal/cmdline"
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 )
 
 // CommandName is the subcommand of vigil-prolog that runs a sweep.
@@ -76,13 +77,13 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dryRun := cmd.Flags.Bool("dry-run", false, "submit nothing")
 	logLevel := cmd.Flags.String("log-level", "info", "log level")
 	logFormat := cmd.Flags.String("log-format", "text", "log format")
-	err := cmd.Parse(args, stdout, stderr, func() error { return lifecycle.SetupLog(stderr, *logLevel, *logFormat) })
+	err := cmd.Parse(args, stdout, stderr, func() error { return settings.SetupLog(stderr, *logLevel, *logFormat) })
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return lifecycle.ExitOK
+		return decide.ExitOK
 	case err != nil:
-		return lifecycle.ExitUsage
+		return decide.ExitUsage
 	}
-	path, explicit := lifecycle.ConfigPathFrom(*configPath, os.LookupEnv)
+	path, explicit := settings.ConfigPathFrom(*configPath, os.LookupEnv)
 	return Sweep(ctx, Options{ConfigPath: path, ConfigExplicit: explicit, DryRun: *dryRun, Out: stdout}).ExitCode
 }

@@ -1,7 +1,7 @@
 // Package idle is `vigil-prolog idle-sweep`: it submits vigil's own
 // validation jobs, one per idle node that is due, to the partition, QOS or
 // reservation of [idle], where users' jobs preempt them. Each job runs
-// `vigil-prolog validate` on its node (lifecycle.ModeValidate), which
+// `vigil-prolog validate` on its node (decide.ModeValidate), which
 // drains or resumes by the same rule as health mode and records its
 // outcome for the next sweep. Plan is the pure decision (which nodes,
 // why); Sweep reads Slurm and the records, plans, submits and records the

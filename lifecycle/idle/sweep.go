@@ -14,6 +14,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -55,7 +57,7 @@ type Result struct {
 	Decisions []Decision
 	// Submitted are the jobs submitted, by node.
 	Submitted map[string]string
-	// ExitCode is what the program exits with: lifecycle.ExitOK,
+	// ExitCode is what the program exits with: decide.ExitOK,
 	// ExitFail when Slurm could not be read or a submission failed,
 	// ExitConfig for an invalid or incomplete config.
 	ExitCode int
@@ -67,22 +69,22 @@ type Result struct {
 func Sweep(ctx context.Context, o Options) Result {
 	o.defaults()
 	log := o.Log.WithField("mode", "idle-sweep")
-	s, errs := lifecycle.LoadSettings(o.ConfigPath, o.ConfigExplicit, o.Lookup, nil)
+	s, errs := settings.LoadSettings(o.ConfigPath, o.ConfigExplicit, o.Lookup, nil)
 	if len(errs) > 0 {
 		for _, e := range errs {
 			log.WithField("config", o.ConfigPath).Error("INVALID CONFIG, nothing submitted: " + e.Error())
 		}
-		return Result{ExitCode: lifecycle.ExitConfig}
+		return Result{ExitCode: decide.ExitConfig}
 	}
 	if !s.Idle.Configured() {
 		log.WithField("config", o.ConfigPath).Error("[idle] names no partition and no qos: set the partition (or QOS) whose jobs users' jobs preempt (docs/operations.md); nothing submitted")
-		return Result{ExitCode: lifecycle.ExitConfig}
+		return Result{ExitCode: decide.ExitConfig}
 	}
 	if !o.DryRun {
 		unlock, err := lock(s.Idle.StateDir)
 		if err != nil {
 			log.WithError(err).Error("not sweeping")
-			return Result{ExitCode: lifecycle.ExitFail}
+			return Result{ExitCode: decide.ExitFail}
 		}
 		defer unlock()
 	}
@@ -93,7 +95,7 @@ func Sweep(ctx context.Context, o Options) Result {
 	in, err := readInputs(ctx, cli, s, o.Now(), o.DryRun, log)
 	if err != nil {
 		log.WithError(err).Error("reading Slurm: nothing submitted")
-		return Result{ExitCode: lifecycle.ExitFail}
+		return Result{ExitCode: decide.ExitFail}
 	}
 	res := Result{Decisions: Plan(in), Submitted: map[string]string{}}
 	sub := submitter{o: o, s: s, cli: cli, log: log, ledger: in.Submissions}
@@ -115,7 +117,7 @@ func (o *Options) defaults() {
 		o.Log = logrus.StandardLogger()
 	}
 	if o.ConfigPath == "" {
-		o.ConfigPath = lifecycle.DefaultConfigPath
+		o.ConfigPath = settings.DefaultConfigPath
 	}
 	if o.Exe == "" {
 		o.Exe, _ = os.Executable()
@@ -124,7 +126,7 @@ func (o *Options) defaults() {
 
 // readInputs reads what Plan needs: the nodes, the sweep's jobs, the
 // reservation's nodes, the nodes' records and the ledger.
-func readInputs(ctx context.Context, cli Slurm, s *lifecycle.Settings, now time.Time, dry bool, log logrus.FieldLogger) (Inputs, error) {
+func readInputs(ctx context.Context, cli Slurm, s *settings.Settings, now time.Time, dry bool, log logrus.FieldLogger) (Inputs, error) {
 	in := Inputs{Now: now, Idle: s.Idle}
 	var err error
 	if in.Nodes, err = cli.Nodes(ctx); err != nil {
@@ -155,7 +157,7 @@ func readInputs(ctx context.Context, cli Slurm, s *lifecycle.Settings, now time.
 // submitter submits the plan's jobs and keeps the ledger.
 type submitter struct {
 	o      Options
-	s      *lifecycle.Settings
+	s      *settings.Settings
 	cli    Slurm
 	log    logrus.FieldLogger
 	ledger map[string]Submission
@@ -164,7 +166,7 @@ type submitter struct {
 // submitAll submits a job for every decision that says so, in order,
 // and writes the ledger; it returns the exit code.
 func (u submitter) submitAll(ctx context.Context, res *Result) int {
-	code := lifecycle.ExitOK
+	code := decide.ExitOK
 	for i, d := range res.Decisions {
 		if !d.Submit {
 			continue
@@ -181,7 +183,7 @@ func (u submitter) submitAll(ctx context.Context, res *Result) int {
 			res.Decisions[i].Submit = false
 			res.Decisions[i].Why += "; submission failed: " + err.Error()
 			l.WithError(err).Error("submitting the validation job")
-			code = lifecycle.ExitFail
+			code = decide.ExitFail
 			if slurm.ControllerDown(err) || errors.Is(err, context.Canceled) {
 				break
 			}
@@ -196,7 +198,7 @@ func (u submitter) submitAll(ctx context.Context, res *Result) int {
 	}
 	if err := writeLedger(u.s.Idle.StateDir, u.ledger, u.o.Now(), time.Duration(u.s.Idle.Interval)); err != nil {
 		u.log.WithError(err).Error("writing the sweep's ledger: the next sweep may submit these nodes again")
-		code = lifecycle.ExitFail
+		code = decide.ExitFail
 	}
 	return code
 }
@@ -225,7 +227,7 @@ func (u submitter) job(d Decision) slurm.BatchJob {
 }
 
 // printTable writes the sweep's table: one line per node looked at.
-func printTable(w io.Writer, s *lifecycle.Settings, res Result, dry bool) {
+func printTable(w io.Writer, s *settings.Settings, res Result, dry bool) {
 	where := []string{}
 	for _, kv := range [][2]string{{"partition", s.Idle.Partition}, {"qos", s.Idle.QOS}, {"reservation", s.Idle.Reservation}} {
 		if kv[1] != "" {

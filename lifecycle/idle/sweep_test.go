@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -91,7 +92,7 @@ func TestSweepSubmitsOncePerInterval(t *testing.T) {
 	dir, conf := sweepConf(t, "partition = \"vigil\"\nqos = \"scavenger\"\naccount = \"ops\"\ninterval = \"2d\"\ntime_limit = \"1h\"\nbudget = \"50m\"\noutput = \"/var/log/vigil/idle-%N-%j.out\"")
 	fs := &fakeSlurm{nodes: []slurm.Node{node("n1", "IDLE"), node("n2", "ALLOCATED"), node("n3", "IDLE")}}
 	res, out := sweep(t, conf, fs, now, nil)
-	if res.ExitCode != lifecycle.ExitOK || !reflect.DeepEqual(res.Submitted, map[string]string{"n1": "101", "n3": "102"}) {
+	if res.ExitCode != decide.ExitOK || !reflect.DeepEqual(res.Submitted, map[string]string{"n1": "101", "n3": "102"}) {
 		t.Fatalf("exit %d, submitted %v\n%s", res.ExitCode, res.Submitted, out)
 	}
 	want := slurm.BatchJob{Name: "vigil-idle-n1", Node: "n1", Partition: "vigil", QOS: "scavenger", Account: "ops",
@@ -153,17 +154,17 @@ func TestSweepRefuses(t *testing.T) {
 	_, broken := sweepConf(t, "interval = \"soon\"")
 	fs := &fakeSlurm{nodes: []slurm.Node{node("n1", "IDLE")}}
 	for name, conf := range map[string]string{"no partition or qos": unset, "invalid config": broken} {
-		if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != lifecycle.ExitConfig || len(fs.submitted) != 0 {
+		if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != decide.ExitConfig || len(fs.submitted) != 0 {
 			t.Errorf("%s: exit %d, submitted %d", name, res.ExitCode, len(fs.submitted))
 		}
 	}
 	dir, conf := sweepConf(t, "qos = \"scavenger\"\nreservation = \"maint\"")
-	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != lifecycle.ExitFail || len(fs.submitted) != 0 {
+	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != decide.ExitFail || len(fs.submitted) != 0 {
 		t.Errorf("unknown reservation: exit %d", res.ExitCode)
 	}
 	fs.resv = map[string][]string{"maint": {"n1"}}
 	fs.jobsErr = errors.New("squeue: timeout")
-	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != lifecycle.ExitFail || len(fs.submitted) != 0 {
+	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != decide.ExitFail || len(fs.submitted) != 0 {
 		t.Errorf("squeue failing: exit %d, submitted %d: without its jobs the sweep cannot tell what is pending", res.ExitCode, len(fs.submitted))
 	}
 	fs.jobsErr = nil
@@ -171,7 +172,7 @@ func TestSweepRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != lifecycle.ExitFail || len(fs.submitted) != 0 {
+	if res, _ := sweep(t, conf, fs, now, nil); res.ExitCode != decide.ExitFail || len(fs.submitted) != 0 {
 		t.Errorf("locked: exit %d", res.ExitCode)
 	}
 	unlock()
@@ -185,7 +186,7 @@ func TestSweepSubmissionFailures(t *testing.T) {
 	fs := &fakeSlurm{nodes: []slurm.Node{node("n1", "IDLE"), node("n2", "IDLE"), node("n3", "IDLE")},
 		submitErr: map[string]error{"n1": fmt.Errorf("%w: Requested node configuration is not available", slurm.ErrSubmit)}}
 	res, out := sweep(t, conf, fs, now, nil)
-	if res.ExitCode != lifecycle.ExitFail || !reflect.DeepEqual(res.Submitted, map[string]string{"n2": "101", "n3": "102"}) ||
+	if res.ExitCode != decide.ExitFail || !reflect.DeepEqual(res.Submitted, map[string]string{"n2": "101", "n3": "102"}) ||
 		!strings.Contains(out, "submission failed: slurm: submission refused: Requested node") {
 		t.Fatalf("exit %d, submitted %v\n%s", res.ExitCode, res.Submitted, out)
 	}
@@ -196,7 +197,7 @@ func TestSweepSubmissionFailures(t *testing.T) {
 
 	down := &slurm.CommandError{ExitCode: 1, Stderr: "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)", Err: errors.New("exit status 1")}
 	fs = &fakeSlurm{nodes: fs.nodes, submitErr: map[string]error{"n1": down}}
-	if res, _ := sweep(t, conf, fs, now.Add(30*24*time.Hour), nil); res.ExitCode != lifecycle.ExitFail || len(fs.submitted) != 0 {
+	if res, _ := sweep(t, conf, fs, now.Add(30*24*time.Hour), nil); res.ExitCode != decide.ExitFail || len(fs.submitted) != 0 {
 		t.Fatalf("controller down: the sweep goes on (%d submitted)", len(fs.submitted))
 	}
 }

@@ -1,4 +1,9 @@
-package lifecycle
+// Package settings is the configuration of vigil-prolog and vigil-epilog:
+// LoadSettings (the file, then the environment, then flags, each section
+// loaded once from the table of sections), --check-config, the example
+// config of --print-example-config, and the flags and logging the programs
+// share.
+package settings
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"fmt"
@@ -54,9 +54,9 @@ func guardFor(g config.Guard, drained, nodes int, lastAlert, now time.Time) guar
 	return guardVerdict{Active: true, Alert: due}
 }
 
-// drainedFor lists the nodes other than self whose vigil reason names
+// DrainedFor lists the nodes other than self whose vigil reason names
 // check and was set within window before now, sorted.
-func drainedFor(fleet []slurm.Node, check, self string, now time.Time, window time.Duration) []string {
+func DrainedFor(fleet []slurm.Node, check, self string, now time.Time, window time.Duration) []string {
 	var out []string
 	for _, n := range fleet {
 		if n.Name == self || !n.Drained() || !n.OwnedByVigil() || n.ReasonTime.IsZero() || now.Sub(n.ReasonTime) > window {
@@ -74,9 +74,9 @@ func drainedFor(fleet []slurm.Node, check, self string, now time.Time, window ti
 // guardMarkPrefix starts the node comment that records guard alerts.
 const guardMarkPrefix = "vigil-guard:"
 
-// guardMarks parses a node comment "vigil-guard: gemm@T disk@T" into the
+// GuardMarks parses a node comment "vigil-guard: gemm@T disk@T" into the
 // time of each check's alert; nil for any other comment.
-func guardMarks(comment string) map[string]time.Time {
+func GuardMarks(comment string) map[string]time.Time {
 	rest, ok := strings.CutPrefix(comment, guardMarkPrefix)
 	if !ok {
 		return nil
@@ -91,8 +91,8 @@ func guardMarks(comment string) map[string]time.Time {
 	return m
 }
 
-// formatGuardMarks writes marks as a node comment, checks sorted.
-func formatGuardMarks(m map[string]time.Time) string {
+// FormatGuardMarks writes marks as a node comment, checks sorted.
+func FormatGuardMarks(m map[string]time.Time) string {
 	var parts []string
 	for c, t := range m {
 		parts = append(parts, c+"@"+t.UTC().Format(time.RFC3339))
@@ -105,7 +105,7 @@ func formatGuardMarks(m map[string]time.Time) string {
 func lastGuardAlert(fleet []slurm.Node, check string) time.Time {
 	var last time.Time
 	for _, n := range fleet {
-		if t, ok := guardMarks(n.Comment())[check]; ok && t.After(last) {
+		if t, ok := GuardMarks(n.Comment())[check]; ok && t.After(last) {
 			last = t
 		}
 	}
@@ -137,8 +137,8 @@ func guardMessage(g config.Guard, check, node string, drained, nodes, inJob int)
 		check, drained, nodes, 100*float64(drained)/float64(nodes), check, g.Window, job, 100*g.MaxShare, node, check, check)
 }
 
-// guardedCheck is a failed check the guard keeps from draining the node.
-type guardedCheck struct {
+// GuardedCheck is a failed check the guard keeps from draining the node.
+type GuardedCheck struct {
 	report.Guarded
 	// Alert is set when this node sends the check's guard alert.
 	Alert bool
@@ -149,18 +149,18 @@ type guardedCheck struct {
 // rule should use: those of guarded checks turned into unknown
 // (ReasonGuarded), so that they neither drain the node nor lift a drain.
 // Without the fleet (a dry run, scontrol failed) the guard does not act.
-func guardPlan(in Inputs) ([]guardedCheck, []benchmarks.Result) {
+func guardPlan(in Inputs) ([]GuardedCheck, []benchmarks.Result) {
 	g := in.Rules.Guard
-	failed := failedChecks(in.Results)
+	failed := FailedChecks(in.Results)
 	if len(failed) == 0 || in.Slurm.Fleet == nil || g.MaxShare <= 0 {
 		return nil, in.Results
 	}
 	fleet := in.Slurm.Fleet
-	var guarded []guardedCheck
+	var guarded []GuardedCheck
 	out := slices.Clone(in.Results)
 	for _, check := range failed {
 		job := in.JobFailing[check]
-		drained := len(withJob(drainedFor(fleet, check, in.Node, in.Now, g.Window), job, in.Node)) + 1
+		drained := len(withJob(DrainedFor(fleet, check, in.Node, in.Now, g.Window), job, in.Node)) + 1
 		v := guardFor(g, drained, len(fleet), lastGuardAlert(fleet, check), in.Now)
 		if !v.Active {
 			continue
@@ -171,7 +171,7 @@ func guardPlan(in Inputs) ([]guardedCheck, []benchmarks.Result) {
 			v.Alert = false
 		}
 		msg := guardMessage(g, check, in.Node, drained, len(fleet), len(job))
-		guarded = append(guarded, guardedCheck{Guarded: report.Guarded{Check: check, Drained: drained, Nodes: len(fleet),
+		guarded = append(guarded, GuardedCheck{Guarded: report.Guarded{Check: check, Drained: drained, Nodes: len(fleet),
 			MaxShare: g.MaxShare, Message: msg}, Alert: v.Alert})
 		for i := range out {
 			if out[i].Check == check && out[i].Status == benchmarks.StatusFail {
@@ -182,8 +182,8 @@ func guardPlan(in Inputs) ([]guardedCheck, []benchmarks.Result) {
 	return guarded, out
 }
 
-// failedChecks lists the checks that failed in results, in order.
-func failedChecks(results []benchmarks.Result) []string {
+// FailedChecks lists the checks that failed in results, in order.
+func FailedChecks(results []benchmarks.Result) []string {
 	var out []string
 	for _, res := range results {
 		if res.Status == benchmarks.StatusFail && !slices.Contains(out, res.Check) {

@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"errors"
@@ -286,7 +286,7 @@ func TestDecide(t *testing.T) {
 			decided{verdict: fail, guarded: []string{"gemm"}}},
 		{"an alert sent within the window is not sent again", inputs(ModeHealth, idleNode(), []benchmarks.Result{gemmFail}, guarding,
 			func(in *Inputs) {
-				in.Slurm.Fleet[3].Fields = map[string]string{"Comment": formatGuardMarks(map[string]time.Time{"gemm": decideNow.Add(-time.Minute)})}
+				in.Slurm.Fleet[3].Fields = map[string]string{"Comment": FormatGuardMarks(map[string]time.Time{"gemm": decideNow.Add(-time.Minute)})}
 			}),
 			decided{verdict: fail, guarded: []string{"gemm"}}},
 		{"no fleet read: the guard does not act", inputs(ModeHealth, idleNode(), []benchmarks.Result{gemmFail}, guarding, func(in *Inputs) { in.Slurm.Fleet = nil }),
@@ -333,8 +333,8 @@ func TestMayLiftPrologError(t *testing.T) {
 		{"not read", inputs(ModeHealth, nil, pass), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.in.mayLiftPrologError(); got != tt.want {
-				t.Errorf("mayLiftPrologError = %v, want %v", got, tt.want)
+			if got := tt.in.MayLiftPrologError(); got != tt.want {
+				t.Errorf("MayLiftPrologError = %v, want %v", got, tt.want)
 			}
 		})
 	}

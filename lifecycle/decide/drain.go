@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"fmt"
@@ -29,8 +29,8 @@ import (
 // ones still left after them. The pseudo-check "budget" (a run that ran out
 // of its budget) is lifted by any run that finished inside its budget.
 
-// drainPlan is what one run means for the node's vigil drain.
-type drainPlan struct {
+// DrainPlan is what one run means for the node's vigil drain.
+type DrainPlan struct {
 	// Reason is the vigil reason the node should carry; "" means vigil has
 	// nothing against the node (resume it if vigil drained it).
 	Reason string
@@ -84,8 +84,8 @@ func (s runScope) covers(device string) bool {
 
 // planDrain applies the drain rule to the node's current vigil reason (old,
 // "" when vigil has not drained it) and one run's outcome.
-func planDrain(old string, s runScope) drainPlan {
-	var p drainPlan
+func planDrain(old string, s runScope) DrainPlan {
+	var p DrainPlan
 	var next []benchmarks.DrainEntry
 	failed := map[string]bool{}
 	for _, r := range s.Results {
@@ -142,9 +142,9 @@ func (s runScope) keepWhy(e benchmarks.DrainEntry) string {
 	return ""
 }
 
-// keptSummary is the kept checks in one line: "disk not run by the
+// KeptSummary is the kept checks in one line: "disk not run by the
 // epilog; gemm could not tell this time (unknown: LibraryMissing)".
-func keptSummary(kept []keptCheck) string {
+func KeptSummary(kept []keptCheck) string {
 	s := ""
 	for i, k := range kept {
 		if i > 0 {
@@ -155,8 +155,8 @@ func keptSummary(kept []keptCheck) string {
 	return s
 }
 
-// keptNames are the kept checks' names, the pseudo-check budget left out.
-func keptNames(kept []keptCheck) []string {
+// KeptNames are the kept checks' names, the pseudo-check budget left out.
+func KeptNames(kept []keptCheck) []string {
 	var names []string
 	for _, k := range kept {
 		if k.Entry.Check != benchmarks.BudgetCheck {
@@ -180,36 +180,7 @@ func keptChecks(kept []keptCheck) string {
 	return strings.Join(names, ",")
 }
 
-// nodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
-func nodeState(n slurm.Node) string {
+// NodeState is the node's state as Slurm prints it ("IDLE+DRAIN").
+func NodeState(n slurm.Node) string {
 	return strings.Join(append([]string{n.State}, n.Flags...), "+")
-}
-
-// retestHint says how to re-test checks on node, for logs and notices: a
-// local check with `vigil-prolog --node N --checks ...`; a cross-node
-// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
-// the node and its peers, so the way is to resume the node once its cause
-// is fixed and let the next multi-node job's prolog check it again.
-func retestHint(node string, checks []string) string {
-	var local, cross []string
-	for _, c := range checks {
-		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
-			cross = append(cross, c)
-		} else {
-			local = append(local, c)
-		}
-	}
-	resume := "scontrol update NodeName=" + node + " State=RESUME"
-	var parts []string
-	if len(local) > 0 {
-		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
-	}
-	if len(cross) > 0 {
-		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
-			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
-	}
-	if len(local) > 0 || len(cross) == 0 {
-		parts = append(parts, "or resume by hand: "+resume)
-	}
-	return strings.Join(parts, "; ")
 }

@@ -1,4 +1,4 @@
-package lifecycle
+package settings
 
 import (
 	"reflect"
@@ -11,6 +11,14 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // durationsAsStrings turns a settings struct (or pointer to one) into a
 // map keyed by its toml names with durations written as "6m0s", so the
 // printed config reads back the same way it is written. nil stays nil.
+//
+// The TOML encoder (BurntSushi/toml v1.6) writes a time.Duration as
+// "6m0s" itself, but encoding the structs directly would change what
+// --print-example-config and --check-config print: it writes a struct's
+// keys in field order (this map's keys come out sorted), leaves out nil
+// slices (here "checks = []") and empty maps (here an empty table, such
+// as [prolog.timeouts], in the example). The map keeps both outputs as
+// they are documented and tested.
 func durationsAsStrings(v any) any {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {

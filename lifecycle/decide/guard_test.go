@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"reflect"
@@ -61,7 +61,7 @@ func TestDrainedFor(t *testing.T) {
 	resumed := node("n7", "vigil: gemm GEMMBelowThreshold gpu2", time.Minute) // resumed; 24.11 keeps the reason
 	resumed.Flags = nil
 	fleet = append(fleet, resumed)
-	got := drainedFor(fleet, "gemm", "self", now, time.Hour)
+	got := DrainedFor(fleet, "gemm", "self", now, time.Hour)
 	if want := []string{"n0", "n1", "n2"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("drainedFor = %v, want %v", got, want)
 	}
@@ -70,19 +70,19 @@ func TestDrainedFor(t *testing.T) {
 func TestGuardMarks(t *testing.T) {
 	t1 := time.Date(2026, 12, 1, 1, 59, 13, 0, time.UTC)
 	t2 := t1.Add(time.Minute)
-	c := formatGuardMarks(map[string]time.Time{"gemm": t1, "disk": t2})
+	c := FormatGuardMarks(map[string]time.Time{"gemm": t1, "disk": t2})
 	if c != "vigil-guard: disk@2026-12-01T02:00:13Z gemm@2026-12-01T01:59:13Z" {
 		t.Errorf("formatGuardMarks = %q", c)
 	}
-	m := guardMarks(c)
+	m := GuardMarks(c)
 	if !m["gemm"].Equal(t1) || !m["disk"].Equal(t2) || len(m) != 2 {
 		t.Errorf("guardMarks(%q) = %v", c, m)
 	}
-	if guardMarks("rack 12 firmware") != nil {
+	if GuardMarks("rack 12 firmware") != nil {
 		t.Error("a foreign comment read as marks")
 	}
 	fleet := []slurm.Node{{Name: "a", Fields: map[string]string{"Comment": c}},
-		{Name: "b", Fields: map[string]string{"Comment": formatGuardMarks(map[string]time.Time{"gemm": t2})}}}
+		{Name: "b", Fields: map[string]string{"Comment": FormatGuardMarks(map[string]time.Time{"gemm": t2})}}}
 	if got := lastGuardAlert(fleet, "gemm"); !got.Equal(t2) {
 		t.Errorf("lastGuardAlert = %v, want %v", got, t2)
 	}

@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func BenchmarkFleetCount(b *testing.B) {
 		if err != nil || len(fleet) != 4096 {
 			b.Fatalf("%d nodes, %v", len(fleet), err)
 		}
-		if got := drainedFor(fleet, "gemm", "self", now, time.Hour); len(got) != 361 {
+		if got := DrainedFor(fleet, "gemm", "self", now, time.Hour); len(got) != 361 {
 			b.Fatalf("%d drained for gemm within the hour, want 361 (0 s to 3600 s ago)", len(got))
 		}
 	}

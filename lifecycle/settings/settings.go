@@ -1,4 +1,4 @@
-package lifecycle
+package settings
 
 import (
 	"path/filepath"
@@ -49,22 +49,22 @@ func applyOverrides(p *config.Prolog, vals config.Values, from config.Source, ex
 // without textfile_dir stand for its directory, at that level.
 func deprecatedTextfile(p *config.Prolog, textfile, textfileDir bool) {
 	if textfile && !textfileDir {
-		p.TextfileDir = textfileDirOf(p.Textfile)
+		p.TextfileDir = TextfileDirOf(p.Textfile)
 	}
 }
 
-// textfileDirOf is the textfile directory that the deprecated [prolog]
+// TextfileDirOf is the textfile directory that the deprecated [prolog]
 // textfile stands for: its directory, or "" (no textfiles) for "".
-func textfileDirOf(textfile string) string {
+func TextfileDirOf(textfile string) string {
 	if textfile == "" {
 		return ""
 	}
 	return filepath.Dir(textfile)
 }
 
-// textfileExplicit reports whether a flag or the environment says where
+// TextfileExplicit reports whether a flag or the environment says where
 // the textfiles go (textfile_dir, or the deprecated textfile).
-func (s *Settings) textfileExplicit() bool {
+func (s *Settings) TextfileExplicit() bool {
 	return s.Explicit["textfile_dir"] || s.Explicit["textfile"]
 }
 

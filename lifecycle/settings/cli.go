@@ -1,4 +1,4 @@
-package lifecycle
+package settings
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/config"
+	"github.com/vigil-hpc/vigil/lifecycle/decide"
 )
 
 // OverrideFlags registers one flag per overridable [prolog] key
@@ -35,6 +36,9 @@ func ParseArgs(fs *flag.FlagSet, args []string, overrides func() map[string]stri
 	}
 	return false, ValidateFlags(overrides())
 }
+
+// DefaultConfigPath is where the config is read from unless told otherwise.
+const DefaultConfigPath = config.DefaultPath
 
 // ConfigPathFrom returns the config path from the flag value (when given),
 // else VIGIL_CONFIG, else the default, and whether it was given explicitly.
@@ -67,7 +71,7 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 				fmt.Fprintf(w, "#   %s\n", line)
 			}
 		}
-		return ExitConfig
+		return decide.ExitConfig
 	}
 	if s.Found {
 		fmt.Fprintf(w, "# %s is valid. Effective configuration (file, then environment, then flags):\n", path)
@@ -77,7 +81,7 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	for _, sec := range sections() {
 		if err := writeSection(w, sec.name, durationsAsStrings(sec.effective(s))); err != nil {
 			fmt.Fprintf(w, "# cannot print: %v\n", err)
-			return ExitConfig
+			return decide.ExitConfig
 		}
 	}
 	writeConfigNotes(w, s.Checks)
@@ -86,7 +90,7 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
 	}
-	return ExitOK
+	return decide.ExitOK
 }
 
 // writeConfigNotes prints what each check's settings say of this node

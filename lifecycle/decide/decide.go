@@ -1,4 +1,9 @@
-package lifecycle
+// Package decide is the lifecycle's decision: what a run does to the node
+// and the job once its checks ran (Decide(Inputs) Plan), as a pure
+// function: no I/O, no clock, no Slurm. The guard (guard.go), the drain
+// rule (drain.go) and the repair ladder's remedy (repair.go) are parts of
+// it; package lifecycle reads the Inputs and carries the Plan out.
+package decide
 
 import (
 	"fmt"
@@ -14,8 +19,9 @@ import (
 // does to the node and the job once its checks ran: a pure function of
 // what the run knows (Inputs: the results, the node's state as Slurm
 // showed it, the settings that matter, the clock's time), with no I/O, no
-// clock and no Slurm. apply (apply.go) carries the Plan out over the Slurm
-// client and the notifiers, in the order the side effects must happen.
+// clock and no Slurm. The lifecycle's apply (lifecycle/apply.go) carries
+// the Plan out over the Slurm client and the notifiers, in the order the
+// side effects must happen.
 
 // Inputs are what a run knows once its checks ran.
 type Inputs struct {
@@ -147,13 +153,13 @@ type Plan struct {
 	// ExitNotDrained is the exit code when a drain could not be made.
 	ExitNotDrained int
 	// Drain is the drain rule's answer.
-	Drain drainPlan
+	Drain DrainPlan
 	// Old is vigil's drain reason on the node before the run ("" for none).
 	Old string
 	// Rewrite is set when vigil's drain stays with another reason.
 	Rewrite bool
 	// Guarded are the failed checks the guard keeps from draining the node.
-	Guarded []guardedCheck
+	Guarded []GuardedCheck
 	// Comment is this node's failure for the job's comment, "" for none.
 	Comment string
 	// Requeue is what a done drain does with the job.
@@ -171,7 +177,7 @@ type Plan struct {
 	LiftPrologError *FailedDrain
 	// Remedy is the repair ladder's remedy once the drain is done; nil
 	// for none (repair.go).
-	Remedy *remedyPlan
+	Remedy *RemedyPlan
 	// KeepDown is set when the node is back DOWN from vigil's reboot and
 	// the remedy reboots it again: it is not drained first (a drain would
 	// make it DOWN+DRAIN, no longer vigil's).
@@ -192,7 +198,7 @@ func Decide(in Inputs) Plan {
 		// replace vigil's reason with "Epilog error".
 		failCode = ExitOK
 	}
-	if in.holdsJob() {
+	if in.HoldsJob() {
 		if in.Job == nil || in.Mode != ModeProlog {
 			p.Action = report.Action{Kind: report.ActionNone}
 			p.Note = "budget expired with on_budget_expiry = hold, but there is no job to hold"
@@ -208,7 +214,7 @@ func Decide(in Inputs) Plan {
 	if held {
 		p.Old = n.Reason
 	}
-	if needsService(p.Old) {
+	if NeedsService(p.Old) {
 		return in.serviceStays(p, failCode)
 	}
 	p.Drain = planDrain(p.Old, in.scope(results))
@@ -225,7 +231,7 @@ func Decide(in Inputs) Plan {
 	case !held && !n.Drained() && n.ForeignState() == "":
 		// Up, perhaps with a leftover reason (Node.StaleReason): nothing to lift.
 	case !held:
-		p.Step, p.Action = StepKeep, report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: nodeState(*n)}
+		p.Step, p.Action = StepKeep, report.Action{Kind: report.ActionKeep, Reason: n.Reason, State: NodeState(*n)}
 		if fd := in.Slurm.FailedDrain; p.Verdict == benchmarks.StatusPass && fd != nil && liftsPrologError(*n, *fd, true) {
 			p.LiftPrologError = fd
 		}
@@ -233,7 +239,7 @@ func Decide(in Inputs) Plan {
 		// Back DOWN from vigil's reboot, a rewrite would drain it DOWN+DRAIN.
 		p.Step, p.Exit, p.Rewrite = StepStay, failCode, p.Drain.Reason != p.Old && !n.RebootedDown()
 		p.Action = report.Action{Kind: report.ActionStay, Reason: p.Drain.Reason, Lifted: p.Drain.Lifted, Kept: keptWhys(p.Drain.Kept)}
-		p.Note = fmt.Sprintf("%s stays drained: %s", in.Node, keptSummary(p.Drain.Kept))
+		p.Note = fmt.Sprintf("%s stays drained: %s", in.Node, KeptSummary(p.Drain.Kept))
 		if in.comments() {
 			p.Comment = in.Node + " stays drained for " + keptChecks(p.Drain.Kept)
 		}
@@ -276,10 +282,10 @@ func (in Inputs) drain(p Plan, failCode int, results []benchmarks.Result) Plan {
 	return p
 }
 
-// holdsJob reports whether the run ran out of its budget with
+// HoldsJob reports whether the run ran out of its budget with
 // on_budget_expiry = hold: then it holds the job (when there is one) and
 // neither drains nor resumes, so Slurm is not asked about the node.
-func (in Inputs) holdsJob() bool {
+func (in Inputs) HoldsJob() bool {
 	return in.BudgetExpired && in.Rules.OnBudgetExpiry == config.ActionHold
 }
 

@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package lifecycle
+package decide
 
 import (
 	"fmt"
@@ -46,8 +46,8 @@ type RepairView struct {
 	Idle map[string]bool
 }
 
-// remedyPlan is the remedy a run plans for one failed component.
-type remedyPlan struct {
+// RemedyPlan is the remedy a run plans for one failed component.
+type RemedyPlan struct {
 	// Kind is config.RemedyReset, config.RemedyReboot or
 	// report.RemedyNeedsService.
 	Kind string
@@ -61,13 +61,13 @@ type remedyPlan struct {
 	// Reboot is the reboot request.
 	Reboot slurm.Reboot
 	// Fallback is the reboot asked for when the reset fails; nil for none.
-	Fallback *remedyPlan
+	Fallback *RemedyPlan
 	// Note says why a rung was passed over, or what the node needs.
 	Note string
 }
 
-// report is the plan as the report's action records it.
-func (m *remedyPlan) report(r config.Repair, at time.Time, node string) *report.Remedy {
+// Report is the plan as the report's action records it.
+func (m *RemedyPlan) Report(r config.Repair, at time.Time, node string) *report.Remedy {
 	rm := &report.Remedy{Kind: m.Kind, Check: m.Entry.Check, Reason: m.Entry.Reason, Device: m.Entry.Device,
 		Attempt: m.Attempt, Max: r.MaxRemedies, Window: r.Window.String(), At: at.UTC(), Note: m.Note}
 	switch m.Kind {
@@ -88,7 +88,7 @@ func (in Inputs) repair(p Plan, results []benchmarks.Result) Plan {
 		return p
 	}
 	if why := in.noRemedyHere(); why != "" {
-		p.Note = joinNotes(p.Note, "no remedy this run: "+why)
+		p.Note = JoinNotes(p.Note, "no remedy this run: "+why)
 		return p
 	}
 	done := remediesOf(in.Repair.History, target.Device, in.Now, time.Duration(r.Window))
@@ -97,12 +97,12 @@ func (in Inputs) repair(p Plan, results []benchmarks.Result) Plan {
 	}
 	m, passed := in.rung(p, target, ladder, len(done))
 	if m == nil {
-		p.Note = joinNotes(p.Note, "no remedy: "+passed+"; the node is drained only")
+		p.Note = JoinNotes(p.Note, "no remedy: "+passed+"; the node is drained only")
 		return p
 	}
-	m.Note = joinNotes(passed, m.Note)
+	m.Note = JoinNotes(passed, m.Note)
 	p.Remedy = m
-	p.Action.Remedy = m.report(r, in.Now, in.Node)
+	p.Action.Remedy = m.Report(r, in.Now, in.Node)
 	p.Action.Remedy.ID = componentID(in.Components, target.Device)
 	p.KeepDown = m.Kind == config.RemedyReboot && in.Slurm.Node != nil && in.Slurm.Node.RebootedDown()
 	return p
@@ -165,7 +165,7 @@ func remediesOf(history []RemedyRecord, device string, now time.Time, window tim
 // rung picks the remedy for the attempt after done ones: the ladder's rung
 // at that step (its last once they are used up) or, when that one cannot
 // be taken here, the next that can. passed says why rungs were passed over.
-func (in Inputs) rung(p Plan, target benchmarks.DrainEntry, ladder []string, done int) (m *remedyPlan, passed string) {
+func (in Inputs) rung(p Plan, target benchmarks.DrainEntry, ladder []string, done int) (m *RemedyPlan, passed string) {
 	var whys []string
 	for i := min(done, len(ladder)-1); i < len(ladder); i++ {
 		switch ladder[i] {
@@ -175,7 +175,7 @@ func (in Inputs) rung(p Plan, target benchmarks.DrainEntry, ladder []string, don
 				whys = append(whys, "no reset: "+why)
 				continue
 			}
-			m = &remedyPlan{Kind: config.RemedyReset, Entry: target, Attempt: done + 1, Argv: argv}
+			m = &RemedyPlan{Kind: config.RemedyReset, Entry: target, Attempt: done + 1, Argv: argv}
 			if fb, _ := in.reboot(p, target, done, ladder[i+1:]); fb != nil {
 				m.Fallback = fb
 			}
@@ -193,7 +193,7 @@ func (in Inputs) rung(p Plan, target benchmarks.DrainEntry, ladder []string, don
 
 // reboot is the reboot request when rungs hold one and RebootProgram is
 // set (in a dry run that could not read slurm.conf, assumed), else why not.
-func (in Inputs) reboot(p Plan, target benchmarks.DrainEntry, done int, rungs []string) (*remedyPlan, string) {
+func (in Inputs) reboot(p Plan, target benchmarks.DrainEntry, done int, rungs []string) (*RemedyPlan, string) {
 	if !slices.Contains(rungs, config.RemedyReboot) {
 		return nil, ""
 	}
@@ -213,7 +213,7 @@ func (in Inputs) reboot(p Plan, target benchmarks.DrainEntry, done int, rungs []
 	case config.NextStateResume:
 		req.ASAP, req.NextState = true, slurm.NextStateResume
 	}
-	return &remedyPlan{Kind: config.RemedyReboot, Entry: target, Attempt: done + 1, Reboot: req, Note: note}, ""
+	return &RemedyPlan{Kind: config.RemedyReboot, Entry: target, Attempt: done + 1, Reboot: req, Note: note}, ""
 }
 
 // resetArgv is the reset command for target's device, or why there is none
@@ -223,7 +223,7 @@ func (in Inputs) resetArgv(target benchmarks.DrainEntry) ([]string, string) {
 	if in.Job != nil {
 		return nil, "never inside a job (a run outside jobs, such as the health check, resets)"
 	}
-	row, index, ok := deviceOf(target.Device)
+	row, index, ok := DeviceOf(target.Device)
 	if !ok {
 		return nil, fmt.Sprintf("%q is not an accelerator", target.Device)
 	}
@@ -241,8 +241,8 @@ func (in Inputs) resetArgv(target benchmarks.DrainEntry) ([]string, string) {
 	return argv, ""
 }
 
-// deviceOf is the vendor table's row and the index of a device ("gpu3").
-func deviceOf(device string) (vendors.Row, int, bool) {
+// DeviceOf is the vendor table's row and the index of a device ("gpu3").
+func DeviceOf(device string) (vendors.Row, int, bool) {
 	for _, row := range vendors.Table {
 		if rest, ok := strings.CutPrefix(device, row.DevPrefix); ok && rest != "" && isDigits(rest) {
 			i, err := strconv.Atoi(rest)
@@ -271,10 +271,10 @@ func (in Inputs) needsService(p Plan, target benchmarks.DrainEntry, done []Remed
 	count := remedyCount(done) + " in " + windowWords(time.Duration(r.Window))
 	p.Drain.Reason = benchmarks.FormatDrain(next) + " (" + target.Reason + ", " + count + ")"
 	p.Action.Reason = p.Drain.Reason
-	m := &remedyPlan{Kind: report.RemedyNeedsService, Entry: target, Attempt: len(done),
-		Note: fmt.Sprintf("%s had %s: vigil does not resume %s; service it, then resume it by hand", orNode(target.Device), count, in.Node)}
+	m := &RemedyPlan{Kind: report.RemedyNeedsService, Entry: target, Attempt: len(done),
+		Note: fmt.Sprintf("%s had %s: vigil does not resume %s; service it, then resume it by hand", OrNode(target.Device), count, in.Node)}
 	p.Remedy = m
-	p.Action.Remedy = m.report(r, in.Now, in.Node)
+	p.Action.Remedy = m.Report(r, in.Now, in.Node)
 	if in.Rules.Notify && !slices.Contains(p.Notify, target.Check) {
 		p.Notify = append(p.Notify, target.Check)
 	}
@@ -316,15 +316,16 @@ func windowWords(d time.Duration) string {
 	return d.String()
 }
 
-func orNode(device string) string {
+// OrNode names a remedy's component: the device, else the node.
+func OrNode(device string) string {
 	if device == "" {
 		return "the node"
 	}
 	return device
 }
 
-// needsService reports whether a vigil reason holds a NeedsService entry.
-func needsService(reason string) bool {
+// NeedsService reports whether a vigil reason holds a NeedsService entry.
+func NeedsService(reason string) bool {
 	entries, _ := benchmarks.ParseDrain(reason)
 	return slices.ContainsFunc(entries, func(e benchmarks.DrainEntry) bool { return e.Reason == ReasonNeedsService })
 }
@@ -334,7 +335,7 @@ func needsService(reason string) bool {
 func (in Inputs) serviceStays(p Plan, failCode int) Plan {
 	entries, _ := benchmarks.ParseDrain(p.Old)
 	why := "needs service: vigil never resumes it (resume by hand once serviced)"
-	p.Drain = drainPlan{Reason: p.Old}
+	p.Drain = DrainPlan{Reason: p.Old}
 	for _, e := range entries {
 		p.Drain.Kept = append(p.Drain.Kept, keptCheck{Entry: e, Why: e.Check + " " + why})
 	}
@@ -347,7 +348,9 @@ func (in Inputs) serviceStays(p Plan, failCode int) Plan {
 	return p
 }
 
-func joinNotes(a, b string) string {
+// JoinNotes joins two notes of a report with "; "; an empty first note
+// leaves the second.
+func JoinNotes(a, b string) string {
 	if a == "" {
 		return b
 	}
