@@ -62,14 +62,14 @@ while [ ! -e $D/done ]; do sleep 1; done' &`
 // steadyTraining writes 2 MiB a second until the test is done.
 const steadyTraining = `while [ ! -e $D/done ]; do dd if=/dev/zero of=$D/data bs=512k count=4 2>/dev/null; sleep 1; done &`
 
-// watchPort is a base --port for a test's watchers' meetings (the job's is
-// port + job id mod 1000; the test's job ids are small): in 10000 to
-// 11999, below the kernel's ephemeral range (an outgoing connection or an
+// watchPort is a base --port for a test's watchers' meetings (the job's
+// ports are four of port to port+999, picked by a hash of its id): the
+// span in 10000 to 11989, below the kernel's ephemeral range (an outgoing connection or an
 // srun listener can take a port there), slurmtest's daemon ports (20000 and
 // up) and the real-PyTorch e2e's TCPStore ports (12000 to 19999), and
 // apart for each test binary (its pid) and each test (salt).
 func watchPort(salt int) int {
-	return 10000 + (os.Getpid()+salt)%200*10
+	return 10000 + (os.Getpid()+salt)%100*10
 }
 
 // spinningAccelTrace writes an accelerator trace of one device stuck at

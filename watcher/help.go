@@ -51,8 +51,8 @@ DESCRIPTION
     comment and the notifications say how the hang was detected (window,
     pulse, evidence, ras) and how long after the last progress line.
 
-    On a job of several nodes the watchers meet (MUNGE-sealed, on --port + job
-    id mod 1000): the watcher on the first node in sorted order coordinates,
+    On a job of several nodes the watchers meet (MUNGE-sealed, on one of four
+    ports of --port to --port+999 picked by a hash of the job id): the watcher on the first node in sorted order coordinates,
     gets every node's summary each period (state, reading, matched lines of
     the job's output and kernel log), and alone announces one digest per hang
     of the job (cause, culprit hosts, hint); if it stops, the next node takes

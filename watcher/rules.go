@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/loop"
 )
@@ -23,6 +24,10 @@ vigil-watch: the evidence kind, whether it is a device fault, the rule that
 matched (the shipped rules, overridden by the site's [[watch.rules]] of the
 config), the host that printed it (with --nodes, the job's nodes) and the
 peer it accuses. Lines that mean nothing are left out unless --all.
+A kernel log is /dev/kmsg's records (dmesg -r, or "cat /dev/kmsg"), syslog's
+or journalctl -k's lines, or dmesg's; each message is read from its start, as
+the watcher reads it: a line written from user space (another facility or
+program than the kernel's) means nothing.
 "rules list" prints the rules in force, the site's first.
 
 Exit status: 0, 1 when a file could not be read, 2 on a usage or config
@@ -111,6 +116,12 @@ func listRules(w io.Writer) {
 			fault = " fault"
 		}
 		fmt.Fprintf(w, "%-24s %-11s%s %s [%s] %s\n", r.Name, r.Kind, fault, origin, streamOr(r.Stream), r.Match)
+		if o := joblog.RuleOrigin(r.Name); o != "" && origin == "shipped" {
+			fmt.Fprintf(w, "%-24s   origin: %s\n", "", o)
+		}
+		if r.Source != "" {
+			fmt.Fprintf(w, "%-24s   source: %s\n", "", r.Source)
+		}
 	}
 }
 
@@ -119,6 +130,20 @@ func streamOr(s string) string {
 		return "any"
 	}
 	return s
+}
+
+// lineIn is what a line of a file of stream means: for a kernel log, the
+// message of the record or text line (kmsg.Parse), nothing for one written
+// from user space or for a record's continuation line.
+func lineIn(stream, line string) (joblog.Match, bool) {
+	if stream != "kmsg" {
+		return joblog.LineIn(stream, line)
+	}
+	rec := kmsg.Parse([]byte(line))
+	if rec.User || strings.HasPrefix(line, " ") {
+		return joblog.Match{}, false
+	}
+	return joblog.LineIn(stream, rec.Text)
 }
 
 // testFile prints what each line of path means.
@@ -132,7 +157,7 @@ func testFile(path, stream string, layout joblog.Layout, all bool, w io.Writer) 
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		m, ok := joblog.LineIn(stream, line)
+		m, ok := lineIn(stream, line)
 		if !ok {
 			if all {
 				fmt.Fprintf(w, "%s:%d: -  | %s\n", path, n, line)

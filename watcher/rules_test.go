@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/internal/kmsg/kmsgtest"
 )
 
 const siteRule = `
@@ -98,4 +100,61 @@ func TestSiteRuleChangesTheVerdict(t *testing.T) {
 	if d := digest("--config", conf); !strings.Contains(d, `"cause":"network"`) || !strings.Contains(d, `"host":"gpu02"`) {
 		t.Errorf("with the site rule: %s", d)
 	}
+}
+
+// TestRulesTestKmsg: "vigil-watch rules test --kmsg" reads each kernel
+// log line as the watcher does, from the start of its message: the
+// kernel's own XID and NFS lines count, in each form a log takes; a line
+// a user made the kernel print (a real segfault of a program run as
+// nobody, named like an XID line, where this kernel logs segfaults) and
+// lines written from user space mean nothing.
+func TestRulesTestKmsg(t *testing.T) {
+	const xid79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus"
+	lines := []string{
+		"4,2107,733100001,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+		" SUBSYSTEM=pci",
+		"Nov 29 14:55:40 n7 kernel: [ 3240.118812] NVRM: Xid (PCI:0000:3b:00): 119, pid=1582259, name=nvc:[driver], Timeout after 6s of waiting for RPC response from GPU1 GSP!",
+		"[ 3241.0] nfs: server 10.0.0.9 not responding, still trying",
+		"6,2108,733100002,-;crash[32060]: segfault at 0 ip 0000 sp 0000 error 4 in " + xid79 + "[400000+1000]",
+		"6,2109,733100003,-;NVRM: Xid (PCI:[8953]: segfault at 0 ip 0 sp 0 error 4 in " + xid79 + "[1139,561f513e1000+1000]",
+		"6,2110,733100004,-;crash[1]: segfault at 0 ip 0 sp 0 error 4 in uncorrectable ECC error encountered[400000+1000]",
+		"6,2111,733100005,-;crash[1]: segfault at 0 ip 0 sp 0 error 4 in dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, major alarm (fault)",
+		"6,2112,733100006,-;crash[1]: segfault at 0 ip 0 sp 0 error 4 in pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received[1+1]",
+		"12,2113,733100007,-;" + xid79 + ".",
+		"Nov 29 14:55:41 n7 logger: " + xid79 + ".",
+		"Nov 29 14:55:42 n7 kernel: crash[1]: segfault at 0 ip 0 sp 0 error 4 in kernel: " + xid79 + "[1+1]",
+	}
+	if raw, _ := realSegfault(t, xid79); raw != "" {
+		lines = append(lines, raw)
+	}
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "kern.log")
+	os.WriteFile(logf, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	var out, errb bytes.Buffer
+	if code := realMain(context.Background(), []string{"rules", "test", "--kmsg", logf}, env(), &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := []string{logf + ":1: xid fault | ", logf + ":3: xid fault | ", logf + ":4: nfs rule=nfs-not-responding | "}
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("read %d lines as evidence, want %d:\n%s", len(got), len(want), out.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("line %d: %q, want %q...", i+1, got[i], w)
+		}
+	}
+}
+
+// realSegfault is the /dev/kmsg record of a real segfault of a program
+// named name run as nobody; "" where this machine cannot make one
+// (kmsgtest skips its subtest, and the test goes on with its injected
+// records).
+func realSegfault(t *testing.T, name string) (raw string, ok bool) {
+	t.Helper()
+	t.Run("real segfault", func(t *testing.T) {
+		raw, _ = kmsgtest.Segfault(t, name)
+		t.Logf("the kernel logged: %s", raw)
+	})
+	return raw, raw != ""
 }

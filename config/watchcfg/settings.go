@@ -7,6 +7,7 @@ package watchcfg
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"sort"
 	"strings"
@@ -78,10 +79,10 @@ type Settings struct {
 	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
 	SlurmBinDir string `toml:"slurm_bin_dir"`
 	// Port is the base TCP port of the job's watchers' meeting: a job's
-	// coordinator listens on Port + (job id mod PortSpan), so that jobs
-	// sharing a node rarely share a port. 0 turns the meeting off: each
-	// watcher acts for its own node.
-	Port int `toml:"port" flag:"port" arg:"port" usage:"base TCP port of the job's watchers' meeting (the job's is port + job id mod 1000); 0: each watcher acts alone"`
+	// coordinator listens on the first port of the job's sequence it can
+	// bind, in Port to Port+PortSpan-1 (JobPorts). 0 turns the meeting
+	// off: each watcher acts for its own node.
+	Port int `toml:"port" flag:"port" arg:"port" usage:"base TCP port of the job's watchers' meeting (the job's ports are a sequence in port to port+999 picked by a hash of the job id); 0: each watcher acts alone"`
 	// MungeSocket is munged's socket ("" is libmunge's default,
 	// /run/munge/munge.socket.2).
 	MungeSocket string `toml:"munge_socket" flag:"munge-socket" arg:"path" usage:"munged's socket path (default: slurm.conf's AuthInfo socket=, else libmunge's)"`
@@ -96,17 +97,30 @@ const PortSpan = 1000
 // DefaultPort is the shipped base port of the watchers' meeting.
 const DefaultPort = 29000
 
-// JobPort is the port of job id's meeting: Port + (id mod PortSpan), or
-// Port for an id that is not a number; 0 when Port is 0 (off).
-func (s Settings) JobPort(id string) int {
+// PortTries is how many ports of its sequence a job's meeting tries
+// (JobPorts).
+const PortTries = 4
+
+// JobPorts is the sequence of job id's meeting ports, the same on every
+// node: a hash (FNV-1a) of the whole id, as Slurm gives it, picks the
+// first in Port to Port+PortSpan-1, and the next PortTries-1 follow it in
+// order, wrapping within the span. Jobs whose ids differ by PortSpan (or
+// any amount) share a first port only by the hash's chance. Any user can
+// bind a port of 1024 or above first, so the coordinator listens on the
+// first it can bind, and the members look for the job's sealed roster on
+// them all (watcher/coord). nil when Port is 0 (off).
+func (s Settings) JobPorts(id string) []int {
 	if s.Port == 0 {
-		return 0
+		return nil
 	}
-	var n int
-	if _, err := fmt.Sscanf(id, "%d", &n); err != nil || n < 0 {
-		return s.Port
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	first := int(h.Sum64() % PortSpan)
+	ports := make([]int, PortTries)
+	for i := range ports {
+		ports[i] = s.Port + (first+i)%PortSpan
 	}
-	return s.Port + n%PortSpan
+	return ports
 }
 
 // Default returns the shipped [watch] settings, the one place they live.
@@ -203,7 +217,7 @@ func (s Settings) Validate(f *config.File) error {
 		bad("webhook_attempts", "%d: want 1 to 10", s.WebhookAttempts)
 	}
 	if s.Port != 0 && (s.Port < 1024 || s.Port+PortSpan-1 > 65535) {
-		bad("port", "%d: want 0 (off) or 1024 to %d (the job's port is port + job id mod %d)", s.Port, 65535-PortSpan+1, PortSpan)
+		bad("port", "%d: want 0 (off) or 1024 to %d (a job's ports are in port to port+%d)", s.Port, 65535-PortSpan+1, PortSpan-1)
 	}
 	if s.TakeoverPeriods < 1 || s.TakeoverPeriods > 100 {
 		bad("takeover_periods", "%d: want 1 to 100", s.TakeoverPeriods)

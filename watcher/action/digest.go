@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/internal/textutil"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
@@ -42,7 +42,8 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	}
 	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
 	var p plan
-	if notify && rep.Event != hang.EventFailed {
+	revised := !d.Revises.IsZero()
+	if notify && rep.Event != hang.EventFailed && !revised {
 		// Decided before the report is written and anyone is told, so
 		// that they say what is done to the job; done last.
 		p = a.planControl(ctx, log, ev, rep.Culprits, d.Origin)
@@ -84,6 +85,9 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	}
 	if rep.Event == hang.EventFailed {
 		return errors.Join(errs...) // the job has ended: nothing to cancel or requeue
+	}
+	if revised {
+		return errors.Join(errs...) // the hang action is taken once per episode, on its first digest
 	}
 	if err := a.control(ctx, log, ev, p); err != nil {
 		errs = append(errs, err)
@@ -143,6 +147,9 @@ func (a *Actor) digestReport(d hang.DigestEvent) hangreport.Report {
 	dg := &hangreport.Digest{Cause: d.Cause, Origin: d.Origin, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
 	if det := d.Detection; det != nil {
 		dg.DetectedBy, dg.Detection, dg.LastProgress = det.By, det.Words(), det.LastProgress.UTC()
+	}
+	if !d.Revises.IsZero() {
+		dg.Revises = d.Revises.UTC()
 	}
 	culprits := []string{}
 	for _, c := range d.Culprits {
@@ -209,27 +216,18 @@ func DigestComment(old string, d *hangreport.Digest, since time.Time, page, done
 	if d.DetectedBy != "" && d.DetectedBy != hang.DetectedWindow {
 		by = " (" + d.DetectedBy + ")"
 	}
+	if !d.Revises.IsZero() {
+		by += " (revised)"
+	}
 	note := fmt.Sprintf("%s hung since %s%s, %s: %s", slurm.ReasonPrefix, since.UTC().Format(time.RFC3339), by, d.Cause, culpritList(d))
 	if done != "" {
 		note += " — " + done
 	} else if h := shortHints[d.Cause]; h != "" {
 		note += " — " + h
 	}
-	note = truncate(note, MaxCommentNote)
+	note = textutil.CutWithin(note, MaxCommentNote, "...")
 	if withPage := note + "; HTML: " + page; page != "" && len(withPage) <= MaxCommentNote {
 		note = withPage
 	}
 	return slurm.JoinComment(user, note)
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, ending in "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-3]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
 }

@@ -93,9 +93,6 @@ func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
 	if got := DigestComment("", &hangreport.Digest{Cause: hang.CauseUnknown}, t0, "", ""); got != "vigil: hung since 2026-11-29T10:30:00Z, unknown: no host stands out — see the job's output; py-spy dump a rank" {
 		t.Errorf("unknown: %q", got)
 	}
-	if got := truncate("ab—cd", 6); got != "ab..." {
-		t.Errorf("truncate on a rune boundary: %q", got)
-	}
 }
 
 func TestJobRecoveredFromTheCoordinator(t *testing.T) {

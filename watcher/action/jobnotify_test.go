@@ -65,3 +65,35 @@ func TestWebhookURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedWebhookLogsNoURL: a webhook (the site's or the job's) that
+// fails leaves neither its path nor its query in the log or the error.
+func TestFailedWebhookLogsNoURL(t *testing.T) {
+	f := newFixture(t)
+	f.actor.WebhookURL = "http://127.0.0.1:1/services/T0/s3cr3t?token=k3y"
+	f.actor.JobWebhookURL = "http://127.0.0.1:1/hooks/mys3cr3t"
+	f.actor.WebhookAttempts = 1
+	err := f.actor.Handle(context.Background(), hungEvent("n1", t0))
+	var texts []string
+	if err != nil {
+		texts = append(texts, err.Error())
+	}
+	for _, e := range f.logs.AllEntries() {
+		texts = append(texts, e.Message)
+		for _, v := range e.Data {
+			if ev, ok := v.(error); ok {
+				texts = append(texts, ev.Error())
+			} else if s, ok := v.(string); ok {
+				texts = append(texts, s)
+			}
+		}
+	}
+	if len(texts) == 0 {
+		t.Fatal("nothing logged")
+	}
+	for _, s := range texts {
+		if strings.Contains(s, "s3cr3t") || strings.Contains(s, "k3y") {
+			t.Errorf("the log or error shows a webhook's secret: %q", s)
+		}
+	}
+}

@@ -156,6 +156,10 @@ func Summary(r hangreport.Report) string {
 	if r.Digest != nil && r.Event == hang.EventHung {
 		s := fmt.Sprintf("vigil: %s is hung (%d hosts) since %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))
+		if !r.Digest.Revises.IsZero() {
+			s = fmt.Sprintf("vigil: %s is hung (%d hosts) since %s, revised digest (replaces the one of %s): %s", who,
+				len(r.Digest.Hosts), r.Since.Format(time.RFC3339), r.Digest.Revises.Format(time.RFC3339), digestLine(r.Digest))
+		}
 		if r.Digest.Detection != "" {
 			s += " Detected by " + r.Digest.Detection + "."
 		}
@@ -211,11 +215,9 @@ func webhookURLs(urls ...string) []string {
 }
 
 func (a *Actor) post(ctx context.Context, log logrus.FieldLogger, url string, body WebhookBody) error {
-	shown := url
-	if url == a.JobWebhookURL && url != a.WebhookURL {
-		shown = policy.RedactURL(url) // the job's URL may hold its secret: not in the logs
-	}
-	log = log.WithField("webhook", shown)
+	// A webhook URL's path is its secret: the logs name the host only, and
+	// the errors of notify.Webhook do the same.
+	log = log.WithField("webhook", policy.RedactURL(url))
 	if a.DryRun {
 		log.WithField("text", body.Text).Warn("dry run: would POST to the webhook")
 		return nil
@@ -252,6 +254,9 @@ func (a *Actor) mail(ctx context.Context, log logrus.FieldLogger, r hangreport.R
 	subject := fmt.Sprintf("vigil: job %s hung on %s", r.Job, r.Host)
 	if r.Digest != nil {
 		subject = fmt.Sprintf("vigil: job %s hung: %s", r.Job, r.Digest.Cause)
+		if !r.Digest.Revises.IsZero() {
+			subject = fmt.Sprintf("vigil: job %s hung (revised): %s", r.Job, r.Digest.Cause)
+		}
 		if len(r.Culprits) > 0 {
 			subject += " on " + strings.Join(r.Culprits, ",")
 		}

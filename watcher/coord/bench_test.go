@@ -144,7 +144,7 @@ func BenchmarkRounds1024(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Port: port,
+			nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Ports: []int{port},
 				Addrs: addrs, Auth: plainAuth{}, Hang: c, Join: 20 * time.Second, Log: log})
 		}()
 	}

@@ -172,7 +172,7 @@ func startSim(t *testing.T, n int) *sim {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Port: port,
+			s.nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Ports: []int{port},
 				Addrs: addrs, Auth: rdvtest.New([]byte("the cluster's key"), 1000), Hang: testHang(), Join: 3 * time.Second,
 				Log: logger.WithField("node", names[i])})
 		}()

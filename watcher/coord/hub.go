@@ -27,6 +27,7 @@ type Hub struct {
 	suppress  bool
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
 	announced announcement    // the open hang this hub announced
+	ranks     RankMap         // the job's ranks by host, from the summaries
 	log       logrus.FieldLogger
 	// Seen, when set, is given every host's reading that Ingest takes in,
 	// with the state change it carries (the live hang report's page).
@@ -98,6 +99,13 @@ type hubRecord struct {
 // Ingest takes one period's summaries, by host, and returns the job's
 // events due at now: digests to announce (Notify) and stragglers.
 func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
+	claims := map[string][]int{}
+	for host, s := range sums {
+		if h.nodes == nil || h.nodes[host] {
+			claims[host] = s.Ranks
+		}
+	}
+	h.ranks.Update(claims)
 	recs := h.records(sums)
 	if !h.started {
 		h.started = true
@@ -149,6 +157,9 @@ func (h *Hub) anyHung() bool {
 	}
 	return h.ep.Hung(h.job)
 }
+
+// Ranks is the job's rank map from the summaries so far (RankMap).
+func (h *Hub) Ranks() map[int]string { return h.ranks.Map() }
 
 // Suspect reports whether the job may be hung (hang.Episodes.Suspect).
 func (h *Hub) Suspect() bool { return h.ep.Suspect(h.job) }

@@ -37,7 +37,10 @@ type Config struct {
 	Self    string   // this node
 	Nodes   []string // the job's nodes, any order
 	UID     uint32   // every message must be sealed by this uid (the job's user)
-	Port    int      // the coordinator's TCP port, the same on every node
+	// Ports are the candidate TCP ports of the job's meeting, in order, the
+	// same on every node (watchcfg.Settings.JobPorts): the coordinator
+	// listens on the first it can bind (ports.go).
+	Ports []int
 	// Addrs maps node names to addresses, overriding name resolution.
 	Addrs map[string]string
 	Auth  rendezvous.Authenticator
@@ -79,6 +82,7 @@ type Node struct {
 	hub      *Hub
 	queue    []Out
 	digest   *hang.DigestEvent // the latest the coordinator announced
+	ranks    RankMap           // the job's rank map as this node knows it (Ranks)
 	excluded map[string]bool
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -203,6 +207,30 @@ func (n *Node) Due(ctx context.Context, now time.Time) []Out {
 	return out
 }
 
+// SetRanks takes the global ranks of the job's processes on this node,
+// read now: sent with this node's summaries, and this node's part of the
+// rank map while it acts alone.
+func (n *Node) SetRanks(host string, ranks []int) {
+	n.pend.setRanks(ranks)
+	n.lone.SetRanks(host, ranks)
+}
+
+// Ranks is the job's rank map (global rank → host) as this watcher knows
+// it: the coordinator's, made of every node's summaries (a member has it
+// with the coordinator's tick), and this node's own while it acts alone.
+func (n *Node) Ranks() map[int]string {
+	n.mu.Lock()
+	role, hub := n.role, n.hub
+	n.mu.Unlock()
+	switch {
+	case role == roleCoordinator && hub != nil:
+		n.ranks.Merge(hub.Ranks())
+	case role == roleLone:
+		n.ranks.Merge(n.lone.Ranks())
+	}
+	return n.ranks.Map()
+}
+
 // Suspect reports whether the job may be hung as this watcher's view
 // sees it: the coordinator's over every node's summaries, else its own
 // node's (hang.Episodes.Suspect). The watch loop asks NCCL's RAS service
@@ -296,7 +324,7 @@ func (n *Node) round(ctx context.Context, now time.Time) []Out {
 		return nil
 	}
 	s := n.sess
-	if _, err := s.Broadcast(ctx, labelTick, nil); err != nil {
+	if _, err := s.Broadcast(ctx, labelTick, ranksTick(n.Ranks())); err != nil {
 		n.log.WithError(err).Warn("coordinator: tick")
 	}
 	gctx, cancel := context.WithTimeout(ctx, n.gatherWait())
@@ -391,6 +419,13 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 			n.lastWord(bye)
 			return errCoordinatorStopped
 		}
+		if r, ok := strings.CutPrefix(string(tick), tickRanks); ok {
+			if m, ok := tickRankMap(r); ok {
+				n.ranks.Merge(m)
+			} else {
+				n.log.Warn("the coordinator's rank map was not understood")
+			}
+		}
 		b, err := n.pend.take().Encode()
 		if err != nil {
 			return err
@@ -452,8 +487,8 @@ func (n *Node) meet(ctx context.Context, winding bool) (*rendezvous.Session, err
 		if len(nodes) < 2 {
 			return nil, errAlone
 		}
-		s, err := rendezvous.Meet(ctx, rendezvous.Config{Job: n.cfg.Job, Restart: n.cfg.Restart, Self: n.cfg.Self,
-			Nodes: nodes, Port: n.cfg.Port, Addrs: n.cfg.Addrs, Auth: n.cfg.Auth, UID: n.cfg.UID,
+		s, err := n.meetOn(ctx, rendezvous.Config{Job: n.cfg.Job, Restart: n.cfg.Restart, Self: n.cfg.Self,
+			Nodes: nodes, Addrs: n.cfg.Addrs, Auth: n.cfg.Auth, UID: n.cfg.UID,
 			Join: n.cfg.Join, Log: n.log, Winding: winding})
 		if err == nil {
 			if len(s.Roster().Present()) < 2 {

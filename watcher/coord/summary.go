@@ -49,6 +49,10 @@ type Summary struct {
 	Logs    []LogLine      `json:"logs,omitempty"` // matched lines since the previous summary
 	// Dropped counts the matched lines left out since the previous summary.
 	Dropped int `json:"dropped,omitempty"`
+	// Ranks are the global ranks of the job's processes on the node, as
+	// last read from their environment (sample.Sampler.Ranks); the
+	// coordinator makes the job's rank map of them (RankMap).
+	Ranks []int `json:"ranks,omitempty"`
 }
 
 // LogLine is one matched line of the node's job output or kernel log.
@@ -74,6 +78,9 @@ func DecodeSummary(b []byte) (Summary, error) {
 	case hang.StateOK, hang.StateSuspect, hang.StateHung:
 	default:
 		return Summary{}, fmt.Errorf("coord: summary: state %q", s.State)
+	}
+	if !validRanks(s.Ranks) {
+		return Summary{}, fmt.Errorf("coord: summary: %d ranks, or a rank out of [0, %d)", len(s.Ranks), maxRank)
 	}
 	return s, nil
 }
@@ -123,8 +130,15 @@ func (p *pending) observe(s trace.Sample, evs []hang.Event) {
 	}
 }
 
-// take returns the summary to send and starts the next one (same state
-// and reading, no lines).
+// setRanks sets the node's ranks, sent with every summary from now on.
+func (p *pending) setRanks(ranks []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sum.Ranks = ranks
+}
+
+// take returns the summary to send and starts the next one (same state,
+// reading and ranks, no lines).
 func (p *pending) take() Summary {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -146,6 +160,7 @@ func (p *pending) take() Summary {
 // end (JobRecovered) once the job moves again.
 type Lone struct {
 	ep               *hang.Episodes
+	ranks            RankMap // this node's ranks (SetRanks)
 	AnnounceFailures bool
 	job              string       // of the latest record
 	announced        announcement // the open hang this watcher announced
@@ -175,6 +190,15 @@ func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	}
 	return out
 }
+
+// SetRanks takes the global ranks of the job's processes on this node,
+// host, read now.
+func (l *Lone) SetRanks(host string, ranks []int) {
+	l.ranks.Update(map[string][]int{host: ranks})
+}
+
+// Ranks is the job's rank map as this watcher knows it: its own node's.
+func (l *Lone) Ranks() map[int]string { return l.ranks.Map() }
 
 // Suspect reports whether the job may be hung as this watcher sees it
 // (hang.Episodes.Suspect).

@@ -2,6 +2,7 @@ package hang
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -95,9 +96,17 @@ type DigestEvent struct {
 	// support the cause when no host could be named (a CUDA error with no
 	// prefix): they never make a culprit.
 	JobEvidence []string `json:"job_evidence,omitempty"`
+	// Because is the chain of evidence when the cause and the culprits
+	// come from different evidence: the root that names no host, then
+	// what names the culprits (a consequence, a rank or peer a line names).
+	Because []string `json:"because,omitempty"`
 	// Detection says how and when the hang was detected (nil in a failed
 	// job's digest and in digests of older versions).
 	Detection *Detection `json:"detection,omitempty"`
+	// Revises, when not zero, marks the episode's one update: later
+	// evidence changed the cause or the culprits of the digest given at
+	// that time, which this one replaces.
+	Revises time.Time `json:"revises,omitzero"`
 }
 
 // HostView is what the digest knows of one host of the job from its
@@ -137,6 +146,9 @@ type DigestInput struct {
 	// the nodes' addresses in the step's layout) to the host, so that a
 	// peer named in a transport error is a host.
 	Addrs map[string]string
+	// Layout is the step's layout: it places the ranks a line names (a
+	// collective mismatch's) on hosts, and a peer named by host name.
+	Layout joblog.Layout
 	// Ended is set for the digest of a job that ended (EventFailed): its
 	// hosts' last readings are of processes that were stopping, so the
 	// telemetry rules are not run; the lines alone say what went wrong.
@@ -164,7 +176,9 @@ func Digest(in DigestInput, c Config) DigestEvent {
 		d.Event = EventFailed
 	}
 	ev := newEvidence(in)
-	if hits := ruleHits(in, ev, c); len(hits) > 0 {
+	root, rootLines := jobLevelCause(ev)
+	hits := withWaits(in, ruleHits(in, ev, c)) // what the processes wait on (waits.go)
+	if len(hits) > 0 && !explained(winner(hits), root) {
 		w := winner(hits)
 		d.Cause, d.Culprits = w.cause, w.culprits
 		if len(hits) > 1 {
@@ -177,8 +191,9 @@ func Digest(in DigestInput, c Config) DigestEvent {
 			}
 		}
 	}
-	if d.Cause == CauseUnknown {
-		d.Cause, d.JobEvidence = jobLevelCause(ev)
+	if d.Cause == CauseUnknown && root != CauseUnknown {
+		d.Cause, d.JobEvidence = root, lines(rootLines)
+		d.Culprits, d.Because = rooted(in, ev, c, root, rootLines, hits)
 	}
 	for _, c := range d.Culprits {
 		if !slices.Contains(d.Hosts, c.Host) { // named by a peer's line only
@@ -298,7 +313,7 @@ func (e evidence) first(keep func(joblog.Match) bool) time.Time {
 // crash, in that order, with the lines; CauseUnknown without any. A crash
 // after a collective timed out (PyTorch's watchdog takes the process down
 // and the launcher reports its exit) is the timeout's effect, not a cause.
-func jobLevelCause(ev evidence) (string, []string) {
+func jobLevelCause(ev evidence) (string, []LogEvidence) {
 	timedOut := ev.firstAll(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog })
 	for _, k := range []struct {
 		cause string
@@ -315,7 +330,7 @@ func jobLevelCause(ev evidence) (string, []string) {
 			}
 		}
 		if len(ls) > 0 {
-			return k.cause, lines(ls)
+			return k.cause, ls
 		}
 	}
 	return CauseUnknown, nil
@@ -356,9 +371,18 @@ type evidence struct {
 	job    []LogEvidence // lines that name no host (job-level)
 }
 
+// newEvidence sorts in's lines by host. A task's exit is no evidence that its rank failed when something else
+// ended it: a task killed by SIGTERM (srun's "Terminated", torchrun's
+// exit code -15), the signal of a cancel, of a time limit and of a
+// launcher that tears the job down, and a task that srun reports ended
+// after slurmstepd said the step or the job was cancelled (afterCancel).
 func newEvidence(in DigestInput) evidence {
 	e := evidence{byHost: map[string][]LogEvidence{}}
+	plain, sched := cancels(in.Logs)
 	for _, l := range in.Logs {
+		if l.Match.Kind == joblog.KindTaskExit && (teardown(l.Line) || afterCancel(l.Time, plain, sched)) {
+			continue
+		}
 		if l.Host == "" {
 			e.job = append(e.job, l)
 			continue
@@ -424,6 +448,9 @@ func hint(d DigestEvent, ev evidence) string {
 			"run with srun --label, or look for the rank in the job's output, to find the host; nothing was re-checked or drained.",
 			d.Cause, firstOf(d.JobEvidence))
 	}
+	if h, ok := evidenceHint(d, who); ok { // the culprit's evidence says more than its cause (waits.go)
+		return h
+	}
 	switch d.Cause {
 	case CauseBadDevice:
 		return fmt.Sprintf("A device fault on %s stopped the job: the host is being re-checked and drained if it fails; "+
@@ -437,6 +464,9 @@ func hint(d DigestEvent, ev evidence) string {
 			"port and cable; on a flaky fabric raise NCCL_IB_TIMEOUT (e.g. 22), and on RoCE set NCCL_IB_GID_INDEX (e.g. 3) and "+
 			"NCCL_IB_TC (e.g. 128) as your site documents.", who)
 	case CauseRankFailed:
+		if h, ok := killedHint(d, who); ok {
+			return h
+		}
 		if d.Event == EventFailed && len(d.Culprits) > 0 && d.Culprits[0].Reason == DigestLeftEarly {
 			return fmt.Sprintf("The ranks on %s printed no error and left first (done, or past a collective its peers still waited in); "+
 				"the others failed on the closed connections: check that every rank runs the same collectives in the same order "+
@@ -462,3 +492,40 @@ func hint(d DigestEvent, ev evidence) string {
 	return "The job stopped making progress but no host stands out: look at the job's output around the time of the hang; " +
 		"`py-spy dump` of a rank shows where it waits."
 }
+
+// cancels are the times of the first cancel of the step or the job that
+// slurmstepd reported: plain ("*** STEP 7.0 ON n1 CANCELLED AT ... ***":
+// scancel, or srun's own teardown after a task failed) and the
+// scheduler's ("... DUE TO TIME LIMIT ***", a requeue, a preemption);
+// zero for none.
+func cancels(ls []LogEvidence) (plain, sched time.Time) {
+	for _, l := range ls {
+		if l.Match.Kind != joblog.KindCancelled {
+			continue
+		}
+		t := &plain
+		if strings.Contains(l.Line, " DUE TO ") {
+			t = &sched
+		}
+		if t.IsZero() || l.Time.Before(*t) {
+			*t = l.Time
+		}
+	}
+	return plain, sched
+}
+
+// afterCancel reports whether a task exit read at t followed a cancel: a
+// plain one before t (srun's teardown follows the task failure that caused
+// it, in the same read), or the scheduler's at t or before (a time limit
+// does not wait for a task; a task that failed before it was read before).
+func afterCancel(t, plain, sched time.Time) bool {
+	return !plain.IsZero() && t.After(plain) || !sched.IsZero() && !t.Before(sched)
+}
+
+// reTeardown is a task ended by SIGTERM: srun's "task 0: Terminated"
+// (strsignal(SIGTERM)), torchrun's "exitcode: -15" and "Signal 15
+// (SIGTERM)".
+var reTeardown = regexp.MustCompile(`: tasks? [\d,-]+: Terminated\b|exitcode\s*:\s*-15\b|\(exitcode: -15\)|(?i)\bsignal 15 \(SIGTERM\)`)
+
+// teardown reports whether a task-exit line says SIGTERM ended the task.
+func teardown(line string) bool { return reTeardown.MatchString(line) }

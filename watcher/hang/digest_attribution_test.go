@@ -76,6 +76,47 @@ func TestTaskExitNamesItsHost(t *testing.T) {
 	}
 }
 
+// TestExitAfterCancelIsNoFailure: a task that srun reports ended by
+// SIGTERM ("Terminated"), or ended after slurmstepd said the scheduler
+// cancelled the job (a requeue, a time limit: read in the same poll or
+// later), is no rank that failed; a task that died of a signal before a
+// plain cancel (srun's own teardown after it, read in the same poll) and
+// one that ended before the scheduler's cancel was read still are.
+func TestExitAfterCancelIsNoFailure(t *testing.T) {
+	at := func(l LogEvidence, m int) LogEvidence { l.Time = t0.Add(time.Duration(m) * time.Minute); return l }
+	requeue := "slurmstepd: error: *** JOB 608 ON gpu01 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***"
+	plain := "slurmstepd: error: *** STEP 3495450.0 ON gpu01 CANCELLED AT 2021-10-27T20:22:22 ***"
+	exit1 := "srun: error: gpu02: tasks 2-3: Exited with exit code 1"
+	bus := "srun: error: gpu02: task 289: Bus error"
+	for _, tt := range []struct {
+		name    string
+		logs    []LogEvidence
+		cause   string
+		culprit string
+	}{
+		{"terminated by SIGTERM", []LogEvidence{lg("gpu01", "srun: error: gpu01: task 0: Terminated")}, CauseUnknown, ""},
+		{"after a requeue, same poll", []LogEvidence{at(lg("", requeue), 30), at(lg("gpu02", exit1), 30)}, CauseUnknown, ""},
+		{"after a requeue, later", []LogEvidence{at(lg("", requeue), 30), at(lg("gpu02", exit1), 31)}, CauseUnknown, ""},
+		{"before a requeue", []LogEvidence{at(lg("gpu02", exit1), 29), at(lg("", requeue), 30)}, CauseRankFailed, "gpu02"},
+		{"before srun's own cancel, same poll", []LogEvidence{at(lg("gpu02", bus), 30), at(lg("", plain), 30)}, CauseRankFailed, "gpu02"},
+		{"after a plain cancel", []LogEvidence{at(lg("", plain), 30), at(lg("gpu02", bus), 31)}, CauseUnknown, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "7", Hosts: views(3), Logs: tt.logs}, watchcfg.DefaultHang())
+			named := ""
+			for _, c := range d.Culprits {
+				named += c.Host
+			}
+			if d.Cause != tt.cause || named != tt.culprit {
+				t.Errorf("digest %s %q, want %s %q", d.Cause, named, tt.cause, tt.culprit)
+			}
+		})
+	}
+	if _, ok := joblog.LineIn("", "slurmstepd: error: *** JOB 7 ON gpu01 CANCELLED AT 2024-01-01T00:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"); ok {
+		t.Error("a cancel due to a node failure is read as the scheduler's cancel")
+	}
+}
+
 // TestCauseByTime: a transport error at 10:30 on gpu01's link to gpu03,
 // then tracebacks of ranks that exit because of it at 10:31: the earliest
 // anomaly explains what follows, so the cause is network, and the digest

@@ -127,6 +127,24 @@ func digestTraces() map[string][]trace.Sample {
 			watchdogLine("gpu03", 2, 38, "BROADCAST", 1233), watchdogLine("gpu04", 3, 38, "ALLREDUCE", 1233)),
 			host("gpu01", 61, training, at(stuck, 30)), host("gpu02", 62, training, at(stuck, 30)),
 			host("gpu03", 63, training, at(stuck, 30)), host("gpu04", 64, training, at(stuck, 30))),
+		// Every rank times out on the same sequence number and op (the
+		// first digest can say no more than unknown); the monitored
+		// barrier of PyTorch's debug wrapper names rank 2 seven minutes
+		// later: the digest is revised once.
+		"digest-different-progress-late": withLogs(cat([]trace.Sample{layoutAt("gpu01", "gpu02", "gpu03", "gpu04")},
+			watchdogLine("gpu01", 0, 36, "ALLREDUCE", 1233), watchdogLine("gpu02", 1, 36, "ALLREDUCE", 1233),
+			watchdogLine("gpu03", 2, 36, "ALLREDUCE", 1233), watchdogLine("gpu04", 3, 36, "ALLREDUCE", 1233),
+			[]trace.Sample{logAt("gpu01", 43, trace.StreamStderr, "[rank0]: RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms")}),
+			host("gpu01", 65, training, at(stuck, 30)), host("gpu02", 66, training, at(stuck, 30)),
+			host("gpu03", 67, training, at(stuck, 30)), host("gpu04", 68, training, at(stuck, 30))),
+		// The ranks' progress lines are block-buffered and reach the
+		// output file only after the window's digest (unknown): rank 2 is
+		// still in epoch 3 while the others are in epoch 4.
+		"digest-different-progress-epoch": withLogs([]trace.Sample{layoutAt("gpu01", "gpu02", "gpu03", "gpu04"),
+			logAt("gpu01", 43, trace.StreamStdout, progressLine(0, 4, 20)), logAt("gpu01", 43, trace.StreamStdout, progressLine(1, 4, 20)),
+			logAt("gpu01", 43, trace.StreamStdout, progressLine(2, 3, 1250)), logAt("gpu01", 43, trace.StreamStdout, progressLine(3, 4, 20))},
+			host("gpu01", 75, training, at(stuck, 30)), host("gpu02", 76, training, at(stuck, 30)),
+			host("gpu03", 77, training, at(stuck, 30)), host("gpu04", 78, training, at(stuck, 30))),
 		// Everything waits, nothing points at a host.
 		"digest-unknown": withLogs(nil, host("gpu01", 71, training, at(stuck, 30)), host("gpu02", 72, training, at(stuck, 30))),
 		// A healthy job with noisy utilisation, balanced progress lines and
@@ -138,10 +156,8 @@ func digestTraces() map[string][]trace.Sample {
 		// idle-wait for it.
 		"straggler-busy": withLogs(nil, host("gpu01", 91, training, at(idleWait, 20)), host("gpu02", 92, training, at(pinned, 20)),
 			host("gpu03", 93, training, at(idleWait, 20)), host("gpu04", 94, training, at(idleWait, 20))),
-		// gpu03's progress lines fall behind from minute 20.
-		"straggler-progress": withLogs(cat(progressLines("gpu01", 0, 2, 50, 0), progressLines("gpu02", 8, 2, 50, 0),
-			progressLines("gpu03", 16, 2, 20, 0), progressLines("gpu03", 16, 20, 50, 60)),
-			host("gpu01", 101, training), host("gpu02", 102, training), host("gpu03", 103, training)),
+		// gpu03's rank is 2.5 times slower from minute 20 to 25.
+		"straggler-progress": stragglerProgressTrace(),
 	}
 }
 
@@ -149,6 +165,7 @@ func digestTraces() map[string][]trace.Sample {
 type jobEvent struct {
 	Event, Cause, Host, Reason string
 	Culprits                   []DigestCulprit
+	Revises                    time.Time
 }
 
 func replayJobEvents(t *testing.T, ss []trace.Sample) []jobEvent {
@@ -177,19 +194,21 @@ func replayJobEvents(t *testing.T, ss []trace.Sample) []jobEvent {
 // where a host holds the others back.
 func TestDigestCauses(t *testing.T) {
 	tests := map[string]string{
-		"digest-bad-device":         "digest bad-device gpu02 DeviceFault",
-		"digest-network":            "digest network gpu03 BadLinks",
-		"digest-rank-failed":        "digest rank-failed gpu03 ProcessesGone",
-		"digest-data-stall":         "digest data-stall gpu02 IdleWhilePeersBusy",
-		"digest-different-progress": "digest different-progress gpu03 OtherCollective",
-		"digest-unknown":            "digest unknown",
-		"balanced-noisy":            "",
-		"straggler-busy":            "straggler gpu02 BusyWhilePeersIdle",
-		"straggler-progress":        "straggler gpu03 ProgressBehind",
-		"rank-died":                 "digest rank-failed gpu03 ProcessesGone",
-		"loader-deadlock":           "digest data-stall gpu02 IdleWhilePeersBusy",
-		"checkpoint-and-eval":       "",
-		"recovery":                  "digest unknown",
+		"digest-bad-device":               "digest bad-device gpu02 DeviceFault",
+		"digest-network":                  "digest network gpu03 BadLinks",
+		"digest-rank-failed":              "digest rank-failed gpu03 ProcessesGone",
+		"digest-data-stall":               "digest data-stall gpu02 IdleWhilePeersBusy",
+		"digest-different-progress":       "digest different-progress gpu03 OtherCollective",
+		"digest-different-progress-late":  "digest unknown; digest different-progress gpu03 CollectiveMismatch (revised)",
+		"digest-different-progress-epoch": "digest unknown; digest different-progress gpu03 OtherEpoch (revised)",
+		"digest-unknown":                  "digest unknown",
+		"balanced-noisy":                  "",
+		"straggler-busy":                  "straggler gpu02 BusyWhilePeersIdle",
+		"straggler-progress":              "straggler gpu03 SlowSteps",
+		"rank-died":                       "digest rank-failed gpu03 ProcessesGone",
+		"loader-deadlock":                 "digest data-stall gpu02 IdleWhilePeersBusy",
+		"checkpoint-and-eval":             "",
+		"recovery":                        "digest unknown",
 	}
 	traces := goldenTraces()
 	for name, want := range tests {
@@ -201,6 +220,9 @@ func TestDigestCauses(t *testing.T) {
 					s += " " + e.Cause
 					for _, c := range e.Culprits {
 						s += " " + c.Host + " " + c.Reason
+					}
+					if !e.Revises.IsZero() {
+						s += " (revised)"
 					}
 				} else {
 					s += " " + e.Host + " " + e.Reason

@@ -1,9 +1,11 @@
 package hang
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -17,6 +19,7 @@ const (
 	DigestBadLinks         = "BadLinks"         // the host is an end of several links that reported errors
 	DigestTransportErrors  = "TransportErrors"  // the host reported NCCL transport errors
 	DigestGDRUnavailable   = "GDRUnavailable"   // NCCL warned that GPUDirect RDMA is not usable
+	DigestPortDown         = "PortDown"         // its own adapter reported its port down (an InfiniBand async port error)
 	DigestOtherCollective  = "OtherCollective"  // another collective at the same sequence number
 	DigestBehindInWork     = "BehindInWork"     // fewer completed NCCL works than its peers
 	DigestOtherEpoch       = "OtherEpoch"       // another epoch than its peers
@@ -25,6 +28,10 @@ const (
 	DigestRankKilled       = "RankKilled"       // srun or torchrun says its task died of a signal while its peers' exited
 	DigestPeerClosed       = "PeerClosed"       // its peers' connections to it closed or reset: its rank left first
 	DigestLeftEarly        = "LeftEarly"        // a failed job's host that printed no error while all its peers failed
+	DigestOOMKilled        = "OOMKilled"        // srun, slurmstepd or the kernel says the OOM killer killed its rank
+	// DigestCollectiveMismatch: the host holds a rank that PyTorch, NCCL or
+	// Horovod names as running another collective, or missing from one.
+	DigestCollectiveMismatch = "CollectiveMismatch"
 )
 
 // digestRule names culprits for cause; shows is the kind of line that
@@ -46,8 +53,8 @@ var digestRules = []digestRule{
 	{CauseRankFailed, withRAS(rankFailed, rasFailed), orRAS(isCrash, joblog.KindRASFailed)},
 	{CauseNetwork, network, isNet},
 	{CauseDataStall, dataStall, isStall},
-	{CauseDifferentProgress, withRAS(differentProgress, rasBehind),
-		orRAS(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }, joblog.KindRASBehind)},
+	{CauseDifferentProgress, withMismatch(withRAS(differentProgress, rasBehind)),
+		orRAS(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog || isMismatch(m) }, joblog.KindRASBehind)},
 }
 
 // badDevice names every host with a fault XID, an Ascend NPU error code
@@ -130,8 +137,9 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	if first := firstToLeave(in, ev, named); len(first) > 0 {
 		return append(out, first...)
 	}
-	// A host that reported transport errors is the network rule's, but it
-	// counts among the hosts whose ranks crashed: when every host's did,
+	// A host that reported transport errors (other than a socket its
+	// peer closed, which its own crash explains) is the network rule's,
+	// but it counts among the hosts whose ranks crashed: when every host's did,
 	// none stands out (ranks exit with errors once a peer is gone).
 	var crashed []string
 	exited := 0
@@ -140,7 +148,7 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 			continue
 		}
 		exited++
-		if len(ev.of(h, isNet)) == 0 {
+		if len(ev.of(h, isLinkNet)) == 0 {
 			crashed = append(crashed, h)
 		}
 	}
@@ -174,12 +182,15 @@ func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 // Hosts in named are left out.
 func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCulprit {
 	all := digestHosts(in)
-	killed, errored := map[string][]LogEvidence{}, map[string]bool{}
+	killed, oom, errored := map[string][]LogEvidence{}, map[string][]LogEvidence{}, map[string]bool{}
 	for _, h := range ev.hosts {
 		for _, l := range ev.of(h, isCrash) {
-			if l.Match.Kind == joblog.KindTaskExit && reSignalled.MatchString(l.Line) {
+			switch {
+			case l.Match.Kind == joblog.KindOOMKill:
+				oom[h] = append(oom[h], l)
+			case l.Match.Kind == joblog.KindTaskExit && signalled(l.Line):
 				killed[h] = append(killed[h], l)
-			} else {
+			default:
 				errored[h] = true
 			}
 		}
@@ -187,12 +198,15 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 	if len(killed) >= len(all) {
 		killed = nil // every rank died of a signal: the job was torn down
 	}
+	for h, ls := range oom { // an OOM kill is no teardown, whoever else was killed
+		killed[h] = append(ls, killed[h]...)
+	}
 	accused := map[string][]LogEvidence{}
 	for _, l := range ev.all() {
 		if l.Match.Kind != joblog.KindPeerClosed || l.Match.Peer == "" {
 			continue
 		}
-		if h, ok := in.Addrs[l.Match.Peer]; ok && h != l.Host && !errored[h] {
+		if h, ok := peerHost(in, l.Match.Peer); ok && h != l.Host && !errored[h] {
 			accused[h] = append(accused[h], l)
 			if !slices.Contains(all, h) {
 				all = append(all, h) // a node of the job that printed nothing
@@ -216,6 +230,8 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 		}
 		reason := DigestLeftEarly
 		switch {
+		case len(oom[h]) > 0:
+			reason = DigestOOMKilled
 		case len(k) > 0:
 			reason = DigestRankKilled
 		case len(a) > 0:
@@ -231,9 +247,28 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 	return out
 }
 
-// reSignalled is srun's or torchrun's word that a task died of a signal
-// (a task ended by the job's own teardown says "Terminated": not that).
-var reSignalled = regexp.MustCompile(`: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted|Bus error)|exitcode\s*:\s*-\d+`)
+// reSignalled is srun's, torchrun's or mpirun's word that a task died of
+// a signal (a task ended by the job's own teardown says "Terminated", or
+// signal 15: not that).
+var reSignalled = regexp.MustCompile(`: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted|Bus error)|exitcode\s*:\s*-\d+|` +
+	`(?i)\bsignal \d+ \(SIG[A-Z]+\) received by PID|noticed that process rank \d+ with PID \d+ on node \S+ exited on(?:$| signal (\d+))`)
+
+// signalled reports whether line says a task died of a signal other than
+// the teardown's SIGTERM (15).
+func signalled(line string) bool {
+	m := reSignalled.FindStringSubmatch(line)
+	return m != nil && m[1] != "15" && !strings.Contains(line, "(SIGTERM)") && !strings.Contains(line, "exitcode: -15")
+}
+
+// peerHost is the host a peer-closed line names: by address (in.Addrs,
+// the layout's), or by the node's own name (Open MPI's "Peer host:").
+func peerHost(in DigestInput, peer string) (string, bool) {
+	if h, ok := in.Addrs[peer]; ok {
+		return h, true
+	}
+	h := in.Layout.Node(peer)
+	return h, h != ""
+}
 
 // hostCulprit is a telemetry culprit with the sample that named it.
 type hostCulprit struct {
@@ -290,6 +325,9 @@ func network(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	if len(gdr) > 0 {
 		return gdr
 	}
+	if out := portsDown(ev); len(out) > 0 {
+		return out
+	}
 	if out := inSeveralLinks(reporters, ev); len(out) > 0 {
 		return out
 	}
@@ -302,6 +340,27 @@ func network(in DigestInput, ev evidence, c Config) []DigestCulprit {
 	}
 	return out
 }
+
+// portsDown names the hosts whose own adapter reported its port down (an
+// InfiniBand async port error, a catastrophic adapter error): the event is
+// the host's own, and the errors its peers report on links to it are its
+// consequence, so those peers are not named.
+func portsDown(ev evidence) []DigestCulprit {
+	var out []DigestCulprit
+	for _, h := range ev.hosts {
+		if ls := ev.of(h, isPortDown); len(ls) > 0 {
+			out = append(out, DigestCulprit{Host: h, Reason: DigestPortDown, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
+		}
+	}
+	return out
+}
+
+// isPortDown is a transport error about the host's own adapter.
+func isPortDown(m joblog.Match) bool { return isNet(m) && m.PortDown }
+
+// isLinkNet is a transport error other than a TCP socket's: a socket
+// closed or reset by the other end is what a peer that exited causes too.
+func isLinkNet(m joblog.Match) bool { return isNet(m) && !m.Socket }
 
 // inSeveralLinks names the ends of the most bad links when that is at
 // least two links and not every end has as many.
@@ -394,4 +453,97 @@ func dataStall(in DigestInput, ev evidence, c Config) []DigestCulprit {
 		}
 	}
 	return out
+}
+
+// isMismatch is a line that names ranks at odd with the others'
+// collectives (joblog.KindMismatch).
+func isMismatch(m joblog.Match) bool { return m.Kind == joblog.KindMismatch }
+
+// withMismatch names, before find's culprits, the hosts of the ranks that
+// collective-mismatch lines name (PyTorch's "Rank 1 is running collective
+// ..., but Rank 2 ...", "Ranks 2, 5 failed to pass monitoredBarrier",
+// NCCL's "at and around rank 39", Horovod's "[missing ranks: 0]"), placed
+// through the step's layout, job-level lines too: the ranks' own words
+// prove where they run. A line naming ranks the layout cannot place names
+// nobody; find's culprits stand then.
+func withMismatch(find func(DigestInput, evidence, Config) []DigestCulprit) func(DigestInput, evidence, Config) []DigestCulprit {
+	return func(in DigestInput, ev evidence, c Config) []DigestCulprit {
+		byHost, ranks := map[string][]LogEvidence{}, map[string][]int{}
+		for _, l := range ev.all() {
+			if !isMismatch(l.Match) {
+				continue
+			}
+			for _, r := range append(l.Match.RankList(), notReady(l.Match, in.Layout)...) {
+				h := in.Layout.RankHost(r)
+				if h == "" {
+					continue
+				}
+				if !slices.Contains(ranks[h], r) {
+					ranks[h] = append(ranks[h], r)
+				}
+				if n := len(byHost[h]); n == 0 || byHost[h][n-1].Line != l.Line {
+					byHost[h] = append(byHost[h], l)
+				}
+			}
+		}
+		if len(byHost) == 0 {
+			return find(in, ev, c)
+		}
+		out := make([]DigestCulprit, 0, len(byHost))
+		for _, h := range sortedKeys(byHost) {
+			out = append(out, DigestCulprit{Host: h, Reason: DigestCollectiveMismatch,
+				Evidence: map[string]any{"ranks": ranks[h], "lines": lines(byHost[h]), "count": len(byHost[h])}})
+		}
+		return out
+	}
+}
+
+// notReady are the odd ones out of a Horovod stall line that names the
+// ranks ready for each stalled op ("[ready ranks: 2, 0, 1]"): for each op,
+// the smaller side of ready and not ready over the layout's ranks (three
+// ranks wait for the fourth: the fourth; one rank submitted an op the
+// others never do: that one). Without the layout's ranks, or where both
+// sides are as large, an op names nobody.
+func notReady(m joblog.Match, l joblog.Layout) []int {
+	var out []int
+	for _, ready := range m.ReadyList() {
+		var missing []int
+		for r := range l.Ranks {
+			if !slices.Contains(ready, r) {
+				missing = append(missing, r)
+			}
+		}
+		odd := ready
+		switch {
+		case len(l.Ranks) == 0 || len(missing) == len(ready) || len(ready) >= len(l.Ranks):
+			continue
+		case len(missing) < len(ready):
+			odd = missing
+		}
+		for _, r := range odd {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// killedHint is the hint of a rank-failed digest whose first culprit was
+// killed: by the OOM killer, or by a signal.
+func killedHint(d DigestEvent, who string) (string, bool) {
+	if len(d.Culprits) == 0 {
+		return "", false
+	}
+	switch d.Culprits[0].Reason {
+	case DigestOOMKilled:
+		return fmt.Sprintf("A rank on %s was killed for running out of memory (OOM): the others failed or waited after it; "+
+			"ask for more memory (--mem, --mem-per-gpu) or lower the rank's host memory use (DataLoader workers, "+
+			"pinned buffers, CPU offload).", who), true
+	case DigestRankKilled:
+		return fmt.Sprintf("A rank on %s was killed by a signal (SIGKILL, SIGSEGV or SIGABRT) while its peers still ran: "+
+			"read the host's kernel log for an OOM kill, and the rank's last lines for a crash.", who), true
+	}
+	return "", false
 }

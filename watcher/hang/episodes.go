@@ -53,6 +53,9 @@ type jobTrack struct {
 	round      time.Time         // replay: the latest reading of the round's host
 	judged     time.Time         // replay: the latest round judged
 	digested   bool              // its digest was given
+	sent       sentDigest        // what that digest said
+	revised    bool              // it was revised once (at most one update per episode)
+	newest     time.Time         // the job's newest matched line
 	recovered  bool              // a host recovered since it opened
 	stragglers map[string]bool   // hosts named in their current episode
 	layout     joblog.Layout     // the step's layout, from its layout record
@@ -72,11 +75,16 @@ type hostTrack struct {
 	state  string
 	reason string
 	latest trace.Sample
-	read   bool          // latest holds a reading
-	moved  time.Time     // the latest reading whose I/O grew since the one before
-	logs   []LogEvidence // matched lines of the last few windows, oldest first
-	util   []utilPoint   // the devices' readings of the last window, for the straggler rule
-	ranks  map[int]*rankProgress
+	read   bool // latest holds a reading
+	// hadProcs is set once a reading showed the job's processes here: a
+	// host whose ranks have not started yet (srun still launching, or
+	// failed before this host) has none to lose.
+	hadProcs bool
+	moved    time.Time     // the latest reading whose I/O grew since the one before
+	logs     []LogEvidence // matched lines of the last few windows, oldest first
+	util     []utilPoint   // the devices' readings of the last window, for the straggler rule
+	ranks    map[int]*rankProgress
+	steps    stepTrack // the pace of the progress lines attributed to it, for the straggler rule
 }
 
 type rankProgress struct{ epoch, step, interval int64 }
@@ -152,7 +160,7 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if h.read && !s.HasMissing("io") && s.IO.Total() > h.latest.IO.Total() {
 		h.moved = s.Time
 	}
-	h.latest, h.read = s, true
+	h.observeReading(s)
 	e.det.record(s)
 	j.noteTelemetry(s)
 	if e.roundHost(j, s) {
@@ -179,6 +187,7 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 		h.state = StateHung
 		if !j.open {
 			j.open, j.opened, j.since, j.digested, j.recovered = true, ev.Time, time.Time{}, false, false
+			j.revised = false
 			j.detection = &Detection{By: DetectedWindow}
 		}
 		if !j.digested && !ev.Since.IsZero() && (j.since.IsZero() || ev.Since.Before(j.since)) {
@@ -281,6 +290,9 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 			h = j.host(from)
 		}
 	}
+	if s.Time.After(j.newest) {
+		j.newest = s.Time
+	}
 	if m.Kind == joblog.KindNCCLAddr {
 		if from != "" {
 			j.addrs[m.Addr] = from
@@ -300,12 +312,15 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	}
 	if m.Kind == joblog.KindProgress {
 		j.pulse.observe(s.Time, from, m, e.c.Period)
+		if from != "" {
+			h.steps.observe(s.Time, m, e.c.Window)
+		}
 		if j.pulse.lastLine.Equal(s.Time) && !j.strong.at.IsZero() && s.Time.After(j.strong.at) {
 			j.strong = strongEvidence{} // the job went on after it
 		}
 	}
 	if isStrong(m) {
-		j.noteStrongLine(s.Time, from, line, m)
+		j.noteStrongLine(s.Time, from, line, m, unhealable(s.Log.Stream, s.Log.Line, m))
 	}
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
@@ -345,7 +360,7 @@ func (e *Episodes) Due(now time.Time) []any {
 		}
 		if !end && !j.open {
 			if det := e.fastVerdict(id, j); det != nil {
-				j.open, j.opened, j.digested, j.recovered = true, j.last, false, false
+				j.open, j.opened, j.digested, j.recovered, j.revised = true, j.last, false, false, false
 				j.since, j.fast, j.detection, j.strong = e.hangSince(id, j, det), true, det, strongEvidence{}
 			}
 		}
@@ -355,10 +370,13 @@ func (e *Episodes) Due(now time.Time) []any {
 			d.Since = j.since
 			d.Detection = e.detectionOf(j)
 			out = append(out, d)
+			j.sent = sentOf(d, j.newest)
 			j.closeEpisode()
 		} else if !end && j.open && j.fast && e.fastOver(id, j) {
 			j.fast, j.recovered = false, true
 			j.closeEpisode()
+		} else if d, ok := e.revision(id, j); ok {
+			out = append(out, d)
 		}
 		if !end && !j.open {
 			for _, ev := range e.stragglers(id, j) {
@@ -379,7 +397,7 @@ func (e *Episodes) failure(id string, j *jobTrack) (DigestEvent, bool) {
 	if j.open && j.digested {
 		return DigestEvent{}, false // the hang's digest said it
 	}
-	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Ended: true}
+	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true}
 	from := j.last.Add(-DigestLookback * e.c.Window)
 	var first time.Time
 	for _, name := range j.layout.Nodes { // the job's nodes, read or not
@@ -415,7 +433,8 @@ func (e *Episodes) failure(id string, j *jobTrack) (DigestEvent, bool) {
 // crash, a task that ended badly, a transport error, a peer that left, a
 // collective that timed out.
 func isFailure(m joblog.Match) bool {
-	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || m.Kind == joblog.KindWatchdog && m.Seq >= 0
+	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || isMismatch(m) ||
+		m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
 // roundHost reports whether reading s is of the host whose readings are
@@ -445,7 +464,7 @@ func (e *Episodes) isRound(j *jobTrack) bool {
 
 // digestInput gathers what the digest of j's open episode is computed from.
 func (e *Episodes) digestInput(id string, j *jobTrack) DigestInput {
-	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs}
+	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution()}
 	from := j.opened.Add(-DigestLookback * e.c.Window)
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
@@ -477,6 +496,7 @@ func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 		}
 		l := newHostLoad(name, h.util)
 		h.slowest(&l)
+		h.steps.fill(&l, j.last, e.c.Window)
 		loads = append(loads, l)
 	}
 	named := map[string]bool{}
@@ -522,4 +542,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// observeReading takes a telemetry reading of the host as its latest.
+func (h *hostTrack) observeReading(s trace.Sample) {
+	h.latest, h.read = s, true
+	h.hadProcs = h.hadProcs || s.Procs > 0
 }

@@ -21,10 +21,12 @@ const (
 	// DetectedEvidence: strong evidence (a fault XID or uncorrectable ECC
 	// error, a collective timeout, a transport error, a rank's processes
 	// gone while its peers' stay), then Config.ConfirmPeriods of flat I/O
-	// and usage on every host without progress.
+	// and usage on every host without progress; evidence that cannot heal
+	// (unhealable.go) at once.
 	DetectedEvidence = "evidence"
 	// DetectedRAS: NCCL's RAS service said ranks are dead or missing,
-	// then Config.ConfirmPeriods of flat I/O and usage on every host.
+	// then Config.ConfirmPeriods of flat I/O and usage on every host;
+	// ranks dead at once.
 	DetectedRAS = "ras"
 )
 
@@ -50,6 +52,12 @@ type Detection struct {
 	Evidence   string    `json:"evidence,omitempty"`
 	EvidenceAt time.Time `json:"evidence_at,omitzero"`
 	ConfirmS   float64   `json:"confirm_s,omitempty"`
+	// Unhealable is set when the evidence cannot heal (a device gone or
+	// needing a reset, ranks dead, a host's processes all gone): the
+	// verdict came at once, without a confirmation, AfterEvidenceS
+	// seconds after the watcher read the evidence.
+	Unhealable     bool    `json:"unhealable,omitempty"`
+	AfterEvidenceS float64 `json:"after_evidence_s,omitempty"`
 	// Flat names, per host judged, why its readings over the flat stretch
 	// read as a hang (a usage reason such as FlatUsageStuckCollective).
 	Flat map[string]string `json:"flat,omitempty"`
@@ -65,6 +73,9 @@ func (d *Detection) Words() string {
 		return ShortDuration(time.Duration(x * float64(time.Second)).Round(time.Second))
 	}
 	s := d.By
+	if d.Unhealable {
+		s += " (cannot heal)"
+	}
 	if !d.LastProgress.IsZero() {
 		s += ": " + seconds(d.AfterProgressS) + " after the last progress"
 	}
@@ -72,6 +83,9 @@ func (d *Detection) Words() string {
 	case DetectedPulse:
 		s += " (cadence " + seconds(d.CadenceS) + ")"
 	case DetectedEvidence, DetectedRAS:
+		if d.Unhealable {
+			s += ", " + seconds(d.AfterEvidenceS) + " from the event to the verdict"
+		}
 		s += " (" + d.Evidence + ")"
 	}
 	return s
@@ -164,6 +178,7 @@ type strongEvidence struct {
 	what  string
 	host  string // for telemetry evidence: the host whose processes are gone
 	telem bool
+	final bool // it cannot heal (unhealable.go): no confirmation
 }
 
 // isStrong is a line that makes a hang likely at once: a device fault
@@ -175,9 +190,10 @@ func isStrong(m joblog.Match) bool {
 }
 
 // noteStrongLine records a strong line at t of host as the job's strong
-// evidence, unless earlier evidence is pending.
-func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match) {
-	if !j.strong.at.IsZero() {
+// evidence (final: it cannot heal), unless earlier evidence is pending
+// that can heal no more than it.
+func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match, final bool) {
+	if !j.strong.at.IsZero() && (j.strong.final || !final) {
 		return
 	}
 	if host == "" {
@@ -190,7 +206,7 @@ func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match
 	if len(line) > 160 {
 		line = line[:160] + "..."
 	}
-	j.strong = strongEvidence{at: t, by: by, what: host + ": " + line}
+	j.strong = strongEvidence{at: t, by: by, what: host + ": " + line, final: final}
 }
 
 // noteTelemetry updates the job's telemetry evidence after a reading of
@@ -199,7 +215,7 @@ func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match
 // while no peer has any stopped. Such evidence ends when it no longer
 // holds.
 func (j *jobTrack) noteTelemetry(s trace.Sample) {
-	gone := s.Procs == 0 && !s.HasMissing("pids")
+	gone := s.Procs == 0 && !s.HasMissing("pids") && j.hosts[s.Host] != nil && j.hosts[s.Host].hadProcs
 	stopped := s.ProcsT > 0
 	if j.strong.telem && j.strong.host == s.Host && !gone && !stopped {
 		j.strong = strongEvidence{}
@@ -220,7 +236,7 @@ func (j *jobTrack) noteTelemetry(s trace.Sample) {
 		}
 	}
 	if gone && peer != "" {
-		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
+		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true, final: true,
 			what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, peer, j.hosts[peer].latest.Procs)}
 		return
 	}
@@ -265,6 +281,11 @@ func (e *Episodes) fastVerdict(id string, j *jobTrack) *Detection {
 // by I/O progress on some host is dropped: the job went on.
 func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *Detection {
 	ev := j.strong
+	if ev.final {
+		if det := e.unhealableVerdict(id, j); det != nil {
+			return det
+		}
+	}
 	from := ev.at.Add(e.c.Period)
 	confirm := time.Duration(e.c.ConfirmPeriods) * e.c.Period
 	if j.last.Sub(from) < confirm {

@@ -25,9 +25,6 @@ const (
 	// StragglerLowPowerWhileBusy: the host's devices are busy like its
 	// peers' but draw far less power.
 	StragglerLowPowerWhileBusy = "LowPowerWhileBusy"
-	// StragglerProgressBehind: the host's progress lines are behind its
-	// peers' (an earlier epoch, or more than two logging intervals of steps).
-	StragglerProgressBehind = "ProgressBehind"
 )
 
 // StragglerGap is how far, in percentage points, a straggler's mean device
@@ -198,8 +195,14 @@ type HostLoad struct {
 	PowerW       float64
 	// Epoch and Step are the host's slowest rank's latest progress (-1:
 	// none); Interval is its last step increment between two progress
-	// lines (0: unknown).
+	// lines (0: unknown). They are shown, never compared: ranks' lines
+	// reach the output at different moments, so a host a few steps or an
+	// epoch boundary behind at a round is no evidence.
 	Epoch, Step, Interval int64
+	// Steps is the pace of the host's slowest rank over the last half
+	// window, from the progress lines attributed to the host; nil when
+	// its lines do not show one.
+	Steps *stepPace
 }
 
 // Stragglers names the hosts of a progressing job that hold the others
@@ -215,9 +218,10 @@ type HostLoad struct {
 //   - LowPowerWhileBusy: mean device utilisation at least c.HighUtil, like
 //     the median of the others', and mean device power below
 //     StragglerPowerShare of the others' median;
-//   - ProgressBehind: in an earlier epoch than the median of the others,
-//     or in the same epoch more than two logging intervals of steps behind
-//     their median step.
+//   - SlowSteps: the slowest rank of the host's own progress lines takes
+//     StragglerStepRatio times its peers' median seconds per step or more
+//     over the last half window, beyond StragglerStepMADs of their spread,
+//     in its latest StragglerStepRun logging intervals or more (slowSteps).
 //
 // Only hosts whose samples cover c.MinCoverage of the window count for the
 // device rules (for the clock and power comparisons, their samples that
@@ -258,22 +262,7 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 	enough := func(n int) bool { return float64(n) >= c.MinCoverage*expected }
 	out = append(out, throttledWhilePeersNot(covered, enough, named, c, mk)...)
 	out = append(out, lowPowerWhileBusy(covered, enough, named, c, mk)...)
-	var withProgress []HostLoad
-	for _, l := range ls {
-		if l.Step >= 0 || l.Epoch >= 0 {
-			withProgress = append(withProgress, l)
-		}
-	}
-	p := progressPeers{
-		epochs:    sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Epoch) }),
-		steps:     sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Step) }),
-		intervals: sortedOf(withProgress, func(o HostLoad) float64 { return float64(o.Interval) }),
-	}
-	out = append(out, minority(withProgress, func(l HostLoad) (Event, bool) {
-		return progressBehind(l, p, mk)
-	})...)
-	// A host named by a device rule and ProgressBehind keeps the device
-	// rule's event first.
+	out = append(out, slowSteps(t, ls, named, c, mk)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out
 }
@@ -356,26 +345,6 @@ func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[stri
 	}
 	return evs
 }
-
-// progressBehind: an earlier epoch than the others' median, or the same
-// epoch and more than two logging intervals of steps behind their median.
-func progressBehind(l HostLoad, p progressPeers, mk maker) (Event, bool) {
-	me := medianExcept(p.epochs, float64(l.Epoch))
-	ms := medianExcept(p.steps, float64(l.Step))
-	mi := medianExcept(p.intervals, float64(l.Interval))
-	ev := map[string]any{"epoch": l.Epoch, "step": l.Step, "peers_epoch_median": me, "peers_step_median": ms}
-	switch {
-	case l.Epoch >= 0 && float64(l.Epoch) < me:
-		return mk(l, StragglerProgressBehind, fmt.Sprintf("in epoch %d while its peers are in epoch %.0f (median)", l.Epoch, me), ev), true
-	case float64(l.Epoch) == me && mi > 0 && ms-float64(l.Step) > 2*mi:
-		ev["step_interval"] = mi
-		return mk(l, StragglerProgressBehind, fmt.Sprintf("at step %d while its peers are at %.0f (median)", l.Step, ms), ev), true
-	}
-	return Event{}, false
-}
-
-// progressPeers holds the sorted progress values of the hosts compared.
-type progressPeers struct{ epochs, steps, intervals []float64 }
 
 // minority applies match to each host and keeps the matches when they are
 // a minority of hosts (or one of two).

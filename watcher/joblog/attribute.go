@@ -2,6 +2,7 @@ package joblog
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,9 +21,11 @@ type Layout struct {
 	Nodes []string `json:"nodes"`
 	// Tasks maps an srun task id (srun --label's "N: ") to its node.
 	Tasks map[int]string `json:"tasks,omitempty"`
-	// Ranks maps a global rank ("[rankN]:") to its node; when empty, a
-	// rank is taken for the task of the same number (one task per rank,
-	// srun's usual launch).
+	// Ranks maps a global rank ("[rankN]:") to its node: the job's rank
+	// map, read by each node's watcher from its ranks' environment and
+	// gathered by the coordinator. When set, a rank is placed through it
+	// alone; when empty, a rank is taken for the task of the same number
+	// (one task per rank, srun's usual launch).
 	Ranks map[int]string `json:"ranks,omitempty"`
 	// Addrs maps a node to its address (Slurm's NodeAddr, or the
 	// watcher's --node-addrs), so that a line naming a peer by address
@@ -37,6 +40,11 @@ const (
 	ByTorchrun   = "torchrun"    // torchrun's failure summary, "host : gpu03"
 	ByRank       = "rank"        // PyTorch's "[rankN]:" through the layout
 	ByTask       = "srun-label"  // srun --label's "N: " through the layout
+	ByMPITag     = "mpi-tag"     // Open MPI --tag-output's "[JOB,RANK]<stderr>:" through the layout's ranks
+	ByHostPrefix = "host-prefix" // pdsh's (DeepSpeed's launcher) "host: " before the line
+	ByRay        = "ray"         // Ray's "(pid=123, ip=ADDR)" through the layout's addresses
+	ByMPIRun     = "mpirun"      // mpirun's "... rank N with PID P on node HOST exited on ..."
+	ByMPIHost    = "mpi-host"    // Open MPI's "[host:pid] " before the line
 )
 
 // Source is the host a line names as its own, and how; Host is "" for a
@@ -49,15 +57,30 @@ type Source struct {
 var (
 	// NCCL's prefix, wherever it stands (after a timestamp, srun's label,
 	// "[rankN]:"), followed by a source location or NCCL itself:
-	// "gpu02:984:1357 [4] transport/net_ib.cc:1295 NCCL WARN ...".
-	reNCCLHost = regexp.MustCompile(`(?:^|[\s\]:])([A-Za-z][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w./-]+\.(?:cc|cpp|c|h):\d+ )?NCCL `)
+	// "gpu02:984:1357 [4] transport/net_ib.cc:1295 NCCL WARN ..." (older
+	// NCCL releases built them from .cu files: "net_ib.cu:80").
+	reNCCLHost = regexp.MustCompile(`(?:^|[\s\]:])([A-Za-z][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?NCCL `)
 	reSrunErr  = regexp.MustCompile(`srun: error: ([A-Za-z][A-Za-z0-9._-]*): tasks? [\d,-]+: `)
 	reTRHost   = regexp.MustCompile(`^\s*host\s*:\s*([A-Za-z][A-Za-z0-9._-]*)\s*$`)
-	reRankTag  = regexp.MustCompile(`^\s*(?:\d+: )?\[[Rr]ank\s*(\d+)\]:`)
+	// "[rankN]:" after srun's label, or after torchrun --tee's
+	// "[defaultL]:" (group 1: its local rank L, a torchrun launch).
+	reRankTag = regexp.MustCompile(`^\s*(?:\d+: )?(\[default\d+\]:)?\[[Rr]ank\s*(\d+)\]:`)
 	// PyTorch's own tag of the rank that logs ("[E ProcessGroupNCCL.cpp:916]
-	// [Rank 1] NCCL watchdog ...", "[PG 0 Rank 2] Timeout at NCCL work").
-	rePGRank  = regexp.MustCompile(`\[(?:PG \d+ )?Rank (\d+)\]`)
+	// [Rank 1] NCCL watchdog ...", "[PG 0 Rank 2] Timeout at NCCL work",
+	// "[PG 0 (default_pg) Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 8]").
+	rePGRank  = regexp.MustCompile(`\[(?:PG (?:ID )?\d+(?: PG GUID \d+)? ?(?:\([\w.-]*\) )?)?Rank (\d+)\]`)
 	reTaskTag = regexp.MustCompile(`^\s*(\d+): `)
+	// Open MPI's mpirun --tag-output: "[1,12]<stderr>:" (job, rank).
+	reMPITag = regexp.MustCompile(`^\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:`)
+	// pdsh's prefix (DeepSpeed's multi-node launcher): "gpu01: ".
+	reHostPrefix = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9._-]*): `)
+	// Ray's prefix of a worker's line: "(pid=123, ip=10.0.0.3)",
+	// "(RayTrainWorker pid=123, ip=10.0.0.3)".
+	reRay = regexp.MustCompile(`^\((?:[A-Za-z_][\w.]* )?pid=\d+, ip=([0-9A-Fa-f.:]+)\)`)
+	// mpirun's word on a signalled rank (PRRTE's help-prun.txt).
+	reMPIRun = regexp.MustCompile(`noticed that process rank \d+ with PID \d+ on node ([A-Za-z0-9][A-Za-z0-9._:-]*) exited on`)
+	// Open MPI's "[host:pid] " (opal's stacktrace, its errors).
+	reMPIHost = regexp.MustCompile(`^\[([A-Za-z][A-Za-z0-9._-]*):\d+\] `)
 )
 
 // Attribute returns the host that printed line, from its own text and the
@@ -73,22 +96,20 @@ func Attribute(line string, l Layout) Source {
 	for _, r := range []struct {
 		re *regexp.Regexp
 		by string
-	}{{reNCCLHost, ByNCCLPrefix}, {reSrunErr, BySrunError}, {reTRHost, ByTorchrun}} {
+	}{{reNCCLHost, ByNCCLPrefix}, {reSrunErr, BySrunError}, {reTRHost, ByTorchrun}, {reMPIHost, ByMPIHost},
+		{reMPIRun, ByMPIRun}, {reRay, ByRay}} {
 		if m := r.re.FindStringSubmatch(line); m != nil {
 			if h := l.node(m[1]); h != "" {
 				return Source{Host: h, By: r.by}
 			}
 		}
 	}
-	m := reRankTag.FindStringSubmatch(line)
-	if m == nil {
-		m = rePGRank.FindStringSubmatch(line)
+	if src, ok := l.byRank(line); ok {
+		return src
 	}
-	if m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil {
-			if h := l.rankHost(n); h != "" {
-				return Source{Host: h, By: ByRank}
-			}
+	if m := reHostPrefix.FindStringSubmatch(line); m != nil {
+		if h := l.node(m[1]); h != "" {
+			return Source{Host: h, By: ByHostPrefix}
 		}
 	}
 	if m := reTaskTag.FindStringSubmatch(line); m != nil {
@@ -99,7 +120,36 @@ func Attribute(line string, l Layout) Source {
 	return Source{}
 }
 
-// node is the job's node named name (or name's first label), or "".
+// byRank attributes a line by the rank it carries: Open MPI's
+// --tag-output, "[rankN]:" and PyTorch's "[Rank N]" tags. A rank under
+// torchrun ("[defaultL]:[rankN]:") or Open MPI is a rank, never a task
+// id: only the layout's Ranks place it.
+func (l Layout) byRank(line string) (Source, bool) {
+	if m := reMPITag.FindStringSubmatch(line); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && l.Ranks[n] != "" {
+			return Source{Host: l.Ranks[n], By: ByMPITag}, true
+		}
+		return Source{}, false
+	}
+	rank, torchrun := "", false
+	if m := reRankTag.FindStringSubmatch(line); m != nil {
+		rank, torchrun = m[2], m[1] != ""
+	} else if m := rePGRank.FindStringSubmatch(line); m != nil {
+		rank = m[1]
+	}
+	n, err := strconv.Atoi(rank)
+	if err != nil {
+		return Source{}, false
+	}
+	h := l.RankHost(n)
+	if torchrun {
+		h = l.Ranks[n]
+	}
+	return Source{Host: h, By: ByRank}, h != ""
+}
+
+// node is the job's node named name (or name's first label), or the node
+// whose address (Addrs) name is; "" for none.
 func (l Layout) node(name string) string {
 	short, _, _ := strings.Cut(name, ".")
 	for _, n := range l.Nodes {
@@ -107,12 +157,21 @@ func (l Layout) node(name string) string {
 			return n
 		}
 	}
+	for n, addr := range l.Addrs {
+		if addr == name && slices.Contains(l.Nodes, n) {
+			return n
+		}
+	}
 	return ""
 }
 
-// rankHost is the node of a global rank: Ranks, else the task of the same
-// number.
-func (l Layout) rankHost(rank int) string {
+// Node is the job's node a line names as name: a node's name (or a fully
+// qualified one's first label) or its address (Addrs); "" for none.
+func (l Layout) Node(name string) string { return l.node(name) }
+
+// RankHost is the node of a global rank: Ranks, else (without Ranks) the
+// task of the same number; "" when neither knows it.
+func (l Layout) RankHost(rank int) string {
 	if h, ok := l.Ranks[rank]; ok {
 		return h
 	}

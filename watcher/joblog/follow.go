@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -35,7 +36,8 @@ type Follower struct {
 }
 
 // Poll returns the complete lines appended since the last Poll (without
-// their newlines).
+// their newlines), as a terminal shows them: frames a '\r' ends are lines
+// of their own, escape codes dropped (see lines).
 func (f *Follower) Poll() ([]string, error) {
 	file, err := os.Open(f.Path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -73,27 +75,53 @@ func (f *Follower) Poll() ([]string, error) {
 
 // lines cuts data, read at Offset, into complete lines and moves Offset
 // past them. full says the read filled the buffer: a buffer without a
-// newline then holds the start of an overlong line.
+// line end then holds the start of an overlong line.
+//
+// Lines are read as a terminal shows them (see Terminal): a '\r' ends a
+// frame that the next one overwrites (tqdm, Lightning and Keras redraw
+// their bars so, and a bar may print no '\n' for a whole epoch). Of a run
+// of frames read in one Poll, the newest complete '\r' frame and the
+// frame the '\n' ends are lines; the frames between them were shown and
+// overwritten within one period, and a frame still being written waits
+// for the next Poll. A frame is cut to MaxLine bytes on its own.
 func (f *Follower) lines(data []byte, full bool) []string {
 	var out []string
+	start := f.Offset
+	pending, has := "", false // the newest '\r' frame not yet returned
 	for {
-		i := bytes.IndexByte(data, '\n')
+		i := bytes.IndexAny(data, "\r\n")
 		if i < 0 {
 			break
 		}
-		line := data[:i]
+		frame, end := data[:i], data[i]
 		f.Offset += int64(i + 1)
 		data = data[i+1:]
 		if f.skipping {
 			f.skipping = false
+			continue // the rest of an overlong frame, already returned
+		}
+		text := Terminal(string(cut(frame)))
+		if end == '\r' {
+			if strings.TrimSpace(text) != "" {
+				pending, has = text, true
+			}
 			continue
 		}
-		out = append(out, cut(line))
+		if has && pending != text {
+			out = append(out, pending)
+		}
+		if !has || text != "" {
+			out = append(out, text)
+		}
+		pending, has = "", false
 	}
-	if full && len(out) == 0 && len(data) > 0 {
-		// One line fills the whole buffer: keep its start, skip the rest.
+	if has {
+		out = append(out, pending)
+	}
+	if full && f.Offset == start && len(data) > 0 {
+		// One frame fills the whole buffer: keep its start, skip the rest.
 		if !f.skipping {
-			out = append(out, cut(data))
+			out = append(out, Terminal(string(cut(data))))
 		}
 		f.skipping = true
 		f.Offset += int64(len(data))
@@ -101,11 +129,10 @@ func (f *Follower) lines(data []byte, full bool) []string {
 	return out
 }
 
-// cut keeps the first MaxLine bytes of line, and drops a trailing '\r'.
-func cut(line []byte) string {
-	line = bytes.TrimSuffix(line, []byte{'\r'})
+// cut keeps the first MaxLine bytes of line.
+func cut(line []byte) []byte {
 	if len(line) > MaxLine {
 		line = line[:MaxLine]
 	}
-	return string(line)
+	return line
 }

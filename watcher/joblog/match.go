@@ -11,6 +11,7 @@ package joblog
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,12 @@ const (
 	// gpu03: task 2: Exited with exit code 1", "... Killed"); the line
 	// names the host (Attribute).
 	KindTaskExit Kind = "task-exit"
+	// KindCancelled: slurmstepd says the scheduler cancelled the step or
+	// the job ("*** STEP 6053.0 ON n3 CANCELLED AT 2024-04-23T12:18:08
+	// ***", "... DUE TO TIME LIMIT ***", "... DUE TO JOB REQUEUE ***"):
+	// the tasks that srun reports ended after it ended because of it. A
+	// cancel due to a node failure is not one: that is a failure.
+	KindCancelled Kind = "step-cancelled"
 	// KindRAS, KindRASFailed and KindRASBehind: NCCL's RAS answer (a
 	// trace.StreamRAS record's line, trace.RAS as JSON) with nothing
 	// amiss; with ranks missing or dead; with ranks at different
@@ -63,6 +70,10 @@ const (
 	KindRAS       Kind = "ras"
 	KindRASFailed Kind = "ras-failed"
 	KindRASBehind Kind = "ras-behind"
+	// KindWaits: what the job's processes on a host wait on (a
+	// trace.StreamWaits record's line, trace.Waits as JSON); the digest
+	// reads the line itself.
+	KindWaits Kind = "waits"
 )
 
 // Match is what one line says. Numbers a line does not carry are -1.
@@ -82,20 +93,40 @@ type Match struct {
 	Epoch     int64  `json:"epoch"`
 	Step      int64  `json:"step"`
 	Rule      string `json:"rule,omitempty"` // the line rule that matched, "" for the built-in parsers
+	// Ranks are the ranks a collective-mismatch line names as the odd
+	// ones out (KindMismatch), comma-separated in the order the line
+	// names them ("1,2"; a string keeps Match comparable): RankList.
+	Ranks string `json:"ranks,omitempty"`
+	// Ready are the ranks that a stalled collective waits with, as
+	// Horovod's older stall warning names them ("op [ready ranks: 2, 0,
+	// 1]"): each op's ranks comma-separated, ops separated by ";". The
+	// odd ones out are the complement over the job's ranks, which only
+	// the digest knows.
+	Ready string `json:"ready,omitempty"`
+	// PortDown: a transport error about the printing host's own adapter
+	// (an InfiniBand async event: its port went down, a catastrophic
+	// error of the adapter), not about a link to a peer.
+	PortDown bool `json:"port_down,omitempty"`
+	// Socket: a transport error of a TCP socket (closed or reset by the
+	// other end, a broken pipe), what a peer's process that exited causes
+	// as well as a link that failed.
+	Socket bool `json:"socket,omitempty"`
 }
 
 // MaxLine is the longest line kept, in bytes; a longer one is cut.
 const MaxLine = 2048
 
 var (
-	reNPUCode   = regexp.MustCompile(`dcmi: npu\d+ \(PCI:[^)]*\) error code (0x[0-9a-f]{8}), `)
+	reNPUCode   = regexp.MustCompile(`^dcmi: npu\d+ \(PCI:[^)]*\) error code (0x[0-9a-f]{8}), `)
 	reRank      = regexp.MustCompile(`(?i)\brank\s*[=:]?\s*(\d+)`)
 	reSeq       = regexp.MustCompile(`SeqNum=(\d+)`)
 	reOp        = regexp.MustCompile(`OpType=([A-Za-z_]+)`)
 	reTimeoutAt = regexp.MustCompile(`Timeout at NCCL work: (\d+)`)
 	reCompleted = regexp.MustCompile(`last completed NCCL work: (-?\d+)`)
 	rePeer      = regexp.MustCompile(`from peer ([^\s<,]+)`)
-	reStatus    = regexp.MustCompile(`(?:status=|completion with error )(\d+)`)
+	reStatus    = regexp.MustCompile(`(?:status=|with error )(\d+)`)
+	rePortDown  = regexp.MustCompile(`Got async (?:error )?event ?: (?:port error|local catastrophic error)`)
+	reSocket    = regexp.MustCompile(`Connection (?:closed by remote peer|reset by peer)|Broken pipe`)
 	reOOB       = regexp.MustCompile(`OOB [^:\s]+:([^\s<]+)<`)
 	reEpoch     = regexp.MustCompile(`(?i)\bepoch\b[\s:=\[#]*(\d+)`)
 	reStep      = regexp.MustCompile(`(?i)\b(?:global_step|step|iteration|iter)\b[\s:=\[#]*(\d+)`)
@@ -108,6 +139,12 @@ var (
 // [[watch.rules]]: SetSiteRules), then NCCL's own lines, PyTorch's
 // watchdog and progress lines. A rule of kind ignore silences a line. It
 // is safe for concurrent use.
+//
+// A kernel line is the message of a kernel log record (kmsg.Record's
+// Text), read only for what a driver prints: an XID line or a DCMI line
+// from its start, or a kernel-log rule, which matches from the start too.
+// The rest of a kernel message can be a user's text (the file name of a
+// segfault line), so nothing in it counts.
 func LineIn(stream, line string) (Match, bool) {
 	if len(line) > MaxLine {
 		line = line[:MaxLine]
@@ -120,6 +157,13 @@ func LineIn(stream, line string) (Match, bool) {
 	case stream == trace.StreamRAS:
 		ok = ras(line, &m)
 		return m, ok // its ranks are the answer's, not a line's
+	case stream == trace.StreamWaits: // what the processes wait on: the digest reads the line
+		m.Kind = KindWaits
+		return m, true
+	case stream == trace.StreamKmsg:
+		ok = kernelLine(line, &m)
+	case stream == StreamHeartbeat:
+		ok = heartbeatLine(line, &m)
 	case strings.Contains(line, "NVRM: Xid"):
 		ok = kernel(line, &m)
 	case strings.Contains(line, "dcmi: npu") && strings.Contains(line, "error code"):
@@ -134,6 +178,8 @@ func LineIn(stream, line string) (Match, bool) {
 			ok = nccl(line, &m)
 		case strings.Contains(line, "WorkNCCL(") || strings.Contains(line, "NCCL work:"):
 			ok = watchdog(line, &m)
+		case reCancelled.MatchString(line):
+			m.Kind, ok = KindCancelled, true
 		default:
 			ok = progress(line, &m)
 		}
@@ -146,6 +192,20 @@ func LineIn(stream, line string) (Match, bool) {
 		m.Rank = int(num(reRank, line, 1<<20))
 	}
 	return m, true
+}
+
+// kernelLine reads a kernel message: the driver's XID line, a DCMI line
+// (which older watchers wrote into the kernel stream for an NPU's error
+// code), or a kernel-log rule; all three from the message's start.
+func kernelLine(line string, m *Match) bool {
+	switch {
+	case strings.HasPrefix(line, "NVRM: Xid "):
+		return kernel(line, m)
+	case strings.HasPrefix(line, "dcmi: npu"):
+		return npuError(line, m)
+	}
+	_, keep := byRule(line, trace.StreamKmsg, m)
+	return keep
 }
 
 // kernel matches an XID line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=...",
@@ -239,6 +299,7 @@ func nccl(line string, m *Match) bool {
 			m.Peer = p[1]
 		}
 		m.Status = int(num(reStatus, line, 1<<16))
+		m.Socket = reSocket.MatchString(line)
 	default:
 		m.Kind = KindNCCLWarn
 	}
@@ -265,19 +326,105 @@ func watchdog(line string, m *Match) bool {
 	return true
 }
 
-// progress matches a line with an epoch or a step number.
-func progress(line string, m *Match) bool {
-	m.Epoch = num(reEpoch, line, 1<<40)
-	m.Step = num(reStep, line, 1<<62)
-	if m.Step < 0 && m.Epoch >= 0 {
-		m.Step = num(reBracket, line, 1<<62)
+// reSlurmLine is a line of Slurm's own: its daemons' and commands' words
+// ("slurmstepd: error: ...", "srun: ...") and the step's cancellation,
+// "*** STEP 123.0 ON n3 CANCELLED AT 2024-05-01T10:00:00 ***", whose job
+// and step ids are no training step.
+var reSlurmLine = regexp.MustCompile(`^\s*(?:\d+: )?(?:srun|slurmstepd|salloc|sbatch)(?:-[\w.-]+)?: |\*\*\* (?:STEP|JOB) \S+ ON \S+ (?:CANCELLED AT|FAILED)`)
+
+// reCancelled is slurmstepd's word that the step or the job was
+// cancelled: its formats (Slurm 24.11's slurmstepd) are "*** %s ON %s
+// CANCELLED AT %s ***" and the same with " DUE TO TIME LIMIT", " DUE TO
+// PREEMPTION" or " DUE TO JOB REQUEUE" before the closing stars; not " DUE
+// TO NODE FAILURE, ...": a node that failed is a cause, not the
+// scheduler's decision.
+var reCancelled = regexp.MustCompile(`\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO (?:TIME LIMIT|PREEMPTION|JOB REQUEUE))? \*\*\*`)
+
+// progress matches a line with an epoch or a step number (progressIn);
+// a line of Slurm's own is none.
+func progress(line string, m *Match) bool { return progressIn(line, m) }
+
+// The ranks a collective-mismatch line names: PyTorch's "Rank 1 is
+// running collective: ..., but Rank 2 is running collective: ...", its
+// monitored barrier's "Ranks 1, 2 failed to pass monitoredBarrier",
+// Horovod's "[missing ranks: 0, 3]" and its stall inspector's "1: [ops]"
+// under "Missing ranks:", NCCL's "at and around rank 39".
+var (
+	reRunning = regexp.MustCompile(`\bRank (\d+) is running`)
+	reRankSet = regexp.MustCompile(`\bRanks? ((?:\d+, ?)*\d+) failed to pass monitoredBarrier|\[missing ranks: ((?:\d+, ?)*\d+)\]|at and around rank (\d+)|^(\d+): \[[^\]]*Horovod`)
+)
+
+var reReady = regexp.MustCompile(`\[ready ranks: ((?:\d+, ?)*\d+)\]`)
+
+// readyRanks lists, op by op, the ranks a Horovod stall line says are
+// ready ("1,2;0"), at most maxAccused ops.
+func readyRanks(line string) string {
+	var ops []string
+	for _, g := range reReady.FindAllStringSubmatch(line, maxAccused) {
+		ops = append(ops, strings.ReplaceAll(g[1], " ", ""))
 	}
-	if m.Epoch < 0 && m.Step < 0 {
-		return false
-	}
-	m.Kind = KindProgress
-	return true
+	return strings.Join(ops, ";")
 }
+
+// ReadyList is m.Ready as numbers, one list per op.
+func (m Match) ReadyList() [][]int {
+	var out [][]int
+	for _, op := range strings.Split(m.Ready, ";") {
+		var rs []int
+		for _, r := range strings.Split(op, ",") {
+			if n, err := strconv.Atoi(r); err == nil && n >= 0 && n < 1<<20 {
+				rs = append(rs, n)
+			}
+		}
+		if len(rs) > 0 {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+// RankList is m.Ranks as numbers.
+func (m Match) RankList() []int {
+	var out []int
+	for _, r := range strings.Split(m.Ranks, ",") {
+		if n, err := strconv.Atoi(r); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// accusedRanks lists the ranks line names as the odd ones out, at most
+// maxAccused, each once, comma-separated.
+func accusedRanks(line string) string {
+	var out []int
+	add := func(s string) {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 && n < 1<<20 &&
+			len(out) < maxAccused && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, g := range reRunning.FindAllStringSubmatch(line, -1) {
+		add(g[1])
+	}
+	for _, g := range reRankSet.FindAllStringSubmatch(line, -1) {
+		for _, set := range g[1:] {
+			for _, r := range strings.Split(set, ",") {
+				if r != "" {
+					add(r)
+				}
+			}
+		}
+	}
+	s := make([]string, len(out))
+	for i, n := range out {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// maxAccused is how many ranks one line may accuse.
+const maxAccused = 64
 
 // num is the first group of re's first match in line as a number, or -1
 // when there is none or it is above limit.

@@ -19,7 +19,7 @@ func TestLine(t *testing.T) {
 	}{
 		{"xid fallen off the bus", "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.",
 			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 79, true }), true},
-		{"xid with kernel prefix", "[ 1234.567890] NVRM: Xid (PCI:0000:b1:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+		{"xid 48", "NVRM: Xid (PCI:0000:b1:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
 			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 48, true }), true},
 		{"application xid 13", "NVRM: Xid (PCI:0000:3b:00): 13, pid=4321, name=python, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address",
 			with(func(m *Match) { m.Kind, m.XID = KindXID, 13 }), true},
@@ -33,7 +33,7 @@ func TestLine(t *testing.T) {
 		{"graphics class error is the application's", "NVRM: Xid (PCI:0001:ab:cd): 69, pid=1310987, name=train.3, Class Error: ChId 0008, Class 0000cbc0, Offset 00000184, Data ffffffff, ErrorCode 00000004",
 			with(func(m *Match) { m.Kind, m.XID = KindXID, 69 }), true},
 		// NVIDIA/open-gpu-kernel-modules issue 1150: the cleanup is the NVLink5 error's effect.
-		{"cleanup caused by an nvlink error", "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
+		{"cleanup caused by an nvlink error", "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
 			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 45, true }), true},
 		{"recovery action: reboot", "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
 			with(func(m *Match) { m.Kind, m.XID, m.Fault = KindXID, 154, true }), true},
@@ -58,7 +58,13 @@ func TestLine(t *testing.T) {
 		{"an npu code line without a code", "dcmi: npu2 (PCI:0000:c3:00.0) error code unknown (fault)", Match{}, false},
 		{"corrected ecc is not matched", "EDAC MC0: 1 CE memory read error on CPU_SrcID#0", Match{}, false},
 		{"ib completion from peer", "gpu02:81234:81290 [3] NCCL WARN NET/IB : Got completion from peer 10.0.0.3<57223> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.2 remoteGid ::ffff:10.0.0.3",
-			with(func(m *Match) { m.Kind, m.Peer, m.Status = KindNCCLNet, "10.0.0.3", 12 }), true},
+			with(func(m *Match) {
+				m.Kind, m.Peer, m.Status, m.Rule = KindNCCLNet, "10.0.0.3", 12, "nccl-ib-completion-error"
+			}), true},
+		{"ib port down, the host's own adapter", "gpu01:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error",
+			with(func(m *Match) { m.Kind, m.PortDown, m.Rule = KindNCCLNet, true, "nccl-ib-port-down" }), true},
+		{"socket reset by the peer", "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer",
+			with(func(m *Match) { m.Kind, m.Peer, m.Socket, m.Rule = KindNCCLNet, "10.0.0.2", true, "nccl-socket-reset" }), true},
 		{"ib completion, older wording", "gpu02:81234:81290 [3] NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129",
 			with(func(m *Match) { m.Kind, m.Status = KindNCCLNet, 12 }), true},
 		{"gdr", "gpu02:1:2 [0] NCCL WARN NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)",

@@ -24,6 +24,12 @@ const (
 	// was closed or reset by the other end, as gloo says when the peer's
 	// process is gone: evidence that the peer left first.
 	KindPeerClosed Kind = "peer-closed"
+	// KindMismatch: ranks disagree on a collective or did not reach it
+	// (PyTorch's "Detected mismatch between collectives", "Ranks 1, 2
+	// failed to pass monitoredBarrier", NCCL's "Mismatched collective
+	// detected", Horovod's "[missing ranks: 0]"); Ranks are the ranks the
+	// line names as the odd ones out.
+	KindMismatch Kind = "collective-mismatch"
 )
 
 // RuleKinds are the evidence kinds a line rule may name (linerules.Kinds:
@@ -33,9 +39,18 @@ func RuleKinds() []string { return linerules.Kinds }
 //go:embed rules.toml
 var shippedRules string
 
+// shippedSpec is a rule of rules.toml: a linerules.Spec and its origin,
+// the emitter's source file and line (or its official documentation)
+// that prints the wording.
+type shippedSpec struct {
+	linerules.Spec
+	Origin string `toml:"origin"`
+}
+
 var (
 	shippedOnce sync.Once
 	shipped     linerules.Set
+	origins     map[string]string // rule name -> origin
 	shippedErr  error
 	// active are the rules Line uses: the shipped ones, overridden by the
 	// site's (SetSiteRules) once the program has read its config.
@@ -46,20 +61,36 @@ var (
 func ShippedRules() (linerules.Set, error) {
 	shippedOnce.Do(func() {
 		var f struct {
-			Rule []linerules.Spec `toml:"rule"`
+			Rule []shippedSpec `toml:"rule"`
 		}
 		md, err := toml.Decode(shippedRules, &f)
 		if err == nil && len(md.Undecoded()) > 0 {
 			err = fmt.Errorf("unknown keys %v", md.Undecoded())
 		}
 		if err == nil {
-			shipped, err = linerules.Compile(f.Rule, RuleKinds())
+			specs := make([]linerules.Spec, 0, len(f.Rule))
+			origins = map[string]string{}
+			for _, r := range f.Rule {
+				specs = append(specs, r.Spec)
+				origins[r.Name] = r.Origin
+			}
+			shipped, err = linerules.Compile(specs, RuleKinds())
 		}
 		if err != nil {
 			shippedErr = fmt.Errorf("joblog: the shipped rules.toml: %w", err)
 		}
 	})
 	return shipped, shippedErr
+}
+
+// RuleOrigin is where the wording of the shipped rule name comes from:
+// the emitter's source file and line, or its documentation ("" for a rule
+// without one, or a site's rule).
+func RuleOrigin(name string) string {
+	if _, err := ShippedRules(); err != nil {
+		return ""
+	}
+	return origins[name]
 }
 
 // SetSiteRules makes Line use the shipped rules overridden by site's (a
@@ -101,6 +132,13 @@ func byRule(line, stream string, m *Match) (ok, keep bool) {
 	}
 	m.Kind, m.Fault, m.Peer = Kind(r.Kind), r.Fault, peer
 	m.Rule = r.Name
+	if m.Kind == KindMismatch {
+		m.Ranks, m.Ready = accusedRanks(line), readyRanks(line)
+	}
 	m.GDR = m.Kind == KindNCCLNet && (strings.Contains(line, "GDR") || containsFold(line, "GPUDirect"))
+	if m.Kind == KindNCCLNet {
+		m.Status = int(num(reStatus, line, 1<<16))
+		m.PortDown, m.Socket = rePortDown.MatchString(line), reSocket.MatchString(line)
+	}
 	return true, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,7 +38,10 @@ const MaxLogLinesPerPoll = 256
 // line is told from its own text and the step's layout by the digest
 // (joblog.Attribute), live and in replay alike, so a line that names no
 // host is never charged to the batch host. The first poll writes the
-// layout record (trace.StreamLayout). Kernel log lines are this node's.
+// layout record (trace.StreamLayout), and a poll after which the job's
+// rank map (Ranks) has changed writes a new one, whole: the latest layout
+// record is the one that attributes lines, live and in replay. Kernel log
+// lines are this node's.
 //
 // Device adds the faults the device library reports itself (NVML's XID
 // and ECC events; DCMI's error codes and uncorrectable ECC counts, read
@@ -49,8 +53,13 @@ type JobLogs struct {
 	Nodes     []string // the job's nodes, recorded in the layout record
 	// Layout is the step's layout (tasks and ranks by host) where known;
 	// its Nodes default to Nodes.
-	Layout  joblog.Layout
-	laidOut bool // the layout record was written
+	Layout joblog.Layout
+	// Ranks gives the job's rank map (global rank → host) as this watcher
+	// knows it now (RankView.Ranks), the layout's Ranks; nil keeps
+	// Layout's.
+	Ranks   func() map[int]string
+	laidOut bool           // the layout record was written
+	wrote   map[int]string // the Ranks of the latest layout record
 	// Device gives the device library's fault events; nil reads none.
 	Device    DeviceEvents
 	streams   []logStream
@@ -58,6 +67,8 @@ type JobLogs struct {
 	pairs     xidPairs
 	log       logrus.FieldLogger
 	deviceErr bool // a failed Device poll has been logged
+	// beats learns the heartbeat of the job's output lines.
+	beats joblog.Heartbeat
 }
 
 // DeviceEvents gives the device faults reported since its last call
@@ -169,16 +180,8 @@ func inOrder(recs []trace.Sample, now time.Time) []trace.Sample {
 // poll is Poll's reading, every record stamped now.
 func (j *JobLogs) poll(now time.Time) []trace.Sample {
 	var out []trace.Sample
-	if !j.laidOut && len(j.streams) > 0 {
-		j.laidOut = true
-		l := j.Layout
-		if len(l.Nodes) == 0 {
-			l.Nodes = j.Nodes
-		}
-		if b, err := json.Marshal(l); err == nil {
-			out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
-				Log: &trace.Log{Stream: trace.StreamLayout, Line: string(b)}})
-		}
+	if rec, ok := j.layoutRecord(now); ok {
+		out = append(out, rec)
 	}
 	keep := func(stream, line string) {
 		if len(out) < MaxLogLinesPerPoll {
@@ -194,7 +197,10 @@ func (j *JobLogs) poll(now time.Time) []trace.Sample {
 			continue // unreadable for now: fewer lines, never a verdict
 		}
 		for _, l := range lines {
-			keep(s.name, l)
+			if stream, ok := j.beats.Keep(now, s.name, l); ok && len(out) < MaxLogLinesPerPoll {
+				out = append(out, trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
+					Log: &trace.Log{Stream: stream, Line: l}})
+			}
 		}
 	}
 	both := j.kmsg >= 0 && j.Device != nil
@@ -214,6 +220,33 @@ func (j *JobLogs) poll(now time.Time) []trace.Sample {
 		}
 	}
 	return out
+}
+
+// layoutRecord is the layout record due at now: the first poll's, and a
+// new one whenever the job's rank map has changed since the latest.
+func (j *JobLogs) layoutRecord(now time.Time) (trace.Sample, bool) {
+	if len(j.streams) == 0 {
+		return trace.Sample{}, false
+	}
+	l := j.Layout
+	if len(l.Nodes) == 0 {
+		l.Nodes = j.Nodes
+	}
+	if j.Ranks != nil {
+		if m := j.Ranks(); len(m) > 0 {
+			l.Ranks = m
+		}
+	}
+	if j.laidOut && maps.Equal(l.Ranks, j.wrote) {
+		return trace.Sample{}, false
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return trace.Sample{}, false
+	}
+	j.laidOut, j.wrote = true, l.Ranks
+	return trace.Sample{V: trace.Version, Time: now, Host: j.Host, Job: j.Job,
+		Log: &trace.Log{Stream: trace.StreamLayout, Line: string(b)}}, true
 }
 
 // deviceEvents polls Device; its first failure is logged, once.

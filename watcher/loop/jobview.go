@@ -32,7 +32,7 @@ import (
 // output (the batch host), acting alone, it announces the digest of a
 // failed job, which the job's own words make; where the watchers meet,
 // the step's layout record carries the nodes' addresses (a line naming a
-// peer by address names a node).
+// peer by address names a node) and the job's rank map.
 func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, logs *JobLogs, seen func(trace.Sample, []hang.Event), log logrus.FieldLogger) (JobView, func()) {
 	readsOutput := logs.FollowsOutput()
 	lone := func(why string, err error) (JobView, func()) {
@@ -44,6 +44,9 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, logs *J
 		}
 		v := coord.NewLone(s.Hang)
 		v.AnnounceFailures = readsOutput
+		if logs != nil {
+			logs.Ranks = v.Ranks // the layout record's rank map: this node's
+		}
 		return v, func() {}
 	}
 	cfg, err := rendezvous.ForJob(job)
@@ -73,11 +76,12 @@ func jobView(ctx context.Context, o Options, s Settings, job *slurm.Job, logs *J
 	}
 	n := coord.Start(ctx, coord.Config{
 		Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, UID: uint32(job.UID),
-		Port: s.JobPort(job.ID), Addrs: addrs, Auth: rendezvous.Munge{Client: m},
+		Ports: s.JobPorts(job.ID), Addrs: addrs, Auth: rendezvous.Munge{Client: m},
 		Hang: s.Hang, Takeover: s.TakeoverPeriods, Log: log, Seen: seen, AnnounceFailures: readsOutput,
 	})
 	if logs != nil {
 		logs.Layout.Addrs = addrs
+		logs.Ranks = n.Ranks // the job's rank map, as the coordinator gathers it
 	}
 	return n, func() { n.Close(); m.Close() }
 }

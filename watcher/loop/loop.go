@@ -86,6 +86,15 @@ type DigestHandler interface {
 	HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error
 }
 
+// RankView is a JobView that keeps the job's rank map (*coord.Node,
+// *coord.Lone): SetRanks takes the global ranks of the job's processes on
+// host, read now; Ranks is the job's map of global rank to host as this
+// watcher knows it.
+type RankView interface {
+	SetRanks(host string, ranks []int)
+	Ranks() map[int]string
+}
+
 // Viewer keeps this node's readings and the detector's events for the
 // hang report's page (*hangview.Recent).
 type Viewer interface {
@@ -119,9 +128,22 @@ type Loop struct {
 	// its answers are recorded and go to Job after the sample. Nil asks
 	// nothing.
 	RAS *RASPoller
+	// Waits reads what the job's processes wait on while this host or the
+	// job may be hung; its records go with RAS's. Nil reads nothing.
+	Waits *WaitsPoller
 	// Job turns this node's records into the job's digests and
 	// stragglers; nil gives none.
 	Job JobView
+	// Ranks reads the global ranks of the job's processes on this node
+	// (sample.Sampler.Ranks) each period, for Job's rank map (RankView)
+	// before Logs is polled; nil reads none.
+	Ranks func() []int
+	// Early is asked every EarlyCheck between samples (the device
+	// library's fault events, DeviceWatch); when it holds evidence that
+	// cannot heal, the loop samples at once instead of at the next
+	// period, and so gives the digest within seconds. Nil waits for the
+	// period.
+	Early EarlySource
 	// Digests acts on the job's digests; nil acts on nothing.
 	Digests DigestHandler
 	// View is given each reading and its events before the actions run,
@@ -154,18 +176,16 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		}
 		// Keep to a fixed grid: a slow sample shortens the wait instead of
-		// drifting; a sample that overran whole periods skips them.
+		// drifting; a sample that overran whole periods skips them; a
+		// sample the early source asked for keeps the next one.
 		now := clock.Now()
-		next = next.Add(l.Period)
 		for !next.After(now) {
 			next = next.Add(l.Period)
 		}
-		select {
-		case <-ctx.Done():
+		if l.wait(ctx, clock, next) {
 			l.log().Info("vigil-watch stopping: signalled")
 			l.finish(trace.EndSignalled)
 			return nil
-		case <-clock.After(next.Sub(now)):
 		}
 	}
 }
@@ -187,6 +207,9 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	if len(s.Missing) > 0 {
 		log.WithField("missing", s.Missing).Debug("sample incomplete")
 	}
+	if v, ok := l.Job.(RankView); ok && l.Ranks != nil {
+		v.SetRanks(s.Host, l.Ranks())
+	}
 	var logs []trace.Sample
 	if l.Logs != nil {
 		logs = l.Logs.Poll(s.Time)
@@ -194,10 +217,13 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	l.record(append(logs, s))
 	evs := l.Detector.Observe(s)
 	var ras []trace.Sample
-	if l.RAS != nil {
-		ras = l.RAS.Poll(ctx, s, evs, l.jobSuspect())
-		l.record(ras)
+	if l.Waits != nil { // before RAS's, whose records come later
+		ras = l.Waits.Poll(s, evs, l.jobSuspect())
 	}
+	if l.RAS != nil {
+		ras = append(ras, l.RAS.Poll(ctx, s, evs, l.jobSuspect())...)
+	}
+	l.record(ras)
 	if l.View != nil {
 		l.View.Observe(s, evs)
 	}

@@ -106,7 +106,8 @@ func Watch(ctx context.Context, o Options) error {
 	actor.Pages = recent
 	logs := OpenJobLogs(ctx, jobOutputs(slurmClient(o, s), job.ID), root, job.NodeName, job.ID, job.Nodes, log)
 	defer logs.Close()
-	logs.Device = deviceFaults(accel, log)
+	var early EarlySource
+	logs.Device, early = watchFaults(accel, log)
 	view, closeView := jobView(ctx, o, s, job, logs, recent.Observe, log.WithField("part", "coord"))
 	defer closeView()
 	if c, ok := view.(interface{ Coordinated() bool }); ok {
@@ -115,10 +116,10 @@ func Watch(ctx context.Context, o Options) error {
 
 	clock := o.clock()
 	loop := &Loop{
-		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang),
+		Clock: clock, Period: s.Period, Sampler: sampler, Detector: hang.New(s.Hang), Ranks: sampler.Ranks,
 		Alive: cg.refresh, Events: o.Stdout, Actions: actor, Log: log,
-		Logs: logs, Job: view, Digests: actor, View: recent,
-		RAS: &RASPoller{Addr: ncclras.Addr(o.lookup()), Period: s.Period, Clock: clock, Log: log},
+		Logs: logs, Job: view, Digests: actor, View: recent, Early: early,
+		RAS: &RASPoller{Addr: ncclras.Addr(o.lookup()), Period: s.Period, Clock: clock, Log: log}, Waits: &WaitsPoller{Read: sampler.Waits},
 	}
 	if o.Record != "" {
 		path := RecordPath(o.Record, job.ID, job.NodeName)
@@ -222,6 +223,11 @@ func StartMessage(c hang.Config, first string) string {
 		s += fmt.Sprintf("; after strong evidence (a fault XID or ECC error, a collective timeout, a transport error, "+
 			"a rank gone or stopped, NCCL RAS naming dead ranks), %v of flat readings confirm it",
 			hang.ShortDuration(time.Duration(c.ConfirmPeriods+1)*c.Period))
+		s += fmt.Sprintf("; evidence that cannot heal (a device that cannot recover: XID 79, 74, 95, 119, 154 naming a reset, "+
+			"or any XID NVIDIA's catalogue says needs a reset or a reboot, reported by the device library; "+
+			"NCCL RAS naming dead ranks; every process of a host gone while its peers do no I/O) is reported at once: "+
+			"within %v of the event (device faults are read every %v; the rest at the next sample)",
+			hang.ShortDuration(c.Period), hang.ShortDuration(EarlyCheck))
 	}
 	return s
 }
@@ -256,6 +262,18 @@ func deviceFaults(accel sample.Accelerators, log logrus.FieldLogger) DeviceEvent
 		}
 	}
 	return nil
+}
+
+// watchFaults is deviceFaults read between samples too (DeviceWatch): the
+// JobLogs' device events and the loop's early source; nil for both where
+// there are none.
+func watchFaults(accel sample.Accelerators, log logrus.FieldLogger) (DeviceEvents, EarlySource) {
+	dev := deviceFaults(accel, log)
+	if dev == nil {
+		return nil, nil
+	}
+	w := &DeviceWatch{Device: dev}
+	return w, w
 }
 
 func (o Options) clock() Clock {

@@ -33,7 +33,8 @@ func TestStartMessage(t *testing.T) {
 	}
 	got = StartMessage(DefaultSettings().Hang, "2026-11-29T10:30:00Z")
 	for _, want := range []string{"once 5 progress lines are seen, max(3 × their interval, 2m) after its last one (for a line a minute: 3m)",
-		"NCCL RAS naming dead ranks), 2m of flat readings confirm it"} {
+		"NCCL RAS naming dead ranks), 2m of flat readings confirm it",
+		"a device that cannot recover: XID 79, 74, 95, 119, 154", "is reported at once: within 30s of the event"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("StartMessage =\n%q\nlacks %q", got, want)
 		}

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-hpc/vigil/internal/textutil"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -136,13 +137,13 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (string, err
 		return "", err
 	}
 	if !strings.HasPrefix(strings.ToUpper(hello), "SERVER PROTOCOL ") {
-		return "", fmt.Errorf("ncclras: %s: %w (it said %q)", addr, ErrNotRAS, cut(hello, 80))
+		return "", fmt.Errorf("ncclras: %s: %w (it said %q)", addr, ErrNotRAS, textutil.Cut(hello, 80, "..."))
 	}
 	wait := max(int((timeout/2)/time.Second), 1)
 	if ok, err := say(fmt.Sprintf("TIMEOUT %d", wait)); err != nil {
 		return "", err
 	} else if !strings.EqualFold(ok, "OK") {
-		return "", fmt.Errorf("ncclras: %s: TIMEOUT %d: %q", addr, wait, cut(ok, 80))
+		return "", fmt.Errorf("ncclras: %s: TIMEOUT %d: %q", addr, wait, textutil.Cut(ok, 80, "..."))
 	}
 	if _, err := io.WriteString(conn, "VERBOSE STATUS\n"); err != nil {
 		return "", fmt.Errorf("ncclras: %s: %w", addr, err)
@@ -155,11 +156,4 @@ func Fetch(ctx context.Context, addr string, timeout time.Duration) (string, err
 		return "", fmt.Errorf("ncclras: %s: %w (over %d bytes)", addr, ErrTooLong, MaxAnswer)
 	}
 	return string(b), nil
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vigil-hpc/vigil/internal/textutil"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -235,12 +236,7 @@ func clipRanks(rs []trace.RASRank) {
 	}
 }
 
-func clip(s string) string {
-	if len(s) > maxField {
-		return s[:maxField]
-	}
-	return s
-}
+func clip(s string) string { return textutil.Cut(s, maxField, "") }
 
 // commOf is the communicator "#group-idx (hash)" of st, added when new.
 func commOf(st *Status, group, idx, hash string) *trace.RASComm {

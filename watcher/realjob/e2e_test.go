@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
@@ -224,8 +224,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 			}
 			if j.block && !j.blocked && j.hosts != nil && strings.Contains(c.JobOutput(j.id), fmt.Sprintf("step %d/", blockAt)) {
 				i := slices.Index(c.Nodes, j.hosts[j.node])
-				id, _ := strconv.Atoi(j.id)
-				j.undo = blockNode(t, c.NodeAddrs[i], c.NodePorts[i], 29000+id%1000) // vigil-watch's default port
+				j.undo = blockNode(t, c.NodeAddrs[i], c.NodePorts[i], watchcfg.Default().JobPorts(j.id)) // vigil-watch's default ports
 				j.blocked = true
 				writeFaultTime(t, j.dir, time.Now())
 				t.Logf("job %s: blocked %s (%s)", j.id, j.hosts[j.node], c.NodeAddrs[i])

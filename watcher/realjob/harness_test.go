@@ -79,7 +79,7 @@ func freePort(t *testing.T) int {
 // management network stays), in a chain of the test's own.
 // The rules are removed by the returned function and, on every path, in
 // t.Cleanup.
-func blockNode(t *testing.T, addr string, slurmdPort, watchPort int) (undo func()) {
+func blockNode(t *testing.T, addr string, slurmdPort int, watchPorts []int) (undo func()) {
 	t.Helper()
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -100,7 +100,10 @@ func blockNode(t *testing.T, addr string, slurmdPort, watchPort int) (undo func(
 		})
 	}
 	t.Cleanup(undo)
-	ports := strconv.Itoa(slurmdPort) + "," + strconv.Itoa(watchPort)
+	ports := strconv.Itoa(slurmdPort)
+	for _, p := range watchPorts {
+		ports += "," + strconv.Itoa(p)
+	}
 	for _, r := range [][]string{
 		{"-N", chain},
 		{"-A", chain, "-d", addr, "-p", "tcp", "-m", "multiport", "!", "--dports", ports, "-j", "DROP"},

@@ -88,6 +88,7 @@ type Sampler struct {
 	path       []byte
 	files      procFiles
 	defaultMax int
+	launched   bool // a launcher's rank variable was seen (Ranks)
 }
 
 // missing collects Missing entries, bounded per kind.

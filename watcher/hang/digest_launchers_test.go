@@ -1,0 +1,146 @@
+package hang
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// endedJob feeds Episodes, as the batch host gpu01 records them, the
+// layout of a 3-host job (ranks 0-3 on gpu01, 4-7 on gpu02, 8-11 on
+// gpu03; the nodes' addresses), the lines of stream, then the
+// coordinator's end record; it returns the failed digest.
+func endedJob(t *testing.T, stream string, lines ...string) DigestEvent {
+	t.Helper()
+	hosts := []string{"gpu01", "gpu02", "gpu03"}
+	l := joblog.Layout{Nodes: hosts, Ranks: map[int]string{},
+		Addrs: map[string]string{"gpu01": "10.0.0.1", "gpu02": "10.0.0.2", "gpu03": "10.0.0.3"}}
+	for r := range 12 {
+		l.Ranks[r] = hosts[r/4]
+	}
+	lay, _ := json.Marshal(l)
+	end, _ := json.Marshal(trace.End{Role: trace.RoleCoordinator, Why: trace.EndSignalled})
+	e := NewLiveEpisodes(watchcfg.DefaultHang())
+	at := t0.Add(time.Hour)
+	rec := func(stream, line string) {
+		e.Observe(trace.Sample{V: 1, Time: at, Host: "gpu01", Job: "9", Log: &trace.Log{Stream: stream, Line: line}}, nil)
+		at = at.Add(time.Second)
+	}
+	rec(trace.StreamLayout, string(lay))
+	for _, line := range lines {
+		rec(stream, line)
+	}
+	rec(trace.StreamEnd, string(end))
+	out := e.Due(at)
+	if len(out) != 1 {
+		t.Fatalf("events %+v, want one failed digest", out)
+	}
+	d, ok := out[0].(DigestEvent)
+	if !ok || d.Event != EventFailed {
+		t.Fatalf("event %+v, want a failed digest", out[0])
+	}
+	return d
+}
+
+// TestLauncherWordsDigest: a job that ends with nothing but a launcher's
+// or runtime's own line gets a cause and the host the line names: an OOM
+// kill or a signal is a rank killed on its node; ranks at odd with a
+// collective are the odd ones out, on the hosts the layout places them;
+// a lost Lustre connection is a data stall. Lines are real (public
+// reports; hosts renamed to the job's).
+func TestLauncherWordsDigest(t *testing.T) {
+	for _, tt := range []struct {
+		name, stream string
+		lines        []string
+		cause        string
+		culprits     []string
+		why, hint    string
+	}{
+		// https://github.com/jdh4/out_of_memory
+		{"srun's OOM", trace.StreamStderr, []string{
+			"srun: error: gpu02: task 1: Out Of Memory",
+			"slurmstepd: error: Detected 1 oom-kill event(s) in step 3955284.0 cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+		}, CauseRankFailed, []string{"gpu02"}, DigestOOMKilled, "out of memory (OOM)"},
+		// https://github.com/open-mpi/ompi/issues/2661
+		{"mpirun's signal 9", trace.StreamStderr, []string{
+			"mpirun noticed that process rank 0 with PID 21183 on node gpu03 exited on signal 9 (Killed).",
+		}, CauseRankFailed, []string{"gpu03"}, DigestRankKilled, "killed by a signal"},
+		{"mpirun's signal 9 by address", trace.StreamStderr, []string{
+			"mpirun noticed that process rank 4 with PID 21183 on node 10.0.0.2 exited on signal 9 (Killed).",
+		}, CauseRankFailed, []string{"gpu02"}, DigestRankKilled, "killed by a signal"},
+		// https://github.com/open-mpi/ompi/pull/7735: the peer every rank names.
+		{"Open MPI's peer hung up", trace.StreamStderr, []string{
+			"An MPI communication peer process has unexpectedly disconnected.  This",
+			"  Local host: gpu01",
+			"  Peer host:  gpu02",
+		}, CauseRankFailed, []string{"gpu02"}, DigestPeerClosed, ""},
+		// https://github.com/modelscope/ms-swift/pull/9443
+		{"c10d's collective mismatch", trace.StreamStderr, []string{
+			"[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], TensorDtypes=BFloat16), but Rank 5 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[51123456], TensorDtypes=BFloat16).",
+		}, CauseDifferentProgress, []string{"gpu01", "gpu02"}, DigestCollectiveMismatch, "different places"},
+		// https://pytorch.org/docs/stable/distributed.html (monitored_barrier)
+		{"monitoredBarrier's failed ranks", trace.StreamStderr, []string{
+			"RuntimeError: [Rank 0]: Ranks 9, 10 failed to pass monitoredBarrier in 30000 ms",
+		}, CauseDifferentProgress, []string{"gpu03"}, DigestCollectiveMismatch, ""},
+		// https://github.com/horovod/horovod/issues/1012
+		{"Horovod's missing rank", trace.StreamStderr, []string{
+			"[1,0]<stderr>:[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_bias_Momentum_0 [missing ranks: 5]",
+		}, CauseDifferentProgress, []string{"gpu02"}, DigestCollectiveMismatch, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := endedJob(t, tt.stream, tt.lines...)
+			var got []string
+			for _, c := range d.Culprits {
+				got = append(got, c.Host)
+				if c.Reason != tt.why {
+					t.Errorf("culprit %+v, want reason %s", c, tt.why)
+				}
+			}
+			if d.Cause != tt.cause || strings.Join(got, ",") != strings.Join(tt.culprits, ",") {
+				t.Errorf("cause %s culprits %v, want %s %v (%+v)", d.Cause, got, tt.cause, tt.culprits, d)
+			}
+			if !strings.Contains(d.Hint, tt.hint) {
+				t.Errorf("hint %q, want it to say %q", d.Hint, tt.hint)
+			}
+		})
+	}
+}
+
+// TestLustreLostIsDataStall: a node's kernel saying its Lustre metadata
+// connection was lost, while its peers' did not, names it for a data
+// stall in a hang's digest.
+// https://github.com/aws/aws-parallelcluster/issues/2701
+func TestLustreLostIsDataStall(t *testing.T) {
+	const line = "Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) was lost; in progress operations using this service will wait for recovery to complete"
+	m, ok := joblog.LineIn(trace.StreamKmsg, line)
+	if !ok {
+		t.Fatalf("%q means nothing", line)
+	}
+	in := DigestInput{Time: t0, Job: "9", Logs: []LogEvidence{{Time: t0, Host: "gpu02", Stream: trace.StreamKmsg, Line: line, Match: m}}}
+	for _, h := range []string{"gpu01", "gpu02", "gpu03"} {
+		in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung})
+	}
+	d := Digest(in, watchcfg.DefaultHang())
+	if d.Cause != CauseDataStall || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" || d.Culprits[0].Reason != DigestIOStalled {
+		t.Errorf("digest %+v, want a data stall on gpu02", d)
+	}
+}
+
+// TestLauncherLooksAlike: a torchrun rank terminated by the job's own
+// teardown (SIGTERM), and a mismatch naming ranks the layout cannot
+// place, name nobody.
+func TestLauncherLooksAlike(t *testing.T) {
+	d := endedJob(t, trace.StreamStderr, "traceback : Signal 15 (SIGTERM) received by PID 2410413")
+	if len(d.Culprits) != 0 {
+		t.Errorf("teardown: %+v", d)
+	}
+	d = endedJob(t, trace.StreamStderr, "HorovodBroadcast_global_step_0 [missing ranks: 40]")
+	if len(d.Culprits) != 0 {
+		t.Errorf("an unplaced rank: %+v", d)
+	}
+}

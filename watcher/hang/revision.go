@@ -1,0 +1,52 @@
+package hang
+
+import (
+	"slices"
+	"time"
+)
+
+// sentDigest is what an episode's digest said: its time, cause and
+// culprit hosts, and the newest matched line it had seen.
+type sentDigest struct {
+	at       time.Time
+	cause    string
+	culprits []string
+	lines    time.Time
+}
+
+func sentOf(d DigestEvent, newest time.Time) sentDigest {
+	return sentDigest{at: d.Time, cause: d.Cause, culprits: culpritHosts(d), lines: newest}
+}
+
+func culpritHosts(d DigestEvent) []string {
+	out := make([]string, 0, len(d.Culprits))
+	for _, c := range d.Culprits {
+		out = append(out, c.Host)
+	}
+	return uniqueSorted(out)
+}
+
+// revision is the one update of j's open episode's digest: due at a round
+// after the digest when lines came after it (new evidence: a fingerprint
+// that tells who is behind, an epoch line, a device fault read late) and
+// the digest computed now names another cause or other culprits. A digest
+// is never revised to say less: not to unknown with no culprit. At most
+// one revision per episode; it carries Revises, the time of the digest it
+// replaces.
+func (e *Episodes) revision(id string, j *jobTrack) (DigestEvent, bool) {
+	if !j.open || !j.digested || j.revised || !j.newest.After(j.sent.lines) {
+		return DigestEvent{}, false
+	}
+	d := Digest(e.digestInput(id, j), e.c)
+	if d.Cause == CauseUnknown && len(d.Culprits) == 0 {
+		return DigestEvent{}, false
+	}
+	if d.Cause == j.sent.cause && slices.Equal(culpritHosts(d), j.sent.culprits) {
+		j.sent.lines = j.newest // judged: wait for lines newer still
+		return DigestEvent{}, false
+	}
+	j.revised = true
+	d.Since, d.Detection, d.Revises = j.since, e.detectionOf(j), j.sent.at
+	j.sent = sentOf(d, j.newest)
+	return d, true
+}

@@ -1,0 +1,217 @@
+package hang
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// Culprit reasons from what the job's processes wait on (trace.StreamWaits
+// records: the system call, the file descriptor and the socket's peer each
+// process is blocked on, and the cgroup freezer).
+const (
+	// DigestRetransmitting: every other host's processes wait on sockets
+	// to the host, and the data sent to it is unacknowledged and being
+	// retransmitted: the host does not answer on the network.
+	DigestRetransmitting = "Retransmitting"
+	// DigestWaitsOnInput: the host's processes wait on a file or a pipe
+	// while its peers' wait on sockets to it.
+	DigestWaitsOnInput = "WaitsOnInput"
+	// DigestFrozen: the host's processes are in a frozen cgroup (the v1
+	// freezer, v2 cgroup.freeze) while its peers' are not.
+	DigestFrozen = "Frozen"
+)
+
+// hostWaits is the latest waits record of each host in in's lines: the
+// host whose watcher read it (a record is its reader's own).
+func hostWaits(in DigestInput) map[string]trace.Waits {
+	out := map[string]trace.Waits{}
+	for _, l := range in.Logs {
+		if l.Stream != trace.StreamWaits {
+			continue
+		}
+		h := l.Reader
+		if h == "" {
+			h = l.Host
+		}
+		if w, ok := trace.ParseWaits(l.Line); ok && h != "" {
+			out[h] = w
+		}
+	}
+	return out
+}
+
+// waitsJudgement is the cause and culprits that what the processes wait
+// on names, tried in this order:
+//   - rank-failed, Frozen: hosts whose processes are frozen, when not
+//     every host's are;
+//   - network, Retransmitting: a host to which every other host with a
+//     waits record waits on sockets whose data is being retransmitted (the
+//     host itself may be silent: cut off, its watcher's records do not
+//     arrive);
+//   - data-stall, WaitsOnInput: a host whose processes wait on a file or a
+//     pipe while every other host's wait on sockets to it.
+//
+// ok is false when the waits name nobody.
+func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok bool) {
+	ws := hostWaits(in)
+	if len(ws) == 0 {
+		return "", nil, false
+	}
+	if cs := frozenHosts(ws); len(cs) > 0 {
+		return CauseRankFailed, cs, true
+	}
+	toward := map[string]map[string][]string{} // target host -> waiting host -> what it waits on there
+	retrans := map[string]map[string]bool{}    // target -> hosts whose data to it is retransmitted
+	for _, h := range sortedKeys(ws) {
+		for _, g := range ws[h].Waits {
+			if g.Peer == "" {
+				continue
+			}
+			t, known := peerHost(in, g.Peer)
+			if !known || t == h {
+				continue
+			}
+			if toward[t] == nil {
+				toward[t], retrans[t] = map[string][]string{}, map[string]bool{}
+			}
+			toward[t][h] = append(toward[t][h], waitWords(g))
+			retrans[t][h] = retrans[t][h] || g.Retrans
+		}
+	}
+	var net, stall []DigestCulprit
+	for _, t := range sortedKeys(toward) {
+		peers := slices.DeleteFunc(sortedKeys(ws), func(h string) bool { return h == t })
+		if len(peers) == 0 || len(toward[t]) < len(peers) {
+			continue // not every other host waits on it
+		}
+		said := []string{}
+		for _, p := range peers {
+			said = append(said, p+": "+toward[t][p][0])
+		}
+		e := map[string]any{"waiting": peers, "waits": said[:min(len(said), evidenceLines)]}
+		if len(retrans[t]) == len(peers) && !slices.Contains(boolValues(retrans[t]), false) {
+			net = append(net, DigestCulprit{Host: t, Reason: DigestRetransmitting, Evidence: e})
+			continue
+		}
+		if own, waited := ws[t]; waited && len(onInput(own)) > 0 {
+			e["own"] = onInput(own)
+			stall = append(stall, DigestCulprit{Host: t, Reason: DigestWaitsOnInput, Evidence: e})
+		}
+	}
+	switch {
+	case len(net) > 0:
+		return CauseNetwork, net, true
+	case len(stall) > 0:
+		return CauseDataStall, stall, true
+	}
+	return "", nil, false
+}
+
+// frozenHosts names the hosts with frozen processes, when not every host
+// with a waits record has them (a job frozen everywhere was suspended).
+func frozenHosts(ws map[string]trace.Waits) []DigestCulprit {
+	var out []DigestCulprit
+	for _, h := range sortedKeys(ws) {
+		if w := ws[h]; w.Frozen > 0 {
+			out = append(out, DigestCulprit{Host: h, Reason: DigestFrozen,
+				Evidence: map[string]any{"frozen": w.Frozen, "procs": w.Procs, "message": fmt.Sprintf("%d of %d processes frozen", w.Frozen, w.Procs)}})
+		}
+	}
+	if len(ws) > 1 && len(out) == len(ws) {
+		return nil
+	}
+	return out
+}
+
+// onInput says the host's waits on a file or a pipe.
+func onInput(w trace.Waits) []string {
+	var out []string
+	for _, g := range w.Waits {
+		if g.On == trace.WaitFile || g.On == trace.WaitPipe {
+			out = append(out, waitWords(g))
+		}
+	}
+	return out[:min(len(out), evidenceLines)]
+}
+
+// waitWords says a group for people: "2 processes in recvfrom on a socket
+// to 10.0.0.3, data retransmitted", "1 process in read on a file (nfs4)".
+func waitWords(g trace.Wait) string {
+	s := fmt.Sprintf("%d process", g.Procs)
+	if g.Procs != 1 {
+		s += "es"
+	}
+	if g.Syscall != "" {
+		s += " in " + g.Syscall
+	}
+	s += " on a " + g.On
+	if g.FS != "" {
+		s += " (" + g.FS + ")"
+	}
+	if g.Peer != "" {
+		s += " to " + g.Peer
+	}
+	if g.Retrans {
+		s += ", data retransmitted"
+	}
+	return s
+}
+
+func boolValues(m map[string]bool) []bool {
+	out := make([]bool, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// withWaits puts the waits' judgement among hits, after the device faults
+// (a fault explains what the processes then wait on) and before every
+// other rule: what the kernel says each process is blocked on is the
+// direct evidence. It carries no line time, so winner keeps its place.
+func withWaits(in DigestInput, hits []ruleHit) []ruleHit {
+	if in.Ended {
+		return hits
+	}
+	cause, cs, ok := waitsJudgement(in)
+	if !ok {
+		return hits
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Host < cs[j].Host })
+	at := 0
+	for at < len(hits) && hits[at].cause == CauseBadDevice {
+		at++
+	}
+	return slices.Insert(hits, at, ruleHit{cause: cause, culprits: cs})
+}
+
+// evidenceHint is the hint for a digest whose first culprit's evidence
+// says more than its cause: processes stopped (SIGSTOP, a debugger) or
+// frozen did not exit or crash, a host cut off from the network is not a
+// transport error NCCL reported, a rank waiting on a pipe is not (only)
+// the input file system. false leaves the cause's own hint.
+func evidenceHint(d DigestEvent, who string) (string, bool) {
+	if len(d.Culprits) == 0 {
+		return "", false
+	}
+	switch d.Culprits[0].Reason {
+	case CulpritProcessesStopped:
+		return fmt.Sprintf("Processes of the job on %s are stopped (state T: SIGSTOP, a debugger or job control), not exited: "+
+			"its peers wait for them; resume them (kill -CONT, or detach the debugger), or cancel the job.", who), true
+	case DigestFrozen:
+		return fmt.Sprintf("The job's processes on %s are frozen (their cgroup's freezer), not exited: the node's admins or "+
+			"Slurm froze them; ask the admins why, or requeue the job without that node (--exclude=%s).", who, who), true
+	case DigestRetransmitting:
+		return fmt.Sprintf("The other hosts' ranks wait on sockets to %s and the data they sent there is not acknowledged "+
+			"(TCP retransmits): %s is cut off from the network or down; ask the admins to check its network link, "+
+			"and requeue the job without it (--exclude=%s).", who, who, who), true
+	case DigestWaitsOnInput:
+		return fmt.Sprintf("The ranks on %s wait on a file or a pipe while their peers wait on them: check what that rank "+
+			"reads (the input file system from that host, a DataLoader worker or a subprocess writing the pipe), and "+
+			"give the DataLoader a timeout.", who), true
+	}
+	return "", false
+}

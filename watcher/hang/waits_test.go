@@ -1,0 +1,136 @@
+package hang
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// waitsLine is the line of a waits record with groups gs.
+func waitsLine(frozen int, gs ...trace.Wait) string {
+	procs := 0
+	for _, g := range gs {
+		procs += g.Procs
+	}
+	return trace.WaitsRecord("", "", t0, trace.Waits{Procs: procs, Frozen: frozen, Waits: gs}).Log.Line
+}
+
+var (
+	toN3Retrans = trace.Wait{On: trace.WaitSocket, Syscall: "recvfrom", Peer: "10.0.0.3", Retrans: true, Procs: 4}
+	toN3        = trace.Wait{On: trace.WaitSocket, Syscall: "recvfrom", Peer: "10.0.0.3", Procs: 4}
+	onPipe      = trace.Wait{On: trace.WaitPipe, Syscall: "read", Procs: 1}
+	onFutex     = trace.Wait{On: trace.WaitFutex, Syscall: "futex", Procs: 4}
+	frozenAll   = trace.Wait{On: trace.WaitFrozen, Procs: 4}
+)
+
+func TestWaitsJudgement(t *testing.T) {
+	hosts := []string{"n1", "n2", "n3"}
+	tests := []struct {
+		name        string
+		waits       map[string]string // host -> its waits record's line
+		want        string            // cause and culprits
+		hint, never string
+	}{
+		{"n3 cut off: every rank's data to it retransmitted", map[string]string{
+			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3Retrans)},
+			"network n3 Retransmitting", "cut off from the network", "NCCL reported"},
+		{"n3 reads a pipe while its peers wait on it", map[string]string{
+			"n1": waitsLine(0, toN3), "n2": waitsLine(0, toN3), "n3": waitsLine(0, onPipe, onFutex)},
+			"data-stall n3 WaitsOnInput", "wait on a file or a pipe", ""},
+		{"n3 frozen", map[string]string{
+			"n1": waitsLine(0, toN3), "n2": waitsLine(0, toN3), "n3": waitsLine(4, frozenAll)},
+			"rank-failed n3 Frozen", "frozen", "input file system"},
+		{"one peer's data not retransmitted, n3 waits on nothing: no judgement", map[string]string{
+			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3), "n3": waitsLine(0, onFutex)},
+			"unknown", "", ""},
+		{"every host frozen: the job was suspended, nobody stands out", map[string]string{
+			"n1": waitsLine(4, frozenAll), "n2": waitsLine(4, frozenAll), "n3": waitsLine(4, frozenAll)},
+			"unknown", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := DigestInput{Time: t0.Add(40 * time.Minute), Job: "7",
+				Layout: joblog.Layout{Nodes: hosts, Addrs: map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}},
+				Addrs:  map[string]string{"10.0.0.1": "n1", "10.0.0.2": "n2", "10.0.0.3": "n3"}}
+			for _, h := range hosts {
+				in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung,
+					Latest: trace.Sample{V: 1, Time: in.Time, Host: h, Job: "7", Procs: 4, CPUUsec: 1}})
+			}
+			for _, h := range hosts {
+				if line, ok := tc.waits[h]; ok {
+					m, _ := joblog.LineIn(trace.StreamWaits, line)
+					in.Logs = append(in.Logs, LogEvidence{Time: in.Time, Reader: h, Stream: trace.StreamWaits, Line: line, Match: m})
+				}
+			}
+			d := Digest(in, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tc.want {
+				t.Fatalf("digest %q, want %q (hint %q)", got, tc.want, d.Hint)
+			}
+			if !strings.Contains(d.Hint, tc.hint) || tc.never != "" && strings.Contains(d.Hint, tc.never) {
+				t.Errorf("hint %q: want %q in it, and not %q", d.Hint, tc.hint, tc.never)
+			}
+		})
+	}
+}
+
+// A rank stopped by SIGSTOP is not one that exited or crashed.
+func TestStoppedRankHint(t *testing.T) {
+	in := DigestInput{Time: t0, Job: "7"}
+	for _, h := range []string{"n1", "n2", "n3"} {
+		s := trace.Sample{V: 1, Time: t0, Host: h, Job: "7", Procs: 4}
+		if h == "n2" {
+			s.ProcsT = 1
+		}
+		in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung, Latest: s})
+	}
+	d := Digest(in, testConfig())
+	if d.Cause != CauseRankFailed || len(d.Culprits) != 1 || d.Culprits[0].Reason != CulpritProcessesStopped {
+		t.Fatalf("digest %s %+v, want rank-failed n2 ProcessesStopped", d.Cause, d.Culprits)
+	}
+	if strings.Contains(d.Hint, "exited or crashed") || !strings.Contains(d.Hint, "stopped") {
+		t.Errorf("hint %q: a stopped rank is not an exited one", d.Hint)
+	}
+}
+
+// The waits records of a trace give, in a replay, the digest they give
+// live; without them the same trace names nobody for the network.
+func TestWaitsReplay(t *testing.T) {
+	l, _ := json.Marshal(joblog.Layout{Nodes: []string{"gpu01", "gpu02", "gpu03"},
+		Addrs: map[string]string{"gpu01": "10.0.0.1", "gpu02": "10.0.0.2", "gpu03": "10.0.0.3"}})
+	recs := []trace.Sample{logAt("gpu01", 0, trace.StreamLayout, string(l))}
+	for m := 30; m < 50; m++ {
+		for _, h := range []string{"gpu01", "gpu02"} {
+			r := trace.WaitsRecord(h, "4242", t0.Add(time.Duration(m)*time.Minute+time.Nanosecond), trace.Waits{Procs: 4, Waits: []trace.Wait{toN3Retrans}})
+			recs = append(recs, r)
+		}
+	}
+	host := func(name string, seed int64, ph ...phase) gen {
+		return gen{Host: name, Job: "4242", Seed: seed, Period: time.Minute, N: 50, Devs: 2, Phases: ph}
+	}
+	gens := []gen{host("gpu01", 61, training, at(stuck, 30)), host("gpu02", 62, training, at(stuck, 30)), host("gpu03", 63, training, at(stuck, 30))}
+	digests := func(ss []trace.Sample) string {
+		var got []string
+		for _, e := range replayJobEvents(t, ss) {
+			s := e.Cause
+			for _, c := range e.Culprits {
+				s += " " + c.Host + " " + c.Reason
+			}
+			got = append(got, s)
+		}
+		return strings.Join(got, "; ")
+	}
+	if got, want := digests(withLogs(recs, gens...)), "network gpu03 Retransmitting"; got != want {
+		t.Errorf("replay with waits records: %q, want %q", got, want)
+	}
+	if got := digests(withLogs(recs[:1], gens...)); strings.Contains(got, "Retransmitting") {
+		t.Errorf("replay without waits records: %q names retransmits", got)
+	}
+}
