@@ -65,6 +65,11 @@ type Report struct {
 	// the job's coordinator and its peers; nil in per-node reports and in
 	// reports of vigil versions without one.
 	Digest *Digest `json:"digest,omitempty"`
+	// Coordinator marks the digest report of the watcher that announced
+	// the digest (the job's coordinator, or one acting alone): the
+	// epilog on its Host forwards it to the admins' webhook. The job's
+	// user writes the file: it is a claim, never more.
+	Coordinator bool `json:"coordinator,omitempty"`
 	// HTML is where the report's page went: a self-contained HTML page
 	// of the job's readings over the window before the verdict, next to
 	// the report (same name, .html); "" when none was written.

@@ -23,6 +23,13 @@ import (
 // counts. err is set when dir cannot be listed (wrapping fs.ErrNotExist when
 // it does not exist).
 func CulpritReports(dir, job, node string) (found []hangreport.Report, problems []error, err error) {
+	all, problems, err := JobReports(dir, job)
+	return blaming(all, node), problems, err
+}
+
+// JobReports returns every valid vigil-watch hang report of job in dir,
+// in file name order, with CulpritReports' problems and err.
+func JobReports(dir, job string) (found []hangreport.Report, problems []error, err error) {
 	paths, err := hangreport.FindReports(dir, job)
 	if err != nil {
 		return nil, nil, err
@@ -37,11 +44,21 @@ func CulpritReports(dir, job, node string) (found []hangreport.Report, problems 
 			problems = append(problems, fmt.Errorf("%s: %w: it is about job %s, not %s", p, hangreport.ErrBadReport, r.Job, job))
 			continue
 		}
-		if r.Blames(node) && (r.Event == hangreport.EventHung || failedByCluster(r)) {
-			found = append(found, r)
-		}
+		found = append(found, r)
 	}
 	return found, problems, nil
+}
+
+// blaming keeps the reports of all that blame node and count for a
+// re-check: "hung" ones, and "failed" ones that look like the cluster's.
+func blaming(all []hangreport.Report, node string) []hangreport.Report {
+	var out []hangreport.Report
+	for _, r := range all {
+		if r.Blames(node) && (r.Event == hangreport.EventHung || failedByCluster(r)) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // failedByCluster reports whether r is the report of a failed job whose
@@ -82,13 +99,15 @@ func WatchReportDir(ws watchcfg.Settings, lookup func(string) (string, bool)) (s
 // be on a network file system that hangs. A variable for tests.
 var culpritLookupTimeout = 10 * time.Second
 
-// culpritReports is the search the epilog runs; a variable for tests.
-var culpritReports = CulpritReports
+// jobReports is the search the epilog runs; a variable for tests.
+var jobReports = JobReports
 
 // culpritClaims looks for hang reports of job that name node as a
 // culprit, where vigil-watch writes them by ws, within a tenth of what is
 // left before deadline (at most culpritLookupTimeout), and records each in
-// the notes. It returns true when there is one.
+// the notes. It returns true when there is one. The job's digest report
+// that the job's watcher on node wrote as its coordinator goes to the
+// admins (a.forwardHangDigest; a nil a forwards nothing).
 //
 // A hang report is the job's user's word: vigil-watch runs as the job's
 // user, so every place it can write (the working directory, [watch]
@@ -97,7 +116,7 @@ var culpritReports = CulpritReports
 // facts as after every job, within the same budget, and the note says so;
 // the performance probes wait for the next prolog's suite. A missing
 // directory or an unreadable report is logged and noted.
-func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes) bool {
+func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes, a *admins) bool {
 	if job == nil || job.ID == "" {
 		return false
 	}
@@ -118,10 +137,10 @@ func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup fun
 		err      error
 	}
 	ch := make(chan result, 1)
-	find, id := culpritReports, job.ID
+	find, id := jobReports, job.ID
 	go func() {
-		found, p, err := find(dir, id, node)
-		ch <- result{found, p, err}
+		all, p, err := find(dir, id)
+		ch <- result{all, p, err}
 	}()
 	timeout := min(culpritLookupTimeout, max(time.Until(deadline)/10, time.Second))
 	var res result
@@ -147,13 +166,16 @@ func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup fun
 		n.add("recheck: ignoring a vigil-watch hang report: %v", p)
 		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
 	}
-	for _, rep := range res.found {
+	if rep, others, ok := coordinatorDigest(res.found, node); ok && a != nil {
+		a.forwardHangDigest(rep, others, deadline)
+	}
+	for _, rep := range blaming(res.found, node) {
 		n.add("recheck: named as culprit by vigil-watch in %s%s; a hang report is written by the job's own processes, "+
 			"so it runs nothing more: the health facts decide, as after every job, and the next prolog measures performance", rep.Path, digestOf(rep, node))
 		log.WithFields(logrus.Fields{"report": rep.Path, "host": rep.Host, "reason": rep.Reason}).
 			Warn("recheck: vigil-watch named this node as a culprit; the job's user's report runs nothing more than the health facts")
 	}
-	return len(res.found) > 0
+	return len(blaming(res.found, node)) > 0
 }
 
 // digestOf says what the hang report's digest holds against node, for the

@@ -266,9 +266,9 @@ func TestEpilogCulpritMissingDir(t *testing.T) {
 func TestEpilogCulpritLookupBounded(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	saved, savedTimeout := culpritReports, culpritLookupTimeout
-	defer func() { culpritReports, culpritLookupTimeout = saved, savedTimeout }()
-	culpritReports = func(dir, job, node string) ([]hangreport.Report, []error, error) {
+	saved, savedTimeout := jobReports, culpritLookupTimeout
+	defer func() { jobReports, culpritLookupTimeout = saved, savedTimeout }()
+	jobReports = func(dir, job string) ([]hangreport.Report, []error, error) {
 		<-release
 		return nil, nil, nil
 	}

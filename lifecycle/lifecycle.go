@@ -326,7 +326,8 @@ func (r *run) selectChecks() []benchmarks.Check {
 	case o.Mode == decide.ModeEpilog:
 		// A hang report naming this node is recorded; being the job's
 		// user's file, it never widens the suite (culpritClaims).
-		culpritClaims(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes)
+		// The job's digest written here by its coordinator goes to the admins.
+		culpritClaims(r.job, r.rep.Node, s.Watch, o.Lookup, r.deadline, r.log, r.notes, r.admins)
 	}
 	checks, na, err := benchmarks.SelectFor(su.checks, su.skip, su.healthOnly, r.rep.Accelerators.Count)
 	if err != nil { // validated above; kept for safety

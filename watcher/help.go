@@ -130,7 +130,7 @@ ENVIRONMENT
         sets both from --vigil-hang-time and --vigil-hang-action.
     VIGIL_NOTIFY, VIGIL_WEBHOOK_URL
         The job's own notification choice (mail, webhook, none) and webhook,
-        from --vigil-notify and --vigil-webhook: added to what [watch] sends,
+        from --vigil-notify and --vigil-webhook: added to --webhook-url and [watch] mail,
         when [policy] notify and webhooks allow them; anything else is
         dropped with a log line.
     SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_USER, SLURMD_NODENAME, SLURM_STEP_ID,
@@ -147,9 +147,12 @@ FILES
         cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang,
         unused_mem_mib, pulse_factor, pulse_floor, pulse_beats,
         confirm_periods, action,
-        max_requeues, webhook_url, webhook_timeout, webhook_attempts, mail,
+        max_requeues, webhook_timeout, webhook_attempts, mail,
         mail_prog, comment, report_dir, slurm_bin_dir, port, munge_socket,
-        takeover_periods.
+        takeover_periods. The file names no webhook (every user reads it;
+        [watch] webhook_url is an error): the watcher posts to the job's own
+        (--webhook-url, --vigil-webhook), and vigil-epilog forwards the job's
+        hang digest to the admins' [notify] webhook_url (secrets file).
     REPORT_DIR/vigil-hang-JOB-NODE-TIME.json
         One report per hang: what was flat, since when, the evidence, culprits.
     REPORT_DIR/vigil-hang-JOB-NODE-TIME.html

@@ -45,7 +45,6 @@ period = "30s"
 io_bytes = 4096
 action = "requeue"
 max_requeues = 3
-webhook_url = "https://hooks.example.org/x"
 `)
 	empty := writeConfig(t, "")
 	for _, tc := range []struct {
@@ -82,7 +81,8 @@ webhook_url = "https://hooks.example.org/x"
 		})
 	}
 
-	inv, code := parseArgs([]string{"--config", cfg, "--action", "cancel", "--io-bytes", "1", "--mail", "--comment=false"}, env(), io.Discard, os.Stderr)
+	inv, code := parseArgs([]string{"--config", cfg, "--action", "cancel", "--io-bytes", "1", "--mail", "--comment=false",
+		"--webhook-url", "https://hooks.example.org/x"}, env(), io.Discard, os.Stderr)
 	if code != -1 {
 		t.Fatal(code)
 	}

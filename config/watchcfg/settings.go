@@ -56,8 +56,14 @@ type Settings struct {
 	// requeueing it: [policy] requeue_own_failures = false; never read
 	// from [watch].
 	KeepOwnFailures bool `toml:"-"`
-	// WebhookURL receives a JSON POST on a hang and on recovery; "" disables it.
-	WebhookURL string `toml:"webhook_url" flag:"webhook-url" arg:"URL" usage:"POST a JSON notification (Slack-compatible \"text\") to this URL"`
+	// WebhookURL is the job's user's webhook given to vigil-watch by
+	// --webhook-url (the watcher is the user's own process); it receives a
+	// JSON POST on a hang and on recovery; "" disables it. Never read from
+	// the file: vigil.toml is readable by every user, and a [watch]
+	// webhook_url there is refused (ErrSiteWebhook); the admins hear of a
+	// job's hangs from vigil-epilog, through [notify] webhook_url in the
+	// root-only secrets file. The toml name is the key the flag sets.
+	WebhookURL string `toml:"webhook_url,omitempty" flag:"webhook-url" arg:"URL" usage:"POST a JSON notification (Slack-compatible \"text\") to this URL, the job's own webhook (the admins hear of hangs through vigil-epilog)"`
 	// JobWebhookURL is the job's own webhook (--vigil-webhook, within
 	// [policy] webhooks), posted to as well as WebhookURL; never read
 	// from the file.
@@ -148,8 +154,26 @@ func Overrides() *config.Overrides { return overrides }
 var overrides = config.NewOverrides(Section, Default()).
 	WithParser("window", func(s string) (any, error) { return ParseWindow(s) })
 
+// ErrSiteWebhook is wrapped by the error about a [watch] webhook_url in
+// the config file.
+var ErrSiteWebhook = errors.New("a site-wide webhook in [watch] is no longer read")
+
+// flagOnly are the keys of Settings that only vigil-watch's flags set;
+// Load refuses them in the file.
+var flagOnly = map[string]bool{"webhook_url": true}
+
 // Load decodes the [watch] section of f over s (which holds the defaults).
+// A webhook_url in the file is refused with an error naming the file, line
+// and key: vigil-watch runs as the job's user and reads vigil.toml, so any
+// user could read the URL, and the watcher posts only to the job's own
+// webhooks (--webhook-url, the job's --vigil-webhook).
 func (s *Settings) Load(f *config.File) error {
+	if f.Has(Section + ".webhook_url") {
+		return &config.KeyError{File: f.Name, Line: f.Line(Section + ".webhook_url"), Key: Section + ".webhook_url",
+			Err: fmt.Errorf("%w: %w: vigil-watch runs as the job's user and posts only to the job's own webhook (vigil-watch --webhook-url, sbatch --vigil-webhook); "+
+				"the admins' webhook for hang digests is [notify] webhook_url in the root-only secrets file ([notify] secrets_file); vigil-epilog forwards each job's hang digest to it: remove webhook_url from [watch]",
+				config.ErrInvalid, ErrSiteWebhook)}
+	}
 	if err := f.Decode(Section, s); err != nil {
 		if errors.Is(err, config.ErrUnknownKey) {
 			return fmt.Errorf("%w (keys of [%s]: %s)", err, Section, strings.Join(Keys(), ", "))
@@ -286,7 +310,7 @@ func Keys() []string {
 			switch {
 			case f.Anonymous && tag == "":
 				walk(f.Type)
-			case tag != "" && tag != "-":
+			case tag != "" && tag != "-" && !flagOnly[tag]:
 				keys = append(keys, tag)
 			}
 		}

@@ -79,7 +79,9 @@ type Config struct {
 	// directory (the job's working directory in a job step).
 	ReportDir string
 
-	// WebhookURL receives a POST with a JSON body; "" disables the webhook.
+	// WebhookURL is the job's user's webhook (vigil-watch --webhook-url):
+	// it receives a POST with a JSON body; "" disables it. No site-wide
+	// webhook is ever set here: the admins' is root's ([notify]).
 	WebhookURL string
 	// JobWebhookURL is the job's own webhook (--vigil-webhook), posted to
 	// as well; "" for none, and once only when it is WebhookURL.

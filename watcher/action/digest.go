@@ -50,6 +50,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 		rep.Actions = a.plannedActions(false, &p)
 		rep.Excluded = p.exclude
 	}
+	rep.Coordinator = notify // the epilog on this node forwards it to the admins
 	var errs []error
 	if err := a.writeReport(log, &rep); err != nil {
 		errs = append(errs, err)

@@ -9,8 +9,9 @@ import (
 )
 
 // TestJobWebhook: the job's own webhook (--vigil-webhook) gets the hang
-// and the recovery as well as the site's, and only once when both name
-// the same URL; its path stays out of the log.
+// and the recovery as well as the --webhook-url one, and only once when
+// both name the same URL; its path stays out of the log. With only the
+// job's webhook, it alone is posted to and the report says "webhook".
 func TestJobWebhook(t *testing.T) {
 	f := newFixture(t)
 	job := newHook(t)
@@ -37,15 +38,19 @@ func TestJobWebhook(t *testing.T) {
 		t.Fatalf("site and job naming the same URL: %d POSTs, want 1", got)
 	}
 
-	// Only the job's webhook: no site webhook configured.
+	// Only the job's --vigil-webhook: no --webhook-url.
 	only := newFixture(t)
 	only.actor.WebhookURL = ""
 	only.actor.JobWebhookURL = job.URL + "/x"
 	if err := only.actor.Handle(ctx, hungEvent("n1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(job.received()); got != 2 {
-		t.Fatalf("job webhook alone: %d POSTs in all, want 2", got)
+	got := job.received()
+	if len(got) != 2 || len(only.hook.received()) != 0 {
+		t.Fatalf("job webhook alone: %d POSTs in all (other receiver %d), want 2 (0)", len(got), len(only.hook.received()))
+	}
+	if acts := strings.Join(got[0].Actions, ","); !strings.Contains(acts, "webhook") {
+		t.Errorf("the report's actions %q lack the job's webhook", acts)
 	}
 }
 

@@ -193,8 +193,9 @@ func excludedLine(r hangreport.Report) string {
 	return " Requeued without " + strings.Join(r.Excluded, ",") + "."
 }
 
-// webhook posts body to the site's webhook and the job's, once to a URL
-// that both name.
+// webhook posts body to the job's webhooks, --webhook-url's and
+// --vigil-webhook's, once to a URL that both name. The admins' webhook is
+// never among them: vigil-epilog forwards the job's digest to it.
 func (a *Actor) webhook(ctx context.Context, log logrus.FieldLogger, body WebhookBody) error {
 	var errs []error
 	for _, u := range webhookURLs(a.WebhookURL, a.JobWebhookURL) {

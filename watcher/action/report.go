@@ -50,7 +50,7 @@ func (a *Actor) plannedActions(ended bool, p *plan) []string {
 	if a.Comment && !ended {
 		acts = append(acts, "comment")
 	}
-	if a.WebhookURL != "" {
+	if len(webhookURLs(a.WebhookURL, a.JobWebhookURL)) > 0 {
 		acts = append(acts, "webhook")
 	}
 	if a.Mail {

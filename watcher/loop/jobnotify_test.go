@@ -9,11 +9,12 @@ import (
 
 // TestResolveJobNotify: the job's VIGIL_NOTIFY and VIGIL_WEBHOOK_URL
 // turn on mail and the job's webhook within [policy]; a URL or channel
-// outside it is dropped with a warning, and replay reads neither.
+// outside it is dropped with a warning, and replay reads neither. The
+// only other webhook is the job's user's --webhook-url flag: the file
+// names none.
 func TestResolveJobNotify(t *testing.T) {
-	const doc = "[watch]\nwebhook_url = \"https://site.example/hook\"\n" +
-		"[policy]\nnotify = [\"mail\", \"webhook\"]\nwebhooks = [\"https://hooks.example/\"]\n"
-	const mailOnly = "[watch]\nwebhook_url = \"https://site.example/hook\"\n[policy]\nnotify = [\"mail\"]\n"
+	const doc = "[policy]\nnotify = [\"mail\", \"webhook\"]\nwebhooks = [\"https://hooks.example/\"]\n"
+	const mailOnly = "[policy]\nnotify = [\"mail\"]\n"
 	for _, tc := range []struct {
 		name  string
 		doc   string
@@ -36,7 +37,7 @@ func TestResolveJobNotify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := Sources{File: f}
+			src := Sources{File: f, Flags: config.Values{"webhook_url": "https://mine.example/hook"}}
 			if tc.env != nil {
 				src.Lookup = envOf(tc.env)
 			}
@@ -45,8 +46,8 @@ func TestResolveJobNotify(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := res.Settings
-			if s.Mail != tc.mail || s.JobWebhookURL != tc.hook || s.WebhookURL != "https://site.example/hook" || len(res.Warnings) != len(tc.warns) {
-				t.Fatalf("mail %v, job webhook %q, site webhook %q, warnings %q; want %v, %q, the site's, %q",
+			if s.Mail != tc.mail || s.JobWebhookURL != tc.hook || s.WebhookURL != "https://mine.example/hook" || len(res.Warnings) != len(tc.warns) {
+				t.Fatalf("mail %v, job webhook %q, flag's webhook %q, warnings %q; want %v, %q, the flag's, %q",
 					s.Mail, s.JobWebhookURL, s.WebhookURL, res.Warnings, tc.mail, tc.hook, tc.warns)
 			}
 			for i, w := range res.Warnings {
@@ -55,5 +56,23 @@ func TestResolveJobNotify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveRefusesSiteWebhook: a [watch] webhook_url in the file stops
+// vigil-watch with an error naming the file, line and key; the watcher
+// never posts to it.
+func TestResolveRefusesSiteWebhook(t *testing.T) {
+	f, err := config.Parse(strings.NewReader("[watch]\nwebhook_url = \"https://site.example/services/s3cr3t\"\n"), "/etc/vigil/vigil.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Resolve(Sources{File: f, Lookup: envOf(map[string]string{})})
+	if err == nil || !strings.Contains(err.Error(), "/etc/vigil/vigil.toml:2: watch.webhook_url:") ||
+		!strings.Contains(err.Error(), "[notify] webhook_url in the root-only secrets file") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("got %v: want the refusal at /etc/vigil/vigil.toml:2, without the URL", err)
+	}
+	if res.Settings.WebhookURL != "" {
+		t.Errorf("settings hold %q", res.Settings.WebhookURL)
 	}
 }

@@ -51,8 +51,11 @@ func TestE2EAutoWatchFailedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "vigil.toml")
-	// The shipped [watch] settings but where the reports and the webhook go.
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[watch]\nreport_dir = %q\nwebhook_url = %q\n", reports, url+"/hook")), 0o644); err != nil {
+	// The shipped [watch] settings but where the reports go; the webhook is
+	// the job's own (--vigil-webhook, within [policy] webhooks): vigil.toml
+	// names none.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[watch]\nreport_dir = %q\n[policy]\nnotify = [\"webhook\"]\nwebhooks = [%q]\n",
+		reports, url+"/")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plugstack := fmt.Sprintf("required %s config=%s watcher=%s watch=auto state_dir=%s\n",
@@ -89,7 +92,7 @@ func TestE2EAutoWatchFailedJobs(t *testing.T) {
 	for _, k := range cases {
 		d := filepath.Join(dir, k.name)
 		script := fmt.Sprintf(autoJob, d, strings.Join(addrs, ","), freePort(t), k.launch, k.after)
-		ids[k.name] = c.Sbatch(t, script, "--chdir="+d, "-N", fmt.Sprint(len(k.nodes)), "--ntasks-per-node=1",
+		ids[k.name] = c.Sbatch(t, script, "--vigil-webhook="+url+"/hook", "--chdir="+d, "-N", fmt.Sprint(len(k.nodes)), "--ntasks-per-node=1",
 			"--mem=1500", "-w", strings.Join(k.nodes, ","), "--job-name", k.name, "--output", filepath.Join(d, "job.out"))
 	}
 

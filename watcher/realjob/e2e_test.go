@@ -212,7 +212,7 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
 func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook) {
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(7 * time.Minute)
 	for time.Now().Before(deadline) {
 		done := 0
 		for _, j := range jobs {
@@ -238,7 +238,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 		}
 		time.Sleep(time.Second)
 	}
-	t.Errorf("the jobs did not settle within 5 minutes")
+	t.Errorf("the jobs did not settle within 7 minutes")
 }
 
 func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {

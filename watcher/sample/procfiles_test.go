@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -304,6 +305,13 @@ func TestSamplerProcessExits(t *testing.T) {
 		}
 	})
 	pid := cmd.Process.Pid
+	// On a loaded machine the new process may still be paging its program
+	// in (state D) for a moment: wait until it sleeps, as sleep(1) does.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") S ") {
+			break
+		}
+	}
 	s := &Sampler{Root: "/", PIDs: pids(pid)}
 	t.Cleanup(func() { s.Close() })
 	base := openFDs(t)
