@@ -1,8 +1,6 @@
 package lifecycle
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -62,27 +60,8 @@ func JobOwns(root string, job *slurm.Job, pid int) (bool, string) {
 	return true, ""
 }
 
-// cgroupJobs returns the Slurm job ids named in /proc/PID/cgroup content
-// b: every path segment job_<digits>, in any hierarchy (v1's
-// /slurm[_node]/uid_U/job_J/..., v2's .../slurmstepd.scope/job_J/...).
-func cgroupJobs(b []byte) map[string]bool {
-	jobs := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		// hierarchy-ID:controllers:path; the path may hold ':'.
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, seg := range strings.Split(parts[2], "/") {
-			id, ok := strings.CutPrefix(seg, "job_")
-			if _, err := strconv.ParseUint(id, 10, 64); ok && err == nil {
-				jobs[id] = true
-			}
-		}
-	}
-	return jobs
-}
+// cgroupJobs returns the Slurm job ids named in /proc/PID/cgroup content b.
+func cgroupJobs(b []byte) map[string]bool { return slurm.JobIDs(slurm.ParseProcCgroup(b)) }
 
 // statusUIDs returns the real, effective, saved and file-system uids of
 // /proc/PID/status content b.

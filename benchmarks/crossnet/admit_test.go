@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/internal/ostest"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,27 +66,9 @@ type flooder struct {
 
 func startFlooder(t *testing.T, target string) *flooder {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "flood")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "flood")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil || os.Chmod(dir, 0o755) != nil {
-		t.Fatalf("copying the flooder: %v", err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestFlooder$")
-	cmd.Env = []string{floodEnv + "=" + target}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := ostest.AsNobody(t, "TestFlooder", floodEnv+"="+target)
 	f := &flooder{cmd: cmd}
+	var err error
 	if f.in, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}

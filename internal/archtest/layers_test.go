@@ -35,7 +35,7 @@ var apart = [][2]string{
 
 // testOnly are packages that exist for tests (the throwaway Slurm cluster)
 // and may use anything.
-var testOnly = []string{"slurm/slurmtest", "slurm/spank/spanktest", "internal/archtest", "packaging", "rendezvous/rdvtest", "cgo/munge/mungetest", "watcher/hangview/pagetest"}
+var testOnly = []string{"slurm/slurmtest", "slurm/spank/spanktest", "internal/archtest", "internal/ostest", "packaging", "rendezvous/rdvtest", "cgo/munge/mungetest", "watcher/hangview/pagetest"}
 
 func rel(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/internal/ostest"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,26 +93,7 @@ func startSquatter(t *testing.T, mode string, addrs []string) {
 	if os.Getuid() != 0 {
 		t.Skip("starting a process of another uid needs root")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "squatter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "squatter")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil || os.Chmod(dir, 0o755) != nil {
-		t.Fatalf("copying the squatter: %v", err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestSquatterProcess$")
-	cmd.Env = []string{squatEnv + "=" + strings.Join(addrs, ","), squatModeEnv + "=" + mode}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := ostest.AsNobody(t, "TestSquatterProcess", squatEnv+"="+strings.Join(addrs, ","), squatModeEnv+"="+mode)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

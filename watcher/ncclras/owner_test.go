@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/internal/ostest"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -36,26 +34,7 @@ func TestFakeRASService(t *testing.T) {
 // root, in production the job's user) does not read its answer: it is
 // ErrNotRAS and ErrNotJobs, naming the uid that holds the port.
 func TestQueryIgnoresAnotherUsersListener(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "fake-ras")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "fake-ras")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil || os.Chmod(dir, 0o755) != nil {
-		t.Fatalf("copying the fake service: %v", err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestFakeRASService$")
-	cmd.Env = []string{rasAnswerEnv + "=" + fixture(t, "built-2.26-hang.txt")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := ostest.AsNobody(t, "TestFakeRASService", rasAnswerEnv+"="+fixture(t, "built-2.26-hang.txt"))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,7 @@ package sample
 
 import (
 	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vigil-hpc/vigil/internal/procnet"
+	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -200,98 +199,6 @@ func MountOf(mounts []Mount, path string) (Mount, bool) {
 	return best, found
 }
 
-// TCPConn is one socket of /proc/net/tcp or tcp6.
-type TCPConn struct {
-	Remote     netip.Addr
-	RemotePort uint16
-	State      int    // TCP_ESTABLISHED is 1
-	TxQueue    uint64 // bytes sent and not acknowledged (unsent, in LISTEN)
-	Timer      int    // the active timer: 1 retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero-window probe
-	Retrans    uint64 // retransmissions of the unacknowledged data so far ("retrnsmt")
-	Probes     uint64 // zero-window or loss probes sent unanswered ("timeout")
-}
-
-// Retransmitting reports whether data to the other end is unacknowledged
-// and being sent again: the retransmit timer with retransmissions, or the
-// probe timer with probes unanswered (what a sender sees when the network
-// drops its packets before they leave).
-func (c TCPConn) Retransmitting() bool {
-	return c.TxQueue > 0 && (c.Timer == 1 && c.Retrans > 0 || c.Timer == 4 && c.Probes > 0)
-}
-
-// ParseNetTCP reads /proc/net/tcp or /proc/net/tcp6 (the addresses as the
-// kernel prints them: 32-bit words in the host's byte order) into the
-// sockets by inode. Lines it cannot read are left out; an error only for
-// a file without the header.
-func ParseNetTCP(b []byte) (map[uint64]TCPConn, error) {
-	lines := bytes.Split(b, []byte{'\n'})
-	if len(lines) == 0 || !bytes.Contains(lines[0], []byte("rem_address")) {
-		return nil, errors.New("not a /proc/net/tcp table: no header with rem_address")
-	}
-	out := map[uint64]TCPConn{}
-	for _, line := range lines[1:] {
-		f := strings.Fields(string(line))
-		if len(f) < 10 {
-			continue
-		}
-		addr, port, ok1 := parseTCPAddr(f[2])
-		st, err1 := strconv.ParseUint(f[3], 16, 8)
-		tx, _, ok2 := strings.Cut(f[4], ":")
-		tr, _, ok3 := strings.Cut(f[5], ":")
-		txq, err2 := strconv.ParseUint(tx, 16, 64)
-		timer, err3 := strconv.ParseUint(tr, 16, 8)
-		re, err4 := strconv.ParseUint(f[6], 16, 64)
-		probes, err5 := strconv.ParseUint(f[8], 10, 64)
-		inode, err6 := strconv.ParseUint(f[9], 10, 64)
-		if !ok1 || !ok2 || !ok3 || errors.Join(err1, err2, err3, err4, err5, err6) != nil || inode == 0 {
-			continue
-		}
-		out[inode] = TCPConn{Remote: addr, RemotePort: port, State: int(st), TxQueue: txq, Timer: int(timer), Retrans: re, Probes: probes}
-	}
-	return out, nil
-}
-
-// parseTCPAddr reads "0200007F:734D" (IPv4) or the 32 hex digits of IPv6
-// and a port.
-func parseTCPAddr(s string) (netip.Addr, uint16, bool) {
-	h, p, ok := strings.Cut(s, ":")
-	port, err := strconv.ParseUint(p, 16, 16)
-	if !ok || err != nil || (len(h) != 8 && len(h) != 32) {
-		return netip.Addr{}, 0, false
-	}
-	var raw [16]byte
-	for i := 0; i < len(h)/8; i++ {
-		w, err := strconv.ParseUint(h[8*i:8*i+8], 16, 32)
-		if err != nil {
-			return netip.Addr{}, 0, false
-		}
-		binary.NativeEndian.PutUint32(raw[4*i:], uint32(w))
-	}
-	if len(h) == 8 {
-		return netip.AddrFrom4([4]byte(raw[:4])), uint16(port), true
-	}
-	return netip.AddrFrom16(raw).Unmap(), uint16(port), true
-}
-
-// ProcCgroup is one line of /proc/PID/cgroup.
-type ProcCgroup struct {
-	Controllers string // "freezer", "cpu,cpuacct"; "" for cgroup v2
-	Path        string // the cgroup's path under its hierarchy's root
-}
-
-// ParseProcCgroup reads /proc/PID/cgroup ("6:freezer:/slurm/uid_1000/job_7",
-// "0::/system.slice/slurmstepd.scope/job_7").
-func ParseProcCgroup(b []byte) []ProcCgroup {
-	var out []ProcCgroup
-	for line := range strings.SplitSeq(string(b), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) == 3 {
-			out = append(out, ProcCgroup{Controllers: f[1], Path: f[2]})
-		}
-	}
-	return out
-}
-
 // ParseFrozen reads a cgroup's freezer word: v1 freezer.state ("FROZEN";
 // "FREEZING" and "THAWED" are not frozen) or v2 cgroup.events ("frozen 1").
 func ParseFrozen(b []byte) bool {
@@ -342,11 +249,11 @@ func classify(call callInfo, t FDTarget, mode os.FileMode, modeKnown bool, wchan
 type waitReader struct {
 	root   string
 	arch   string
-	fds    int                           // file descriptors read so far
-	mounts map[string][]Mount            // by mount namespace
-	tcp    map[string]map[uint64]TCPConn // by network namespace
-	frozen map[string]bool               // by freezer file
-	groups map[trace.Wait]int            // the result's groups
+	fds    int                                  // file descriptors read so far
+	mounts map[string][]Mount                   // by mount namespace
+	tcp    map[string]map[uint64]procnet.Socket // by network namespace
+	frozen map[string]bool                      // by freezer file
+	groups map[trace.Wait]int                   // the result's groups
 }
 
 // ReadWaits reads what the processes pids wait on under root's /proc (at
@@ -360,7 +267,7 @@ func readWaitsArch(root string, pids []int, arch string) trace.Waits {
 	if root == "" {
 		root = "/"
 	}
-	r := &waitReader{root: root, arch: arch, mounts: map[string][]Mount{}, tcp: map[string]map[uint64]TCPConn{},
+	r := &waitReader{root: root, arch: arch, mounts: map[string][]Mount{}, tcp: map[string]map[uint64]procnet.Socket{},
 		frozen: map[string]bool{}, groups: map[trace.Wait]int{}}
 	w := trace.Waits{Waits: []trace.Wait{}}
 	for i, pid := range pids {
@@ -438,7 +345,7 @@ func (r *waitReader) process(pid int) (trace.Wait, bool) {
 		}
 	case trace.WaitSocket:
 		if c, ok := r.tcpOf(dir)[t.Inode]; ok {
-			g.Peer, g.Retrans = c.Remote.String(), c.Retransmitting()
+			g.Peer, g.Retrans = c.Remote.Addr().String(), c.Retransmitting()
 		}
 	}
 	return g, true
@@ -455,7 +362,7 @@ func (r *waitReader) withRetrans(dir string, g trace.Wait) trace.Wait {
 	if err != nil {
 		return g
 	}
-	var tcp map[uint64]TCPConn
+	var tcp map[uint64]procnet.Socket
 	for i, e := range ents {
 		if i >= maxProcFDs || r.fds >= MaxWaitFDs {
 			break
@@ -473,7 +380,7 @@ func (r *waitReader) withRetrans(dir string, g trace.Wait) trace.Wait {
 			tcp = r.tcpOf(dir)
 		}
 		if c, ok := tcp[t.Inode]; ok && c.Retransmitting() {
-			g.Peer, g.Retrans = c.Remote.String(), true
+			g.Peer, g.Retrans = c.Remote.Addr().String(), true
 			return g
 		}
 	}
@@ -502,20 +409,18 @@ func (r *waitReader) mountsOf(dir string) []Mount {
 	return m
 }
 
-// tcpOf is the TCP sockets of dir's process's network namespace (cached).
-func (r *waitReader) tcpOf(dir string) map[uint64]TCPConn {
+// tcpOf is the TCP sockets of dir's process's network namespace by inode
+// (cached).
+func (r *waitReader) tcpOf(dir string) map[uint64]procnet.Socket {
 	k := nsKey(dir, "net")
 	if t, ok := r.tcp[k]; ok {
 		return t
 	}
-	t := map[uint64]TCPConn{}
-	for _, f := range []string{"tcp", "tcp6"} {
-		if b, err := os.ReadFile(filepath.Join(dir, "net", f)); err == nil {
-			if m, err := ParseNetTCP(b); err == nil {
-				for ino, c := range m {
-					t[ino] = c
-				}
-			}
+	t := map[uint64]procnet.Socket{}
+	socks, _ := procnet.ReadTCP(dir) // what could be read
+	for _, c := range socks {
+		if c.Inode != 0 {
+			t[c.Inode] = c
 		}
 	}
 	r.tcp[k] = t
@@ -531,7 +436,7 @@ func (r *waitReader) isFrozen(dir string) bool {
 		return false
 	}
 	mounts := r.mountsOf(dir)
-	for _, cg := range ParseProcCgroup(b) {
+	for _, cg := range slurm.ParseProcCgroup(b) {
 		file := "cgroup.events"
 		want := func(m Mount) bool { return m.FSType == "cgroup2" }
 		if cg.Controllers != "" {

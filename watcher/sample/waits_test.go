@@ -90,32 +90,6 @@ func TestParseMountInfo(t *testing.T) {
 	}
 }
 
-func TestParseNetTCP(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(waitsRoot, "proc/14443/net/tcp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns, err := ParseNetTCP(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ino, want := range map[uint64]struct {
-		peer    string
-		retrans bool
-	}{1366254: {"127.0.0.2", true}, 1377356: {"127.0.0.2", true}, 1376792: {"127.0.0.1", false}, 1376791: {"0.0.0.0", false}} {
-		c, ok := conns[ino]
-		if !ok || c.Remote.String() != want.peer || c.Retransmitting() != want.retrans {
-			t.Errorf("socket %d: %+v (found %v), want peer %s retransmitting %v", ino, c, ok, want.peer, want.retrans)
-		}
-	}
-	if c := conns[1377356]; c.Timer != 1 || c.Retrans == 0 || c.TxQueue != 3000 {
-		t.Errorf("the INPUT-dropped socket: %+v, want retransmit timer, retransmits, 3000 bytes queued", c)
-	}
-	if _, err := ParseNetTCP([]byte("garbage\n")); err == nil {
-		t.Error("a file without the header: no error")
-	}
-}
-
 func TestParseFrozen(t *testing.T) {
 	for path, want := range map[string]bool{"sys/fs/cgroup/freezer/vigilwaits/freezer.state": true,
 		"sys/fs/cgroup/unified/vigilwaits2/cgroup.events": true} {
