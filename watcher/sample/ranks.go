@@ -130,10 +130,28 @@ const MaxRankProcs = 4096
 // (another user's; a setuid program), is skipped: fewer ranks, never an
 // error.
 func ReadRanks(root string, pids []int, launched bool) (ranks []int, launchedNow bool) {
+	return readRanks(root, pids, launched, rankCache{})
+}
+
+// rankCache is what each process's environment said of its rank, by pid:
+// the environment a process was started with does not change, so it is
+// read once while the process lives (a pid that leaves the list is
+// forgotten, so a pid the kernel hands out again is read anew).
+type rankCache map[int]rankEntry
+
+type rankEntry struct {
+	env RankEnv
+	ok  bool // the environment names a rank
+}
+
+// readRanks is ReadRanks, reading only the environments c lacks and
+// keeping c to pids.
+func readRanks(root string, pids []int, launched bool, c rankCache) (ranks []int, launchedNow bool) {
 	if root == "" {
 		root = "/"
 	}
 	self := os.Getpid()
+	seen := make(map[int]bool, len(pids))
 	var envs []RankEnv
 	for i, pid := range pids {
 		if i >= MaxRankProcs {
@@ -142,12 +160,23 @@ func ReadRanks(root string, pids []int, launched bool) (ranks []int, launchedNow
 		if pid == self {
 			continue
 		}
-		b, err := readEnviron(filepath.Join(root, "proc", strconv.Itoa(pid), "environ"))
-		if err != nil {
-			continue
+		seen[pid] = true
+		e, cached := c[pid]
+		if !cached {
+			b, err := readEnviron(filepath.Join(root, "proc", strconv.Itoa(pid), "environ"))
+			if err != nil {
+				continue // gone, or not ours to read: tried again next time
+			}
+			e.env, e.ok = ParseRankEnv(b)
+			c[pid] = e
 		}
-		if e, ok := ParseRankEnv(b); ok {
-			envs = append(envs, e)
+		if e.ok {
+			envs = append(envs, e.env)
+		}
+	}
+	for pid := range c {
+		if !seen[pid] {
+			delete(c, pid)
 		}
 	}
 	return NodeRanks(envs, launched)
@@ -178,6 +207,9 @@ func (s *Sampler) Ranks() []int {
 	}
 	pids = slices.DeleteFunc(slices.Clone(pids), s.excluded)
 	var ranks []int
-	ranks, s.launched = ReadRanks(s.Root, pids, s.launched)
+	if s.rankEnvs == nil {
+		s.rankEnvs = rankCache{}
+	}
+	ranks, s.launched = readRanks(s.Root, pids, s.launched, s.rankEnvs)
 	return ranks
 }

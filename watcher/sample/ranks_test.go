@@ -165,3 +165,19 @@ func intsString(v []int) string {
 	}
 	return "[" + strings.Join(s, ",") + "]"
 }
+
+// TestRankCacheReadsOnce: a process's environment is read once while it
+// lives (the cached answer is used, not the file), and a pid that left the
+// list is forgotten.
+func TestRankCacheReadsOnce(t *testing.T) {
+	root := t.TempDir()
+	c := rankCache{7: {env: RankEnv{Rank: 3, From: "RANK", Launcher: true}, ok: true}, 8: {env: RankEnv{Rank: 5, From: "RANK", Launcher: true}, ok: true}}
+	// pid 7 has no /proc entry under root: only the cache can give its rank.
+	ranks, _ := readRanks(root, []int{7}, false, c)
+	if len(ranks) != 1 || ranks[0] != 3 {
+		t.Errorf("ranks %v, want [3] from the cache", ranks)
+	}
+	if _, kept := c[8]; kept || len(c) != 1 {
+		t.Errorf("cache %v: pid 8 left the list and must be forgotten", c)
+	}
+}

@@ -88,7 +88,8 @@ type Sampler struct {
 	path       []byte
 	files      procFiles
 	defaultMax int
-	launched   bool // a launcher's rank variable was seen (Ranks)
+	launched   bool      // a launcher's rank variable was seen (Ranks)
+	rankEnvs   rankCache // each process's rank variables, read once (Ranks)
 }
 
 // missing collects Missing entries, bounded per kind.
