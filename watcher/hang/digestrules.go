@@ -261,10 +261,16 @@ func signalled(line string) bool {
 }
 
 // peerHost is the host a peer-closed line names: by address (in.Addrs,
-// the layout's), or by the node's own name (Open MPI's "Peer host:").
+// the layout's), by the rank a coordinated task's name carries (JAX's
+// "/job:jax_worker/replica:0/task:3", through the layout's ranks), or by
+// the node's own name (Open MPI's "Peer host:").
 func peerHost(in DigestInput, peer string) (string, bool) {
 	if h, ok := in.Addrs[peer]; ok {
 		return h, true
+	}
+	if r, ok := joblog.CoordinatedTask(peer); ok {
+		h := in.Layout.RankHost(r)
+		return h, h != ""
 	}
 	h := in.Layout.Node(peer)
 	return h, h != ""

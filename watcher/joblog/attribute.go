@@ -180,3 +180,22 @@ func (l Layout) RankHost(rank int) string {
 	}
 	return ""
 }
+
+// reCoordinatedTask is a task's name in the XLA/TensorFlow coordination
+// service that JAX's distributed runtime runs: "/job:jax_worker/replica:0/task:3",
+// whose task id is the process's JAX process id (its rank).
+var reCoordinatedTask = regexp.MustCompile(`^/job:[\w-]+/replica:\d+/task:(\d+)$`)
+
+// CoordinatedTask returns the rank a coordination service's task name
+// carries, and whether s is one.
+func CoordinatedTask(s string) (int, bool) {
+	m := reCoordinatedTask.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n >= 1<<20 {
+		return 0, false
+	}
+	return n, true
+}

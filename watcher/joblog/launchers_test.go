@@ -15,6 +15,7 @@ var launcherRules = map[string][]string{
 	"horovod": {"horovod-stalled-ranks", "horovod-stall-warning"},
 	"hccl":    {"hccl-transport-init", "hccl-connect-timeout"},
 	"lustre":  {"lustre-connection-lost"},
+	"jax":     {"jax-heartbeat-timeout"},
 }
 
 // TestLauncherRules: per emitter, each rule is shipped with its origin
