@@ -27,12 +27,9 @@ var ErrReplayArgs = errors.New("replay: bad trace list")
 // would be (and the digests the pulse or strong evidence gave sooner).
 // When html is not "", Replay also writes the replay as one self-contained
 // HTML page to that file (hangview.Render; replaced atomically), even when
-// no verdict was possible. It acts on nothing.
+// no verdict was possible. It acts on nothing. s are final and valid
+// (Resolve).
 func Replay(paths []string, html string, s Settings, stdin io.Reader, stdout, stderr io.Writer) error {
-	s = s.Final()
-	if err := s.Validate(nil); err != nil {
-		return err
-	}
 	if err := UseSiteRules(s); err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ type Sources struct {
 
 // Resolved is vigil-watch's settings for a job.
 type Resolved struct {
-	// Settings are the validated settings (Final not applied).
+	// Settings are the final, validated settings (Final applied): Watch
+	// and Replay use them as they are.
 	Settings Settings
 	// Skip says why not to watch at all ("" to watch); Settings is then
 	// the file's and defaults'.
@@ -119,7 +120,8 @@ func Resolve(src Sources) (Resolved, error) {
 	if _, ok := src.Flags["period"]; ok {
 		s.PeriodIsDefault = false
 	}
-	if err := s.Final().Validate(src.File); err != nil {
+	s = s.Final()
+	if err := s.Validate(src.File); err != nil {
 		return out, &InvalidError{Errs: ov.Explain(src.File, err, env, src.Flags)}
 	}
 	out.Settings = s

@@ -27,7 +27,7 @@ import (
 
 // Options is everything vigil-watch needs beyond the [watch] settings.
 type Options struct {
-	Settings Settings // merged file, environment and flags; Final() applied by Watch
+	Settings Settings // merged file, environment and flags, final and validated (Resolve)
 	// Record appends every sample as a trace line to this file (%j and %N
 	// expanded, see RecordPath); "" records nothing.
 	Record string
@@ -60,9 +60,10 @@ var ErrNotInJob = errors.New("vigil-watch must run inside a Slurm job (srun --ov
 
 // Watch watches the job this process runs in, on this node, until the job
 // leaves the node or ctx ends (SIGTERM). Both end it cleanly with nil.
+// o.Settings are final and valid (Resolve): the settings are decided once.
 func Watch(ctx context.Context, o Options) error {
-	s := o.Settings.Final()
-	if err := errors.Join(s.Validate(nil), UseSiteRules(s)); err != nil {
+	s := o.Settings
+	if err := UseSiteRules(s); err != nil {
 		return err
 	}
 	log := o.Log
