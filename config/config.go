@@ -326,6 +326,14 @@ func ReadCounts() (parses int, decodes map[string]int) {
 // defined on. It understands table headers, dotted and quoted keys and
 // skips multi-line strings and arrays; it is only used to put line numbers
 // into error messages.
+//
+// Why not the decoder's positions: BurntSushi/toml keeps each key's
+// position unexported (MetaData.keyInfo), and go-toml/v2's DecodeError
+// has a position only for a document that fails to decode; vigil's errors
+// are mostly about values that decode well and are wrong (a window of
+// 0s, an unknown check), whose key's line only a key-to-line map gives
+// (go-toml/v2's parser exposes it only in its unstable package, which
+// promises no compatibility).
 func keyLines(data []byte) map[string]int {
 	lines := map[string]int{}
 	table := ""

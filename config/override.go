@@ -27,6 +27,13 @@ import (
 // Overrides each: the values as given (Env, Flags), parsed by the field's
 // kind (Apply), errors about them in one wording (OverrideError), and the
 // OVERRIDES lines of --help (Help, PrintFlags).
+//
+// Why not a flags-and-environment library (peterbourgon/ff, spf13/viper,
+// kelseyhightower/envconfig): they give the precedence, but their errors
+// name a value, not where it came from, and none can say "the job's
+// VIGIL_HANG_DETECT_TIME, clamped by [policy] at vigil.toml:12" or name the
+// flag of the key a derived value follows; the flags themselves are the
+// standard library's, so the table adds only what those errors need.
 type Overrides struct {
 	// Section is the section's name ("prolog").
 	Section string
