@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -46,7 +47,7 @@ func TestRetestHint(t *testing.T) {
 		{[]string{"net-bandwidth"}, []string{"net-bandwidth is tested only by the prolog of a job on n3 and its peers", "resume it (scontrol update NodeName=n3 State=RESUME)"}, "--checks net-bandwidth"},
 		{[]string{"disk", "net-connect"}, []string{"--checks disk;", "net-connect is tested only by the prolog"}, "--checks disk,net-connect"},
 	} {
-		got := retestHint("n3", tt.checks)
+		got := notice.RetestHint("n3", tt.checks)
 		for _, w := range tt.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%v: %q lacks %q", tt.checks, got, w)

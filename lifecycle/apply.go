@@ -7,8 +7,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -28,7 +29,7 @@ func (r *run) act(ctx context.Context) int {
 // exit code; they never turn into a drain on a doubt.
 func (r *run) apply(ctx context.Context, p decide.Plan) int {
 	r.rep.Verdict = p.Verdict
-	r.admins.guarded(ctx, p.Guarded)
+	r.admins.Guarded(ctx, p.Guarded)
 	switch p.Step {
 	case decide.StepHold:
 		r.hold(ctx, p)
@@ -64,11 +65,11 @@ func (r *run) apply(ctx context.Context, p decide.Plan) int {
 // hold requeues the job held: the budget ran out with on_budget_expiry = hold.
 func (r *run) hold(ctx context.Context, p decide.Plan) {
 	r.rep.Action = p.Action
-	cli := r.sl.client()
+	cli := r.sl.Client()
 	if cli == nil {
 		return
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
 	if err := cli.Requeue(cctx, r.job.ID, true); err != nil {
 		r.rep.Action.Error = err.Error()
@@ -87,20 +88,20 @@ func (r *run) hold(ctx context.Context, p decide.Plan) {
 func (r *run) drain(ctx context.Context, p decide.Plan) int {
 	rep := r.rep
 	if p.Comment != "" {
-		r.cw.failed(ctx, p.Comment)
+		r.cw.Failed(ctx, p.Comment)
 	}
 	if p.NotifyUser {
 		defer func() {
-			notifyUser(ctx, r.user, r.rep, r.job, resultDir(r.s.Prolog, r.o.Lookup), r.sl, r.log, r.notes)
+			notice.NotifyUser(ctx, r.user, r.rep, r.job, record.ResultDir(r.s.Prolog, r.o.Lookup), r.sl, r.log, r.notes.add)
 		}()
 	}
 	rep.Action = p.Action
-	cli := r.sl.client()
+	cli := r.sl.Client()
 	if cli == nil {
-		r.admins.drained(ctx, p)
+		r.admins.Drained(ctx, p)
 		return p.Exit
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
 	var err error
 	if !p.KeepDown {
@@ -141,7 +142,7 @@ func (r *run) drain(ctx context.Context, p decide.Plan) int {
 		r.log.WithField("reason", p.Drain.Reason).Warn("node drained")
 	}
 	r.remedy(ctx, p)
-	r.admins.drained(ctx, p)
+	r.admins.Drained(ctx, p)
 	r.requeueJob(ctx, p.Requeue)
 	return p.Exit
 }
@@ -163,9 +164,9 @@ func (r *run) requeueJob(ctx context.Context, q decide.Requeue) {
 		log.Warn("the job was requeued [prolog] max_requeues times already: Slurm holds it (release it with scontrol release JOBID)")
 		return
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
-	if err := r.sl.client().Requeue(cctx, r.job.ID, false); err != nil {
+	if err := r.sl.Client().Requeue(cctx, r.job.ID, false); err != nil {
 		r.rep.Action.Requeue = "not requeued by vigil: " + err.Error()
 		log.WithError(err).Info("requeueing the job (another node of the job may have done it, or it is not a batch job): Slurm requeues and holds it")
 		return
@@ -179,13 +180,13 @@ func (r *run) requeueJob(ctx context.Context, q decide.Requeue) {
 func (r *run) stay(ctx context.Context, p decide.Plan) {
 	rep := r.rep
 	if p.Comment != "" {
-		r.cw.failed(ctx, p.Comment)
+		r.cw.Failed(ctx, p.Comment)
 	}
 	rep.Action = p.Action
 	rep.Action.Done = true
 	r.notes.add("%s", p.Note)
 	kept := decide.KeptSummary(p.Drain.Kept)
-	hint := retestHint(rep.Node, decide.KeptNames(p.Drain.Kept))
+	hint := notice.RetestHint(rep.Node, decide.KeptNames(p.Drain.Kept))
 	if decide.NeedsService(p.Drain.Reason) {
 		hint = "service it, then resume by hand: scontrol update NodeName=" + rep.Node + " State=RESUME"
 	}
@@ -194,9 +195,9 @@ func (r *run) stay(ctx context.Context, p decide.Plan) {
 	if !p.Rewrite {
 		return
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
-	if err := r.sl.client().Drain(cctx, rep.Node, p.Drain.Reason); err != nil {
+	if err := r.sl.Client().Drain(cctx, rep.Node, p.Drain.Reason); err != nil {
 		rep.Action.Done = false
 		rep.Action.Error = err.Error()
 		r.log.WithError(err).Error("rewriting vigil's drain reason")
@@ -207,9 +208,9 @@ func (r *run) stay(ctx context.Context, p decide.Plan) {
 func (r *run) resume(ctx context.Context, p decide.Plan) {
 	rep := r.rep
 	rep.Action = p.Action
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
-	resumed, err := r.sl.client().Resume(cctx, rep.Node)
+	resumed, err := r.sl.Client().Resume(cctx, rep.Node)
 	switch {
 	case err != nil:
 		rep.Action.Error = err.Error()
@@ -218,39 +219,4 @@ func (r *run) resume(ctx context.Context, p decide.Plan) {
 		rep.Action.Done = true
 		r.log.WithFields(logrus.Fields{"reason": p.Action.Reason, "lifted": strings.Join(p.Drain.Lifted, ",")}).Info("node resumed: every check its vigil reason named ran and passed")
 	}
-}
-
-// registered reports whether a check exists in this build.
-func registered(name string) bool {
-	_, ok := benchmarks.Lookup(name)
-	return ok
-}
-
-// retestHint says how to re-test checks on node, for logs and notices: a
-// local check with `vigil-prolog --node N --checks ...`; a cross-node
-// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
-// the node and its peers, so the way is to resume the node once its cause
-// is fixed and let the next multi-node job's prolog check it again.
-func retestHint(node string, checks []string) string {
-	var local, cross []string
-	for _, c := range checks {
-		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
-			cross = append(cross, c)
-		} else {
-			local = append(local, c)
-		}
-	}
-	resume := "scontrol update NodeName=" + node + " State=RESUME"
-	var parts []string
-	if len(local) > 0 {
-		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
-	}
-	if len(cross) > 0 {
-		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
-			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
-	}
-	if len(local) > 0 || len(cross) == 0 {
-		parts = append(parts, "or resume by hand: "+resume)
-	}
-	return strings.Join(parts, "; ")
 }

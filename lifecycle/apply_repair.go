@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // rebooter is the part of slurm.Client that asks for a node's reboot.
@@ -79,7 +80,7 @@ func (r *run) remember(m *decide.RemedyPlan) {
 // reset runs the reset command within [repair] reset_timeout and the
 // run's budget, in its own process group.
 func (r *run) reset(ctx context.Context, argv []string) error {
-	cctx, cancel := within(ctx, r.s.Repair.ResetTimeout, r.deadline)
+	cctx, cancel := session.Within(ctx, r.s.Repair.ResetTimeout, r.deadline)
 	defer cancel()
 	out, err := osutil.Command(cctx, time.Second, argv...).CombinedOutput()
 	if err == nil {
@@ -100,11 +101,11 @@ func (r *run) reset(ctx context.Context, argv []string) error {
 
 // reboot asks Slurm to reboot the node.
 func (r *run) reboot(ctx context.Context, req slurm.Reboot) error {
-	rb, ok := r.sl.rawClient().(rebooter)
+	rb, ok := r.sl.RawClient().(rebooter)
 	if !ok {
 		return errors.New("the Slurm client cannot ask for reboots")
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
 	return rb.Reboot(cctx, r.rep.Node, req)
 }

@@ -13,10 +13,12 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/munge"
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // The cross-node checks (net-connect, net-bandwidth, rdma-peers,
@@ -107,9 +109,9 @@ type crossPhase struct {
 	job      *slurm.Job
 	node     string
 	deadline time.Time
-	sl       *slurmAccess
+	sl       *session.Access
 	// admins sends the coordinator's bad-link notice.
-	admins *admins
+	admins *notice.Admins
 	log    logrus.FieldLogger
 }
 
@@ -200,8 +202,8 @@ func (c crossPhase) badLinks(ctx context.Context, o crossnet.Outcome) (mine []re
 	text := fmt.Sprintf("vigil: job %s: bad link %s; nobody was drained (link-fault: both ends work with the job's other nodes, so the path between them is at fault: check its cabling, switch ports, routes and firewalls; undecided: the measurements could not tell which end)",
 		c.job.ID, strings.Join(names, ", "))
 	c.log.WithField("bad_links", strings.Join(names, ", ")).Warn(text)
-	if o.Coordinator && c.s.Notify.Enabled() && !c.sl.dryRun {
-		c.admins.send(ctx, "bad_link", []string{crossnet.Connect}, text,
+	if o.Coordinator && c.s.Notify.Enabled() && !c.sl.DryRun {
+		c.admins.Send(ctx, "bad_link", []string{crossnet.Connect}, text,
 			map[string]any{"event": "bad_link", "job": c.job.ID, "node": c.node, "links": o.BadLinks})
 	}
 	return mine, names
@@ -234,7 +236,7 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 	for _, n := range names {
 		timeouts[n] = checkTimeout(c.s.Prolog, n)
 	}
-	conf := c.sl.settings(ctx)
+	conf := c.sl.Settings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")
 	if !slurm.PrologFlagsAlloc(flags) {
 		return crossnet.Phase{}, crossnet.ReasonNotTogether,
@@ -244,7 +246,7 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 	if err != nil {
 		return crossnet.Phase{}, crossnet.ReasonSetup, err
 	}
-	addrs, err := c.sl.nodeAddrs(ctx, cfg.Nodes)
+	addrs, err := c.sl.NodeAddrs(ctx, cfg.Nodes)
 	if err != nil {
 		return crossnet.Phase{}, crossnet.ReasonSetup, fmt.Errorf("node addresses: %w", err)
 	}
@@ -260,8 +262,8 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
 	var relay crossnet.Relay
-	if ac, ok := c.sl.rawClient().(adminCommenter); ok {
-		relay = jobRelay{c: ac, job: cfg.Job, bound: c.sl.bound}
+	if ac, ok := c.sl.RawClient().(adminCommenter); ok {
+		relay = jobRelay{c: ac, job: cfg.Job, bound: c.sl.Bound}
 	}
 	return crossnet.Phase{Job: cfg.Job, Restart: cfg.Restart, Self: cfg.Self, Nodes: cfg.Nodes, Addrs: addrs,
 		Checks: names, Connect: *conn, Bandwidth: *bw, Auth: rendezvous.Munge{Client: m}, Log: c.log,

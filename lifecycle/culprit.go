@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/hangreport"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -116,7 +117,7 @@ var jobReports = JobReports
 // facts as after every job, within the same budget, and the note says so;
 // the performance probes wait for the next prolog's suite. A missing
 // directory or an unreadable report is logged and noted.
-func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes, a *admins) bool {
+func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup func(string) (string, bool), deadline time.Time, log logrus.FieldLogger, n notes, a *notice.Admins) bool {
 	if job == nil || job.ID == "" {
 		return false
 	}
@@ -166,8 +167,8 @@ func culpritClaims(job *slurm.Job, node string, ws watchcfg.Settings, lookup fun
 		n.add("recheck: ignoring a vigil-watch hang report: %v", p)
 		log.WithError(p).Warn("recheck: ignoring an unreadable hang report")
 	}
-	if rep, others, ok := coordinatorDigest(res.found, node); ok && a != nil {
-		a.forwardHangDigest(rep, others, deadline)
+	if rep, others, ok := notice.CoordinatorDigest(res.found, node); ok && a != nil {
+		a.ForwardHangDigest(rep, others, deadline)
 	}
 	for _, rep := range blaming(res.found, node) {
 		n.add("recheck: named as culprit by vigil-watch in %s%s; a hang report is written by the job's own processes, "+

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // When vigil cannot drain a node whose prolog failed (slurmctld down,
@@ -94,13 +95,13 @@ type reasonResumer interface {
 // is then dropped from st), and returns the action taken. It returns false
 // when the client cannot resume by reason or the node no longer carries
 // Slurm's reason.
-func liftPrologError(ctx context.Context, sl *slurmAccess, st failedDrainStore, node string, fd decide.FailedDrain, log logrus.FieldLogger) (report.Action, bool) {
-	rr, canResume := sl.rawClient().(reasonResumer)
+func liftPrologError(ctx context.Context, sl *session.Access, st failedDrainStore, node string, fd decide.FailedDrain, log logrus.FieldLogger) (report.Action, bool) {
+	rr, canResume := sl.RawClient().(reasonResumer)
 	if !canResume {
 		return report.Action{}, false
 	}
 	act := report.Action{Kind: report.ActionResume, Reason: decide.SlurmPrologError, Lifted: []string{decide.SlurmPrologError}}
-	cctx, cancel := sl.bound(ctx)
+	cctx, cancel := sl.Bound(ctx)
 	defer cancel()
 	resumed, err := rr.ResumeIfReason(cctx, node, decide.SlurmPrologError)
 	if err != nil {

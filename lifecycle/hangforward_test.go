@@ -83,38 +83,14 @@ func TestEpilogForwardsCoordinatorDigest(t *testing.T) {
 			}
 			b := got[0].Body
 			text, _ := b["text"].(string)
-			if b["from"] != fromJobWatcher || b["node"] != "n1" || !strings.Contains(text, "reported by the job's watcher") ||
+			if b["from"] != "job-watcher" || b["node"] != "n1" || !strings.Contains(text, "reported by the job's watcher") ||
 				!strings.Contains(text, newest) || !strings.Contains(text, "n2 (TransportErrors)") ||
 				!strings.Contains(text, "1 earlier digest report(s)") || len(text) > 1500 {
 				t.Errorf("body %v: want the newest digest from the job's watcher, cut", b)
 			}
-			if n := out.Report.Notices; len(n) != 1 || n[0].Kind != noticeHangDigest || !n[0].Sent || n[0].To != "webhook" {
+			if n := out.Report.Notices; len(n) != 1 || n[0].Kind != "hang-digest" || !n[0].Sent || n[0].To != "webhook" {
 				t.Errorf("notices %+v: want one sent hang-digest notice", n)
 			}
 		})
-	}
-}
-
-// TestCoordinatorDigest: only a coordinator's digest report about node
-// counts, the newest of them; members' and other hosts' do not.
-func TestCoordinatorDigest(t *testing.T) {
-	t0 := time.Date(2026, 11, 29, 10, 30, 0, 0, time.UTC)
-	d := &hangreport.Digest{Cause: "network"}
-	all := []hangreport.Report{
-		{Event: hangreport.EventHung, Host: "n1", Time: t0.Add(time.Hour), Coordinator: true, Digest: d, Path: "new"},
-		{Event: hangreport.EventHung, Host: "n1", Time: t0, Coordinator: true, Digest: d, Path: "old"},
-		{Event: hangreport.EventHung, Host: "n1", Time: t0.Add(2 * time.Hour), Digest: d, Path: "member"},
-		{Event: hangreport.EventHung, Host: "n1", Time: t0.Add(2 * time.Hour), Coordinator: true, Path: "no digest"},
-		{Event: hangreport.EventRecovered, Host: "n1", Time: t0.Add(2 * time.Hour), Coordinator: true, Digest: d, Path: "recovered"},
-		{Event: hangreport.EventHung, Host: "n2", Time: t0.Add(2 * time.Hour), Coordinator: true, Digest: d, Path: "n2"},
-	}
-	if r, others, ok := coordinatorDigest(all, "n1"); !ok || r.Path != "new" || others != 1 {
-		t.Errorf("n1: %q, %d, %v: want new, 1 other", r.Path, others, ok)
-	}
-	if r, _, ok := coordinatorDigest(all, "n3"); ok {
-		t.Errorf("n3: %q: want none", r.Path)
-	}
-	if _, _, ok := coordinatorDigest(all, ""); ok {
-		t.Error("no node name: want none")
 	}
 }

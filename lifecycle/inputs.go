@@ -6,6 +6,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/leftovers"
 )
 
 // inputs gathers what Decide needs once the checks ran, reading no more
@@ -20,7 +21,7 @@ func (r *run) inputs(ctx context.Context) decide.Inputs {
 		Results: r.rep.Results, BudgetExpired: r.rep.BudgetExpired, JobFailing: r.jobFailing, Registered: registered,
 		Rules: decide.Rules{OnBudgetExpiry: s.Prolog.OnBudgetExpiry, MaxRequeues: s.Prolog.MaxRequeues,
 			JobComment: r.rep.Config.Valid && s.Prolog.JobComment, Guard: s.Guard, Notify: s.Notify.Enabled(),
-			UserNotify: r.user.choice.Any(), Repair: s.Repair}}
+			UserNotify: r.user.Choice.Any(), Repair: s.Repair}}
 	if r.job != nil {
 		in.Job = &decide.JobFacts{ID: r.job.ID, RestartCount: r.job.RestartCount, Devices: r.job.GPUs}
 	}
@@ -32,17 +33,17 @@ func (r *run) inputs(ctx context.Context) decide.Inputs {
 		if in.DryRun && in.Rules.Guard.MaxShare > 0 {
 			r.notes.add("the guard ([guard]) was not consulted: dry runs do not query Slurm")
 		}
-		in.Slurm.Fleet = r.sl.readFleet(ctx)
+		in.Slurm.Fleet = r.sl.ReadFleet(ctx)
 	}
 	in.Now = r.o.Now()
 	if in.Rules.Repair.Enabled && len(decide.FailedChecks(in.Results)) > 0 {
 		in.Repair = r.repairView(ctx, in)
 	}
-	cli := r.sl.client()
+	cli := r.sl.Client()
 	if cli == nil {
 		return in
 	}
-	cctx, cancel := r.sl.bound(ctx)
+	cctx, cancel := r.sl.Bound(ctx)
 	defer cancel()
 	n, err := cli.Node(cctx, r.rep.Node)
 	if err != nil {
@@ -63,13 +64,13 @@ func (r *run) inputs(ctx context.Context) decide.Inputs {
 // whether a process holds each failed device.
 func (r *run) repairView(ctx context.Context, in decide.Inputs) decide.RepairView {
 	v := decide.RepairView{History: remedies(stateDir(r.o), r.notes, r.log).read(in.Node)}
-	v.RebootProgram, v.RebootKnown = r.sl.rebootProgram(ctx)
+	v.RebootProgram, v.RebootKnown = r.sl.RebootProgram(ctx)
 	if in.Job != nil {
 		return v // no reset inside a job: nothing more to read
 	}
 	h := r.o.Holders
 	if h == nil {
-		h = ProcFS{Root: r.o.Root}
+		h = leftovers.ProcFS{Root: r.o.Root}
 	}
 	for _, res := range in.Results {
 		row, index, ok := decide.DeviceOf(res.Device)
@@ -86,4 +87,10 @@ func (r *run) repairView(ctx context.Context, in decide.Inputs) decide.RepairVie
 		}
 	}
 	return v
+}
+
+// registered reports whether a check exists in this build.
+func registered(name string) bool {
+	_, ok := benchmarks.Lookup(name)
+	return ok
 }

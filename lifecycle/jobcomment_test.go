@@ -8,6 +8,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -21,16 +22,16 @@ func TestJobComment(t *testing.T) {
 		{"vigil's part replaced", "my run 7; vigil: checking 2 nodes", "vigil: passed (38 s)", "my run 7; vigil: passed (38 s)"},
 		{"only vigil's part", "vigil: checking 2 nodes", "vigil: passed (3 s)", "vigil: passed (3 s)"},
 		{"the watcher's part replaced", "a; vigil: hung since 2026-11-29T10:00:00Z on n1", "vigil: passed (3 s)", "a; vigil: passed (3 s)"},
-		{"vigil's part bounded", "u", "vigil: " + long, "u; vigil: " + long[:MaxCommentStatus-len("vigil: ")-3] + "..."},
+		{"vigil's part bounded", "u", "vigil: " + long, "u; vigil: " + long[:notice.MaxCommentStatus-len("vigil: ")-3] + "..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := JobComment(tt.old, tt.status)
+			got := notice.JobComment(tt.old, tt.status)
 			if got != tt.want {
 				t.Errorf("JobComment(%q, %q) = %q, want %q", tt.old, tt.status, got, tt.want)
 			}
-			if _, mine := SplitJobComment(got); len(mine) > MaxCommentStatus {
-				t.Errorf("vigil's part is %d bytes, want at most %d", len(mine), MaxCommentStatus)
+			if _, mine := notice.SplitJobComment(got); len(mine) > notice.MaxCommentStatus {
+				t.Errorf("vigil's part is %d bytes, want at most %d", len(mine), notice.MaxCommentStatus)
 			}
 		})
 	}
@@ -48,35 +49,35 @@ func TestStatuses(t *testing.T) {
 	if got, want := decide.NodeFailure("n3", nil), "n3 failed"; got != want {
 		t.Errorf("NodeFailure without results = %q, want %q", got, want)
 	}
-	if got, want := CheckingStatus(4), "vigil: checking 4 nodes"; got != want {
+	if got, want := notice.CheckingStatus(4), "vigil: checking 4 nodes"; got != want {
 		t.Errorf("CheckingStatus = %q", got)
 	}
-	if got, want := CheckingStatus(1), "vigil: checking 1 node"; got != want {
+	if got, want := notice.CheckingStatus(1), "vigil: checking 1 node"; got != want {
 		t.Errorf("CheckingStatus(1) = %q", got)
 	}
-	if got, want := PassedStatus(37600*time.Millisecond), "vigil: passed (38 s)"; got != want {
+	if got, want := notice.PassedStatus(37600*time.Millisecond), "vigil: passed (38 s)"; got != want {
 		t.Errorf("PassedStatus = %q, want %q", got, want)
 	}
-	one := FailedStatus("vigil: checking 4 nodes", "n3", "n3 failed gemm (GEMMBelowThreshold gpu5)")
+	one := notice.FailedStatus("vigil: checking 4 nodes", "n3", "n3 failed gemm (GEMMBelowThreshold gpu5)")
 	if want := "vigil: n3 failed gemm (GEMMBelowThreshold gpu5); job requeued"; one != want {
 		t.Errorf("FailedStatus = %q, want %q", one, want)
 	}
-	two := FailedStatus(one, "n2", "n2 failed disk (DiskFull)")
+	two := notice.FailedStatus(one, "n2", "n2 failed disk (DiskFull)")
 	if want := "vigil: n2 failed disk (DiskFull); n3 failed gemm (GEMMBelowThreshold gpu5); job requeued"; two != want {
 		t.Errorf("FailedStatus merged = %q, want %q", two, want)
 	}
-	again := FailedStatus(two, "n3", "n3 failed nccl")
+	again := notice.FailedStatus(two, "n3", "n3 failed nccl")
 	if want := "vigil: n2 failed disk (DiskFull); n3 failed nccl; job requeued"; again != want {
 		t.Errorf("FailedStatus of the same node = %q, want %q", again, want)
 	}
-	long := FailedStatus("", "n1", "n1 failed "+strings.Repeat("c", 400))
-	if len(long) > MaxCommentStatus || !strings.HasSuffix(long, "...; job requeued") {
-		t.Errorf("long FailedStatus = %q (%d bytes)", long, len(long))
+	long := notice.FailedStatus("", "n1", "n1 failed "+strings.Repeat("c", 400))
+	if len(long) > notice.MaxCommentStatus || !strings.HasSuffix(long, "...; job requeued") {
+		t.Errorf("long notice.FailedStatus = %q (%d bytes)", long, len(long))
 	}
-	if got := FirstNode([]string{"n2", "n10", "n1"}, "n2"); got != "n1" {
+	if got := notice.FirstNode([]string{"n2", "n10", "n1"}, "n2"); got != "n1" {
 		t.Errorf("FirstNode = %q, want n1", got)
 	}
-	if got := FirstNode(nil, "n2"); got != "n2" {
+	if got := notice.FirstNode(nil, "n2"); got != "n2" {
 		t.Errorf("FirstNode(nil) = %q, want n2", got)
 	}
 }

@@ -9,7 +9,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -20,109 +19,14 @@ import (
 	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/internal/vendors"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/leftovers"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
-
-// Slurm is the part of slurm.Client the lifecycle uses.
-type Slurm interface {
-	Node(ctx context.Context, name string) (slurm.Node, error)
-	Drain(ctx context.Context, node, reason string) error
-	Resume(ctx context.Context, node string) (bool, error)
-	Requeue(ctx context.Context, id string, hold bool) error
-	NodeGresGPUs(ctx context.Context, node string) (int, error)
-}
-
-// Options configure one run.
-type Options struct {
-	// Program is the binary's name for reports ("vigil-prolog").
-	Program string
-	// Mode is prolog, epilog, health or validate.
-	Mode decide.Mode
-	// ConfigPath is the config file; "" means config.DefaultPath.
-	ConfigPath string
-	// ConfigExplicit is set when the path was given (--config or
-	// VIGIL_CONFIG): then a missing file is a config error.
-	ConfigExplicit bool
-	// DryRun runs every check and reports what vigil would do, changing
-	// nothing: no drain, resume, hold or kill, no Slurm queries, and no
-	// files unless report_dir/textfile were set by flag or environment.
-	DryRun bool
-	// Node overrides the node name (else SLURMD_NODENAME, else the host name).
-	Node string
-	// Lookup reads the environment; nil means os.LookupEnv.
-	Lookup func(string) (string, bool)
-	// Flags are [prolog] overrides from the command line (see Overridable).
-	Flags map[string]string
-	// Slurm is the Slurm client; nil means a slurm.Client built from [prolog].
-	Slurm Slurm
-	// Exe is the binary re-executed for isolated checks; "" means this one.
-	Exe string
-	// Root is the file system root for device probing and /proc; "" means "/".
-	Root string
-	// Out receives the readable report; nil means none.
-	Out io.Writer
-	// Progress receives live progress (a terminal); nil means none.
-	Progress io.Writer
-	// Log receives structured logs; nil means logrus's standard logger.
-	Log logrus.FieldLogger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Holders finds processes holding the job's devices (epilog); nil means ProcFS at Root.
-	Holders DeviceHolders
-	// Signaler kills them; nil means OSSignaler.
-	Signaler Signaler
-	// Sleep waits between SIGTERM and SIGKILL, and before the job's
-	// comment is looked at again; nil means time.Sleep.
-	Sleep func(time.Duration)
-	// StateDir holds the record paths of the last valid config (see
-	// RecordPaths); "" means VIGIL_STATE_DIR, else DefaultStateDir.
-	StateDir string
-}
-
-// Outcome is what a run decided.
-type Outcome struct {
-	// Report is the run's report (also written to disk when configured).
-	Report *report.Report
-	// ReportPath is where the JSON report went, "" when none was written.
-	ReportPath string
-	// ExitCode is what the program should exit with.
-	ExitCode int
-}
-
-// run is one run's state, from its start to its report: the parts it
-// hands out (notes, sl, admins, cw) are built once and passed explicitly.
-type run struct {
-	o   Options
-	s   *settings.Settings
-	rep *report.Report
-	log logrus.FieldLogger
-	job *slurm.Job
-	// notes are the report's notes.
-	notes notes
-	// sl is the run's Slurm access, built once the settings and the
-	// budget are final (after the job's choices); nil before.
-	sl *slurmAccess
-	// admins tells the admins and records the guard (built with sl).
-	admins *admins
-	// deadline is when the whole run must be over (the budget).
-	deadline time.Time
-	// jobChecks is set when the job chose its own checks (--vigil-checks):
-	// a node vigil drained for a check the job did not run stays drained.
-	jobChecks bool
-	// cw writes the job's comment; nil when none is written (and before
-	// the checks).
-	cw *commentWriter
-	// user is how the job's user is told of a failure (usernotify.go).
-	user userNotice
-	// badLinks are the job's bad links that blame nobody ("n2-n3
-	// (link-fault)"), for the job's comment.
-	badLinks []string
-	// jobFailing is, per check, the nodes of the job that failed it, as
-	// the cross-node phase's coordinator counted them (nil without one).
-	jobFailing map[string][]string
-}
 
 // Run runs the suite once and acts on the verdict. It returns inside the
 // configured budget (plus the time to kill a hung child), never panics on a
@@ -158,15 +62,15 @@ func Run(ctx context.Context, o Options) Outcome {
 	r.rep.ExitCode = code
 	r.rep.Duration = o.Now().Sub(start)
 	if !o.DryRun && o.Mode == decide.ModeProlog && r.job != nil && r.s != nil && r.rep.Config.Valid {
-		writeJobResult(r.rep, r.job, resultDir(r.s.Prolog, o.Lookup), r.s.Prolog.ResultDir == config.ResultDirWorkdir, r.log, r.notes)
+		record.WriteRunResult(r.rep, r.job, record.ResultDir(r.s.Prolog, o.Lookup), r.s.Prolog.ResultDir == config.ResultDirWorkdir, r.log, r.notes.add)
 	}
 	if o.Mode == decide.ModeValidate && !o.DryRun && r.s != nil && r.rep.Config.Valid {
 		r.writeValidation(ctx)
 	}
-	path := record(r.rep, r.s, r.job, o.DryRun, r.log, r.notes)
+	path := record.Write(r.rep, r.s, r.job, o.DryRun, r.log, r.notes.add)
 	// After the report: a failing node may look at the comment again.
 	if r.rep.Skipped == "" {
-		r.cw.result(ctx, runEnd{Code: code, Passed: r.rep.Verdict == benchmarks.StatusPass, Took: o.Now().Sub(start), BadLinks: r.badLinks})
+		r.cw.Result(ctx, notice.RunEnd{Code: code, Passed: r.rep.Verdict == benchmarks.StatusPass, Took: o.Now().Sub(start), BadLinks: r.badLinks})
 	}
 	if o.Out != nil {
 		report.Table(o.Out, r.rep)
@@ -199,9 +103,9 @@ func (r *run) do(ctx context.Context) int {
 	r.rep.Config = report.ConfigInfo{Path: s.Path, Found: s.Found, Valid: len(errs) == 0}
 	switch {
 	case len(errs) > 0:
-		useLastRecordPaths(s, stateDir(o), r.rep.Mode, r.log, r.notes)
+		record.UseLastRecordPaths(s, stateDir(o), r.rep.Mode, r.log, r.notes.add)
 	case !o.DryRun: // dry runs change nothing
-		rememberRecordPaths(s, stateDir(o), o.Now(), r.log, r.notes)
+		record.RememberSettings(s, stateDir(o), o.Now(), r.log, r.notes.add)
 	}
 	r.deadline = o.Now().Add(runBudgetOf(o.Mode, s))
 	if runBudgetOf(o.Mode, s) <= 0 {
@@ -219,7 +123,7 @@ func (r *run) do(ctx context.Context) int {
 
 	if o.Mode == decide.ModeProlog && r.job != nil {
 		jc := applyJobChoices(s, o.Lookup, r.rep, r.log, r.notes)
-		r.user.choice = jc.Notify
+		r.user.Choice = jc.Notify
 		if jc.Skip {
 			return decide.ExitOK
 		}
@@ -228,9 +132,8 @@ func (r *run) do(ctx context.Context) int {
 			r.deadline = r.rep.Start.Add(s.Prolog.Budget)
 		}
 	}
-	r.sl = newSlurmAccess(o, s.Prolog, r.deadline, r.log, r.notes)
-	r.admins = &admins{notify: s.Notify, guard: s.Guard, sl: r.sl, rep: r.rep, program: o.Program, now: o.Now,
-		log: r.log, notes: r.notes}
+	r.sl = session.New(s.Prolog, o.Lookup, o.Slurm, o.DryRun, r.deadline, r.log, r.notes.add)
+	r.admins = notice.NewAdmins(s.Notify, s.Guard, r.sl, r.rep, o.Program, o.Now, r.log, r.notes.add)
 
 	if o.Mode == decide.ModeProlog && s.Prolog.Timing == config.TimingAfterRequeue && (r.job == nil || r.job.RestartCount == 0) {
 		r.rep.Skipped = "timing = after-requeue and the job was not requeued (SLURM_RESTART_COUNT = 0)"
@@ -239,18 +142,19 @@ func (r *run) do(ctx context.Context) int {
 	}
 
 	if o.Mode == decide.ModeEpilog {
-		killLeftovers(r.job, s.Epilog, o, &r.rep.Action, r.log, r.notes)
+		leftovers.Kill(r.job, s.Epilog, leftovers.Env{Root: o.Root, Holders: o.Holders, Signaler: o.Signaler, Sleep: o.Sleep, DryRun: o.DryRun},
+			&r.rep.Action, r.log, r.notes.add)
 		if !s.Epilog.Recheck {
 			r.rep.Skipped = "epilog.recheck = false"
-			cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
+			record.CleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes.add)
 			return decide.ExitOK
 		}
 	}
 
 	if o.Mode == decide.ModeProlog && r.job != nil && s.Prolog.JobComment {
-		r.cw = newCommentWriter(r.sl, r.job, r.rep.Node, o.Sleep, &r.user, r.log, r.notes)
+		r.cw = notice.NewCommentWriter(r.sl, r.job, r.rep.Node, o.Sleep, r.user.SawComment, r.log, r.notes.add)
 	}
-	r.cw.checking(ctx)
+	r.cw.Checking(ctx)
 	local, cross, na := splitCrossNode(r.selectChecks(), o.Mode, r.job, o.DryRun)
 	r.rep.NotApplicable = append(r.rep.NotApplicable, na...)
 	out := r.runChecks(ctx, local)
@@ -266,7 +170,7 @@ func (r *run) do(ctx context.Context) int {
 	r.rep.Verdict = benchmarks.Verdict(out.Results)
 	code := r.act(ctx)
 	if o.Mode == decide.ModeEpilog {
-		cleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes)
+		record.CleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes.add)
 	}
 	return code
 }
@@ -337,13 +241,6 @@ func (r *run) selectChecks() []benchmarks.Check {
 	return checks
 }
 
-// runBudget is the part of the budget checks may use; the rest is kept
-// for draining and writing the report.
-func runBudget(total time.Duration) time.Duration {
-	reserve := min(total/5, 15*time.Second)
-	return total - reserve
-}
-
 func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmarks.Outcome {
 	s := r.s
 	env := &benchmarks.Env{Node: r.rep.Node, DryRun: r.o.DryRun}
@@ -352,8 +249,8 @@ func (r *run) runChecks(ctx context.Context, checks []benchmarks.Check) benchmar
 		env.Devices = r.job.GPUs
 	}
 	if !r.o.DryRun {
-		if cli := r.sl.client(); cli != nil {
-			cctx, cancel := r.sl.bound(ctx)
+		if cli := r.sl.Client(); cli != nil {
+			cctx, cancel := r.sl.Bound(ctx)
 			n, err := cli.NodeGresGPUs(cctx, r.rep.Node)
 			cancel()
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/report"
 )
 
@@ -24,7 +25,7 @@ import (
 // update and atomic write (temp file, fsync, rename) under an exclusive
 // lock, so that two runs at once do not lose a record and a crash leaves
 // the old file or the new one. A file that is not valid JSON is kept
-// aside (CorruptName) and a new one started, said loudly: the counts then
+// aside (record.CorruptName) and a new one started, said loudly: the counts then
 // start again from zero.
 
 // remediesFile is the state file of the remedy history; remediesLock its
@@ -82,7 +83,7 @@ func (s remedyStore) load() (remedyState, error) {
 		return st, err
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return remedyState{}, fmt.Errorf("%w: %v", ErrCorruptState, err)
+		return remedyState{}, fmt.Errorf("%w: %v", record.ErrCorruptState, err)
 	}
 	return st, nil
 }
@@ -110,8 +111,8 @@ func (s remedyStore) update(node string, rec decide.RemedyRecord, now time.Time,
 	}
 	st, err := s.load()
 	switch {
-	case errors.Is(err, ErrCorruptState):
-		aside := CorruptName(s.path, now)
+	case errors.Is(err, record.ErrCorruptState):
+		aside := record.CorruptName(s.path, now)
 		if rerr := os.Rename(s.path, aside); rerr != nil {
 			return fmt.Errorf("%v; cannot keep it aside: %w", err, rerr)
 		}

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/slurm"
 )
 
@@ -43,12 +43,12 @@ func TestJobResultFile(t *testing.T) {
 		t.Errorf("result file %v uid %d gid %d, want -rw-r--r-- %d:%d", fi.Mode(), st.Uid, st.Gid, testUID, testGID)
 	}
 	b, _ := os.ReadFile(path)
-	var jr JobResult
+	var jr record.JobResult
 	if err := json.Unmarshal(b, &jr); err != nil {
 		t.Fatal(err)
 	}
 	if jr.Job != "42" || jr.Node != "n1" || jr.Verdict != benchmarks.StatusFail || !jr.Requeued ||
-		len(jr.Failed) != 1 || jr.Failed[0] != (JobResultCheck{Check: "t-fail", Reason: "Broken", Device: "gpu0", Message: "gpu0 is broken"}) ||
+		len(jr.Failed) != 1 || jr.Failed[0] != (record.JobResultCheck{Check: "t-fail", Reason: "Broken", Device: "gpu0", Message: "gpu0 is broken"}) ||
 		jr.Checks["t-pass"] != benchmarks.StatusPass || jr.Action != "drain" {
 		t.Errorf("result file:\n%s", b)
 	}
@@ -79,38 +79,4 @@ func TestJobResultFileWorkdirAndDryRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "vigil-42-n1.json")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestWriteJobResultRefuses(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to chown")
-	}
-	t.Run("a directory of another user", func(t *testing.T) {
-		dir := t.TempDir()
-		if err := os.Chown(dir, 999, 999); err != nil {
-			t.Fatal(err)
-		}
-		err := WriteJobResult(dir, "vigil-1-n1.json", []byte("{}"), testUID, testGID)
-		if !errors.Is(err, ErrResultDir) {
-			t.Errorf("err = %v, want ErrResultDir", err)
-		}
-	})
-	t.Run("a link in place of the file is replaced, not followed", func(t *testing.T) {
-		dir, victim := t.TempDir(), filepath.Join(t.TempDir(), "victim")
-		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(victim, filepath.Join(dir, "vigil-1-n1.json")); err != nil {
-			t.Fatal(err)
-		}
-		if err := WriteJobResult(dir, "vigil-1-n1.json", []byte("{}"), testUID, testGID); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(victim); string(b) != "keep" {
-			t.Errorf("the link's target was written: %q", b)
-		}
-		if fi, _ := os.Lstat(filepath.Join(dir, "vigil-1-n1.json")); fi == nil || !fi.Mode().IsRegular() {
-			t.Errorf("the result is not a regular file: %v", fi)
-		}
-	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/internal/osutil"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 )
 
 // nobodyID is the unprivileged uid and gid the job's user has in these tests.
@@ -110,7 +111,7 @@ func TestAdminResultDirRootOnlyWhereNoUserCanRedirect(t *testing.T) {
 	if err := os.Mkdir(spool, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJobResult(spool, "vigil-1-n1.json", []byte("{}"), nobodyID, nobodyID); err != nil {
+	if err := record.WriteJobResult(spool, "vigil-1-n1.json", []byte("{}"), nobodyID, nobodyID); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(spool, "vigil-1-n1.json"))
@@ -126,9 +127,9 @@ func TestAdminResultDirRootOnlyWhereNoUserCanRedirect(t *testing.T) {
 	if err := os.Mkdir(spool, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = WriteJobResult(spool, "vigil-1-n1.json", []byte("{}"), nobodyID, nobodyID)
-	if !errors.Is(err, ErrResultDir) || !errors.Is(err, osutil.ErrNotPermitted) {
-		t.Fatalf("err = %v, want ErrResultDir: the user may not write there", err)
+	err = record.WriteJobResult(spool, "vigil-1-n1.json", []byte("{}"), nobodyID, nobodyID)
+	if !errors.Is(err, record.ErrResultDir) || !errors.Is(err, osutil.ErrNotPermitted) {
+		t.Fatalf("err = %v, want record.ErrResultDir: the user may not write there", err)
 	}
 	if ents, _ := os.ReadDir(spool); len(ents) != 0 {
 		t.Fatalf("root wrote into %s: %v", spool, ents)

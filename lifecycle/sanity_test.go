@@ -3,10 +3,8 @@ package lifecycle
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -279,38 +277,6 @@ func TestBrokenConfigRecordsWhereTheLastValidOneSaid(t *testing.T) {
 	}
 }
 
-func TestRecordPathsState(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	if _, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml"); !errors.Is(err, ErrNoRecordPaths) {
-		t.Fatalf("empty state: %v", err)
-	}
-	p := RecordPaths{ReportDir: "/r", TextfileDir: "/t", RunDir: "/run/v"}
-	if w, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now); err != nil || !w {
-		t.Fatalf("first write %v %v", w, err)
-	}
-	if w, err := RememberRecordPaths(dir, "/etc/vigil/vigil.toml", p, now.Add(time.Hour)); err != nil || w {
-		t.Fatalf("unchanged paths rewrote the state: %v %v", w, err)
-	}
-	q := RecordPaths{ReportDir: "/q"}
-	if _, err := RememberRecordPaths(dir, "/etc/vigil/other.toml", q, now); err != nil {
-		t.Fatal(err)
-	}
-	got, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml")
-	if err != nil || !got.same(p) || !got.Since.Equal(now) {
-		t.Fatalf("got %+v, %v", got, err)
-	}
-	if got, err := LastRecordPaths(dir, "/etc/vigil/other.toml"); err != nil || !got.same(q) {
-		t.Fatalf("other config: %+v, %v", got, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, StateFileName), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LastRecordPaths(dir, "/etc/vigil/vigil.toml"); !errors.Is(err, ErrNoRecordPaths) {
-		t.Fatalf("unreadable state: %v", err)
-	}
-}
-
 func TestInvalidConfigChangesNothing(t *testing.T) {
 	dir, conf := setup(t, "checks = [\"t-pass\"]")
 	fs := &fakeSlurm{node: slurm.Node{Name: "n1", State: "IDLE"}}
@@ -537,49 +503,6 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 	}
 }
 
-// procFixture writes proc/PID/status (all four uids uid) and
-// proc/PID/cgroup under root.
-func procFixture(t *testing.T, root string, pid, uid int, cgroup string) {
-	t.Helper()
-	d := filepath.Join(root, "proc", fmt.Sprint(pid))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", pid, uid, uid, uid, uid)
-	if err := os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestProcFSHolders(t *testing.T) {
-	root := t.TempDir()
-	mk := func(pid, fd int, target string) {
-		d := filepath.Join(root, "proc", fmt.Sprint(pid), "fd")
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, filepath.Join(d, fmt.Sprint(fd))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk(10, 3, "/dev/nvidia0")
-	mk(10, 4, "/dev/nvidia1")
-	mk(11, 0, "/dev/null")
-	mk(12, 7, "/dev/nvidia1")
-	mk(13, 5, "/dev/nvidiactl")
-	mk(99, 3, "/dev/nvidia1") // vigil itself
-	got, err := ProcFS{Root: root, Self: 99}.Holders([]string{"/dev/nvidia1"})
-	if err != nil || fmt.Sprint(got) != "[10 12]" {
-		t.Fatalf("holders %v, %v", got, err)
-	}
-	if got, _ := (ProcFS{Root: root}).Holders(nil); got != nil {
-		t.Fatalf("no devices gave %v", got)
-	}
-}
-
 func TestProbeAccelerators(t *testing.T) {
 	root := t.TempDir()
 	write := func(p, s string) {
@@ -606,46 +529,5 @@ func TestProbeAccelerators(t *testing.T) {
 	a := ProbeAccelerators(root)
 	if a.Count["nvidia"] != 2 || a.Count["ascend"] != 1 {
 		t.Fatalf("%+v", a)
-	}
-}
-
-func TestKillRealHolder(t *testing.T) {
-	dev := filepath.Join(t.TempDir(), "nvidia7")
-	if err := os.WriteFile(dev, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	// A process that ignores SIGTERM and holds the "device" open.
-	cmd := exec.Command("sh", "-c", "trap '' TERM; exec sleep 60")
-	cmd.Stdin = f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var pids []int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if pids, err = (ProcFS{Root: "/"}).Holders([]string{dev}); err != nil {
-			t.Fatal(err)
-		}
-		if len(pids) > 0 {
-			break
-		}
-	}
-	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
-		t.Fatalf("holders %v, want [%d]", pids, cmd.Process.Pid)
-	}
-	killed, err := KillHolders(OSSignaler{}, pids, 200*time.Millisecond, time.Sleep)
-	if err != nil || len(killed) != 1 {
-		t.Fatalf("killed %v, %v", killed, err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the holder survived SIGKILL")
 	}
 }

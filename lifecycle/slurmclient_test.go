@@ -1,74 +1,19 @@
 package lifecycle
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 )
 
-// envRunner records the argv and environment a slurm.Client hands it and
-// answers with one real `scontrol show node -o` line.
-type envRunner struct {
-	argv, env [][]string
-}
-
+// idleNodeLine is one real `scontrol show node -o` line of an idle node.
 const idleNodeLine = "NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=4 State=IDLE ThreadsPerCore=1 Gres=(null) Reason=(null)\n"
-
-func (r *envRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
-	return r.RunEnv(ctx, argv, nil)
-}
-
-func (r *envRunner) RunEnv(ctx context.Context, argv, env []string) ([]byte, error) {
-	r.argv = append(r.argv, argv)
-	r.env = append(r.env, env)
-	return []byte(idleNodeLine), nil
-}
-
-func TestSlurmClientGetsSlurmConf(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		toml    string
-		environ env
-		want    []string
-	}{
-		{"from the config", `slurm_conf = "/etc/slurm-site/slurm.conf"`, env{}, []string{"SLURM_CONF=/etc/slurm-site/slurm.conf"}},
-		{"slurmd's SLURM_CONF wins", `slurm_conf = "/etc/slurm-site/slurm.conf"`, env{"SLURM_CONF": "/run/slurmd/slurm.conf"}, []string{"SLURM_CONF=/run/slurmd/slurm.conf"}},
-		{"an empty SLURM_CONF is not set", `slurm_conf = "/etc/slurm-site/slurm.conf"`, env{"SLURM_CONF": ""}, []string{"SLURM_CONF=/etc/slurm-site/slurm.conf"}},
-		{"neither: Slurm's default", ``, env{}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := config.Parse(strings.NewReader("[prolog]\nslurm_bin_dir = \"/opt/slurm/bin\"\n"+tc.toml+"\n"), "v.toml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := config.DefaultProlog()
-			if err := f.Decode("prolog", &p); err != nil {
-				t.Fatal(err)
-			}
-			c := NewSlurmClient(p, tc.environ.lookup)
-			r := &envRunner{}
-			c.Runner = r
-			if _, err := c.Node(context.Background(), "n1"); err != nil {
-				t.Fatal(err)
-			}
-			if want := [][]string{{"/opt/slurm/bin/scontrol", "show", "node", "-o", "n1"}}; !reflect.DeepEqual(r.argv, want) {
-				t.Errorf("argv %q, want %q", r.argv, want)
-			}
-			if len(r.env) != 1 || !reflect.DeepEqual(r.env[0], tc.want) {
-				t.Errorf("env %q, want %q", r.env, tc.want)
-			}
-		})
-	}
-}
 
 // fakeScontrol writes an executable scontrol into a new directory that
 // appends its argv and SLURM_CONF to a log, then prints what a real

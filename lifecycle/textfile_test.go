@@ -229,21 +229,3 @@ func TestDeprecatedTextfileKey(t *testing.T) {
 		}
 	})
 }
-
-// TestRecordPathsOfEarlierVersions: a state file written when the modes
-// shared one textfile gives that file's directory as textfile_dir, so that
-// a broken config after the upgrade still reaches the alert.
-func TestRecordPathsOfEarlierVersions(t *testing.T) {
-	dir := t.TempDir()
-	state := `{"configs": {"/etc/vigil/vigil.toml": {"report_dir": "/r", "textfile": "/metrics/vigil.prom", "run_dir": "/run/v", "since": "2026-11-29T10:00:00Z"},
- "/etc/vigil/off.toml": {"report_dir": "/r", "textfile": "", "run_dir": "/run/v", "since": "2026-11-29T10:00:00Z"}}}`
-	if err := os.WriteFile(filepath.Join(dir, StateFileName), []byte(state), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for conf, want := range map[string]string{"/etc/vigil/vigil.toml": "/metrics", "/etc/vigil/off.toml": ""} {
-		p, err := LastRecordPaths(dir, conf)
-		if err != nil || p.TextfileDir != want {
-			t.Errorf("%s: %+v, %v; want textfile_dir %q", conf, p, err, want)
-		}
-	}
-}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
 )
@@ -23,14 +24,14 @@ import (
 type userHook struct {
 	*httptest.Server
 	mu     sync.Mutex
-	bodies []PrologFailure
+	bodies []notice.PrologFailure
 }
 
 func newUserHook(t *testing.T) *userHook {
 	h := &userHook{}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var m PrologFailure
+		var m notice.PrologFailure
 		if err := json.Unmarshal(b, &m); err != nil || r.Header.Get("User-Agent") != "vigil-prolog" {
 			t.Errorf("webhook got %q (%v), User-Agent %q", b, err, r.Header.Get("User-Agent"))
 		}
@@ -42,10 +43,10 @@ func newUserHook(t *testing.T) *userHook {
 	return h
 }
 
-func (h *userHook) received() []PrologFailure {
+func (h *userHook) received() []notice.PrologFailure {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]PrologFailure(nil), h.bodies...)
+	return append([]notice.PrologFailure(nil), h.bodies...)
 }
 
 // mailProg writes a MailProg that records its arguments (one a line) and
@@ -126,7 +127,7 @@ func TestRunUserNotify(t *testing.T) {
 			}
 			if tc.posts == 1 {
 				m := got[0]
-				if m.Event != EventPrologFailed || m.Job != "42" || m.Node != "n2" || m.User != "alice" || !m.Requeued ||
+				if m.Event != notice.EventPrologFailed || m.Job != "42" || m.Node != "n2" || m.User != "alice" || !m.Requeued ||
 					len(m.Failed) != 1 || m.Failed[0].Check != "t-fail" || m.Failed[0].Reason != "Broken" ||
 					m.ResultFile != filepath.Join(results, "vigil-42-n2.json") ||
 					m.Text != "vigil: job 42: n2 failed t-fail (Broken gpu0); the job is requeued" {
@@ -192,7 +193,7 @@ func TestPrologFailureNamesTheIsolatedNode(t *testing.T) {
 	rep := &report.Report{Job: "7", Node: "n3", Results: []benchmarks.Result{{Check: "net-connect", Status: benchmarks.StatusFail,
 		Reason: "NetIsolated", Device: "to:n1,n2,n4",
 		Message: "cannot reach n1,n2,n4 (connect timed out or failed, 2 tries of 2s); 3 nodes met without it (coordinator n1) and none could reach it; slurmd reaches it"}}}
-	m := NewPrologFailure(rep, "alice", "")
+	m := notice.NewPrologFailure(rep, "alice", "")
 	if want := "vigil: job 7: n3 failed net-connect (NetIsolated to:n1,n2,n4); the job is requeued"; m.Text != want {
 		t.Errorf("text %q, want %q", m.Text, want)
 	}

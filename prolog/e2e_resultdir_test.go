@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 )
 
 // TestE2EWorkdirResultNotWrittenAsRoot: with result_dir = "workdir", a
@@ -52,7 +52,7 @@ func TestE2EWorkdirResultNotWrittenAsRoot(t *testing.T) {
 	job = c.Sbatch(t, "true\n", append(nobody, "--chdir="+own)...)
 	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
 	for _, n := range c.Nodes {
-		fi, err := os.Lstat(filepath.Join(own, lifecycle.JobResultName(job, n)))
+		fi, err := os.Lstat(filepath.Join(own, record.JobResultName(job, n)))
 		if err != nil {
 			t.Errorf("no result file of %s in the user's directory: %v", n, err)
 			continue

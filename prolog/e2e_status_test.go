@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
@@ -28,7 +29,7 @@ func statusSetup(t *testing.T) (*slurmtest.Cluster, e2eSetup, func(node string, 
 	// A failing node waits a second before it starts (DIR/<node>.delay), so
 	// that its failure comes after the first node's "passed": the two
 	// writers do not read and write the comment at the same instant (see
-	// the race described in lifecycle/jobcomment.go).
+	// the race described in lifecycle/notice/jobcomment.go).
 	script := fmt.Sprintf("#!/bin/sh\nexport VIGIL_STATE_DIR=%s/state-$SLURMD_NODENAME\n"+
 		"export VIGIL_REPORT_DIR=%s/$SLURMD_NODENAME\n[ -e %s/$SLURMD_NODENAME.delay ] && sleep 1\n"+
 		"exec %s --config %s/$SLURMD_NODENAME.toml\n", s.dir, s.reports, s.dir, bin, s.dir)
@@ -58,14 +59,14 @@ func statusSetup(t *testing.T) (*slurmtest.Cluster, e2eSetup, func(node string, 
 }
 
 // readResult reads a node's result file in the job's working directory.
-func readResult(t *testing.T, c *slurmtest.Cluster, job, node string) lifecycle.JobResult {
+func readResult(t *testing.T, c *slurmtest.Cluster, job, node string) record.JobResult {
 	t.Helper()
-	path := filepath.Join(c.Dir, "jobs", lifecycle.JobResultName(job, node))
+	path := filepath.Join(c.Dir, "jobs", record.JobResultName(job, node))
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("result file: %v", err)
 	}
-	var jr lifecycle.JobResult
+	var jr record.JobResult
 	if err := json.Unmarshal(b, &jr); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -79,7 +80,7 @@ func readResult(t *testing.T, c *slurmtest.Cluster, job, node string) lifecycle.
 // job's working directory.
 func TestE2EJobStatus(t *testing.T) {
 	c, s, write := statusSetup(t)
-	first := lifecycle.FirstNode(c.Nodes, "")
+	first := notice.FirstNode(c.Nodes, "")
 	second := c.Nodes[0]
 	if second == first {
 		second = c.Nodes[1]

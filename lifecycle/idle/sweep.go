@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/lifecycle/settings"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // Slurm is what the sweep asks of Slurm (slurm.Client does all of it).
@@ -90,7 +91,7 @@ func Sweep(ctx context.Context, o Options) Result {
 	}
 	cli := o.Slurm
 	if cli == nil {
-		cli = lifecycle.NewSlurmClient(s.Prolog, o.Lookup)
+		cli = session.NewClient(s.Prolog, o.Lookup)
 	}
 	in, err := readInputs(ctx, cli, s, o.Now(), o.DryRun, log)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/lifecycle"
+	"github.com/vigil-hpc/vigil/lifecycle/notice"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -21,20 +22,20 @@ import (
 type jobHook struct {
 	*httptest.Server
 	mu     sync.Mutex
-	bodies []lifecycle.PrologFailure
+	bodies []notice.PrologFailure
 }
 
-func (h *jobHook) received() []lifecycle.PrologFailure {
+func (h *jobHook) received() []notice.PrologFailure {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]lifecycle.PrologFailure(nil), h.bodies...)
+	return append([]notice.PrologFailure(nil), h.bodies...)
 }
 
 func newJobHook(t *testing.T) *jobHook {
 	h := &jobHook{}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var m lifecycle.PrologFailure
+		var m notice.PrologFailure
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Errorf("job webhook got %q: %v", b, err)
 		}
@@ -141,9 +142,9 @@ func TestE2ESpankNotify(t *testing.T) {
 			t.Fatalf("%d POSTs, want 1: %+v", len(got), got)
 		}
 		m := got[0]
-		if m.Job != job || m.Node != second || m.Event != lifecycle.EventPrologFailed || !m.Requeued || len(m.Failed) != 1 ||
+		if m.Job != job || m.Node != second || m.Event != notice.EventPrologFailed || !m.Requeued || len(m.Failed) != 1 ||
 			m.Failed[0].Check != "gpu-count" || m.Failed[0].Reason != "GPUCountMismatch" ||
-			m.ResultFile != filepath.Join(c.Dir, "jobs", lifecycle.JobResultName(job, second)) {
+			m.ResultFile != filepath.Join(c.Dir, "jobs", record.JobResultName(job, second)) {
 			t.Errorf("POST %+v", m)
 		}
 		t.Logf("POST text: %s", m.Text)

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,48 +15,6 @@ import (
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
 )
-
-func TestJobOwns(t *testing.T) {
-	const v1, v2 = "12:freezer:/slurm_n1/uid_1000/job_31/step_batch\n11:memory:/slurm_n1/uid_1000/job_31/step_batch/task_0\n",
-		"0::/system.slice/n1_slurmstepd.scope/job_31/step_0/user/task_0\n"
-	for _, tc := range []struct {
-		name   string
-		uid    int // the process's uids
-		uids   string
-		cgroup string
-		jobUID int
-		want   bool
-		why    string
-	}{
-		{"in the job's v1 cgroup", 0, "", v1, 1000, true, ""},
-		{"in the job's v2 cgroup", 1000, "", v2, 1000, true, ""},
-		{"the job's user, in no job", 1000, "", "0::/user.slice/session-3.scope\n", 1000, true, ""},
-		{"the job's user, in another job", 1000, "", strings.ReplaceAll(v2, "job_31", "job_310"), 1000, false, "it is in the cgroup of job 310"},
-		{"root's daemon", 0, "", "0::/system.slice/nvidia-persistenced.service\n", 1000, false, "runs as uid 0, not the job's user 1000"},
-		{"another user", 1001, "", "0::/\n", 1000, false, "runs as uid 1001"},
-		{"set-uid root from the job's user", 0, "Uid:\t1000\t0\t0\t0\n", "0::/\n", 1000, false, "runs as uid 0"},
-		{"a root job: only its cgroup", 0, "", "0::/\n", 0, false, "the job's user is root"},
-		{"unknown job user", 1000, "", "0::/\n", -1, false, "the job's user is unknown"},
-		{"a look-alike segment", 1001, "", "0::/x/job_31x/y\n", 1000, false, "runs as uid 1001"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			procFixture(t, root, 7, tc.uid, tc.cgroup)
-			if tc.uids != "" {
-				if err := os.WriteFile(filepath.Join(root, "proc", "7", "status"), []byte("Name:\tx\n"+tc.uids), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, why := JobOwns(root, &slurm.Job{ID: "31", UID: tc.jobUID}, 7)
-			if got != tc.want || !strings.Contains(why, tc.why) {
-				t.Errorf("JobOwns = %v, %q; want %v, %q", got, why, tc.want, tc.why)
-			}
-		})
-	}
-	if ok, why := JobOwns(t.TempDir(), &slurm.Job{ID: "31", UID: 1000}, 7); ok || !strings.Contains(why, "unreadable") {
-		t.Errorf("a vanished process: %v, %q", ok, why)
-	}
-}
 
 // TestEpilogKillsOnlyTheJobsHolders: three real processes hold the job's
 // GPU (a file at ROOT/dev/nvidia0, ROOT/proc being the real /proc): one of
@@ -142,5 +101,22 @@ func TestEpilogKillsOnlyTheJobsHolders(t *testing.T) {
 		if err := syscall.Kill(c.Process.Pid, 0); err != nil {
 			t.Errorf("holder %d gone: %v", c.Process.Pid, err)
 		}
+	}
+}
+
+// procFixture writes proc/PID/status (all four uids uid) and
+// proc/PID/cgroup under root.
+func procFixture(t *testing.T, root string, pid, uid int, cgroup string) {
+	t.Helper()
+	d := filepath.Join(root, "proc", fmt.Sprint(pid))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", pid, uid, uid, uid, uid)
+	if err := os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

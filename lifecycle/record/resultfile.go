@@ -1,4 +1,4 @@
-package lifecycle
+package record
 
 import (
 	"crypto/rand"
@@ -146,9 +146,9 @@ func writeAsRoot(dir, name string, data []byte, uid, gid int) (err error) {
 	return root.Rename(tmp, name)
 }
 
-// resultDir is where a run's result file goes ([prolog] result_dir, the
+// ResultDir is where a run's result file goes ([prolog] result_dir, the
 // job's working directory for "workdir"), "" for none.
-func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
+func ResultDir(p config.Prolog, lookup func(string) (string, bool)) string {
 	d := p.ResultDir
 	if d == config.ResultDirWorkdir {
 		d, _ = lookup("SLURM_JOB_WORK_DIR")
@@ -156,15 +156,15 @@ func resultDir(p config.Prolog, lookup func(string) (string, bool)) string {
 	return d
 }
 
-// writeJobResult leaves the job's user this node's result (rep) in dir
+// WriteRunResult leaves the job's user this node's result (rep) in dir
 // ("" for none); userDir says dir is the job's working directory, written
 // only as the user. Failures are logged and noted.
-func writeJobResult(rep *report.Report, job *slurm.Job, dir string, userDir bool, log logrus.FieldLogger, n notes) {
+func WriteRunResult(rep *report.Report, job *slurm.Job, dir string, userDir bool, log logrus.FieldLogger, note func(format string, args ...any)) {
 	if dir == "" {
 		return
 	}
 	if job.UID < 0 || job.GID < 0 {
-		n.add("result file not written: the job's uid/gid are unknown")
+		note("result file not written: the job's uid/gid are unknown")
 		return
 	}
 	b, err := json.MarshalIndent(NewJobResult(rep), "", "  ")
@@ -177,6 +177,6 @@ func writeJobResult(rep *report.Report, job *slurm.Job, dir string, userDir bool
 	}
 	if err != nil {
 		log.WithError(err).Warn("writing the job's result file")
-		n.add("result file not written: %v", err)
+		note("result file not written: %v", err)
 	}
 }

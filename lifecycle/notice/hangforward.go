@@ -1,4 +1,4 @@
-package lifecycle
+package notice
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/vigil-hpc/vigil/report"
 )
 
-// The admins hear of a job's hangs from vigil-epilog, not from vigil-watch:
+// The Admins hear of a job's hangs from vigil-epilog, not from vigil-watch:
 // the watcher runs as the job's user and posts only to the job's own
-// webhooks, while the admins' webhook ([notify] webhook_url) lives in the
+// webhooks, while the Admins' webhook ([notify] webhook_url) lives in the
 // root-only secrets file. After the job, the epilog on the node whose
 // watcher announced the job's digest (the coordinator: its digest report
 // has Coordinator set and names this node as Host) posts that digest to
-// the admins' webhook, once per job on that node, marked as the job's
+// the Admins' webhook, once per job on that node, marked as the job's
 // watcher's word ("from": "job-watcher"): the report is the job's user's
 // file, so the message is a claim, bounded in size and never acted on.
 
@@ -36,11 +36,11 @@ const (
 	maxForwardCulprits = 8   // culprits named; the rest are counted
 )
 
-// coordinatorDigest picks, of the job's hang reports, the one to forward
+// CoordinatorDigest picks, of the job's hang reports, the one to forward
 // from node: the newest digest report (hung or failed) whose watcher was
 // the job's coordinator on node. others counts the older ones it stands
 // for; ok is false when there is none.
-func coordinatorDigest(all []hangreport.Report, node string) (rep hangreport.Report, others int, ok bool) {
+func CoordinatorDigest(all []hangreport.Report, node string) (rep hangreport.Report, others int, ok bool) {
 	for _, r := range all {
 		if r.Digest == nil || !r.Coordinator || r.Host != node || node == "" ||
 			(r.Event != hangreport.EventHung && r.Event != hangreport.EventFailed) {
@@ -57,21 +57,21 @@ func coordinatorDigest(all []hangreport.Report, node string) (rep hangreport.Rep
 	return rep, others, ok
 }
 
-// forwardHangDigest posts rep, the job's digest report written on this
-// node by the job's coordinator, to the admins' webhook (webhook only: the
-// admins' mail is for drains), within a tenth of what is left before
+// ForwardHangDigest posts rep, the job's digest report written on this
+// node by the job's coordinator, to the Admins' webhook (webhook only: the
+// Admins' mail is for drains), within a tenth of what is left before
 // deadline and [notify] timeout. The report records the attempt as a
 // notice; the log and the notes name the webhook by its host alone. A dry
 // run, or no [notify] webhook_url, sends nothing and says so.
-func (a *admins) forwardHangDigest(rep hangreport.Report, others int, deadline time.Time) {
+func (a *Admins) ForwardHangDigest(rep hangreport.Report, others int, deadline time.Time) {
 	log := a.log.WithFields(logrus.Fields{"report": rep.Path, "from": fromJobWatcher})
 	if a.notify.WebhookURL == "" {
-		log.Debug("no [notify] webhook_url: the job's hang digest goes to the admins through nobody")
+		log.Debug("no [notify] webhook_url: the job's hang digest goes to the Admins through nobody")
 		return
 	}
 	hook := notify.RedactURL(a.notify.WebhookURL)
-	if a.sl.dryRun {
-		a.notes.add("would forward the job's hang digest reported by the job's watcher (%s) to the admins' webhook %s", rep.Path, hook)
+	if a.sl.DryRun {
+		a.note("would forward the job's hang digest reported by the job's watcher (%s) to the Admins' webhook %s", rep.Path, hook)
 		log.WithField("webhook", hook).Info("would forward the job's hang digest: dry run")
 		return
 	}
@@ -86,12 +86,12 @@ func (a *admins) forwardHangDigest(rep hangreport.Report, others int, deadline t
 	log = log.WithField("webhook", hook)
 	if err != nil {
 		nt.Error = err.Error()
-		log.WithError(err).Error("forwarding the job's hang digest to the admins ([notify] webhook_url) failed")
+		log.WithError(err).Error("forwarding the job's hang digest to the Admins ([notify] webhook_url) failed")
 	} else {
-		log.Info("forwarded the job's hang digest, reported by the job's watcher, to the admins")
+		log.Info("forwarded the job's hang digest, reported by the job's watcher, to the Admins")
 	}
 	a.rep.Notices = append(a.rep.Notices, nt)
-	a.notes.add("hang digest reported by the job's watcher (%s) forwarded to the admins' webhook %s: sent %v", rep.Path, hook, err == nil)
+	a.note("hang digest reported by the job's watcher (%s) forwarded to the Admins' webhook %s: sent %v", rep.Path, hook, err == nil)
 }
 
 // hangDigestMessage is the forwarded digest's text and structured fields.

@@ -1,4 +1,10 @@
-package lifecycle
+// Package notice is what a run tells people besides its report: the
+// admins of its drains ([notify], rate limited over the fleet), the
+// guard's alerts, the job's hang digest forwarded to the admins, the job's
+// user of a failed prolog (--vigil-notify), and the job's comment. None
+// of it changes a verdict or an exit code; a failure to tell is logged and
+// noted in the report.
+package notice
 
 import (
 	"context"
@@ -15,10 +21,11 @@ import (
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // Admin notifications ([notify], docs/notify.md). After vigil drained a
-// node for a check it had not named before, the admins get a message
+// node for a check it had not named before, the Admins get a message
 // (webhook, mail), rate limited per check over the controller's state: the
 // nodes drained by vigil for the check within [notify] window, this one
 // included, are counted. While that count is at most burst, each drain sends
@@ -48,12 +55,12 @@ func noticeFor(count, burst int) noticeKind {
 	return noticeNone
 }
 
-// admins tells the admins of one run's drains ([notify]), and records and
+// Admins tells the Admins of one run's drains ([notify]), and records and
 // sends what the guard said (guardalert.go). Built once per run.
-type admins struct {
+type Admins struct {
 	notify config.Notify
 	guard  config.Guard
-	sl     *slurmAccess
+	sl     *session.Access
 	// rep is the run's report: its node, job and results, and where the
 	// notices and guarded checks go.
 	rep *report.Report
@@ -61,22 +68,30 @@ type admins struct {
 	program string
 	now     func() time.Time
 	log     logrus.FieldLogger
-	notes   notes
+	note    func(format string, args ...any)
 }
 
-// drained tells the admins that the node was drained (in a dry run: logs
+// NewAdmins returns the admins' notifier of one run: [notify] n, [guard]
+// g, the run's Slurm access, its report rep, the binary's name, the
+// clock, the log and the function that adds a note to the report.
+func NewAdmins(n config.Notify, g config.Guard, sl *session.Access, rep *report.Report, program string, now func() time.Time,
+	log logrus.FieldLogger, note func(format string, args ...any)) *Admins {
+	return &Admins{notify: n, guard: g, sl: sl, rep: rep, program: program, now: now, log: log, note: note}
+}
+
+// Drained tells the Admins that the node was drained (in a dry run: logs
 // what it would send), for the checks Decide named (plan.Notify).
-func (a *admins) drained(ctx context.Context, plan decide.Plan) {
+func (a *Admins) Drained(ctx context.Context, plan decide.Plan) {
 	checks := plan.Notify
 	if len(checks) == 0 {
 		return
 	}
-	if a.sl.dryRun {
-		a.notes.add("would notify ([notify]) that %s is drained for %s", a.rep.Node, strings.Join(checks, ","))
+	if a.sl.DryRun {
+		a.note("would notify ([notify]) that %s is drained for %s", a.rep.Node, strings.Join(checks, ","))
 		a.log.WithField("checks", strings.Join(checks, ",")).Info("would notify: dry run")
 		return
 	}
-	mine, summaries := adminNotices(a.sl.readFleet(ctx), checks, a.rep.Node, a.now(), a.notify)
+	mine, summaries := adminNotices(a.sl.ReadFleet(ctx), checks, a.rep.Node, a.now(), a.notify)
 	for _, s := range summaries {
 		a.sendSummary(ctx, s.check, s.nodes)
 	}
@@ -108,7 +123,7 @@ func adminNotices(fleet []slurm.Node, checks []string, node string, now time.Tim
 }
 
 // sendDrained sends this node's message for checks.
-func (a *admins) sendDrained(ctx context.Context, plan decide.DrainPlan, checks []string) {
+func (a *Admins) sendDrained(ctx context.Context, plan decide.DrainPlan, checks []string) {
 	var lines []string
 	var items []map[string]any
 	for _, res := range a.rep.Results {
@@ -122,7 +137,7 @@ func (a *admins) sendDrained(ctx context.Context, plan decide.DrainPlan, checks 
 	if a.rep.Job != "" {
 		job = " (job " + a.rep.Job + ")"
 	}
-	then := retestHint(a.rep.Node, checks)
+	then := RetestHint(a.rep.Node, checks)
 	fields := map[string]any{"event": "drain", "node": a.rep.Node, "job": a.rep.Job, "mode": a.rep.Mode,
 		"reason": plan.Reason, "checks": items}
 	remedy := ""
@@ -136,7 +151,7 @@ func (a *admins) sendDrained(ctx context.Context, plan decide.DrainPlan, checks 
 	}
 	text := fmt.Sprintf("vigil drained %s%s for %s: %s. Reason: %s.%s Then: %s",
 		a.rep.Node, job, strings.Join(checks, ","), strings.Join(lines, "; "), plan.Reason, remedy, then)
-	a.send(ctx, "drain", checks, text, fields)
+	a.Send(ctx, "drain", checks, text, fields)
 }
 
 func at(device string) string {
@@ -167,22 +182,22 @@ func checkFields(res benchmarks.Result) map[string]any {
 }
 
 // sendSummary sends the one summary of check's burst.
-func (a *admins) sendSummary(ctx context.Context, check string, nodes []string) {
+func (a *Admins) sendSummary(ctx context.Context, check string, nodes []string) {
 	slices.Sort(nodes)
 	text := fmt.Sprintf("%d nodes drained by vigil for %s within %v: %s; further %s drains within this window are not notified one by one; see sinfo -R",
 		len(nodes), check, a.notify.Window, strings.Join(nodes, ","), check)
 	fields := map[string]any{"event": "summary", "check": check, "count": len(nodes), "nodes": nodes,
 		"window": a.notify.Window.String(), "node": a.rep.Node, "job": a.rep.Job}
-	a.send(ctx, "summary", []string{check}, text, fields)
+	a.Send(ctx, "summary", []string{check}, text, fields)
 }
 
-// send sends one message to the webhook and every mail recipient,
+// Send sends one message to the webhook and every mail recipient,
 // within [notify] timeout and the run's budget, and records each attempt
 // in the report. Failures are logged at error level and change nothing else.
-func (a *admins) send(ctx context.Context, kind string, checks []string, text string, fields map[string]any) {
+func (a *Admins) Send(ctx context.Context, kind string, checks []string, text string, fields map[string]any) {
 	n := a.notify
 	d := n.Timeout
-	if left := time.Until(a.sl.deadline); left < d {
+	if left := time.Until(a.sl.Deadline); left < d {
 		d = max(left, time.Second)
 	}
 	nctx, cancel := context.WithTimeout(ctx, d)
@@ -191,7 +206,7 @@ func (a *admins) send(ctx context.Context, kind string, checks []string, text st
 		nt := report.Notice{Kind: kind, Checks: checks, To: to, Sent: err == nil}
 		if err != nil {
 			nt.Error = err.Error()
-			a.log.WithError(err).WithField("to", to).Error("notifying the admins ([notify]) failed; the node's state is unchanged by it")
+			a.log.WithError(err).WithField("to", to).Error("notifying the Admins ([notify]) failed; the node's state is unchanged by it")
 		}
 		a.rep.Notices = append(a.rep.Notices, nt)
 	}
@@ -211,11 +226,11 @@ func (a *admins) send(ctx context.Context, kind string, checks []string, text st
 
 // mailProg is [notify] mail_prog, else Slurm's MailProg, else
 // notify.DefaultMailProg.
-func (a *admins) mailProg(ctx context.Context) string {
+func (a *Admins) mailProg(ctx context.Context) string {
 	if a.notify.MailProg != "" {
 		return a.notify.MailProg
 	}
-	return a.sl.mailProg(ctx)
+	return a.sl.MailProg(ctx)
 }
 
 // firstLine is s up to its first sentence end or n bytes.
@@ -248,4 +263,33 @@ func remedyWords(m report.Remedy) string {
 		s += ", not done"
 	}
 	return s
+}
+
+// RetestHint says how to re-test checks on node, for logs and notices: a
+// local check with `vigil-prolog --node N --checks ...`; a cross-node
+// check (net-connect, net-bandwidth, ...) only in the prolog of a job on
+// the node and its peers, so the way is to resume the node once its cause
+// is fixed and let the next multi-node job's prolog check it again.
+func RetestHint(node string, checks []string) string {
+	var local, cross []string
+	for _, c := range checks {
+		if ch, ok := benchmarks.Lookup(c); ok && benchmarks.Describe(ch).Scope == benchmarks.ScopeCrossNode {
+			cross = append(cross, c)
+		} else {
+			local = append(local, c)
+		}
+	}
+	resume := "scontrol update NodeName=" + node + " State=RESUME"
+	var parts []string
+	if len(local) > 0 {
+		parts = append(parts, "re-test with vigil-prolog --node "+node+" --checks "+strings.Join(local, ","))
+	}
+	if len(cross) > 0 {
+		parts = append(parts, strings.Join(cross, ",")+" is tested only by the prolog of a job on "+node+
+			" and its peers: once the cause is fixed, resume it ("+resume+"); the next multi-node job checks it again, and a failure drains it again and sends that job back to the queue")
+	}
+	if len(local) > 0 || len(cross) == 0 {
+		parts = append(parts, "or resume by hand: "+resume)
+	}
+	return strings.Join(parts, "; ")
 }

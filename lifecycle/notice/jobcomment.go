@@ -1,4 +1,4 @@
-package lifecycle
+package notice
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // The prolog tells the job's user what it is doing in the job's comment,
@@ -108,9 +109,6 @@ func FailedStatus(old, node, failure string) string {
 	return cutStatus(s, MaxCommentStatus-len(requeuedSuffix)) + requeuedSuffix
 }
 
-// isFailedStatus reports whether vigil's part reports a failed node.
-func isFailedStatus(mine string) bool { return strings.HasSuffix(mine, requeuedSuffix) }
-
 // FirstNode is the first of the job's nodes in sorted order, the one that
 // writes "checking" and "passed"; self when the job's node list is unknown.
 func FirstNode(nodes []string, self string) string {
@@ -123,44 +121,46 @@ func FirstNode(nodes []string, self string) string {
 // jobCommenter is the part of slurm.Client that reads and sets a job's comment.
 type jobCommenter = slurm.JobCommenter
 
-// commentWriter writes vigil's part of one prolog's job comment; a nil
+// CommentWriter writes vigil's part of one prolog's job comment; a nil
 // one writes nothing. failure is this node's failure once it was written.
-type commentWriter struct {
+type CommentWriter struct {
 	cli      jobCommenter
 	job      *slurm.Job
 	node     string
 	log      logrus.FieldLogger
-	notes    notes
+	note     func(format string, args ...any)
 	bound    func(context.Context) (context.Context, context.CancelFunc)
 	sleep    func(time.Duration)
 	deadline time.Time
-	user     *userNotice
-	failure  string
+	// saw hears, when vigil's part of the comment is read before this
+	// node's failure is written, whether it already reports another
+	// node's failure (the job's user's notice: UserNotice.sawComment).
+	saw     func(othersFailed bool)
+	failure string
 }
 
-// newCommentWriter returns the comment writer of a prolog's job, nil when
+// NewCommentWriter returns the comment writer of a prolog's job, nil when
 // the Slurm client cannot set a job's comment (and in a dry run, which has
 // no client).
-func newCommentWriter(sl *slurmAccess, job *slurm.Job, node string, sleep func(time.Duration), user *userNotice, log logrus.FieldLogger, n notes) *commentWriter {
-	cli := sl.client()
-	if l, ok := cli.(loggedSlurm); ok {
-		cli = l.Slurm
+func NewCommentWriter(sl *session.Access, job *slurm.Job, node string, sleep func(time.Duration), saw func(othersFailed bool), log logrus.FieldLogger, note func(format string, args ...any)) *CommentWriter {
+	if sl.Client() == nil {
+		return nil
 	}
-	c, ok := cli.(jobCommenter)
+	c, ok := sl.RawClient().(jobCommenter)
 	if !ok {
 		return nil
 	}
-	return &commentWriter{cli: c, job: job, node: node, log: log, notes: n, bound: sl.bound,
-		sleep: sleep, deadline: sl.deadline, user: user}
+	return &CommentWriter{cli: c, job: job, node: node, log: log, note: note, bound: sl.Bound,
+		sleep: sleep, deadline: sl.Deadline, saw: saw}
 }
 
 // firstNode reports whether this node writes "checking" and "passed".
-func (c *commentWriter) firstNode() bool {
+func (c *CommentWriter) firstNode() bool {
 	return FirstNode(c.job.Nodes, c.node) == c.node
 }
 
-// checking says "checking N nodes" from the first node.
-func (c *commentWriter) checking(ctx context.Context) {
+// Checking says "checking N nodes" from the first node.
+func (c *CommentWriter) Checking(ctx context.Context) {
 	if c == nil || !c.firstNode() {
 		return
 	}
@@ -169,31 +169,31 @@ func (c *commentWriter) checking(ctx context.Context) {
 	// way to a failure another node writes at the same moment.
 	if err := c.set(ctx, func(string) (string, bool) { return CheckingStatus(n), true }); err != nil {
 		c.log.WithError(err).Warn("setting the job's comment")
-		c.notes.add("job comment not set: %v", err)
+		c.note("job comment not set: %v", err)
 	}
 }
 
-// failed writes this node's failure before vigil drains it (a job that
+// Failed writes this node's failure before vigil drains it (a job that
 // Slurm is requeueing refuses updates for a while), and remembers it for
 // result.
-func (c *commentWriter) failed(ctx context.Context, failure string) {
+func (c *CommentWriter) Failed(ctx context.Context, failure string) {
 	if c == nil {
 		return
 	}
 	c.failure = failure
 	if err := c.set(ctx, c.missingFailure); err != nil {
 		c.log.WithError(err).Warn("setting the job's comment")
-		c.notes.add("job comment not set: %v", err)
+		c.note("job comment not set: %v", err)
 	}
 }
 
-func (c *commentWriter) missingFailure(mine string) (string, bool) {
-	c.user.sawComment(mine, c.failure)
+func (c *CommentWriter) missingFailure(mine string) (string, bool) {
+	c.saw(isFailedStatus(mine) && !strings.Contains(mine, c.failure))
 	return FailedStatus(mine, c.node, c.failure), !strings.Contains(mine, c.failure)
 }
 
-// runEnd is how a run ended, for the job's comment.
-type runEnd struct {
+// RunEnd is how a run ended, for the job's comment.
+type RunEnd struct {
 	// Code is the exit code.
 	Code int
 	// Passed is set when the verdict is pass.
@@ -204,11 +204,11 @@ type runEnd struct {
 	BadLinks []string
 }
 
-// result says how the run ended, after the report was written (errors go
+// Result says how the run ended, after the report was written (errors go
 // to the log only): the first node "passed" unless a failure is already
 // shown; a failing node of a multi-node job checks that its failure is
 // still there.
-func (c *commentWriter) result(ctx context.Context, end runEnd) {
+func (c *CommentWriter) Result(ctx context.Context, end RunEnd) {
 	if c == nil {
 		return
 	}
@@ -247,7 +247,7 @@ func (c *commentWriter) result(ctx context.Context, end runEnd) {
 // (read, write, read back and merge again when another node wrote at
 // once), "checking" and "passed", which give way to a failure, through
 // slurm.WriteJobComment (once).
-func (c *commentWriter) set(ctx context.Context, next func(mine string) (string, bool)) error {
+func (c *CommentWriter) set(ctx context.Context, next func(mine string) (string, bool)) error {
 	cctx, cancel := c.bound(ctx)
 	defer cancel()
 	update := slurm.WriteJobComment
@@ -271,7 +271,7 @@ func (c *commentWriter) set(ctx context.Context, next func(mine string) (string,
 	return nil
 }
 
-func (c *commentWriter) pause(d time.Duration) {
+func (c *CommentWriter) pause(d time.Duration) {
 	if c.sleep != nil {
 		c.sleep(d)
 		return
@@ -279,12 +279,15 @@ func (c *commentWriter) pause(d time.Duration) {
 	time.Sleep(d)
 }
 
-// pauseCtx waits d through Options.Sleep, or in real time until ctx ends
+// pauseCtx waits d through the run's sleep, or in real time until ctx ends
 // when that is nil: the wait before a failure's comment is read back.
-func (c *commentWriter) pauseCtx(ctx context.Context, d time.Duration) error {
+func (c *CommentWriter) pauseCtx(ctx context.Context, d time.Duration) error {
 	if c.sleep == nil {
 		return osutil.Sleep(ctx, d)
 	}
 	c.sleep(d)
 	return ctx.Err()
 }
+
+// isFailedStatus reports whether vigil's part reports a failed node.
+func isFailedStatus(mine string) bool { return strings.HasSuffix(mine, requeuedSuffix) }

@@ -1,4 +1,4 @@
-package lifecycle
+package notice
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
+	"github.com/vigil-hpc/vigil/lifecycle/record"
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
 // A job that chose --vigil-notify (mail, webhook) within [policy] hears of
@@ -39,37 +41,37 @@ import (
 // UserNotifyTimeout bounds all the messages of one prolog run.
 var UserNotifyTimeout = 10 * time.Second
 
-// userNotice is the job's notification choice and what the prolog saw of
+// UserNotice is the job's notification choice and what the prolog saw of
 // the other nodes' failures.
-type userNotice struct {
+type UserNotice struct {
 	// choice is the job's --vigil-notify and --vigil-webhook within the policy.
-	choice policy.Notify
+	Choice policy.Notify
 	// read is set once the job's comment was read before this node's failure was written.
 	read bool
 	// othersFirst is set when that comment already reported another node's failure.
 	othersFirst bool
 }
 
-// sawComment records, the first time only, whether vigil's part of the
-// job's comment already reported a failure other than failure.
-func (u *userNotice) sawComment(mine, failure string) {
+// SawComment records, the first time only, whether vigil's part of the
+// job's comment already reported another node's failure.
+func (u *UserNotice) SawComment(othersFailed bool) {
 	if u.read {
 		return
 	}
 	u.read = true
-	u.othersFirst = isFailedStatus(mine) && !strings.Contains(mine, failure)
+	u.othersFirst = othersFailed
 }
 
 // PrologFailure is what the job's webhook receives when a node of the job
 // fails the prolog: a Slack-compatible text plus the structured fields.
 type PrologFailure struct {
-	Text     string           `json:"text"`
-	Event    string           `json:"event"` // "prolog_failed"
-	Job      string           `json:"job"`
-	User     string           `json:"user,omitempty"`
-	Node     string           `json:"node"`
-	Failed   []JobResultCheck `json:"failed"`
-	Requeued bool             `json:"requeued"`
+	Text     string                  `json:"text"`
+	Event    string                  `json:"event"` // "prolog_failed"
+	Job      string                  `json:"job"`
+	User     string                  `json:"user,omitempty"`
+	Node     string                  `json:"node"`
+	Failed   []record.JobResultCheck `json:"failed"`
+	Requeued bool                    `json:"requeued"`
 	// ResultFile is the node's result file; "" when [prolog] result_dir is off.
 	ResultFile string `json:"result_file,omitempty"`
 }
@@ -80,11 +82,11 @@ const EventPrologFailed = "prolog_failed"
 // NewPrologFailure is the message about rep's node, whose result file is
 // resultFile ("" for none).
 func NewPrologFailure(rep *report.Report, user, resultFile string) PrologFailure {
-	jr := NewJobResult(rep)
+	jr := record.NewJobResult(rep)
 	m := PrologFailure{Event: EventPrologFailed, Job: rep.Job, User: user, Node: rep.Node, Failed: jr.Failed,
 		Requeued: true, ResultFile: resultFile}
 	if m.Failed == nil {
-		m.Failed = []JobResultCheck{}
+		m.Failed = []record.JobResultCheck{}
 	}
 	m.Text = fmt.Sprintf("vigil: job %s: %s; the job is requeued", rep.Job, decide.NodeFailure(rep.Node, rep.Results))
 	return m
@@ -118,11 +120,11 @@ func (m PrologFailure) Subject() string {
 	return fmt.Sprintf("vigil: job %s requeued: %s failed its checks", m.Job, m.Node)
 }
 
-// notifyUser tells the job's user that this node (rep's) failed the
+// NotifyUser tells the job's user that this node (rep's) failed the
 // prolog, when the job chose so (u) and no other node of the job did it
 // first; dir is the result files' directory ("" for none).
-func notifyUser(ctx context.Context, u userNotice, rep *report.Report, job *slurm.Job, dir string, sl *slurmAccess, log logrus.FieldLogger, n notes) {
-	if sl.dryRun || decide.Mode(rep.Mode) != decide.ModeProlog || job == nil || !u.choice.Any() {
+func NotifyUser(ctx context.Context, u UserNotice, rep *report.Report, job *slurm.Job, dir string, sl *session.Access, log logrus.FieldLogger, note func(format string, args ...any)) {
+	if sl.DryRun || decide.Mode(rep.Mode) != decide.ModeProlog || job == nil || !u.Choice.Any() {
 		return
 	}
 	log = log.WithField("node", rep.Node)
@@ -130,15 +132,15 @@ func notifyUser(ctx context.Context, u userNotice, rep *report.Report, job *slur
 		log.Info("another node of the job already reported its failure in the job's comment; it tells the job's user, not this node")
 		return
 	}
-	d := min(UserNotifyTimeout, max(time.Until(sl.deadline), time.Second))
+	d := min(UserNotifyTimeout, max(time.Until(sl.Deadline), time.Second))
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	m := NewPrologFailure(rep, job.User, resultFile(dir, job.ID, rep.Node))
-	if u.choice.WebhookURL != "" {
-		userWebhook(cctx, log, u.choice.WebhookURL, m, n)
+	if u.Choice.WebhookURL != "" {
+		userWebhook(cctx, log, u.Choice.WebhookURL, m, note)
 	}
-	if u.choice.Mail {
-		userMail(cctx, log, job.User, sl.mailProg(cctx), m, n)
+	if u.Choice.Mail {
+		userMail(cctx, log, job.User, sl.MailProg(cctx), m, note)
 	}
 }
 
@@ -148,17 +150,17 @@ func resultFile(dir, job, node string) string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, JobResultName(job, node))
+	return filepath.Join(dir, record.JobResultName(job, node))
 }
 
 // userWebhook posts m to the job's webhook url.
-func userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure, n notes) {
+func userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m PrologFailure, note func(format string, args ...any)) {
 	log = log.WithField("webhook", policy.RedactURL(url))
 	w := notify.Webhook{URL: url, Attempts: 2, Timeout: 5 * time.Second, UserAgent: "vigil-prolog"}
 	if _, err := w.Post(ctx, m); err != nil {
 		// The URL's path may be the job's secret: not in the report or the log.
 		msg := strings.ReplaceAll(err.Error(), url, policy.RedactURL(url))
-		n.add("the job's webhook was not told of this failure: %s", msg)
+		note("the job's webhook was not told of this failure: %s", msg)
 		log.WithField("error", msg).Warn("posting to the job's webhook")
 		return
 	}
@@ -166,10 +168,10 @@ func userWebhook(ctx context.Context, log logrus.FieldLogger, url string, m Prol
 }
 
 // userMail mails m to the job's user through prog.
-func userMail(ctx context.Context, log logrus.FieldLogger, user, prog string, m PrologFailure, n notes) {
+func userMail(ctx context.Context, log logrus.FieldLogger, user, prog string, m PrologFailure, note func(format string, args ...any)) {
 	mail := notify.Mail{Prog: prog, Timeout: UserNotifyTimeout}
 	if err := mail.Send(ctx, user, m.Subject(), m.MailBody()); err != nil {
-		n.add("the job's user was not mailed of this failure: %v", err)
+		note("the job's user was not mailed of this failure: %v", err)
 		log.WithError(err).Warn("mailing the job's user")
 		return
 	}

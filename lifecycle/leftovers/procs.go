@@ -1,4 +1,9 @@
-package lifecycle
+// Package leftovers is the epilog's clean-up of what a job left on its
+// node: the processes still in its cgroup, and those of the job that still
+// hold its accelerators. It kills only what it can tie to the job: other
+// jobs sharing a GPU and root's device daemons are left alone, and a
+// process it cannot read is not the job's.
+package leftovers
 
 import (
 	"errors"
@@ -171,18 +176,34 @@ func JobDevices(root string, indices []int) []string {
 	return out
 }
 
-// killLeftovers kills what is left of job on this node (epilog), as e
+// Env is where and how Kill looks and kills.
+type Env struct {
+	// Root is the file system root that holds proc/, dev/ and sys/fs/cgroup ("/" in production).
+	Root string
+	// Holders finds the processes holding the job's devices; nil means ProcFS at Root.
+	Holders DeviceHolders
+	// Signaler kills them; nil means OSSignaler.
+	Signaler Signaler
+	// Sleep waits between SIGTERM and SIGKILL; nil means time.Sleep.
+	Sleep func(time.Duration)
+	// DryRun notes what would be killed and kills nothing.
+	DryRun bool
+}
+
+// Kill kills what is left of job on this node (epilog), as e
 // says: the processes in its cgroup, then those of the job that still hold
 // its devices (o's Root, Holders, Signaler, Sleep and DryRun). A device
 // holder is the job's only when JobOwns says so: other users' jobs sharing
 // the GPU (shards, MPS) and the device daemons (nvidia-persistenced, DCGM)
 // hold the same files and are left alone. The PIDs killed go into
 // act.Killed.
-func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Action, log logrus.FieldLogger, n notes) {
+// Notes (what was left alone, what could not be read or killed) go through
+// note, formatted as by fmt.Sprintf.
+func Kill(job *slurm.Job, e config.Epilog, o Env, act *report.Action, log logrus.FieldLogger, note func(format string, args ...any)) {
 	if !e.KillProcesses || job == nil {
 		return
 	}
-	killCgroupLeftovers(job, e, o, act, log, n)
+	killCgroupLeftovers(job, e, o, act, log, note)
 	if len(job.GPUs) == 0 {
 		return
 	}
@@ -192,7 +213,7 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 	}
 	holders, err := h.Holders(JobDevices(o.Root, job.GPUs))
 	if err != nil {
-		n.add("finding processes on the job's devices: %v", err)
+		note("finding processes on the job's devices: %v", err)
 		return
 	}
 	var pids []int
@@ -200,14 +221,14 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 		if ok, why := JobOwns(o.Root, job, pid); ok {
 			pids = append(pids, pid)
 		} else {
-			n.add("left alone process %d on the job's devices: %s", pid, why)
+			note("left alone process %d on the job's devices: %s", pid, why)
 		}
 	}
 	if len(pids) == 0 {
 		return
 	}
 	if o.DryRun {
-		n.add("would kill processes of the job still holding its devices: %v", pids)
+		note("would kill processes of the job still holding its devices: %v", pids)
 		return
 	}
 	sig := o.Signaler
@@ -221,7 +242,7 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 	killed, err := KillHolders(sig, pids, e.KillGrace, sleep)
 	act.Killed = append(act.Killed, killed...)
 	if err != nil {
-		n.add("killing leftover processes: %v", err)
+		note("killing leftover processes: %v", err)
 	}
 	log.WithField("pids", fmt.Sprint(killed)).Warn("killed processes of the job left on its devices")
 }
@@ -231,14 +252,14 @@ func killLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Actio
 // slurmstepd has removed the cgroup, so one still there holds leftovers
 // (v2: cgroup.kill, then rmdir deepest first; v1: thaw, SIGKILL, rmdir).
 // No cgroup, or no cgroup hierarchy at Root, is the normal case and quiet.
-func killCgroupLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report.Action, log logrus.FieldLogger, n notes) {
+func killCgroupLeftovers(job *slurm.Job, e config.Epilog, o Env, act *report.Action, log logrus.FieldLogger, note func(format string, args ...any)) {
 	root := filepath.Join(o.Root, "sys", "fs", "cgroup")
 	jc, err := slurm.FindJobCgroup(root, job.ID, job.UID, job.NodeName)
 	if errors.Is(err, slurm.ErrNoJobCgroup) || errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	if err != nil {
-		n.add("finding the job's cgroup: %v", err)
+		note("finding the job's cgroup: %v", err)
 		return
 	}
 	pids, err := slurm.CgroupPIDs(jc.Dirs())
@@ -246,7 +267,7 @@ func killCgroupLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report
 		return // gone meanwhile, or empty: slurmstepd's own rmdir is racing us
 	}
 	if o.DryRun {
-		n.add("would kill processes left in the job's cgroup %s: %v", jc.ProcsDir(), pids)
+		note("would kill processes left in the job's cgroup %s: %v", jc.ProcsDir(), pids)
 		return
 	}
 	sleep := o.Sleep
@@ -257,8 +278,8 @@ func killCgroupLeftovers(job *slurm.Job, e config.Epilog, o Options, act *report
 	killed, err := slurm.KillJobCgroup(jc, max(e.KillGrace, 2*time.Second), sleep)
 	act.Killed = append(act.Killed, killed...)
 	if err != nil {
-		n.add("cleaning the job's cgroup: %v", err)
+		note("cleaning the job's cgroup: %v", err)
 	}
-	n.add("killed processes left in the job's cgroup %s: %v", jc.ProcsDir(), killed)
+	note("killed processes left in the job's cgroup %s: %v", jc.ProcsDir(), killed)
 	log.WithFields(logrus.Fields{"pids": fmt.Sprint(killed), "cgroup": jc.ProcsDir()}).Warn("killed processes left in the job's cgroup")
 }

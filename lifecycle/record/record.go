@@ -1,4 +1,8 @@
-package lifecycle
+// Package record is what a run leaves behind: the JSON report, the
+// Prometheus textfile and the per-job files where [prolog] says, the
+// record paths of the last valid config (used when the config is broken),
+// and the job's result file for its user.
+package record
 
 import (
 	"os"
@@ -22,33 +26,33 @@ func jobDir(runDir string, job *slurm.Job) string {
 	return filepath.Join(runDir, "jobs", filepath.Base(job.ID))
 }
 
-// cleanJobFiles removes the job's directory under runDir (not in a dry run).
-func cleanJobFiles(runDir string, job *slurm.Job, dryRun bool, n notes) {
+// CleanJobFiles removes the job's directory under runDir (not in a dry run).
+func CleanJobFiles(runDir string, job *slurm.Job, dryRun bool, note func(format string, args ...any)) {
 	dir := jobDir(runDir, job)
 	if dir == "" || dryRun {
 		return
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		n.add("removing %s: %v", dir, err)
+		note("removing %s: %v", dir, err)
 	}
 }
 
-// record writes rep as JSON, the mode's textfile and the per-job copy, where
+// Write writes rep as JSON, the mode's textfile and the per-job copy, where
 // s says (in a dry run only where a flag or the environment said). It
 // returns the JSON report's path, "" for none. Failures are logged and
 // noted, never fatal.
-func record(rep *report.Report, s *settings.Settings, job *slurm.Job, dry bool, log logrus.FieldLogger, n notes) string {
+func Write(rep *report.Report, s *settings.Settings, job *slurm.Job, dry bool, log logrus.FieldLogger, note func(format string, args ...any)) string {
 	p := s.Prolog
 	textfile := p.TextfileDir != "" && (!dry || s.TextfileExplicit())
 	if textfile {
-		removeSharedTextfiles(p, rep.Mode, log, n) // first: its note goes into the report
+		removeSharedTextfiles(p, rep.Mode, log, note) // first: its note goes into the report
 	}
 	var path string
 	if p.ReportDir != "" && (!dry || s.Explicit["report_dir"]) {
 		var err error
 		if path, err = report.WriteJSON(p.ReportDir, rep); err != nil {
 			log.WithError(err).Error("writing the report")
-			n.add("report not written: %v", err)
+			note("report not written: %v", err)
 			path = ""
 		} else if err := report.Prune(p.ReportDir, p.KeepReports); err != nil {
 			log.WithError(err).Warn("pruning old reports")
@@ -79,7 +83,7 @@ func record(rep *report.Report, s *settings.Settings, job *slurm.Job, dry bool, 
 // first run of any mode after the upgrade removes it; the other modes'
 // series are back at their next runs. Never a mode's own file, even when
 // the deprecated key names one. mode is this run's.
-func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger, n notes) {
+func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger, note func(format string, args ...any)) {
 	if p.Textfile != "" {
 		log.WithFields(logrus.Fields{"textfile": p.Textfile, "textfile_dir": p.TextfileDir}).
 			Warn("[prolog] textfile is deprecated: set textfile_dir instead (each mode writes vigil-MODE.prom there)")
@@ -99,7 +103,7 @@ func removeSharedTextfiles(p config.Prolog, mode string, log logrus.FieldLogger,
 			log.WithError(err).Warn("removing the shared textfile of earlier versions")
 		}
 		if removed {
-			n.add("removed %s, the textfile that all modes shared before each wrote its own (%s)", path,
+			note("removed %s, the textfile that all modes shared before each wrote its own (%s)", path,
 				filepath.Join(p.TextfileDir, report.TextfileName(mode)))
 			log.WithField("textfile", path).Info("removed the shared textfile of earlier versions")
 		}

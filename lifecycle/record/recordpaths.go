@@ -1,4 +1,4 @@
-package lifecycle
+package record
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultStateDir is where vigil remembers, per config file, where the last
-// valid config sent its records. VIGIL_STATE_DIR (or Options.StateDir)
+// valid config sent its records. VIGIL_STATE_DIR (or the run's own state directory)
 // changes it; it cannot be a config key, since it is read when the config
 // is broken.
 const DefaultStateDir = "/var/lib/vigil"
@@ -167,39 +167,41 @@ func writeState(dir, file string, st recordState) error {
 	return report.WriteAtomic(file, append(b, '\n'), 0o644)
 }
 
-// stateDir is where the record paths of the last valid config are kept.
-func stateDir(o Options) string {
-	if o.StateDir != "" {
-		return o.StateDir
+// StateDir is where the record paths of the last valid config (and the
+// run's other state) are kept: dir when given, else VIGIL_STATE_DIR from
+// lookup, else DefaultStateDir.
+func StateDir(dir string, lookup func(string) (string, bool)) string {
+	if dir != "" {
+		return dir
 	}
-	if v, ok := o.Lookup(EnvStateDir); ok && v != "" {
+	if v, ok := lookup(EnvStateDir); ok && v != "" {
 		return v
 	}
 	return DefaultStateDir
 }
 
-// rememberRecordPaths notes in the state directory dir where the valid
+// RememberSettings notes in the state directory dir where the valid
 // config s sends the records, for runs with a broken config later.
-func rememberRecordPaths(s *settings.Settings, dir string, now time.Time, log logrus.FieldLogger, n notes) {
+func RememberSettings(s *settings.Settings, dir string, now time.Time, log logrus.FieldLogger, note func(format string, args ...any)) {
 	p := s.Prolog
 	_, err := RememberRecordPaths(dir, s.Path, RecordPaths{ReportDir: p.ReportDir, TextfileDir: p.TextfileDir, Textfile: p.Textfile, RunDir: p.RunDir}, now)
 	switch {
 	case errors.Is(err, ErrCorruptState):
-		n.add("record paths: %v", err)
+		note("record paths: %v", err)
 		log.WithError(err).Error("CORRUPT STATE FILE: kept aside; restore the other configs' entries from it if they matter")
 	case err != nil:
 		log.WithError(err).Warn("remembering where the records go (used when the config is broken)")
 	}
 }
 
-// useLastRecordPaths points a run with a broken config at the record paths
+// UseLastRecordPaths points a run with a broken config at the record paths
 // of the last valid one (a flag or environment override still wins). A
 // broken file never sends reports or per-job files anywhere else, not even
 // to the defaults. Without a last valid config (none seen, or the state
 // file unreadable) only the mode's Prometheus textfile is written, so that
 // vigil_config_valid 0 reaches the alert: see fallbackTextfileDir. dir is
 // the state directory, mode the run's.
-func useLastRecordPaths(s *settings.Settings, dir, mode string, log logrus.FieldLogger, n notes) {
+func UseLastRecordPaths(s *settings.Settings, dir, mode string, log logrus.FieldLogger, note func(format string, args ...any)) {
 	p := &s.Prolog
 	last, err := LastRecordPaths(dir, s.Path)
 	gauge := ""
@@ -231,10 +233,10 @@ func useLastRecordPaths(s *settings.Settings, dir, mode string, log logrus.Field
 		p.TextfileDir, p.Textfile = last.TextfileDir, last.Textfile
 	}
 	if err != nil {
-		noteNoRecordPaths(s.Path, mode, err, gauge, log, n)
+		noteNoRecordPaths(s.Path, mode, err, gauge, log, note)
 		return
 	}
-	n.add("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(dir, StateFileName))
+	note("config invalid: records go where the valid config of %s said (%s)", last.Since.Format(time.RFC3339), filepath.Join(dir, StateFileName))
 	log.WithFields(logrus.Fields{"config": s.Path, "report_dir": p.ReportDir, "textfile_dir": p.TextfileDir}).
 		Error("INVALID CONFIG: recording where the last valid config said")
 }
@@ -242,15 +244,15 @@ func useLastRecordPaths(s *settings.Settings, dir, mode string, log logrus.Field
 // noteNoRecordPaths says, in the report and at error level, that the broken
 // config file config found no record paths of a valid one (err says why),
 // and where mode's textfile went (gauge, its directory; "" when nowhere).
-func noteNoRecordPaths(config, mode string, err error, gauge string, log logrus.FieldLogger, n notes) {
+func noteNoRecordPaths(config, mode string, err error, gauge string, log logrus.FieldLogger, note func(format string, args ...any)) {
 	log = log.WithField("config", config).WithError(err)
 	if gauge == "" {
-		n.add("config invalid and %v: no report or textfile written", err)
+		note("config invalid and %v: no report or textfile written", err)
 		log.Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable), so vigil writes no report or textfile; the errors are on stderr only")
 		return
 	}
 	file := filepath.Join(gauge, report.TextfileName(mode))
-	n.add("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, file)
+	note("config invalid and %v: no report written; the textfile (vigil_config_valid 0) goes to %s", err, file)
 	log.WithField("textfile", file).Error("INVALID CONFIG: no valid config was seen before (or the state file is unreadable): no report written, only the textfile, so that vigil_config_valid 0 can alert")
 }
 

@@ -1,4 +1,4 @@
-package lifecycle
+package notice
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // The guard's side effects: the fleet it reads before the decision, and
 // what a guarded check records and sends once Decide guarded it.
 
-// guarded records the guarded checks in the report and the log, and sends
+// Guarded records the guarded checks in the report and the log, and sends
 // their alerts, in the order Decide guarded them.
-func (a *admins) guarded(ctx context.Context, guarded []decide.GuardedCheck) {
+func (a *Admins) Guarded(ctx context.Context, guarded []decide.GuardedCheck) {
 	for _, g := range guarded {
 		a.rep.Guarded = append(a.rep.Guarded, g.Guarded)
-		a.notes.add("%s", g.Message)
+		a.note("%s", g.Message)
 		a.log.WithFields(logrus.Fields{"check": g.Check, "drained": g.Drained, "nodes": g.Nodes}).Error(g.Message)
 		if g.Alert {
 			a.guardAlert(ctx, g.Check, g.Message, g.Drained, g.Nodes)
@@ -28,35 +28,36 @@ func (a *admins) guarded(ctx context.Context, guarded []decide.GuardedCheck) {
 }
 
 // guardAlert marks this node's comment and sends the check's guard alert.
-func (a *admins) guardAlert(ctx context.Context, check, msg string, drained, nodes int) {
+func (a *Admins) guardAlert(ctx context.Context, check, msg string, drained, nodes int) {
 	if !a.notify.Enabled() {
 		return
 	}
 	a.markGuardAlert(ctx, check)
 	fields := map[string]any{"event": "guard", "node": a.rep.Node, "job": a.rep.Job, "check": check,
 		"drained": drained, "nodes": nodes, "max_share": a.guard.MaxShare, "window": a.guard.Window.String()}
-	a.send(ctx, "guard", []string{check}, "vigil stopped draining for "+check+": "+msg, fields)
+	a.Send(ctx, "guard", []string{check}, "vigil stopped draining for "+check+": "+msg, fields)
 }
 
 // markGuardAlert records on the node's comment that this node sent the
 // guard alert for check now, unless the comment is someone else's.
-func (a *admins) markGuardAlert(ctx context.Context, check string) {
-	cli := a.sl.fleetClient()
-	i := slices.IndexFunc(a.sl.fleet, func(n slurm.Node) bool { return n.Name == a.rep.Node })
+func (a *Admins) markGuardAlert(ctx context.Context, check string) {
+	cli := a.sl.FleetClient()
+	fleet := a.sl.FleetRead()
+	i := slices.IndexFunc(fleet, func(n slurm.Node) bool { return n.Name == a.rep.Node })
 	if cli == nil || i < 0 {
 		return
 	}
-	comment := a.sl.fleet[i].Comment()
+	comment := fleet[i].Comment()
 	marks := decide.GuardMarks(comment)
 	if marks == nil && comment != "" {
-		a.notes.add("node comment %q is not vigil's: the guard alert for %s is not recorded, so the next guarded node sends it again", comment, check)
+		a.note("node comment %q is not vigil's: the guard alert for %s is not recorded, so the next guarded node sends it again", comment, check)
 		return
 	}
 	if marks == nil {
 		marks = map[string]time.Time{}
 	}
 	marks[check] = a.now()
-	cctx, cancel := a.sl.bound(ctx)
+	cctx, cancel := a.sl.Bound(ctx)
 	defer cancel()
 	if err := cli.SetNodeComment(cctx, a.rep.Node, decide.FormatGuardMarks(marks)); err != nil {
 		a.log.WithError(err).Error("recording the guard alert on the node's comment: the next guarded node will alert again")
