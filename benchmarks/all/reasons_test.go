@@ -17,9 +17,9 @@ import (
 )
 
 // reasonTrees are the sources whose tokens the checks give: the checks
-// themselves, and crossnode, whose culprits' tokens the cross-node checks
-// give as they are.
-var reasonTrees = []string{"..", "../../crossnode"}
+// themselves, crossnet/judge's culprits' tokens among them (the cross-node
+// checks give them as they are).
+var reasonTrees = []string{".."}
 
 // camel is a literal shaped like a reason token with two words or more
 // ("DiskFull", "GEMMBelowThreshold").

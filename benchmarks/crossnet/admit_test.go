@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 )
@@ -135,12 +135,12 @@ func TestEndpointFloodedByAnotherUser(t *testing.T) {
 
 	pr := testProber(addrs, "sim0002", rdvtest.New(testKey, 0))
 	for i := range 5 {
-		if m := pr.ping(context.Background(), "sim0001", target); m.Status != crossnode.OK {
+		if m := pr.ping(context.Background(), "sim0001", target); m.Status != judge.OK {
 			t.Fatalf("ping %d of the job's peer through the flood: %v %s", i, m.Status, m.Detail)
 		}
 	}
 	user := testProber(addrs, "sim0002", rdvtest.New(testKey, 1000))
-	if m := user.ping(context.Background(), "sim0001", target); m.Status == crossnode.OK {
+	if m := user.ping(context.Background(), "sim0001", target); m.Status == judge.OK {
 		t.Fatalf("a hello sealed by uid 1000 was admitted")
 	}
 	_, rejected, first := e.Stats()
@@ -173,13 +173,13 @@ func TestEndpointFullOfStrangersIsUnknown(t *testing.T) {
 		waitUntil(t, func() bool { busy, _, _ := e.Stats(); return busy >= 1 })
 	}})
 	m := pr.ping(context.Background(), "sim0001", target)
-	if m.Status != crossnode.Busy {
+	if m.Status != judge.Busy {
 		t.Fatalf("the pushed-out peer measured %v (%s), want busy", m.Status, m.Detail)
 	}
-	ok := func(from, to string) crossnode.Measurement {
-		return crossnode.Measurement{From: from, To: to, Status: crossnode.OK, RTT: time.Millisecond}
+	ok := func(from, to string) judge.Measurement {
+		return judge.Measurement{From: from, To: to, Status: judge.OK, RTT: time.Millisecond}
 	}
-	v, err := crossnode.Decide(crossnode.Input{Nodes: []string{"sim0001", "sim0002", "sim0003"}, Measurements: []crossnode.Measurement{
+	v, err := judge.Decide(judge.Input{Nodes: []string{"sim0001", "sim0002", "sim0003"}, Measurements: []judge.Measurement{
 		m, ok("sim0001", "sim0002"), ok("sim0001", "sim0003"), ok("sim0003", "sim0001"), ok("sim0002", "sim0003"), ok("sim0003", "sim0002")}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -39,14 +39,14 @@ const maxWordLen = 1024
 // FormatWord is a meeting's word as it is published for run restart of
 // the job: "vigil-net:RESTART:COORDINATOR:MET:HOSTLIST", the hostlist
 // being the cut-off nodes (Slurm's compressed form).
-func FormatWord(restart uint32, w crossnode.Word) string {
+func FormatWord(restart uint32, w judge.Word) string {
 	return fmt.Sprintf("%s%d:%s:%d:%s", wordPrefix, restart, w.By, w.Met, slurm.CompressHostlist(w.CutOff))
 }
 
 // ParseWords returns the words of run restart in text (other words, other
 // runs and anything malformed are skipped).
-func ParseWords(text string, restart uint32) []crossnode.Word {
-	var out []crossnode.Word
+func ParseWords(text string, restart uint32) []judge.Word {
+	var out []judge.Word
 	for _, tok := range strings.Fields(text) {
 		rest, ok := strings.CutPrefix(tok, wordPrefix)
 		if !ok {
@@ -64,7 +64,7 @@ func ParseWords(text string, restart uint32) []crossnode.Word {
 		if err != nil {
 			continue
 		}
-		out = append(out, crossnode.Word{By: f[1], Met: met, CutOff: cut})
+		out = append(out, judge.Word{By: f[1], Met: met, CutOff: cut})
 	}
 	return out
 }
@@ -94,17 +94,17 @@ func MergeWord(old, word string) string {
 // of its nodes could reach. Only the coordinator publishes, and only when
 // its verdict holds such a node; a failure is logged (those nodes then end
 // unknown).
-func (p Phase) publish(ctx context.Context, v crossnode.Verdict, met int) {
+func (p Phase) publish(ctx context.Context, v judge.Verdict, met int) {
 	var cut []string
 	for _, c := range v.Culprits {
-		if c.Reason == crossnode.ReasonUnreachable && slices.Contains(v.Absent, c.Node) {
+		if c.Reason == judge.ReasonUnreachable && slices.Contains(v.Absent, c.Node) {
 			cut = append(cut, c.Node)
 		}
 	}
 	if len(cut) == 0 || p.Relay == nil {
 		return
 	}
-	w := crossnode.Word{By: p.Self, Met: met, CutOff: cut}
+	w := judge.Word{By: p.Self, Met: met, CutOff: cut}
 	text := FormatWord(p.Restart, w)
 	log := p.Log.WithField("cut_off", slurm.CompressHostlist(cut))
 	if len(text) > maxWordLen {
@@ -130,10 +130,10 @@ func (p Phase) alone(ctx context.Context, start time.Time, why error) []benchmar
 	nodes := slices.Sorted(slices.Values(p.Nodes))
 	peers := p.alonePeers(nodes)
 	pr := p.prober(p.Addrs[p.Self])
-	in := crossnode.AloneInput{Self: p.Self, Nodes: nodes, Probes: p.probePorts(ctx, pr, peers),
+	in := judge.AloneInput{Self: p.Self, Nodes: nodes, Probes: p.probePorts(ctx, pr, peers),
 		Timeout: p.Connect.ConnectTimeout, Tries: p.Connect.Tries}
-	v := crossnode.JudgeAlone(in)
-	if v.Reason == crossnode.ReasonAloneUndecided && len(v.Reached) == 0 && len(v.Unreached) >= 2 && p.Relay != nil {
+	v := judge.JudgeAlone(in)
+	if v.Reason == judge.ReasonAloneUndecided && len(v.Reached) == 0 && len(v.Unreached) >= 2 && p.Relay != nil {
 		until := start.Add(p.wordWait())
 		if dl, ok := ctx.Deadline(); ok {
 			if end := dl.Add(-min(time.Second, time.Until(dl)/4)); end.Before(until) {
@@ -143,7 +143,7 @@ func (p Phase) alone(ctx context.Context, start time.Time, why error) []benchmar
 		for {
 			if text, err := p.Relay.Read(ctx); err == nil {
 				in.Words = ParseWords(text, p.Restart)
-				if v = crossnode.JudgeAlone(in); v.Outcome == crossnode.OutcomeFail {
+				if v = judge.JudgeAlone(in); v.Outcome == judge.OutcomeFail {
 					break
 				}
 			} else {
@@ -162,7 +162,7 @@ func (p Phase) alone(ctx context.Context, start time.Time, why error) []benchmar
 		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonNoMeeting, Message: msg}
 		if c == Connect {
 			r.Status, r.Reason = benchmarks.Status(v.Outcome), v.Reason
-			if v.Outcome == crossnode.OutcomeFail {
+			if v.Outcome == judge.OutcomeFail {
 				r.Device = peerList("to:", v.Unreached)
 			}
 			r.Values = values(Connect, in.Probes)
@@ -186,7 +186,7 @@ func (p Phase) wordWait() time.Duration {
 // coordinators it tried, at most a few: O(1) per node, whatever the job's
 // size.
 func (p Phase) alonePeers(nodes []string) []string {
-	links, _ := crossnode.Plan(nodes, p.Connect.Partners, seedOf(p.Job))
+	links, _ := judge.Plan(nodes, p.Connect.Partners, seedOf(p.Job))
 	peers := peersIn(links, p.Self)
 	for i := 0; i <= p.Connect.Fallbacks && i < len(nodes); i++ {
 		if nodes[i] != p.Self && !slices.Contains(peers, nodes[i]) {
@@ -200,13 +200,13 @@ func (p Phase) alonePeers(nodes []string) []string {
 // (inParallel). A connect that works, or that the peer's host refuses
 // (it answered: nothing listens there now), reaches the peer; a timeout or
 // an unreachable network does not.
-func (p Phase) probePorts(ctx context.Context, pr *prober, peers []string) []crossnode.Measurement {
-	out := make([]crossnode.Measurement, len(peers))
+func (p Phase) probePorts(ctx context.Context, pr *prober, peers []string) []judge.Measurement {
+	out := make([]judge.Measurement, len(peers))
 	inParallel(peers, func(i int, peer string) {
-		m := crossnode.Measurement{From: p.Self, To: peer, Round: crossnode.RoundPlan}
+		m := judge.Measurement{From: p.Self, To: peer, Round: judge.RoundPlan}
 		addr := p.Addrs[peer]
 		if addr == "" {
-			m.Status, m.Detail = crossnode.Failed, "no address"
+			m.Status, m.Detail = judge.Failed, "no address"
 			out[i] = m
 			return
 		}
@@ -214,7 +214,7 @@ func (p Phase) probePorts(ctx context.Context, pr *prober, peers []string) []cro
 		switch {
 		case err == nil:
 			c.Close()
-		case st == crossnode.Refused:
+		case st == judge.Refused:
 			m.Detail = "refused: the host answered"
 		default:
 			m.Status, m.Detail = st, err.Error()

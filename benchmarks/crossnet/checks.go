@@ -7,7 +7,7 @@
 // job has two nodes or more, one Phase for all of them. The job's nodes
 // meet (package rendezvous, MUNGE-sealed), each serves a small measurement
 // endpoint on its node address, measures its links of the plan (package
-// crossnode), the coordinator judges them (crossnode.Decide) and tells each
+// judge), the coordinator judges them (judge.Decide) and tells each
 // node its own outcome, and each node acts on itself only.
 // docs/prolog.md ("Across nodes") describes it.
 package crossnet
@@ -19,20 +19,20 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
-// Check names (the same as crossnode's).
+// Check names (the same as judge's).
 const (
 	// Connect is net-connect: every node reaches its peers (TCP connect
 	// and round-trip time).
-	Connect = crossnode.CheckConnect
+	Connect = judge.CheckConnect
 	// Bandwidth is net-bandwidth: point-to-point TCP throughput.
-	Bandwidth = crossnode.CheckBandwidth
+	Bandwidth = judge.CheckBandwidth
 )
 
-// Reasons of unknown outcomes; the fail reasons are crossnode's
+// Reasons of unknown outcomes; the fail reasons are judge's
 // (NetUnreachable, NetLatencyHigh, NetBandwidthLow).
 const (
 	// ReasonNotTogether: PrologFlags=Alloc is not set, so the job's
@@ -177,7 +177,7 @@ func (s *BandwidthSettings) Validate() error {
 }
 
 // check is one cross-node check's registration: its descriptor, whose
-// reasons are its own fail tokens (crossnode's culprits) and the phase's.
+// reasons are its own fail tokens (judge's culprits) and the phase's.
 type check struct{ desc benchmarks.Descriptor }
 
 // newCheck returns the cross-node check d describes: vendor neutral, in
@@ -192,18 +192,18 @@ func init() {
 	benchmarks.Register(newCheck(benchmarks.Descriptor{Name: Connect, Kind: benchmarks.KindHealth,
 		Description: "TCP connect and round-trip time between the job's nodes (prolog, across nodes)",
 		Settings:    func() any { return DefaultConnect() },
-		Reasons: []string{crossnode.ReasonUnreachable, crossnode.ReasonLatencyHigh, crossnode.ReasonIsolated,
-			crossnode.ReasonPairCutOff}}))
+		Reasons: []string{judge.ReasonUnreachable, judge.ReasonLatencyHigh, judge.ReasonIsolated,
+			judge.ReasonPairCutOff}}))
 	benchmarks.Register(newCheck(benchmarks.Descriptor{Name: Bandwidth, Kind: benchmarks.KindPerf,
 		Description: "TCP throughput between the job's nodes against the job's median (prolog, across nodes)",
 		Settings:    func() any { return DefaultBandwidth() },
-		Reasons:     []string{crossnode.ReasonBandwidthLow}}))
+		Reasons:     []string{judge.ReasonBandwidthLow}}))
 }
 
 // DefaultConnect returns the shipped [checks.net-connect].
 func DefaultConnect() *ConnectSettings {
 	return &ConnectSettings{Port: DefaultPort, Join: 10 * time.Second, ConnectTimeout: 2 * time.Second,
-		Tries: 2, Pings: 5, Partners: crossnode.DefaultPartners, Fallbacks: 1}
+		Tries: 2, Pings: 5, Partners: judge.DefaultPartners, Fallbacks: 1}
 }
 
 // DefaultBandwidth returns the shipped [checks.net-bandwidth].

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
@@ -192,9 +192,9 @@ type prober struct {
 
 // connect opens a connection to peer's endpoint at remote with up to
 // Tries tries, says hello for op and waits for the endpoint's answer; it
-// returns the status of the last try and its error (crossnode.Busy when
+// returns the status of the last try and its error (judge.Busy when
 // the endpoint turned it away).
-func (p *prober) connect(ctx context.Context, peer, remote string, op byte) (net.Conn, crossnode.Status, error) {
+func (p *prober) connect(ctx context.Context, peer, remote string, op byte) (net.Conn, judge.Status, error) {
 	return p.tries(ctx, remote, func(c net.Conn) error {
 		_ = c.SetDeadline(time.Now().Add(p.conn.ConnectTimeout))
 		tok, err := p.auth.Seal(binding(p.job, p.restart, p.self, peer, op))
@@ -217,16 +217,16 @@ func (p *prober) connect(ctx context.Context, peer, remote string, op byte) (net
 
 // reach connects to remote with up to Tries tries, sending nothing. A
 // refused connect ends the tries at once: the peer's host answered.
-func (p *prober) reach(ctx context.Context, remote string) (net.Conn, crossnode.Status, error) {
+func (p *prober) reach(ctx context.Context, remote string) (net.Conn, judge.Status, error) {
 	return p.tries(ctx, remote, nil)
 }
 
 // tries dials remote up to Tries times, each within ConnectTimeout, and
 // runs then (if any) on the connection; it returns the status of the last
 // try and its error.
-func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) error) (net.Conn, crossnode.Status, error) {
+func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) error) (net.Conn, judge.Status, error) {
 	var err error
-	st := crossnode.Failed
+	st := judge.Failed
 	for try := 0; try < p.conn.Tries && ctx.Err() == nil; try++ {
 		cctx, cancel := context.WithTimeout(ctx, p.conn.ConnectTimeout)
 		var c net.Conn
@@ -238,9 +238,9 @@ func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) e
 			}
 		}
 		if err == nil {
-			return c, crossnode.OK, nil
+			return c, judge.OK, nil
 		}
-		if st = statusOf(err); st == crossnode.Refused && then == nil {
+		if st = statusOf(err); st == judge.Refused && then == nil {
 			break
 		}
 	}
@@ -251,23 +251,23 @@ func (p *prober) tries(ctx context.Context, remote string, then func(net.Conn) e
 }
 
 // statusOf classifies a connect error.
-func statusOf(err error) crossnode.Status {
+func statusOf(err error) judge.Status {
 	var ne net.Error
 	switch {
 	case errors.Is(err, errBusy):
-		return crossnode.Busy
+		return judge.Busy
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
-		return crossnode.Refused
+		return judge.Refused
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
-		return crossnode.TimedOut
+		return judge.TimedOut
 	}
-	return crossnode.Failed
+	return judge.Failed
 }
 
 // ping measures the connect and round-trip time to peer at remote.
-func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measurement {
-	m := crossnode.Measurement{From: p.self, To: peer}
+func (p *prober) ping(ctx context.Context, peer, remote string) judge.Measurement {
+	m := judge.Measurement{From: p.self, To: peer}
 	c, st, err := p.connect(ctx, peer, remote, opPing)
 	if err != nil {
 		m.Status, m.Detail = st, err.Error()
@@ -279,7 +279,7 @@ func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measur
 		binary.BigEndian.PutUint64(b[:], uint64(i))
 		t0 := time.Now()
 		if _, err := c.Write(b[:]); err != nil {
-			m.Status, m.Detail = crossnode.Failed, "ping: "+err.Error()
+			m.Status, m.Detail = judge.Failed, "ping: "+err.Error()
 			return m
 		}
 		if _, err := io.ReadFull(c, b[:]); err != nil {
@@ -297,8 +297,8 @@ func (p *prober) ping(ctx context.Context, peer, remote string) crossnode.Measur
 // for at most Duration; the peer counts what arrives within the window
 // and says how long that took, so that data still queued on a slow path
 // when the sender stops is not counted as sent.
-func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measurement {
-	m := crossnode.Measurement{From: p.self, To: peer}
+func (p *prober) bulk(ctx context.Context, peer, remote string) judge.Measurement {
+	m := judge.Measurement{From: p.self, To: peer}
 	c, st, err := p.connect(ctx, peer, remote, opBulk)
 	if err != nil {
 		m.Status, m.Detail = st, err.Error()
@@ -308,7 +308,7 @@ func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measur
 	buf := make([]byte, chunk)
 	binary.BigEndian.PutUint64(buf[:8], uint64(p.bw.Duration))
 	if _, err := c.Write(buf[:8]); err != nil {
-		m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
+		m.Status, m.Detail = judge.Failed, "transfer: "+err.Error()
 		return m
 	}
 	limit := int64(p.bw.SizeMiB) << 20
@@ -324,7 +324,7 @@ func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measur
 			break
 		}
 		if err != nil {
-			m.Status, m.Detail = crossnode.Failed, "transfer: "+err.Error()
+			m.Status, m.Detail = judge.Failed, "transfer: "+err.Error()
 			return m
 		}
 	}
@@ -334,7 +334,7 @@ func (p *prober) bulk(ctx context.Context, peer, remote string) crossnode.Measur
 	_ = c.SetDeadline(time.Now().Add(p.bw.Duration + p.conn.ConnectTimeout + time.Second))
 	var b [16]byte
 	if _, err := io.ReadFull(c, b[:]); err != nil {
-		m.Status, m.Detail = crossnode.Failed, "transfer: no count from the peer: "+err.Error()
+		m.Status, m.Detail = judge.Failed, "transfer: no count from the peer: "+err.Error()
 		return m
 	}
 	got, took := binary.BigEndian.Uint64(b[:8]), time.Duration(binary.BigEndian.Uint64(b[8:]))

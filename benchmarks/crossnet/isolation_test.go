@@ -13,7 +13,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 )
 
@@ -231,13 +231,13 @@ func TestBadLinkNamedByTheOthers(t *testing.T) {
 }
 
 func TestWordsRoundTrip(t *testing.T) {
-	w := crossnode.Word{By: "gpu001", Met: 62, CutOff: []string{"gpu007", "gpu008", "gpu050"}}
+	w := judge.Word{By: "gpu001", Met: 62, CutOff: []string{"gpu007", "gpu008", "gpu050"}}
 	text := FormatWord(3, w)
 	if text != "vigil-net:3:gpu001:62:gpu[007-008,050]" {
 		t.Errorf("word %q", text)
 	}
 	merged := MergeWord("site note vigil-net:2:gpu001:9:gpu009 vigil-net:3:gpu001:60:gpu007", text)
-	merged = MergeWord(merged, FormatWord(3, crossnode.Word{By: "gpu002", Met: 2, CutOff: []string{"gpu100"}}))
+	merged = MergeWord(merged, FormatWord(3, judge.Word{By: "gpu002", Met: 2, CutOff: []string{"gpu100"}}))
 	if merged != "site note vigil-net:3:gpu001:62:gpu[007-008,050] vigil-net:3:gpu002:2:gpu100" {
 		t.Errorf("merged %q", merged)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
@@ -41,7 +41,7 @@ const maxPeerNames = 4
 
 // outcomes computes each present node's outcome from the verdict.
 // peers holds the verdicts of the PeerChecks (check → node → verdict).
-func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string, links []LinkNote) map[string][]byte {
+func outcomes(v judge.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string, links []LinkNote) map[string][]byte {
 	per := map[string][]byte{}
 	for _, n := range roster.Present() {
 		o := nodeOutcome{JobFailing: failing, BadLinks: links}
@@ -69,7 +69,7 @@ func outcomes(v crossnode.Verdict, roster rendezvous.Roster, checks []string, pe
 // outcomeOf is one node's outcome under one check: fail for a culprit of
 // that check, unknown for a node the measurements could not tell, else
 // pass. The message says what the job saw, absent nodes included.
-func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
+func outcomeOf(v judge.Verdict, node, check string) Verdict {
 	out := Verdict{Check: check}
 	var texts []string
 	for _, c := range v.CulpritsOf(node) {
@@ -88,7 +88,7 @@ func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
 		}
 	}
 	for _, l := range v.BadLinks {
-		if (l.A == node || l.B == node) && l.State != crossnode.LinkBlamed {
+		if (l.A == node || l.B == node) && l.State != judge.LinkBlamed {
 			notes = append(notes, fmt.Sprintf("bad link %s-%s (%s)", l.A, l.B, l.State))
 		}
 	}
@@ -128,7 +128,7 @@ func outcomeOf(v crossnode.Verdict, node, check string) Verdict {
 }
 
 // summary is a passing node's message: the job's medians.
-func summary(v crossnode.Verdict, check string) string {
+func summary(v judge.Verdict, check string) string {
 	if check == Bandwidth {
 		return fmt.Sprintf("throughput in line with the job (job median %.2f Gb/s)", v.JobBytesPerSec*8/1e9)
 	}
@@ -140,7 +140,7 @@ func summary(v crossnode.Verdict, check string) string {
 // could not connect to them) or "with:n1,n4" (both, or slow links), at
 // most maxPeerNames then "+N". It holds no space, '+' at its start or '@',
 // so benchmarks.ParseDrain reads it back.
-func peerToken(c crossnode.Culprit) string {
+func peerToken(c judge.Culprit) string {
 	var peers []string
 	for _, m := range c.Against {
 		p := m.From
@@ -188,17 +188,17 @@ func (p Phase) results(o nodeOutcome, mine nodeReport) []benchmarks.Result {
 
 // values are this node's own measurements for check: round-trip times
 // for net-connect, throughput for net-bandwidth, one per peer.
-func values(check string, mine []crossnode.Measurement) []benchmarks.Value {
+func values(check string, mine []judge.Measurement) []benchmarks.Value {
 	var out []benchmarks.Value
 	for _, m := range mine {
 		st := benchmarks.StatusPass
-		if m.Status != crossnode.OK {
+		if m.Status != judge.OK {
 			st = benchmarks.StatusFail
 		}
 		switch {
 		case check == Connect && m.BytesPerSec == 0:
 			out = append(out, benchmarks.Value{Device: m.To, Name: "rtt_us", Value: float64(m.RTT) / 1e3, Unit: "us", Status: st})
-		case check == Bandwidth && (m.BytesPerSec > 0 || m.Status != crossnode.OK && m.RTT == 0):
+		case check == Bandwidth && (m.BytesPerSec > 0 || m.Status != judge.OK && m.RTT == 0):
 			out = append(out, benchmarks.Value{Device: m.To, Name: "gbit_s", Value: m.BytesPerSec * 8 / 1e9, Unit: "Gb/s", Status: st})
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/crossnode"
+	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
@@ -206,14 +206,14 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 	mine := nodeReport{Peers: p.readPeers(), Failing: p.Failing}
 	pr := p.prober(local)
 	if p.has(Connect) || p.has(Bandwidth) {
-		links, err := crossnode.Plan(roster.Present(), p.Connect.Partners, seedOf(p.Job))
+		links, err := judge.Plan(roster.Present(), p.Connect.Partners, seedOf(p.Job))
 		if err != nil {
 			return Outcome{}, err
 		}
 		if p.has(Bandwidth) {
 			pr.bw = &p.Bandwidth
 		}
-		mine.Measurements = p.measure(ctx, pr, links, crossnode.RoundPlan, e)
+		mine.Measurements = p.measure(ctx, pr, links, judge.RoundPlan, e)
 		mine.Measurements = append(mine.Measurements, p.probeAbsent(ctx, pr, roster)...)
 	}
 	payload, err := p.judge(ctx, s, mine, pr, e, roster)
@@ -237,7 +237,7 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 // directions of its links, and, in round one, its facts for the
 // PeerChecks (check → report).
 type nodeReport struct {
-	Measurements []crossnode.Measurement `json:"measurements,omitempty"`
+	Measurements []judge.Measurement `json:"measurements,omitempty"`
 	Peers        map[string]Report       `json:"peers,omitempty"`
 	// Failing are the node's failed local checks (round one only).
 	Failing []string `json:"failing,omitempty"`
@@ -256,14 +256,14 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	for _, m := range roster.Members {
 		all = append(all, m.Name)
 	}
-	in := crossnode.Input{Nodes: all, Absent: roster.Absent(), Options: crossnode.Options{SlowFraction: p.Bandwidth.SlowFraction}}
-	var v crossnode.Verdict
+	in := judge.Input{Nodes: all, Absent: roster.Absent(), Options: judge.Options{SlowFraction: p.Bandwidth.SlowFraction}}
+	var v judge.Verdict
 	var reports map[string]map[string]Report
 	var failing map[string][]string
 	if s.Coordinator() {
 		in.Measurements, reports = collect(got, p.Log)
 		failing = localFailures(got)
-		if v, err = crossnode.Decide(in); err != nil {
+		if v, err = judge.Decide(in); err != nil {
 			return nil, err
 		}
 	}
@@ -278,9 +278,9 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	if len(retests.Links)+len(retests.Throughput) > 0 {
 		ping := *pr
 		ping.bw = nil
-		again := nodeReport{Measurements: p.measure(ctx, &ping, retests.Links, crossnode.RoundRetest, e)}
+		again := nodeReport{Measurements: p.measure(ctx, &ping, retests.Links, judge.RoundRetest, e)}
 		if pr.bw != nil && len(retests.Throughput) > 0 {
-			again.Measurements = append(again.Measurements, p.measure(ctx, pr, retests.Throughput, crossnode.RoundRetest, e)...)
+			again.Measurements = append(again.Measurements, p.measure(ctx, pr, retests.Throughput, judge.RoundRetest, e)...)
 		}
 		gctx2, cancel2 := gatherCtx(ctx, s.Coordinator(), p.Connect.ConnectTimeout)
 		defer cancel2()
@@ -290,7 +290,7 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 		if s.Coordinator() {
 			more, _ := collect(got, p.Log)
 			in.Measurements = append(in.Measurements, more...)
-			if v, err = crossnode.Decide(in); err != nil {
+			if v, err = judge.Decide(in); err != nil {
 				return nil, err
 			}
 		}
@@ -309,8 +309,8 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 // retestPlan is what round two measures: connects and round trips of
 // Links, and also the throughput of Throughput.
 type retestPlan struct {
-	Links      []crossnode.Link `json:"links,omitempty"`
-	Throughput []crossnode.Link `json:"throughput,omitempty"`
+	Links      []judge.Link `json:"links,omitempty"`
+	Throughput []judge.Link `json:"throughput,omitempty"`
 }
 
 // gatherCtx leaves the coordinator time to answer before the members'
@@ -328,8 +328,8 @@ func gatherCtx(ctx context.Context, coordinator bool, margin time.Duration) (con
 // collect decodes the gathered reports: the measurements, and the
 // PeerChecks' reports (check → node → report). A node's payload that does
 // not decode is logged and left out.
-func collect(got map[string][]byte, log logrus.FieldLogger) ([]crossnode.Measurement, map[string]map[string]Report) {
-	var all []crossnode.Measurement
+func collect(got map[string][]byte, log logrus.FieldLogger) ([]judge.Measurement, map[string]map[string]Report) {
+	var all []judge.Measurement
 	peers := map[string]map[string]Report{}
 	for node, b := range got {
 		var r nodeReport
@@ -371,7 +371,7 @@ func localFailures(got map[string][]byte) map[string][]string {
 // jobFailing is, per check, every node of the job that fails it: the local
 // failures the nodes reported, the culprits of the links (absent ones
 // included: they fail themselves), and the PeerChecks' fails. Sorted.
-func jobFailing(local map[string][]string, v crossnode.Verdict, peers map[string]map[string]Verdict) map[string][]string {
+func jobFailing(local map[string][]string, v judge.Verdict, peers map[string]map[string]Verdict) map[string][]string {
 	out := map[string][]string{}
 	add := func(check, node string) {
 		if !slices.Contains(out[check], node) {
@@ -400,10 +400,10 @@ func jobFailing(local map[string][]string, v crossnode.Verdict, peers map[string
 }
 
 // linkNotes are the verdict's bad links that blame nobody.
-func linkNotes(v crossnode.Verdict) []LinkNote {
+func linkNotes(v judge.Verdict) []LinkNote {
 	var out []LinkNote
 	for _, l := range v.BadLinks {
-		if l.State != crossnode.LinkBlamed {
+		if l.State != judge.LinkBlamed {
 			out = append(out, LinkNote{A: l.A, B: l.B, State: string(l.State)})
 		}
 	}
@@ -413,9 +413,9 @@ func linkNotes(v crossnode.Verdict) []LinkNote {
 // measure measures this node's direction of each of its links: the
 // connect and round-trip times to every peer at once, then, with a
 // bandwidth check, the transfers one after another.
-func (p Phase) measure(ctx context.Context, pr *prober, links []crossnode.Link, round int, e ends) []crossnode.Measurement {
+func (p Phase) measure(ctx context.Context, pr *prober, links []judge.Link, round int, e ends) []judge.Measurement {
 	peers := peersIn(links, p.Self)
-	out := make([]crossnode.Measurement, len(peers))
+	out := make([]judge.Measurement, len(peers))
 	inParallel(peers, func(i int, peer string) { out[i] = pr.probe(ctx, peer, e[peer], pr.ping) })
 	if pr.bw != nil {
 		for _, peer := range peers {
@@ -431,7 +431,7 @@ func (p Phase) measure(ctx context.Context, pr *prober, links []crossnode.Link, 
 // probeAbsent probes the rendezvous port of each absent node that is this
 // node's peer in the plan over all the job's nodes: the evidence that
 // judges a node that never met (Decide). Nothing is probed when all came.
-func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Roster) []crossnode.Measurement {
+func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Roster) []judge.Measurement {
 	absent := roster.Absent()
 	if len(absent) == 0 {
 		return nil
@@ -440,7 +440,7 @@ func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Ro
 	for _, m := range roster.Members {
 		all = append(all, m.Name)
 	}
-	links, err := crossnode.Plan(all, p.Connect.Partners, seedOf(p.Job))
+	links, err := judge.Plan(all, p.Connect.Partners, seedOf(p.Job))
 	if err != nil {
 		return nil
 	}
@@ -454,7 +454,7 @@ func (p Phase) probeAbsent(ctx context.Context, pr *prober, roster rendezvous.Ro
 }
 
 // peersIn are self's peers in links, in the links' order.
-func peersIn(links []crossnode.Link, self string) []string {
+func peersIn(links []judge.Link, self string) []string {
 	var peers []string
 	for _, l := range links {
 		switch self {
@@ -488,9 +488,9 @@ func inParallel(peers []string, f func(i int, peer string)) {
 }
 
 // probe runs one measurement, or records a peer without an endpoint.
-func (pr *prober) probe(ctx context.Context, peer, remote string, f func(context.Context, string, string) crossnode.Measurement) crossnode.Measurement {
+func (pr *prober) probe(ctx context.Context, peer, remote string, f func(context.Context, string, string) judge.Measurement) judge.Measurement {
 	if remote == "" {
-		return crossnode.Measurement{From: pr.self, To: peer, Status: crossnode.Failed, Detail: "no endpoint in the roster"}
+		return judge.Measurement{From: pr.self, To: peer, Status: judge.Failed, Detail: "no endpoint in the roster"}
 	}
 	return f(ctx, peer, remote)
 }

@@ -23,7 +23,7 @@ var layers = []struct {
 	{"programs", []string{"prolog", "epilog", "watcher", "baseline/cmd"}},
 	{"node lifecycle and watch loop", []string{"lifecycle", "watcher/loop", "benchmarks/all"}},
 	{"checks, their report, and the watch parts", []string{"benchmarks", "report", "baseline", "watcher/"}},
-	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "notify", "crossnode", "rendezvous", "internal"}},
+	{"foundation", []string{"slurm", "cgo", "config", "policy", "hangreport", "notify", "rendezvous", "internal"}},
 }
 
 // apart are pairs of packages (prefixes) of one layer that must not import

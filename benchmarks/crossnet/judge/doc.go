@@ -1,9 +1,9 @@
-// Package crossnode holds the pure core of the checks that span a job's
+// Package judge holds the pure core of crossnet, the checks that span a job's
 // nodes (net-connect, net-bandwidth, and later the multi-node collectives):
 // which links to measure, and what the measurements say about each node.
 // It does no networking, reads no clock and draws no randomness except from
 // the seed its caller gives; the rendezvous that carries the measurements
-// lives elsewhere.
+// lives in package rendezvous, the phase in crossnet.
 //
 // The plan (Plan): a ring over the job's nodes in the order given, plus a
 // few random partners per node drawn from a seed (the job id), so every
@@ -20,4 +20,4 @@
 // slow when its own links are slow with most of its peers, not when it was
 // paired with one slow node. docs/prolog.md ("Across nodes: the culprit
 // rule") tells the same story with examples.
-package crossnode
+package judge

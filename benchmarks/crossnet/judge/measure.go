@@ -1,4 +1,4 @@
-package crossnode
+package judge
 
 import (
 	"time"
