@@ -18,7 +18,6 @@ import (
 
 	"github.com/vigil-hpc/vigil/benchmarks"
 	_ "github.com/vigil-hpc/vigil/benchmarks/all"
-	"github.com/vigil-hpc/vigil/benchmarks/nvidia"
 	"github.com/vigil-hpc/vigil/lifecycle"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/lifecycle/idle"
@@ -315,10 +314,11 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
 		return idle.Command(ctx, args[1:], stdout, stderr), true
-	case nvidia.SelftestCommandName:
+	}
+	if run, ok := benchmarks.LookupCommand(args[0]); ok { // a check package's own (multinode-selftest)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		return nvidia.SelftestCommand(ctx, args[1:], stdout, stderr), true
+		return run(ctx, args[1:], stdout, stderr), true
 	}
 	return 0, false
 }

@@ -79,11 +79,11 @@ type aclNode struct {
 // OpenACL opens libascendcl.so, initialises ACL (once per process) and
 // selects the devices (logical ids; nil means all that ACL sees). The
 // operator API and HCCL are opened when first needed.
-func OpenACL(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+func OpenACL(ctx context.Context, libs Libraries, devices []int) (device.Node, error) {
 	return openACL(sharedCANN, libs, devices)
 }
 
-func openACL(c *cann, libs Libraries, devices []int) (Node, error) {
+func openACL(c *cann, libs Libraries, devices []int) (device.Node, error) {
 	rt, err := c.runtime(libs)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func openACL(c *cann, libs Libraries, devices []int) (Node, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w: ACL sees no device", ErrNoDevices)
+		return nil, fmt.Errorf("%w: ACL sees no device", errNoDevices)
 	}
 	if devices == nil {
 		for i := 0; i < n; i++ {
@@ -104,7 +104,7 @@ func openACL(c *cann, libs Libraries, devices []int) (Node, error) {
 	node := &aclNode{cann: c, rt: rt, libs: libs}
 	for _, d := range devices {
 		if d < 0 || d >= n {
-			return nil, fmt.Errorf("%w: %s asked for, ACL sees %d", ErrNoDevices, devName(d), n)
+			return nil, fmt.Errorf("%w: %s asked for, ACL sees %d", errNoDevices, devName(d), n)
 		}
 		node.devs = append(node.devs, device.Info{Index: d, Name: soc})
 	}
@@ -283,4 +283,4 @@ func (n *aclNode) Copy(ctx context.Context, dev int, size, iters int) (device.Co
 }
 
 // compile-time check.
-var _ Node = (*aclNode)(nil)
+var _ device.Node = (*aclNode)(nil)

@@ -116,7 +116,7 @@ func TestACLNodeOnStub(t *testing.T) {
 
 	t.Run("device errors", func(t *testing.T) {
 		_, err := openACL(c, libs, []int{1, 7})
-		if !errors.Is(err, ErrNoDevices) {
+		if !errors.Is(err, errNoDevices) {
 			t.Errorf("err = %v", err)
 		}
 	})
@@ -149,29 +149,19 @@ func TestChecksOnStub(t *testing.T) {
 // tests do not share the process-wide libraries.
 func freshOpener() Opener {
 	c := &cann{}
-	return func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+	return func(ctx context.Context, libs Libraries, devices []int) (device.Node, error) {
 		return openACL(c, libs, devices)
 	}
 }
 
-// withOpener returns the registered compute check name over open.
+// withOpener returns the compute check name of the registration table
+// (computeChecks) over open.
 func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
 	t.Helper()
-	switch name {
-	case "npu-gemm":
-		return newGEMMCheck(open)
-	case "npu-copy":
-		return newCopyCheck(open)
-	case "npu-allreduce":
-		return newCollCheck(name, device.AllReduce, allReduceThresholds, open)
-	case "npu-allgather":
-		return newCollCheck(name, device.AllGather, allGatherThresholds, open)
-	case "npu-alltoall":
-		return newCollCheck(name, device.AllToAll, allToAllThresholds, open)
-	case "npu-kernel-launch":
-		return newLaunchCheck(open)
-	case "npu-overlap":
-		return newOverlapCheck(open)
+	for _, c := range computeChecks(open) {
+		if c.Spec().Name == name {
+			return c
+		}
 	}
 	t.Fatalf("%s is not a compute check", name)
 	return nil
@@ -234,10 +224,10 @@ func TestNewChecksOnStub(t *testing.T) {
 	old = filepath.Join(old, "libstubcann-old.so")
 	t.Run("CANN without aclnnInplaceZero", func(t *testing.T) {
 		r := run(t, "npu-kernel-launch", old, "launches = 10\n")
-		expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "npu0", "aclnnInplaceZero in "+old)
+		expect(t, r, benchmarks.StatusUnknown, device.ReasonLibraryMissing, "npu0", "aclnnInplaceZero in "+old)
 	})
 	t.Run("CANN without HcclAlltoAll", func(t *testing.T) {
 		r := run(t, "npu-alltoall", old, small)
-		expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "", "HcclAlltoAll in "+old)
+		expect(t, r, benchmarks.StatusUnknown, device.ReasonLibraryMissing, "", "HcclAlltoAll in "+old)
 	})
 }

@@ -4,8 +4,10 @@
 // npu-copy, npu-kernel-launch, npu-allreduce, npu-allgather, npu-alltoall,
 // npu-overlap, and hccl-allreduce-multinode,
 // which the prolog's cross-node phase runs through its Setup and
-// RunRanks). Each check lives in its own file and registers itself
-// with benchmarks.Register from init().
+// RunRanks). Each health fact lives in its own file and registers itself
+// with benchmarks.Register from init(); the compute probes are the
+// vendor-neutral checks of package device, registered from one table
+// (checks.go).
 //
 // The vendor libraries are opened at run time (packages cgo/dcmi, cgo/acl,
 // cgo/hccl); on a node without the Ascend driver and CANN every check
@@ -28,20 +30,15 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/dl"
 )
 
-// Reason tokens shared by the Ascend checks.
+// Reason tokens shared by the Ascend health checks, beside
+// device.ReasonLibraryMissing (libdcmi.so, libascendcl.so, libopapi.so or
+// libhccl.so could not be opened, or lacks a symbol), and
+// devcheck.ReasonInvalidSettings and ReasonCanceled.
 const (
-	// ReasonLibraryMissing: libdcmi.so, libascendcl.so, libopapi.so or
-	// libhccl.so could not be opened, or lacks a symbol (unknown).
-	ReasonLibraryMissing = device.ReasonLibraryMissing
 	// ReasonDCMIError: a DCMI call failed (unknown).
 	ReasonDCMIError = "DCMIError"
 	// ReasonNotSupported: the device does not report this fact (unknown).
 	ReasonNotSupported = "NotSupported"
-	// ReasonInvalidSettings: the check's settings do not decode or are out
-	// of range (unknown).
-	ReasonInvalidSettings = devcheck.ReasonInvalidSettings
-	// ReasonCanceled: the deadline passed before every device was read (unknown).
-	ReasonCanceled = devcheck.ReasonCanceled
 	// ReasonNPULost: DCMI says a device does not exist any more (fail).
 	ReasonNPULost = "NPULost"
 )
@@ -189,7 +186,7 @@ func openNPUs(l *dcmiLibrary, name string, env *benchmarks.Env) (dcmi.Interface,
 // eachNPU runs a per-device DCMI check: it opens DCMI, selects the
 // job's NPUs and calls read for each until ctx ends. pass is the message of
 // a pass, with %d for the number of NPUs and %s for the word "NPU(s)".
-func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.Env, pass string, read func(t *tally, lib dcmi.Interface, n npu)) benchmarks.Result {
+func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.Env, pass string, read func(t *devcheck.Tally, lib dcmi.Interface, n npu)) benchmarks.Result {
 	lib, npus, res := openNPUs(l, name, env)
 	if res != nil {
 		return *res
@@ -207,7 +204,7 @@ func eachNPU(ctx context.Context, l *dcmiLibrary, name string, env *benchmarks.E
 // dcmiReasons are the tokens every DCMI check can give: DCMI missing or
 // failing (dcmiUnavailable, classifyDCMI), a fact not reported, a device gone.
 func dcmiReasons() []string {
-	return []string{ReasonLibraryMissing, ReasonDCMIError, ReasonNotSupported, ReasonNPULost}
+	return []string{device.ReasonLibraryMissing, ReasonDCMIError, ReasonNotSupported, ReasonNPULost}
 }
 
 // dcmiUnavailable is the unknown result of a check that could not open or
@@ -215,29 +212,29 @@ func dcmiReasons() []string {
 func dcmiUnavailable(name string, err error) benchmarks.Result {
 	r := benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonDCMIError, Message: "DCMI unavailable: " + err.Error()}
 	if errors.Is(err, dl.ErrNotFound) || errors.Is(err, dl.ErrSymbol) {
-		r.Reason = ReasonLibraryMissing
+		r.Reason = device.ReasonLibraryMissing
 		r.Message = "no Ascend NPUs found (" + err.Error() + ")"
 	}
 	return r
 }
 
-// tally collects what a check found per device and turns it into a
-// Result; its LibErr sorts DCMI's errors (classifyDCMI).
-type tally = devcheck.Tally
-
-func newTally(check string) *tally { return &tally{Check: check, Classify: classifyDCMI} }
+// newTally returns the tally of a check: what it found per device, turned
+// into a Result; its LibErr sorts DCMI's errors (classifyDCMI).
+func newTally(check string) *devcheck.Tally {
+	return &devcheck.Tally{Check: check, Classify: classifyDCMI}
+}
 
 // classifyDCMI sorts a failed DCMI call: a fault when DCMI says the device
 // is gone, unknown otherwise.
-func classifyDCMI(device, what string, err error) (lost bool, reason, message string) {
+func classifyDCMI(dev, what string, err error) (lost bool, reason, message string) {
 	switch {
 	case errors.Is(err, dcmi.ErrNoDevice):
-		return true, ReasonNPULost, fmt.Sprintf("%s %s: device gone: %v", device, what, err)
+		return true, ReasonNPULost, fmt.Sprintf("%s %s: device gone: %v", dev, what, err)
 	case errors.Is(err, dcmi.ErrNotSupported):
-		return false, ReasonNotSupported, fmt.Sprintf("%s %s not supported: %v", device, what, err)
+		return false, ReasonNotSupported, fmt.Sprintf("%s %s not supported: %v", dev, what, err)
 	case errors.Is(err, dl.ErrSymbol):
-		return false, ReasonLibraryMissing, fmt.Sprintf("%s %s: %v", device, what, err)
+		return false, device.ReasonLibraryMissing, fmt.Sprintf("%s %s: %v", dev, what, err)
 	default:
-		return false, ReasonDCMIError, fmt.Sprintf("%s %s: %v", device, what, err)
+		return false, ReasonDCMIError, fmt.Sprintf("%s %s: %v", dev, what, err)
 	}
 }

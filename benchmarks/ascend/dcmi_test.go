@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,7 +266,7 @@ func TestFaults(t *testing.T) {
 			break_: func(n *dcmifake.Node) {
 				n.NPUs[0].Errs = map[string]error{"NetworkHealth": fmt.Errorf("dcmi_get_device_network_health in /x/libdcmi.so: %w", dl.ErrSymbol)}
 			},
-			status: benchmarks.StatusUnknown, reason: ReasonLibraryMissing, device: "npu0",
+			status: benchmarks.StatusUnknown, reason: device.ReasonLibraryMissing, device: "npu0",
 		},
 		{
 			name:   "leftover process",
@@ -337,7 +338,7 @@ func TestWithoutDCMI(t *testing.T) {
 				env = settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nsysfs = %q\n", sysfsTree(t)))
 				env.GresGPUs = 8 // an NVIDIA node's gres says nothing about NPUs
 			}
-			expect(t, run1(t, c, env), benchmarks.StatusUnknown, ReasonLibraryMissing, "",
+			expect(t, run1(t, c, env), benchmarks.StatusUnknown, device.ReasonLibraryMissing, "",
 				"libdcmi.so.vigil-test-absent not found (searched:", "/usr/local/dcmi")
 		})
 	}
@@ -350,7 +351,7 @@ func TestNPUCountWithoutDCMI(t *testing.T) {
 	})
 	t.Run("NPUs on the bus", func(t *testing.T) {
 		env := settings(t, "npu-count", fmt.Sprintf("[checks.npu-count]\nsysfs = %q\n", eightNPUs(t)))
-		expect(t, run1(t, &npuCount{dcmiCheck{missingLib()}}, env), benchmarks.StatusUnknown, ReasonLibraryMissing, "", "but 8 Ascend NPUs on the PCI bus")
+		expect(t, run1(t, &npuCount{dcmiCheck{missingLib()}}, env), benchmarks.StatusUnknown, device.ReasonLibraryMissing, "", "but 8 Ascend NPUs on the PCI bus")
 	})
 }
 
@@ -379,7 +380,7 @@ func TestBadSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.check.Spec().Name, func(t *testing.T) {
 			r := run1(t, tt.check, settings(t, tt.check.Spec().Name, tt.toml))
-			expect(t, r, benchmarks.StatusUnknown, ReasonInvalidSettings, "")
+			expect(t, r, benchmarks.StatusUnknown, devcheck.ReasonInvalidSettings, "")
 		})
 	}
 }

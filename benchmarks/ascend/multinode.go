@@ -15,46 +15,25 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/hccl"
 )
 
-// MultinodeName is the registered name of the multi-node HCCL all-reduce.
-const MultinodeName = "hccl-allreduce-multinode"
+// multinodeName is the registered name of the multi-node HCCL all-reduce.
+const multinodeName = "hccl-allreduce-multinode"
 
-// Reasons of hccl-allreduce-multinode: where the meaning is the same, the
-// tokens of nccl-allreduce-multinode, so that the cross-node phase reads
-// both vendors alike.
+// Reasons of hccl-allreduce-multinode beside those of every vendor's
+// (device.MultinodeReasons: the tokens of nccl-allreduce-multinode too, so
+// that the cross-node phase reads both vendors alike).
 const (
-	// ReasonNeedsJobNodes: the check was run alone (unknown).
-	ReasonNeedsJobNodes = device.ReasonNeedsJobNodes
-	// ReasonMultinodeHung: the communicator did not form, or an
-	// all-reduce did not finish, before the deadline (unknown).
-	ReasonMultinodeHung = device.ReasonMultinodeHung
-	// ReasonInvalidRole: the role does not fit this node's NPUs (unknown).
-	ReasonInvalidRole = device.ReasonInvalidRole
 	// ReasonHCCLError: an HCCL call failed (unknown: a remote rank's
 	// fault, a link failure anywhere in the job, reads the same here).
 	ReasonHCCLError = "HCCLError"
-	// ReasonMultinodeWrongResult: the all-reduce across nodes delivered
-	// wrong data ("CollectiveWrongResult", fail).
-	ReasonMultinodeWrongResult = device.ReasonCollectiveWrongResult
-	// ReasonMultinodeBelowThreshold: bus bandwidth below the model's floor
-	// ("AllReduceBelowThreshold", fail).
-	ReasonMultinodeBelowThreshold = device.ReasonMultinodeBelowThreshold
 )
 
-// MultinodeRole is this node's part in the job's communicator: the role
-// type every vendor's multi-node check takes. Its ID is the 4108 bytes of
-// newRootInfo (the check's Setup).
-type MultinodeRole = device.MultinodeRole
-
-// MultinodeSettings are the settings of [checks.hccl-allreduce-multinode]:
+// multinodeSettings are the settings of [checks.hccl-allreduce-multinode]:
 // the library keys and those of every collective check (bytes,
 // verify_bytes, warmup, iters, thresholds: model → "busbw_gbps").
-type MultinodeSettings struct {
+type multinodeSettings struct {
 	Libraries
 	device.CollectiveSettings
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *MultinodeSettings) Validate() error { return device.ValidateCollective(&s.CollectiveSettings) }
 
 // multinodeThresholds are the shipped floors: none. Bus bandwidth across
 // nodes depends on the fabric (RoCE ports per NPU, their rate, the
@@ -71,7 +50,7 @@ type multinode struct {
 }
 
 var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(benchmarks.Descriptor{
-	Name: MultinodeName, Vendor: benchmarks.VendorAscend,
+	Name: multinodeName, Vendor: benchmarks.VendorAscend,
 	Description: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified",
 	Settings:    func() any { return defaultMultinodeSettings() },
 	// Its own reasons, the vendor's and the cross-node phase's.
@@ -82,19 +61,19 @@ func init() { benchmarks.Register(shippedMultinode) }
 
 // defaultMultinodeSettings returns the shipped settings: 256 MiB per rank,
 // 20 timed after 5 untimed, verified on 1 MiB.
-func defaultMultinodeSettings() *MultinodeSettings {
-	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
+func defaultMultinodeSettings() *multinodeSettings {
+	s := multinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
 }
 
 func (c *multinode) unknown(reason, format string, args ...any) benchmarks.Result {
-	return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return benchmarks.Result{Check: multinodeName, Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // settings decodes and validates the check's settings and its vendor's
 // libraries.
-func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
+func (c *multinode) settings(env *benchmarks.Env) (*multinodeSettings, Libraries, error) {
 	s := defaultMultinodeSettings()
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
 		return nil, Libraries{}, err
@@ -163,24 +142,24 @@ func (c *multinode) newRootInfo(env *benchmarks.Env) ([]byte, error) {
 // whom to act on. Only an ACL fault of this node's NPUs is the node's own.
 // ctx's deadline bounds it all; the communicators are destroyed when it
 // passes.
-func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
+func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role device.MultinodeRole) benchmarks.Result {
 	s, libs, err := c.settings(env)
 	if err != nil {
-		return devcheck.BadSettings(MultinodeName, err)
+		return devcheck.BadSettings(multinodeName, err)
 	}
-	var node Node
+	var node device.Node
 	err = devcheck.Run(ctx, func() (err error) {
 		node, err = openACL(c.cann, libs, devcheck.EnvDevices(env))
 		return err
 	})
 	if err != nil {
 		st, reason := classify(err)
-		return benchmarks.Result{Check: MultinodeName, Status: st, Reason: reason, Message: err.Error()}
+		return benchmarks.Result{Check: multinodeName, Status: st, Reason: reason, Message: err.Error()}
 	}
 	defer node.Close()
 	mn, ok := node.(device.MultinodeNode)
 	if !ok {
-		return c.unknown(ReasonCheckerError, "this node cannot join a communicator across nodes")
+		return c.unknown(device.ReasonCheckerError, "this node cannot join a communicator across nodes")
 	}
 	devs := node.Devices()
 	idx, names := make([]int, len(devs)), make([]string, len(devs))
@@ -188,7 +167,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 		idx[i], names[i] = d.Index, devName(d.Index)
 	}
 	if msg := role.Check(len(idx), hccl.RootInfoBytes, "NPU"); msg != "" {
-		return c.unknown(ReasonInvalidRole, "%s", msg)
+		return c.unknown(device.ReasonInvalidRole, "%s", msg)
 	}
 	var phase atomic.Value
 	phase.Store("open")
@@ -204,9 +183,9 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	if err != nil {
 		return c.failed(err, phase.Load().(string), role)
 	}
-	t := &devcheck.Tally{Check: MultinodeName}
+	t := &devcheck.Tally{Check: multinodeName}
 	if msg := device.VerifyMultinode(out.Outputs, role, names); msg != "" {
-		t.Fail("", ReasonMultinodeWrongResult, "%s", msg)
+		t.Fail("", device.ReasonCollectiveWrongResult, "%s", msg)
 		return t.Result("")
 	}
 	bus := device.EvaluateMultinode(t, s.Thresholds, role.NRanks, in.Count, out.Seconds, devs[0].Name, "NPUs")
@@ -216,15 +195,15 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 }
 
 // failed turns the error of the measurement into the result.
-func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmarks.Result {
+func (c *multinode) failed(err error, phase string, role device.MultinodeRole) benchmarks.Result {
 	var he *hccl.Error
 	switch {
 	case errors.Is(err, devcheck.ErrHung):
-		return c.unknown(ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
+		return c.unknown(device.ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
 			phase, role.NRanks, role.FirstRank, err)
 	case errors.As(err, &he):
 		return c.unknown(ReasonHCCLError, "%s: %v", phase, err)
 	}
 	st, reason := classify(err)
-	return benchmarks.Result{Check: MultinodeName, Status: st, Reason: reason, Message: fmt.Sprintf("%s: %v", phase, err)}
+	return benchmarks.Result{Check: multinodeName, Status: st, Reason: reason, Message: fmt.Sprintf("%s: %v", phase, err)}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,14 +36,14 @@ const mnJobRanks = 5
 
 func mnSettings(libs Libraries) string {
 	return fmt.Sprintf("[checks.%s]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n[vendor.ascend]\nacl_libraries = [%q]\nhccl_libraries = [%q]\n",
-		MultinodeName, libs.ACL[0], libs.HCCL[0])
+		multinodeName, libs.ACL[0], libs.HCCL[0])
 }
 
 // runMNJob makes one root info on node-a and runs every node's part at
 // once with it, each under timeout; it returns the results by node.
-func runMNJob(t *testing.T, c *multinode, libs Libraries, timeout time.Duration, role func(node int, r MultinodeRole) MultinodeRole) map[string]benchmarks.Result {
+func runMNJob(t *testing.T, c *multinode, libs Libraries, timeout time.Duration, role func(node int, r device.MultinodeRole) device.MultinodeRole) map[string]benchmarks.Result {
 	t.Helper()
-	root := settings(t, MultinodeName, mnSettings(libs))
+	root := settings(t, multinodeName, mnSettings(libs))
 	root.Devices = mnJob[0].devs
 	id, err := c.newRootInfo(root)
 	if err != nil {
@@ -51,9 +53,9 @@ func runMNJob(t *testing.T, c *multinode, libs Libraries, timeout time.Duration,
 	var wg sync.WaitGroup
 	out := map[string]benchmarks.Result{}
 	for i, n := range mnJob {
-		env := settings(t, MultinodeName, mnSettings(libs))
+		env := settings(t, multinodeName, mnSettings(libs))
 		env.Node, env.Devices = n.name, n.devs
-		r := MultinodeRole{ID: id, NRanks: mnJobRanks, FirstRank: n.first}
+		r := device.MultinodeRole{ID: id, NRanks: mnJobRanks, FirstRank: n.first}
 		if role != nil {
 			r = role(i, r)
 		}
@@ -149,7 +151,7 @@ func TestMultinodeOnStub(t *testing.T) {
 	}
 
 	// The exported pair, over the process's CANN (the stub).
-	env := settings(t, MultinodeName, mnSettings(libs))
+	env := settings(t, multinodeName, mnSettings(libs))
 	id, err := shippedMultinode.newRootInfo(env)
 	if err != nil || len(id) != hccl.RootInfoBytes {
 		t.Fatalf("newRootInfo: %d bytes, %v", len(id), err)
@@ -160,9 +162,9 @@ func TestMultinodeOnStub(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e := settings(t, MultinodeName, mnSettings(libs))
+			e := settings(t, multinodeName, mnSettings(libs))
 			e.Devices = devs
-			got[i] = shippedMultinode.run(context.Background(), e, MultinodeRole{ID: id, NRanks: 4, FirstRank: 2 * i})
+			got[i] = shippedMultinode.run(context.Background(), e, device.MultinodeRole{ID: id, NRanks: 4, FirstRank: 2 * i})
 		}()
 	}
 	wg.Wait()
@@ -197,17 +199,17 @@ func TestMultinodeFaults(t *testing.T) {
 	}{
 		{"wrong sum on the last rank", "STUBCANN_HCCL_BAD_RANK", "4", 20 * time.Second, map[string]want{
 			"node-a": {benchmarks.StatusPass, "", "all-reduce over 5 NPUs"},
-			"node-c": {benchmarks.StatusFail, ReasonMultinodeWrongResult,
+			"node-c": {benchmarks.StatusFail, device.ReasonCollectiveWrongResult,
 				"all-reduce across nodes delivered wrong data: npu1 (rank 4) element 0 = 136, want 135"},
 		}},
 		{"a rank fails to init, the others wait", "STUBCANN_HCCL_INIT_FAIL_RANK", "2", 1500 * time.Millisecond, map[string]want{
 			"node-b": {benchmarks.StatusUnknown, ReasonHCCLError, "init: npu2: HcclCommInitRootInfo: HCCL_E_INTERNAL (4): stub error"},
-			"node-a": {benchmarks.StatusUnknown, ReasonMultinodeHung, "init over 5 ranks (ranks 0- here) did not finish before the deadline"},
-			"node-c": {benchmarks.StatusUnknown, ReasonMultinodeHung, "init over 5 ranks (ranks 4- here) did not finish"},
+			"node-a": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "init over 5 ranks (ranks 0- here) did not finish before the deadline"},
+			"node-c": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "init over 5 ranks (ranks 4- here) did not finish"},
 		}},
 		{"a rank never delivers", "STUBCANN_HCCL_HANG_RANK", "3", 1500 * time.Millisecond, map[string]want{
-			"node-a": {benchmarks.StatusUnknown, ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 0- here)"},
-			"node-b": {benchmarks.StatusUnknown, ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 2- here)"},
+			"node-a": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 0- here)"},
+			"node-b": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 2- here)"},
 		}},
 	}
 	for _, tt := range tests {
@@ -236,7 +238,7 @@ func TestMultinodeAbortEndsWaits(t *testing.T) {
 	t.Setenv("HCCL_CONNECT_TIMEOUT", "3")
 	t.Setenv("STUBCANN_HCCL_HANG_RANK", "0")
 	for n, r := range runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, time.Second, nil) {
-		if r.Reason != ReasonMultinodeHung {
+		if r.Reason != device.ReasonMultinodeHung {
 			t.Errorf("%s: %+v", n, r)
 		}
 	}
@@ -255,7 +257,7 @@ func TestMultinodeAbortEndsWaits(t *testing.T) {
 func TestMultinodeDuplicateRank(t *testing.T) {
 	libs := stubCANN(t)
 	t.Setenv("HCCL_CONNECT_TIMEOUT", "3")
-	res := runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, 1500*time.Millisecond, func(i int, r MultinodeRole) MultinodeRole {
+	res := runMNJob(t, &multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}, libs, 1500*time.Millisecond, func(i int, r device.MultinodeRole) device.MultinodeRole {
 		if i == 2 {
 			r.FirstRank = 1
 		}
@@ -274,12 +276,12 @@ func TestMultinodeDuplicateRank(t *testing.T) {
 
 func TestMultinodeRoleAndAlone(t *testing.T) {
 	libs := stubCANN(t)
-	env := settings(t, MultinodeName, mnSettings(libs))
-	c, ok := benchmarks.Lookup(MultinodeName)
+	env := settings(t, multinodeName, mnSettings(libs))
+	c, ok := benchmarks.Lookup(multinodeName)
 	if !ok || c.Spec().Default || c.Spec().Vendor != benchmarks.VendorAscend || c.Spec().Kind != benchmarks.KindPerf {
-		t.Fatalf("%s: registered %v, in the default suite, not Ascend's or not perf", MultinodeName, ok)
+		t.Fatalf("%s: registered %v, in the default suite, not Ascend's or not perf", multinodeName, ok)
 	}
-	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNeedsJobNodes ||
+	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonNeedsJobNodes ||
 		r.Message != "needs the job's other nodes: runs in the prolog's cross-node phase" {
 		t.Errorf("alone: %+v", r)
 	}
@@ -290,29 +292,29 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 	}
 	env.Devices = []int{0, 1}
 	for _, tt := range []struct {
-		role MultinodeRole
+		role device.MultinodeRole
 		msg  string
 	}{
-		{MultinodeRole{ID: id, NRanks: 1}, "1 ranks in all: an all-reduce needs at least 2"},
-		{MultinodeRole{ID: id, NRanks: 4, FirstRank: 3}, "ranks 3-4 for this node's 2 NPUs do not fit in 4"},
-		{MultinodeRole{NRanks: 4}, "no communicator id"},
-		{MultinodeRole{ID: make([]byte, hccl.RootInfoBytes), NRanks: 4}, "no communicator id"},
-		{MultinodeRole{ID: id[:128], NRanks: 4}, "communicator id of 128 bytes, want 4108"},
+		{device.MultinodeRole{ID: id, NRanks: 1}, "1 ranks in all: an all-reduce needs at least 2"},
+		{device.MultinodeRole{ID: id, NRanks: 4, FirstRank: 3}, "ranks 3-4 for this node's 2 NPUs do not fit in 4"},
+		{device.MultinodeRole{NRanks: 4}, "no communicator id"},
+		{device.MultinodeRole{ID: make([]byte, hccl.RootInfoBytes), NRanks: 4}, "no communicator id"},
+		{device.MultinodeRole{ID: id[:128], NRanks: 4}, "communicator id of 128 bytes, want 4108"},
 	} {
 		r := m.run(context.Background(), env, tt.role)
-		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidRole || r.Message != tt.msg {
+		if r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonInvalidRole || r.Message != tt.msg {
 			t.Errorf("%q: %+v", tt.msg, r)
 		}
 	}
-	bad := settings(t, MultinodeName, fmt.Sprintf("[checks.%s]\nbytes = 16\n[vendor.ascend]\nhccl_libraries = [%q]\n", MultinodeName, libs.HCCL[0]))
-	if r := m.run(context.Background(), bad, MultinodeRole{ID: id, NRanks: 4}); r.Reason != ReasonInvalidSettings {
+	bad := settings(t, multinodeName, fmt.Sprintf("[checks.%s]\nbytes = 16\n[vendor.ascend]\nhccl_libraries = [%q]\n", multinodeName, libs.HCCL[0]))
+	if r := m.run(context.Background(), bad, device.MultinodeRole{ID: id, NRanks: 4}); r.Reason != devcheck.ReasonInvalidSettings {
 		t.Errorf("bytes = 16: %+v", r)
 	}
-	absent := settings(t, MultinodeName, "[vendor.ascend]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n")
+	absent := settings(t, multinodeName, "[vendor.ascend]\nacl_libraries = [\"libascendcl.so.vigil-absent\"]\n")
 	if _, err := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).newRootInfo(absent); !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("newRootInfo without CANN: %v", err)
 	}
-	if r := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).run(context.Background(), absent, MultinodeRole{ID: id, NRanks: 4}); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
+	if r := (&multinode{MultinodeCheck: shippedMultinode.MultinodeCheck, cann: &cann{}}).run(context.Background(), absent, device.MultinodeRole{ID: id, NRanks: 4}); r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonLibraryMissing {
 		t.Errorf("run without CANN: %+v", r)
 	}
 }

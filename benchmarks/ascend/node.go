@@ -6,7 +6,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
 
-// Node is the NPU side of the Ascend compute checks: the vendor-neutral
+// The NPU side of the Ascend compute checks is the vendor-neutral
 // device.Node, the same the CUDA checks' nodes implement, so the two
 // families measure and verify alike. Devices are named by logical id
 // (Index) and SoC name ("Ascend910B3"); Runtime is the libascendcl.so file
@@ -15,7 +15,6 @@ import (
 // and AllToAll); Launch times aclnnInplaceZero; Overlap runs aclnnMatmul
 // beside HCCL all-reduces. Methods block until the device work has finished; callers
 // run them under devcheck.Run to honour their deadline.
-type Node = device.Node
 
 // Opener opens the node's NPUs: devices (logical ids) nil means all.
-type Opener func(ctx context.Context, libs Libraries, devices []int) (Node, error)
+type Opener func(ctx context.Context, libs Libraries, devices []int) (device.Node, error)

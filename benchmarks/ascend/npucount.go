@@ -22,15 +22,11 @@ const (
 	ReasonNPUFellOffBus = "NPUFellOffBus"
 	// ReasonAllocatedNPUMissing: a device allocated to the job does not exist.
 	ReasonAllocatedNPUMissing = "AllocatedNPUMissing"
-	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
-	ReasonSysfsUnreadable = device.ReasonSysfsUnreadable
 )
 
-// NPUCountSettings are the settings of [checks.npu-count]: those of every
-// device-count check. Expected 0 means the node's Slurm Gres GPU count
-// when Ascend NPUs are on its PCI bus, and no expectation otherwise.
-type NPUCountSettings = device.CountSettings
-
+// npuCount is npu-count. Its settings are those of every device-count
+// check (device.CountSettings): expected 0 means the node's Slurm Gres GPU
+// count when Ascend NPUs are on its PCI bus, and no expectation otherwise.
 type npuCount struct{ dcmiCheck }
 
 func init() { benchmarks.Register(&npuCount{dcmiCheck{sharedDCMI}}) }
@@ -40,7 +36,7 @@ func (*npuCount) Spec() benchmarks.Descriptor {
 	return npuFact(benchmarks.Descriptor{Name: "npu-count",
 		Description: "NPUs in DCMI against expected (or Gres) and the Ascend NPUs on the PCI bus",
 		Settings:    func() any { return device.DefaultCountSettings() },
-		Reasons: append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, ReasonSysfsUnreadable},
+		Reasons: append([]string{ReasonNPUCountMismatch, ReasonNPUFellOffBus, ReasonAllocatedNPUMissing, device.ReasonSysfsUnreadable},
 			dcmiReasons()...)})
 }
 
@@ -55,7 +51,7 @@ func (c *npuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 	t := newTally(c.Spec().Name)
 	onBus, busErr := device.OnBus(benchmarks.VendorAscend, s.Sysfs)
 	if busErr != nil {
-		t.Unknown("", ReasonSysfsUnreadable, "%v", busErr)
+		t.Unknown("", device.ReasonSysfsUnreadable, "%v", busErr)
 	} else {
 		t.Value("", "pci_npus", float64(len(onBus)), "count", nil, "", benchmarks.StatusPass)
 	}
@@ -102,7 +98,7 @@ func countMessage(n, expected int) string {
 
 // countNPUs compares the n NPUs DCMI sees with the expected count (0: no
 // expectation): fewer is a fault, more a note.
-func countNPUs(t *tally, n, expected int) {
+func countNPUs(t *devcheck.Tally, n, expected int) {
 	st := benchmarks.StatusPass
 	if n < expected {
 		st = benchmarks.StatusFail
@@ -120,7 +116,7 @@ func countNPUs(t *tally, n, expected int) {
 
 // allocatedNPUs fails each device allocated to the job (logical ids) that
 // DCMI does not list.
-func allocatedNPUs(t *tally, devs []dcmi.Device, allocated []int) {
+func allocatedNPUs(t *devcheck.Tally, devs []dcmi.Device, allocated []int) {
 	logic := map[int]bool{}
 	for i, d := range devs {
 		if d.Logic >= 0 {
@@ -139,7 +135,7 @@ func allocatedNPUs(t *tally, devs []dcmi.Device, allocated []int) {
 // offTheBus fails the Ascend NPUs on the PCI bus (onBus, more than DCMI
 // sees) that DCMI does not list: each one by address when DCMI gave every
 // device's, the node otherwise.
-func offTheBus(t *tally, devs []dcmi.Device, onBus []string) {
+func offTheBus(t *devcheck.Tally, devs []dcmi.Device, onBus []string) {
 	n := len(devs)
 	have := map[string]bool{}
 	known := true
@@ -165,7 +161,7 @@ func offTheBus(t *tally, devs []dcmi.Device, onBus []string) {
 
 // noDCMI decides when DCMI cannot be used: a fault when NPUs are expected
 // by configuration and the library is missing, unknown otherwise.
-func (c *npuCount) noDCMI(t *tally, err error, expected int, onBus []string) benchmarks.Result {
+func (c *npuCount) noDCMI(t *devcheck.Tally, err error, expected int, onBus []string) benchmarks.Result {
 	busNote := ""
 	if len(onBus) > 0 {
 		busNote = fmt.Sprintf(", but %d Ascend %s on the PCI bus", len(onBus), devcheck.Plural(len(onBus), "NPU"))

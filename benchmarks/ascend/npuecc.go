@@ -19,8 +19,8 @@ const (
 	ReasonNPUIsolatedPages = "NPUIsolatedPages"
 )
 
-// NPUECCSettings are the settings of [checks.npu-ecc].
-type NPUECCSettings struct {
+// npuECCSettings are the settings of [checks.npu-ecc].
+type npuECCSettings struct {
 	// MaxUncorrectable is the most current double-bit HBM errors a device may report.
 	MaxUncorrectable int `toml:"max_uncorrectable"`
 	// MaxIsolatedPages is the most HBM pages a device may have isolated
@@ -41,8 +41,8 @@ func (*npuECC) Spec() benchmarks.Descriptor {
 }
 
 // defaultNpuECCSettings returns the shipped settings of [checks.npu-ecc].
-func defaultNpuECCSettings() *NPUECCSettings {
-	return &NPUECCSettings{MaxUncorrectable: 0, MaxIsolatedPages: 64}
+func defaultNpuECCSettings() *npuECCSettings {
+	return &npuECCSettings{MaxUncorrectable: 0, MaxIsolatedPages: 64}
 }
 
 func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -53,7 +53,7 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 	if err := s.Validate(); err != nil {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: no uncorrectable HBM ECC errors", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: no uncorrectable HBM ECC errors", func(t *devcheck.Tally, lib dcmi.Interface, n npu) {
 		e, err := lib.ECC(n.dev, dcmi.MemoryHBM)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {
@@ -88,7 +88,7 @@ func (c *npuECC) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 }
 
 // Validate reports out-of-range settings, naming the key.
-func (s *NPUECCSettings) Validate() error {
+func (s *npuECCSettings) Validate() error {
 	if s.MaxUncorrectable < 0 {
 		return benchmarks.BadSetting("max_uncorrectable", "%d: want 0 or more", s.MaxUncorrectable)
 	}

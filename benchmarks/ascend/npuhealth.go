@@ -18,8 +18,8 @@ const (
 	ReasonNPUAbsent = "NPUAbsent"
 )
 
-// NPUHealthSettings are the settings of [checks.npu-health].
-type NPUHealthSettings struct {
+// npuHealthSettings are the settings of [checks.npu-health].
+type npuHealthSettings struct {
 	// FailOnMinor makes a minor alarm (health 1) a fault; major (2) and
 	// critical (3) alarms always are.
 	FailOnMinor bool `toml:"fail_on_minor"`
@@ -38,8 +38,8 @@ func (*npuHealth) Spec() benchmarks.Descriptor {
 }
 
 // defaultNpuHealthSettings returns the shipped settings of [checks.npu-health].
-func defaultNpuHealthSettings() *NPUHealthSettings {
-	return &NPUHealthSettings{FailOnMinor: true}
+func defaultNpuHealthSettings() *npuHealthSettings {
+	return &npuHealthSettings{FailOnMinor: true}
 }
 
 func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -47,7 +47,7 @@ func (c *npuHealth) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Res
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s healthy", func(t *devcheck.Tally, lib dcmi.Interface, n npu) {
 		h, err := lib.Health(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "health", err)

@@ -20,8 +20,8 @@ const (
 	ReasonNPUMemoryLeftover = "NPUMemoryLeftover"
 )
 
-// NPULeftoverSettings are the settings of [checks.npu-leftover].
-type NPULeftoverSettings struct {
+// npuLeftoverSettings are the settings of [checks.npu-leftover].
+type npuLeftoverSettings struct {
 	// Thresholds: model → "hbm_used_mib" → the most HBM (MiB) an idle
 	// device may report in use.
 	Thresholds device.Thresholds `toml:"thresholds"`
@@ -50,8 +50,8 @@ func (*npuLeftover) Spec() benchmarks.Descriptor {
 }
 
 // defaultNpuLeftoverSettings returns the shipped settings of [checks.npu-leftover].
-func defaultNpuLeftoverSettings() *NPULeftoverSettings {
-	return &NPULeftoverSettings{Thresholds: leftoverThresholds.Merge(nil)}
+func defaultNpuLeftoverSettings() *npuLeftoverSettings {
+	return &npuLeftoverSettings{Thresholds: leftoverThresholds.Merge(nil)}
 }
 
 func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -59,7 +59,7 @@ func (c *npuLeftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, leftoverThresholds); err != nil {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: nothing left by earlier jobs", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: nothing left by earlier jobs", func(t *devcheck.Tally, lib dcmi.Interface, n npu) {
 		ps, err := lib.Processes(n.dev)
 		if err != nil {
 			t.LibErr(n.id(), "processes", err)

@@ -16,8 +16,8 @@ const (
 	ReasonNPULinkDown = "NPULinkDown"
 )
 
-// NPULinkSettings are the settings of [checks.npu-link].
-type NPULinkSettings struct {
+// npuLinkSettings are the settings of [checks.npu-link].
+type npuLinkSettings struct {
 	// RequireDetection makes a device whose RoCE detection has not been
 	// started (no detect IP configured with hccn_tool) unknown instead of
 	// passing with a note.
@@ -37,8 +37,8 @@ func (*npuLink) Spec() benchmarks.Descriptor {
 }
 
 // defaultNpuLinkSettings returns the shipped settings of [checks.npu-link].
-func defaultNpuLinkSettings() *NPULinkSettings {
-	return &NPULinkSettings{}
+func defaultNpuLinkSettings() *npuLinkSettings {
+	return &npuLinkSettings{}
 }
 
 func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
@@ -46,7 +46,7 @@ func (c *npuLink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resul
 	if err := devcheck.Decode(env, s); err != nil {
 		return devcheck.BadSettings(c.Spec().Name, err)
 	}
-	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: RoCE links healthy", func(t *tally, lib dcmi.Interface, n npu) {
+	return eachNPU(ctx, c.lib, c.Spec().Name, env, "%d %s: RoCE links healthy", func(t *devcheck.Tally, lib dcmi.Interface, n npu) {
 		h, err := lib.NetworkHealth(n.dev)
 		if err != nil {
 			if errors.Is(err, dcmi.ErrNotSupported) {

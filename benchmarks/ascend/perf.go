@@ -1,7 +1,6 @@
 package ascend
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,26 +15,17 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/hccl"
 )
 
-// Reason tokens of the Ascend compute checks (the same tokens the CUDA
-// checks use, so reports read alike: package device).
+// Reason tokens of the Ascend compute checks beside those of every
+// vendor's (package device: LibraryMissing, NoDevices, CheckerError,
+// DeviceFault, DeviceHung, SingleDevice), so reports read alike.
 const (
-	// ReasonNoDevices: ACL reports no device, or none of the job's (unknown).
-	ReasonNoDevices = device.ReasonNoDevices
-	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
-	ReasonCheckerError = device.ReasonCheckerError
-	// ReasonDeviceFault: a device reported a fault while running work (fail).
-	ReasonDeviceFault = device.ReasonDeviceFault
-	// ReasonDeviceHung: work on a device did not finish by the deadline (fail).
-	ReasonDeviceHung = device.ReasonDeviceHung
-	// ReasonSingleDevice: a collective needs at least two devices (unknown).
-	ReasonSingleDevice = device.ReasonSingleDevice
 	// ReasonCollectiveLink: HCCL reports a link failure (RoCE/HCCS
 	// connect or transfer error, remote error, timeout) (fail).
 	ReasonCollectiveLink = "CollectiveLinkFailure"
 )
 
-// ErrNoDevices means ACL reports no device, or none of those asked for.
-var ErrNoDevices = errors.New("no Ascend NPUs")
+// errNoDevices means ACL reports no device, or none of those asked for.
+var errNoDevices = errors.New("no Ascend NPUs")
 
 // Libraries says where the Ascend libraries are (CANN and the driver's
 // DCMI): the [vendor.ascend] table, set once for every Ascend check.
@@ -106,7 +96,7 @@ var ascendNPUs = &device.Vendor{
 	Noun:                "NPU",
 	Count:               func(n int) string { return fmt.Sprintf("%d %s", n, devcheck.Plural(n, "NPU")) },
 	Classify:            classify,
-	Reasons:             []string{ReasonLibraryMissing, ReasonNoDevices, ReasonDeviceHung, ReasonDeviceFault, ReasonCollectiveLink, ReasonCheckerError},
+	Reasons:             []string{device.ReasonLibraryMissing, device.ReasonNoDevices, device.ReasonDeviceHung, device.ReasonDeviceFault, ReasonCollectiveLink, device.ReasonCheckerError},
 	BadSettings:         devcheck.BadSettings,
 	UnknownDevice:       true,
 	MissingLibraryStops: true,
@@ -118,30 +108,17 @@ var ascendNPUs = &device.Vendor{
 func classify(err error) (benchmarks.Status, string) {
 	switch {
 	case errors.Is(err, dl.ErrNotFound), errors.Is(err, dl.ErrSymbol):
-		return benchmarks.StatusUnknown, ReasonLibraryMissing
-	case errors.Is(err, ErrNoDevices), errors.Is(err, acl.ErrNoDevice):
-		return benchmarks.StatusUnknown, ReasonNoDevices
+		return benchmarks.StatusUnknown, device.ReasonLibraryMissing
+	case errors.Is(err, errNoDevices), errors.Is(err, acl.ErrNoDevice):
+		return benchmarks.StatusUnknown, device.ReasonNoDevices
 	case errors.Is(err, devcheck.ErrHung):
-		return benchmarks.StatusFail, ReasonDeviceHung
+		return benchmarks.StatusFail, device.ReasonDeviceHung
 	case errors.Is(err, acl.ErrDevice):
-		return benchmarks.StatusFail, ReasonDeviceFault
+		return benchmarks.StatusFail, device.ReasonDeviceFault
 	case errors.Is(err, hccl.ErrLink):
 		return benchmarks.StatusFail, ReasonCollectiveLink
 	}
-	return benchmarks.StatusUnknown, ReasonCheckerError
-}
-
-// spec declares an Ascend check of settings S over the devices open opens
-// with the libraries of [vendor.ascend], with its shipped thresholds base.
-func spec[S any](name, description string, defaults func() S, base device.Thresholds, open Opener) device.Common[S] {
-	return device.Common[S]{Name: name, Description: description, Vendor: ascendNPUs, Defaults: defaults, Base: base,
-		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
-			libs, err := libraries(env)
-			if err != nil {
-				return nil, err
-			}
-			return open(ctx, libs, devices)
-		}}
+	return benchmarks.StatusUnknown, device.ReasonCheckerError
 }
 
 // libraries decodes [vendor.ascend] of env over the shipped search.

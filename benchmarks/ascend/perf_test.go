@@ -57,7 +57,7 @@ func newFakeNode(n int, model string, tflops float64) *fakeNode {
 }
 
 func (f *fakeNode) opener(devices []int) Opener {
-	return func(ctx context.Context, libs Libraries, want []int) (Node, error) {
+	return func(ctx context.Context, libs Libraries, want []int) (device.Node, error) {
 		if want != nil {
 			f.order = want
 		}
@@ -200,15 +200,15 @@ func TestGEMMCheck(t *testing.T) {
 			status: benchmarks.StatusFail, reason: ReasonGEMMWrongResult, device: "npu2", msgs: []string{"npu2 fp16 64:"}},
 		{name: "aicore exception", model: "Ascend910B3", tflops: 260, break_: func(f *fakeNode) {
 			f.npus[1].err = &acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICoreException}
-		}, status: benchmarks.StatusFail, reason: ReasonDeviceFault, device: "npu1", msgs: []string{"ACL_ERROR_RT_AICORE_EXCEPTION"}},
+		}, status: benchmarks.StatusFail, reason: device.ReasonDeviceFault, device: "npu1", msgs: []string{"ACL_ERROR_RT_AICORE_EXCEPTION"}},
 		{name: "out of memory is not a fault", model: "Ascend910B3", tflops: 260, break_: func(f *fakeNode) {
 			f.npus[1].err = &acl.Error{Op: "aclrtMalloc", Code: acl.ErrRTMemoryAllocation}
-		}, status: benchmarks.StatusUnknown, reason: ReasonCheckerError, device: "npu1"},
+		}, status: benchmarks.StatusUnknown, reason: device.ReasonCheckerError, device: "npu1"},
 		{name: "operator library missing", model: "Ascend910B3", tflops: 260, break_: func(f *fakeNode) {
 			for _, d := range f.npus {
 				d.err = fmt.Errorf("libopapi.so not found (searched: x): %w", dl.ErrNotFound)
 			}
-		}, status: benchmarks.StatusUnknown, reason: ReasonLibraryMissing, msgs: []string{"libopapi.so not found"}},
+		}, status: benchmarks.StatusUnknown, reason: device.ReasonLibraryMissing, msgs: []string{"libopapi.so not found"}},
 		{name: "unknown model: peers only", model: "Ascend910C", tflops: 100, break_: func(*fakeNode) {}, status: benchmarks.StatusPass},
 		{name: "threshold from config", model: "Ascend910B3", tflops: 260, break_: func(*fakeNode) {},
 			extra: "[checks.npu-gemm.thresholds.Ascend910B3]\ntflops_fp16 = 300\n", status: benchmarks.StatusFail, reason: "NPUGEMMBelowThreshold", device: "npu0"},
@@ -217,7 +217,7 @@ func TestGEMMCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeNode(8, tt.model, tt.tflops)
 			tt.break_(f)
-			c := newGEMMCheck(f.opener(nil))
+			c := withOpener(t, "npu-gemm", f.opener(nil))
 			r := run1(t, c, gemmEnv(t, tt.extra))
 			expect(t, r, tt.status, tt.reason, tt.device, tt.msgs...)
 			if !f.closed {
@@ -229,7 +229,7 @@ func TestGEMMCheck(t *testing.T) {
 
 func TestGEMMValues(t *testing.T) {
 	f := newFakeNode(2, "Ascend910B1", 300)
-	r := run1(t, newGEMMCheck(f.opener(nil)), gemmEnv(t, ""))
+	r := run1(t, withOpener(t, "npu-gemm", f.opener(nil)), gemmEnv(t, ""))
 	var names []string
 	for _, v := range r.Values {
 		names = append(names, v.Device+":"+v.Name)
@@ -247,27 +247,27 @@ func TestGEMMHung(t *testing.T) {
 	f.npus[1].hang = true
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	r := newGEMMCheck(f.opener(nil)).Run(ctx, gemmEnv(t, ""))
-	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung || r.Device != "npu1" {
+	r := withOpener(t, "npu-gemm", f.opener(nil)).Run(ctx, gemmEnv(t, ""))
+	if r.Status != benchmarks.StatusFail || r.Reason != device.ReasonDeviceHung || r.Device != "npu1" {
 		t.Errorf("got %s/%s/%s: %s", r.Status, r.Reason, r.Device, r.Message)
 	}
 }
 
 func TestCopyCheck(t *testing.T) {
 	f := newFakeNode(4, "Ascend910B3", 260)
-	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusPass, "", "", "4 NPUs: copy bandwidth as expected")
+	expect(t, run1(t, withOpener(t, "npu-copy", f.opener(nil)), nil), benchmarks.StatusPass, "", "", "4 NPUs: copy bandwidth as expected")
 
 	f = newFakeNode(4, "Ascend910B3", 260)
 	f.npus[2].copy.H2D = 9
-	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusFail, "NPUCopyBandwidthBelowThreshold", "npu2", "npu2 host-to-device 9 GB/s, limit >= 15")
+	expect(t, run1(t, withOpener(t, "npu-copy", f.opener(nil)), nil), benchmarks.StatusFail, "NPUCopyBandwidthBelowThreshold", "npu2", "npu2 host-to-device 9 GB/s, limit >= 15")
 
 	f = newFakeNode(4, "Ascend910B4", 260)
 	f.npus[0].copy.D2D = 300 // above the 910B4 floor of 280, below the 910B family's 560
-	expect(t, run1(t, newCopyCheck(f.opener(nil)), settings(t, "npu-copy", "[checks.npu-copy]\npeer_fraction = 0.0\n")), benchmarks.StatusPass, "", "")
+	expect(t, run1(t, withOpener(t, "npu-copy", f.opener(nil)), settings(t, "npu-copy", "[checks.npu-copy]\npeer_fraction = 0.0\n")), benchmarks.StatusPass, "", "")
 
 	f = newFakeNode(4, "Ascend910B3", 260)
 	f.npus[3].copy.Verified = false
-	expect(t, run1(t, newCopyCheck(f.opener(nil)), nil), benchmarks.StatusFail, ReasonCopyWrongResult, "npu3")
+	expect(t, run1(t, withOpener(t, "npu-copy", f.opener(nil)), nil), benchmarks.StatusFail, ReasonCopyWrongResult, "npu3")
 }
 
 func TestCollectiveChecks(t *testing.T) {
@@ -275,6 +275,8 @@ func TestCollectiveChecks(t *testing.T) {
 		return settings(t, name, fmt.Sprintf("[checks.%s]\nbytes = 65536\nverify_bytes = 4096\n", name))
 	}
 	floors := map[device.CollOp]string{device.AllReduce: "100", device.AllGather: "100", device.AllToAll: "80"}
+	slow := map[device.CollOp]string{device.AllReduce: "NPUAllReduceBelowThreshold", device.AllGather: "NPUAllGatherBelowThreshold",
+		device.AllToAll: "NPUAllToAllBelowThreshold"}
 	for _, op := range []device.CollOp{device.AllReduce, device.AllGather, device.AllToAll} {
 		name := "npu-" + string(op)
 		t.Run(name, func(t *testing.T) {
@@ -286,7 +288,7 @@ func TestCollectiveChecks(t *testing.T) {
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.busbw = 60
 			c = withOpener(t, name, f.opener(nil))
-			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, collSlow(op), "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= "+floors[op])
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusFail, slow[op], "", "bus bandwidth over 8 NPUs 60 GB/s, limit >= "+floors[op])
 
 			f = newFakeNode(8, "Ascend910B3", 260)
 			f.corrupt = true
@@ -300,7 +302,7 @@ func TestCollectiveChecks(t *testing.T) {
 
 			f = newFakeNode(1, "Ascend910B3", 260)
 			c = withOpener(t, name, f.opener(nil))
-			expect(t, run1(t, c, small(t, name)), benchmarks.StatusUnknown, ReasonSingleDevice, "")
+			expect(t, run1(t, c, small(t, name)), benchmarks.StatusUnknown, device.ReasonSingleDevice, "")
 		})
 	}
 }
@@ -328,7 +330,7 @@ func TestComputeChecksWithoutCANN(t *testing.T) {
 			c := withOpener(t, name, freshOpener())
 			env := settings(t, name, "[vendor.ascend]\nacl_libraries = [\"libascendcl.so.vigil-test-absent\"]\n")
 			r := run1(t, c, env)
-			expect(t, r, benchmarks.StatusUnknown, ReasonLibraryMissing, "", "libascendcl.so.vigil-test-absent not found (searched:", "/usr/local/Ascend/ascend-toolkit/latest/lib64")
+			expect(t, r, benchmarks.StatusUnknown, device.ReasonLibraryMissing, "", "libascendcl.so.vigil-test-absent not found (searched:", "/usr/local/Ascend/ascend-toolkit/latest/lib64")
 		})
 	}
 }
@@ -339,14 +341,14 @@ func TestClassify(t *testing.T) {
 		status benchmarks.Status
 		reason string
 	}{
-		{fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, ReasonLibraryMissing},
-		{fmt.Errorf("%w: none", ErrNoDevices), benchmarks.StatusUnknown, ReasonNoDevices},
-		{&acl.Error{Op: "aclrtSetDevice", Code: acl.ErrRTInvalidDeviceID}, benchmarks.StatusUnknown, ReasonNoDevices},
-		{fmt.Errorf("%w: deadline", devcheck.ErrHung), benchmarks.StatusFail, ReasonDeviceHung},
-		{&acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICPUException}, benchmarks.StatusFail, ReasonDeviceFault},
+		{fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, device.ReasonLibraryMissing},
+		{fmt.Errorf("%w: none", errNoDevices), benchmarks.StatusUnknown, device.ReasonNoDevices},
+		{&acl.Error{Op: "aclrtSetDevice", Code: acl.ErrRTInvalidDeviceID}, benchmarks.StatusUnknown, device.ReasonNoDevices},
+		{fmt.Errorf("%w: deadline", devcheck.ErrHung), benchmarks.StatusFail, device.ReasonDeviceHung},
+		{&acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICPUException}, benchmarks.StatusFail, device.ReasonDeviceFault},
 		{&hccl.Error{Op: "HcclAllReduce", Code: hccl.ERemote}, benchmarks.StatusFail, ReasonCollectiveLink},
-		{&hccl.Error{Op: "HcclAllReduce", Code: hccl.EPara}, benchmarks.StatusUnknown, ReasonCheckerError},
-		{errors.New("odd"), benchmarks.StatusUnknown, ReasonCheckerError},
+		{&hccl.Error{Op: "HcclAllReduce", Code: hccl.EPara}, benchmarks.StatusUnknown, device.ReasonCheckerError},
+		{errors.New("odd"), benchmarks.StatusUnknown, device.ReasonCheckerError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
@@ -360,7 +362,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestDefaultsAreValid(t *testing.T) {
-	g := DefaultGEMMSettings()
+	g := withOpener(t, "npu-gemm", OpenACL).Spec().Settings().(*device.GEMMSettings)
 	if err := g.Validate(); err != nil {
 		t.Error(err)
 	}
@@ -370,17 +372,17 @@ func TestDefaultsAreValid(t *testing.T) {
 				t.Errorf("%s %s: %v %q %v", m, k, v, key, ok)
 			}
 		}
-		if _, _, ok := DefaultCopySettings().Thresholds.Lookup(m, "d2d_gbps"); !ok {
+		if _, _, ok := withOpener(t, "npu-copy", OpenACL).Spec().Settings().(*device.CopySettings).Thresholds.Lookup(m, "d2d_gbps"); !ok {
 			t.Errorf("%s has no copy floor", m)
 		}
 		if _, _, ok := allReduceThresholds.Lookup(m, "busbw_gbps"); !ok {
 			t.Errorf("%s has no all-reduce floor", m)
 		}
 	}
-	if v, key, _ := DefaultCopySettings().Thresholds.Lookup("Ascend910B4", "d2d_gbps"); v != 280 || key != "Ascend910B4" {
+	if v, key, _ := withOpener(t, "npu-copy", OpenACL).Spec().Settings().(*device.CopySettings).Thresholds.Lookup("Ascend910B4", "d2d_gbps"); v != 280 || key != "Ascend910B4" {
 		t.Errorf("910B4 d2d floor %v from %q, want its own", v, key)
 	}
-	bad := DefaultGEMMSettings()
+	bad := withOpener(t, "npu-gemm", OpenACL).Spec().Settings().(*device.GEMMSettings)
 	bad.DTypes = []string{"fp8"}
 	if bad.Validate() == nil {
 		t.Error("fp8 accepted on Ascend")
@@ -418,20 +420,20 @@ func TestLaunchCheck(t *testing.T) {
 		{"zero kernel wrong", func(f *fakeNode) { f.npus[0].fillBad = true }, benchmarks.StatusFail, ReasonKernelWrongResult, "npu0", nil},
 		{"aicore exception", func(f *fakeNode) {
 			f.npus[4].err = &acl.Error{Op: "aclrtSynchronizeStream", Code: acl.ErrRTAICoreException}
-		}, benchmarks.StatusFail, ReasonDeviceFault, "npu4", []string{"ACL_ERROR_RT_AICORE_EXCEPTION"}},
+		}, benchmarks.StatusFail, device.ReasonDeviceFault, "npu4", []string{"ACL_ERROR_RT_AICORE_EXCEPTION"}},
 		{"out of memory is not a fault", func(f *fakeNode) {
 			f.npus[5].err = &acl.Error{Op: "aclrtMalloc", Code: acl.ErrRTMemoryAllocation}
-		}, benchmarks.StatusUnknown, ReasonCheckerError, "npu5", nil},
+		}, benchmarks.StatusUnknown, device.ReasonCheckerError, "npu5", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeNode(8, "Ascend910B3", 260)
 			tt.break_(f)
-			expect(t, run1(t, newLaunchCheck(f.opener(nil)), env(t)), tt.status, tt.reason, tt.device, tt.msgs...)
+			expect(t, run1(t, withOpener(t, "npu-kernel-launch", f.opener(nil)), env(t)), tt.status, tt.reason, tt.device, tt.msgs...)
 		})
 	}
 	f := newFakeNode(1, "Ascend910B4", 260)
-	r := run1(t, newLaunchCheck(f.opener(nil)), env(t))
+	r := run1(t, withOpener(t, "npu-kernel-launch", f.opener(nil)), env(t))
 	for _, want := range []struct {
 		name  string
 		value float64
@@ -457,35 +459,35 @@ func TestLaunchHung(t *testing.T) {
 	f.npus[1].hang = true
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	r := newLaunchCheck(f.opener(nil)).Run(ctx, nil)
-	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung || r.Device != "npu1" {
+	r := withOpener(t, "npu-kernel-launch", f.opener(nil)).Run(ctx, nil)
+	if r.Status != benchmarks.StatusFail || r.Reason != device.ReasonDeviceHung || r.Device != "npu1" {
 		t.Errorf("got %s/%s/%s: %s", r.Status, r.Reason, r.Device, r.Message)
 	}
 }
 
 func TestOverlapCheck(t *testing.T) {
 	f := newFakeNode(8, "Ascend910B3", 260)
-	r := run1(t, newOverlapCheck(f.opener(nil)), nil)
+	r := run1(t, withOpener(t, "npu-overlap", f.opener(nil)), nil)
 	expect(t, r, benchmarks.StatusPass, "", "", "8 NPUs: GEMM and all-reduce overlap with efficiency 1.6")
 	if len(r.Values) != 4 || r.Values[0].Name != "overlap_efficiency" || r.Values[0].Value != 1.6 || *r.Values[0].Threshold != 0.9 {
 		t.Errorf("values %+v", r.Values)
 	}
 
 	f.overlap = device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 2.5}
-	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusFail, "NPUOverlapBelowThreshold", "",
+	expect(t, run1(t, withOpener(t, "npu-overlap", f.opener(nil)), nil), benchmarks.StatusFail, "NPUOverlapBelowThreshold", "",
 		"GEMM+all-reduce together took 2.5e+03 ms, alone 1e+03 + 1e+03 ms: efficiency 0.8 < 0.9")
 
 	f = newFakeNode(8, "Ascend910B3", 260)
 	f.overlapErr = &hccl.Error{Op: "HcclAllReduce", Code: hccl.ERoCETransfer, Name: "HCCL_E_ROCE_TRANSFER"}
-	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusFail, ReasonCollectiveLink, "")
+	expect(t, run1(t, withOpener(t, "npu-overlap", f.opener(nil)), nil), benchmarks.StatusFail, ReasonCollectiveLink, "")
 
 	f = newFakeNode(8, "Ascend910B3", 260)
 	f.overlap = device.OverlapOutput{}
-	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusUnknown, ReasonCheckerError, "", "overlap reported times")
+	expect(t, run1(t, withOpener(t, "npu-overlap", f.opener(nil)), nil), benchmarks.StatusUnknown, device.ReasonCheckerError, "", "overlap reported times")
 
 	f = newFakeNode(1, "Ascend910B3", 260)
-	expect(t, run1(t, newOverlapCheck(f.opener(nil)), nil), benchmarks.StatusUnknown, ReasonSingleDevice, "", "1 NPU: overlap needs")
+	expect(t, run1(t, withOpener(t, "npu-overlap", f.opener(nil)), nil), benchmarks.StatusUnknown, device.ReasonSingleDevice, "", "1 NPU: overlap needs")
 
 	bad := settings(t, "npu-overlap", "[checks.npu-overlap]\ndtype = \"tf32\"\n")
-	expect(t, run1(t, newOverlapCheck(f.opener(nil)), bad), benchmarks.StatusUnknown, ReasonInvalidSettings, "", `dtype = "tf32": want fp16 or bf16`)
+	expect(t, run1(t, withOpener(t, "npu-overlap", f.opener(nil)), bad), benchmarks.StatusUnknown, devcheck.ReasonInvalidSettings, "", `dtype = "tf32": want fp16 or bf16`)
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
-// CollectiveSettings are the settings every vendor's collective checks
-// have; the vendor's settings type embeds them next to its own keys.
+// CollectiveSettings are the settings of a collective check
+// ([checks.npu-allreduce]); a check that can run several at once has
+// ConcurrentCollectiveSettings.
 type CollectiveSettings struct {
 	// Bytes is each rank's buffer size (all-gather: each rank's contribution).
 	Bytes int `toml:"bytes"`
@@ -23,15 +24,30 @@ type CollectiveSettings struct {
 	Thresholds Thresholds `toml:"thresholds"`
 }
 
-// DefaultCollectiveSettings are the shipped collective settings with the
-// vendor's shipped thresholds th: 256 MiB per rank timed 20 times after 5
-// untimed, verified on 4 MiB.
-func DefaultCollectiveSettings(th Thresholds) CollectiveSettings {
-	return CollectiveSettings{Bytes: 256 << 20, VerifyBytes: 4 << 20, Warmup: 5, Iters: 20, Thresholds: th.Merge(nil)}
+// ConcurrentCollectiveSettings are the settings of a collective check
+// with the concurrent key ([checks.allreduce], [checks.multi-allreduce]).
+type ConcurrentCollectiveSettings struct {
+	CollectiveSettings
+	// Concurrent is how many all-reduces run at once (where the check's
+	// CollectiveSpec.Concurrent is above 1).
+	Concurrent int `toml:"concurrent"`
 }
 
-// ValidateCollective reports out-of-range collective settings, naming the key.
-func ValidateCollective(s *CollectiveSettings) error {
+// collSettings are a collective check's settings: CollectiveSettings or
+// ConcurrentCollectiveSettings.
+type collSettings interface {
+	settings
+	collective() *CollectiveSettings
+	concurrent() int
+}
+
+func (s *CollectiveSettings) thresholds() *Thresholds         { return &s.Thresholds }
+func (s *CollectiveSettings) collective() *CollectiveSettings { return s }
+func (s *CollectiveSettings) concurrent() int                 { return 1 }
+func (s *ConcurrentCollectiveSettings) concurrent() int       { return s.Concurrent }
+
+// Validate reports out-of-range collective settings, naming the key.
+func (s *CollectiveSettings) Validate() error {
 	switch {
 	case s.Bytes < 4096:
 		return benchmarks.BadSetting("bytes", "%d: want 4096 or more", s.Bytes)
@@ -45,20 +61,32 @@ func ValidateCollective(s *CollectiveSettings) error {
 	return nil
 }
 
+// Validate reports out-of-range settings, naming the key.
+func (s *ConcurrentCollectiveSettings) Validate() error {
+	if err := s.CollectiveSettings.Validate(); err != nil {
+		return err
+	}
+	if s.Concurrent < 1 {
+		return benchmarks.BadSetting("concurrent", "%d: want 1 or more", s.Concurrent)
+	}
+	return nil
+}
+
 // Label is how messages name op ("all-reduce").
 func Label(op CollOp) string {
 	return map[CollOp]string{AllReduce: "all-reduce", AllGather: "all-gather", AllToAll: "all-to-all"}[op]
 }
 
 // CollectiveSpec is one vendor's check of one collective.
-type CollectiveSpec[S any] struct {
-	Common[S]
+type CollectiveSpec struct {
+	Common
 	// Op is the collective measured.
 	Op CollOp
-	// Collective returns the settings' collective part.
-	Collective func(*S) *CollectiveSettings
-	// Concurrent returns how many collectives run at once (nil: one).
-	Concurrent func(*S) int
+	// Concurrent is how many collectives run at once: 0 and 1 run one, and
+	// above 1 the settings' concurrent key says how many, this number by
+	// default. With 0 the settings have no concurrent key; with 1 it is
+	// there, 1, and not read.
+	Concurrent int
 	// WrongResult is the reason token of wrong data.
 	WrongResult string
 	// Slow is the threshold reason ("AllReduceBelowThreshold"); the bus
@@ -71,33 +99,50 @@ type CollectiveSpec[S any] struct {
 	LibraryNote string
 }
 
+// DefaultCollectiveSettings are the shipped collective settings with the
+// vendor's shipped thresholds th: 256 MiB per rank timed 20 times after 5
+// untimed, verified on 4 MiB.
+func DefaultCollectiveSettings(th Thresholds) CollectiveSettings {
+	return CollectiveSettings{Bytes: 256 << 20, VerifyBytes: 4 << 20, Warmup: 5, Iters: 20, Thresholds: th.Merge(nil)}
+}
+
+// settings are the check's shipped settings (DefaultCollectiveSettings).
+func (spec CollectiveSpec) settings() collSettings {
+	c := DefaultCollectiveSettings(spec.Thresholds)
+	if spec.Concurrent > 0 {
+		return &ConcurrentCollectiveSettings{CollectiveSettings: c, Concurrent: spec.Concurrent}
+	}
+	return &c
+}
+
 // collCheck measures one collective over the node's devices, verified.
-type collCheck[S any, P settings[S]] struct {
-	check[S, P]
-	spec CollectiveSpec[S]
+type collCheck struct {
+	check
+	spec CollectiveSpec
 }
 
 // NewCollective returns the collective check that spec describes.
-func NewCollective[S any, P settings[S]](spec CollectiveSpec[S]) benchmarks.Check {
-	th := func(s *S) *Thresholds { return &spec.Collective(s).Thresholds }
-	return &collCheck[S, P]{check: newCheck[S, P](spec.Common, th, spec.WrongResult, spec.Slow, ReasonSingleDevice), spec: spec}
+func NewCollective(spec CollectiveSpec) benchmarks.Check {
+	defaults := func() settings { return spec.settings() }
+	return &collCheck{check: newCheck(spec.Common, defaults, spec.WrongResult, spec.Slow, ReasonSingleDevice), spec: spec}
 }
 
-func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s, node, res := c.start(ctx, env)
+func (c *collCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.spec.settings()
+	node, res := c.start(ctx, env, s)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	v, cs, op := c.Common.Vendor, c.spec.Collective(s), c.spec.Op
+	v, cs, op := c.Vendor, s.collective(), c.spec.Op
 	concurrent := 1
-	if c.spec.Concurrent != nil {
-		concurrent = c.spec.Concurrent(s)
+	if c.spec.Concurrent > 1 {
+		concurrent = s.concurrent()
 	}
 	devs := node.Devices()
 	n := len(devs)
 	if n < 2 {
-		return benchmarks.Result{Check: c.Common.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
+		return benchmarks.Result{Check: c.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
 			Message: fmt.Sprintf("%d %s: a collective needs at least 2", n, devcheck.Plural(n, v.Noun))}
 	}
 	idx := make([]int, n)
@@ -130,7 +175,7 @@ func (c *collCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 }
 
 // count is the float32 elements of each rank's buffer of bytes over n ranks.
-func (c *collCheck[S, P]) count(bytes, n int) int {
+func (c *collCheck) count(bytes, n int) int {
 	k := bytes / 4
 	if c.spec.Op == AllToAll {
 		k -= k % n // equal chunks to every peer
@@ -140,8 +185,8 @@ func (c *collCheck[S, P]) count(bytes, n int) int {
 
 // verify runs the collective once on small buffers, reads them back and
 // compares them exactly; it returns false when the check must stop.
-func (c *collCheck[S, P]) verify(ctx context.Context, t *devcheck.Tally, node Node, idx []int, count int) bool {
-	v, op := c.Common.Vendor, c.spec.Op
+func (c *collCheck) verify(ctx context.Context, t *devcheck.Tally, node Node, idx []int, count int) bool {
+	v, op := c.Vendor, c.spec.Op
 	vin := devcheck.CollInputs(len(idx), count)
 	var vout CollectiveOutput
 	err := devcheck.Run(ctx, func() (err error) {
@@ -161,14 +206,14 @@ func (c *collCheck[S, P]) verify(ctx context.Context, t *devcheck.Tally, node No
 
 // evaluate records algbw and busbw (nccl-tests definitions) of the timed
 // run and compares busbw with the model's floor; it returns busbw.
-func (c *collCheck[S, P]) evaluate(t *devcheck.Tally, cs *CollectiveSettings, in CollectiveInput, out CollectiveOutput, devs []Info) float64 {
+func (c *collCheck) evaluate(t *devcheck.Tally, cs *CollectiveSettings, in CollectiveInput, out CollectiveOutput, devs []Info) float64 {
 	n := len(devs)
 	size := devcheck.SizeBytes(in.Op, in.Count, n) * float64(in.Concurrent)
 	alg := devcheck.AlgBW(size, out.Seconds)
 	bus := alg * devcheck.BusFactor(in.Op, n)
 	t.Value("", "algbw_gbps", devcheck.Round(alg), "GB/s", nil, "", benchmarks.StatusPass)
 	m := devcheck.Metric{Name: "busbw_gbps", Key: "busbw_gbps", Unit: "GB/s",
-		Label: fmt.Sprintf("%s bus bandwidth over %s", Label(in.Op), c.Common.Vendor.Count(n))}
+		Label: fmt.Sprintf("%s bus bandwidth over %s", Label(in.Op), c.Vendor.Count(n))}
 	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: devs[0].Name, Value: bus}}, cs.Thresholds, Peers{})
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {

@@ -21,18 +21,15 @@ type CopySettings struct {
 	Thresholds Thresholds `toml:"thresholds"`
 }
 
-// DefaultCopySettings are the shipped copy settings with the vendor's
+// defaultCopySettings are the shipped copy settings with the vendor's
 // shipped thresholds th: 256 MiB copies, 10 of each kind, a device below
 // 75% of the node's median fails (PCIe topology differs between sockets).
-func DefaultCopySettings(th Thresholds) CopySettings {
-	return CopySettings{Peers: Peers{Fraction: 0.75, Min: 3}, Bytes: 256 << 20, Iters: 10, Thresholds: th.Merge(nil)}
+func defaultCopySettings(th Thresholds) *CopySettings {
+	return &CopySettings{Peers: Peers{Fraction: 0.75, Min: 3}, Bytes: 256 << 20, Iters: 10, Thresholds: th.Merge(nil)}
 }
 
 // Validate reports out-of-range copy settings, naming the key.
-func (s *CopySettings) Validate() error { return ValidateCopy(s) }
-
-// ValidateCopy reports out-of-range copy settings, naming the key.
-func ValidateCopy(s *CopySettings) error {
+func (s *CopySettings) Validate() error {
 	if s.Bytes < 1<<20 || s.Bytes%4 != 0 {
 		return benchmarks.BadSetting("bytes", "%d: want a multiple of 4, at least 1 MiB (1048576)", s.Bytes)
 	}
@@ -42,26 +39,24 @@ func ValidateCopy(s *CopySettings) error {
 	return devcheck.ValidatePeers(s.Peers)
 }
 
-// CopySpec is one vendor's copy check.
-type CopySpec = PerDeviceSpec[CopySettings]
+func (s *CopySettings) thresholds() *Thresholds { return &s.Thresholds }
 
 // copyCheck measures copy bandwidth per device and verifies the bytes.
-type copyCheck struct {
-	perDevice[CopySettings, *CopySettings]
-}
+type copyCheck struct{ perDevice }
 
 // NewCopy returns the copy check that spec describes.
-func NewCopy(spec CopySpec) benchmarks.Check {
-	return &copyCheck{newPerDevice[CopySettings](spec, func(s *CopySettings) *Thresholds { return &s.Thresholds })}
+func NewCopy(spec PerDeviceSpec) benchmarks.Check {
+	return &copyCheck{newPerDevice(spec, func() settings { return defaultCopySettings(spec.Thresholds) })}
 }
 
 func (c *copyCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s, node, res := c.start(ctx, env)
+	cs := defaultCopySettings(c.Thresholds)
+	node, res := c.start(ctx, env, cs)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	v, cs := c.Common.Vendor, s
+	v := c.Vendor
 	devs := node.Devices()
 	t := c.tally()
 	var h2d, d2h, d2d []devcheck.Reading

@@ -1,13 +1,15 @@
 // Package device is the vendor-neutral side of vigil's compute checks: the
 // Node interface a vendor's accelerators implement (CUDA in package
-// compute, ACL/HCCL in package ascend), the measurement types that cross
+// nvidia, ACL/HCCL in package ascend), the measurement types that cross
 // it, and the GEMM, copy, collective, launch-latency and overlap checks
-// written once against it.
+// written once against it, with their settings.
 //
-// A vendor package registers each check with its own Vendor description
-// (device names, error classification, how results read) and its own
-// names, settings, defaults, thresholds and reason tokens; the measuring,
-// verifying and evaluating is the same code for every vendor.
+// A vendor package registers each check from one table, with its own
+// Vendor description (device names, error classification, how results
+// read) and its own names, shipped thresholds, input types and reason
+// tokens (GEMMSpec, PerDeviceSpec, CollectiveSpec, OverlapSpec); the
+// settings, measuring, verifying and evaluating are the same code for
+// every vendor.
 package device
 
 import (
@@ -41,6 +43,12 @@ const (
 var ErrUnsupported = errors.New("not supported")
 
 // ErrHung is returned when ctx expired before the device finished.
+//
+// An alias, one of seven here (ErrHung, CollOp and its three values,
+// Thresholds, Peers), on purpose: each is part of what Node and the
+// settings say, so a vendor reads it here, while devcheck, below this
+// package, computes with it (devcheck.Run returns ErrHung, its collective
+// verification takes a CollOp, its Evaluate the Thresholds and Peers).
 var ErrHung = devcheck.ErrHung
 
 // Info describes one opened device.
@@ -103,10 +111,10 @@ type CopyOutput struct {
 	Verified bool
 }
 
-// CollOp is a collective operation.
+// CollOp is a collective operation (an alias: see ErrHung).
 type CollOp = devcheck.CollOp
 
-// Collectives.
+// Collectives (aliases: see ErrHung).
 const (
 	AllReduce = devcheck.AllReduce
 	AllGather = devcheck.AllGather
@@ -141,10 +149,11 @@ type CollectiveOutput struct {
 }
 
 // Thresholds are per-device-model limits: model key → metric → limit
-// (see devcheck.Thresholds for the matching rule).
+// (see devcheck.Thresholds for the matching rule; an alias: see ErrHung).
 type Thresholds = devcheck.Thresholds
 
-// Peers configures the comparison of each device with the node's median.
+// Peers configures the comparison of each device with the node's median
+// (an alias: see ErrHung).
 type Peers = devcheck.Peers
 
 // Node is one vendor's accelerators as the compute checks see them. Methods

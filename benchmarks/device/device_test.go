@@ -1,10 +1,12 @@
 package device
 
 import (
+	"context"
 	"errors"
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,8 +47,8 @@ func TestValidateGEMMNamesTheVendorsTypes(t *testing.T) {
 		{[]string{"tf32"}, []DType{FP16, BF16}, `dtypes = "tf32": want fp16 or bf16`},
 		{[]string{"fp16"}, []DType{FP16, BF16}, ""},
 	} {
-		s.DTypes = tt.dtypes
-		err := ValidateGEMM(&s, tt.vendor...)
+		s.DTypes, s.accept = tt.dtypes, tt.vendor
+		err := s.Validate()
 		var se *benchmarks.SettingError
 		switch {
 		case tt.want == "" && err != nil:
@@ -90,28 +92,30 @@ func TestValidateLaunchAndOverlap(t *testing.T) {
 		}
 		return se.Key
 	}
-	l := DefaultLaunchSettings(nil)
-	if err := ValidateLaunch(&l); err != nil {
+	l := defaultLaunchSettings(nil)
+	if err := l.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
 	l.Launches = 9
-	if key(ValidateLaunch(&l)) != "launches" {
+	if key(l.Validate()) != "launches" {
 		t.Error("9 launches accepted")
 	}
-	l = DefaultLaunchSettings(nil)
+	l = defaultLaunchSettings(nil)
 	l.Fraction = 1.5
-	if ValidateLaunch(&l) == nil {
+	if l.Validate() == nil {
 		t.Error("peer_fraction 1.5 accepted")
 	}
-	o := DefaultOverlapSettings(BF16)
-	if err := ValidateOverlap(&o, FP16, BF16); err != nil {
+	ascend := OverlapSpec{DType: BF16, DTypes: []DType{FP16, BF16}}
+	o := ascend.settings()
+	if err := o.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
 	o.DType = "fp8"
-	if err := ValidateOverlap(&o, FP16, BF16); key(err) != "dtype" || !strings.Contains(err.Error(), `"fp8": want fp16 or bf16`) {
+	if err := o.Validate(); key(err) != "dtype" || !strings.Contains(err.Error(), `"fp8": want fp16 or bf16`) {
 		t.Errorf("fp8 on a vendor without it: %v", err)
 	}
-	if err := ValidateOverlap(&o, BF16, FP16, TF32, FP8); err != nil {
+	o.accept = []DType{BF16, FP16, TF32, FP8}
+	if err := o.Validate(); err != nil {
 		t.Errorf("fp8 on a vendor with it: %v", err)
 	}
 	for _, bad := range []struct {
@@ -124,10 +128,69 @@ func TestValidateLaunchAndOverlap(t *testing.T) {
 		{"bytes", func(s *OverlapSettings) { s.Bytes = 100 }},
 		{"min_efficiency", func(s *OverlapSettings) { s.MinEfficiency = -1 }},
 	} {
-		o := DefaultOverlapSettings(BF16)
-		bad.set(&o)
-		if got := key(ValidateOverlap(&o, BF16)); got != bad.key {
+		o := ascend.settings()
+		bad.set(o)
+		if got := key(o.Validate()); got != bad.key {
 			t.Errorf("%s: error names %q", bad.key, got)
 		}
+	}
+}
+
+// TestShippedThresholdsHeldOnce: a spec's thresholds are the defaults'
+// table (a copy: settings never change them) and the base that the
+// config's table adds to, model by model and metric by metric.
+func TestShippedThresholdsHeldOnce(t *testing.T) {
+	th := Thresholds{"H100": {"tflops_bf16": 600, "tflops_fp16": 600}}
+	v := &Vendor{Vendor: benchmarks.VendorNone, Reasons: []string{"X"},
+		Classify:    func(error) (benchmarks.Status, string) { return benchmarks.StatusUnknown, "X" },
+		BadSettings: devcheck.BadSettings}
+	spec := GEMMSpec{Common: Common{Name: "g", Description: "d", Vendor: v, Thresholds: th,
+		Open: func(context.Context, *benchmarks.Env, []int) (Node, error) { return nil, errors.New("no node") }},
+		DTypes: []DType{BF16, FP16}}
+	c := NewGEMM(spec).(*gemmCheck)
+	shown := c.Spec().Settings().(*GEMMSettings)
+	if !reflect.DeepEqual(shown.Thresholds, th) {
+		t.Fatalf("defaults' thresholds %v, want the spec's %v", shown.Thresholds, th)
+	}
+	shown.Thresholds["H100"]["tflops_bf16"] = 1
+	if th["H100"]["tflops_bf16"] != 600 {
+		t.Fatal("the defaults share the spec's table")
+	}
+	s := spec.settings()
+	env := &benchmarks.Env{Settings: func(v any) error {
+		v.(*GEMMSettings).Thresholds = Thresholds{"H100": {"tflops_bf16": 500}, "B200": {"tflops_bf16": 1400}}
+		return nil
+	}}
+	if _, res := c.start(context.Background(), env, s); res == nil || res.Reason != "X" {
+		t.Fatalf("start: %+v, want the node's error", res)
+	}
+	want := Thresholds{"H100": {"tflops_bf16": 500, "tflops_fp16": 600}, "B200": {"tflops_bf16": 1400}}
+	if got := s.gemm().Thresholds; !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded thresholds %v, want %v", got, want)
+	}
+}
+
+// TestSettingsKeysPerSpec: the spec says which keys a vendor's settings
+// have beyond the shared ones (cross_check, concurrent), and each set
+// validates itself with the vendor's input types.
+func TestSettingsKeysPerSpec(t *testing.T) {
+	if _, ok := (GEMMSpec{}).settings().(*GEMMSettings); !ok {
+		t.Error("a GEMM without CrossCheck has cross_check")
+	}
+	g, ok := (GEMMSpec{CrossCheck: true, DTypes: []DType{FP8}}).settings().(*CrossCheckedGEMMSettings)
+	if !ok || !g.CrossCheck || !g.crossCheck() || g.DTypes[0] != "fp8" || g.Validate() != nil {
+		t.Errorf("cross-checked GEMM settings %+v", g)
+	}
+	if _, ok := (CollectiveSpec{}).settings().(*CollectiveSettings); !ok {
+		t.Error("a collective without Concurrent has concurrent")
+	}
+	cs, ok := (CollectiveSpec{Concurrent: 4}).settings().(*ConcurrentCollectiveSettings)
+	if !ok || cs.concurrent() != 4 {
+		t.Fatalf("concurrent collective settings %+v", cs)
+	}
+	cs.Concurrent = 0
+	var se *benchmarks.SettingError
+	if err := cs.Validate(); !errors.As(err, &se) || se.Key != "concurrent" {
+		t.Errorf("concurrent = 0: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,8 +13,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
-// GEMMSettings are the settings every vendor's GEMM check has; the
-// vendor's settings type embeds them next to its own keys.
+// GEMMSettings are the settings of a GEMM check ([checks.npu-gemm]); a
+// check that also cross-checks its products has CrossCheckedGEMMSettings.
 type GEMMSettings struct {
 	Peers
 	// DTypes are the input types measured.
@@ -31,15 +32,40 @@ type GEMMSettings struct {
 	VerifySamples int `toml:"verify_samples"`
 	// Thresholds: model → "tflops_<dtype>" → least dense TFLOPS.
 	Thresholds Thresholds `toml:"thresholds"`
+	// accept are the input types the vendor measures, which DTypes may
+	// name (GEMMSpec.DTypes): set with the defaults, not a key.
+	accept []DType
 }
 
-// ValidateGEMM reports out-of-range GEMM settings, naming the key; dtypes
-// are the input types the vendor measures. It is a function, not a method,
-// so that the vendor's settings do not gain a Validate that checks only
-// part of them.
-func ValidateGEMM(s *GEMMSettings, dtypes ...DType) error {
-	names := make([]string, len(dtypes))
-	for i, d := range dtypes {
+// CrossCheckedGEMMSettings are the settings of a GEMM check that can also
+// compare every element with the product computed with swapped operands
+// ([checks.gemm]).
+type CrossCheckedGEMMSettings struct {
+	GEMMSettings
+	// CrossCheck compares every element with the product computed with
+	// swapped operands (one more GEMM per measurement).
+	CrossCheck bool `toml:"cross_check"`
+}
+
+// gemmSettings are a GEMM check's settings: GEMMSettings or
+// CrossCheckedGEMMSettings.
+type gemmSettings interface {
+	settings
+	gemm() *GEMMSettings
+	crossCheck() bool
+}
+
+func (s *GEMMSettings) thresholds() *Thresholds { return &s.Thresholds }
+func (s *GEMMSettings) gemm() *GEMMSettings     { return s }
+func (s *GEMMSettings) crossCheck() bool        { return false }
+
+func (s *CrossCheckedGEMMSettings) crossCheck() bool { return s.CrossCheck }
+
+// Validate reports out-of-range GEMM settings, naming the key; the
+// messages list the input types the vendor measures.
+func (s *GEMMSettings) Validate() error {
+	names := make([]string, len(s.accept))
+	for i, d := range s.accept {
 		names[i] = string(d)
 	}
 	if len(s.DTypes) == 0 {
@@ -49,8 +75,8 @@ func ValidateGEMM(s *GEMMSettings, dtypes ...DType) error {
 		return benchmarks.BadSetting("sizes", "[]: want at least one size")
 	}
 	for _, d := range s.DTypes {
-		if !contains(dtypes, DType(d)) {
-			return benchmarks.BadSetting("dtypes", "%q: want %s or %s", d, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+		if !slices.Contains(s.accept, DType(d)) {
+			return benchmarks.BadSetting("dtypes", "%q: want %s", d, either(s.accept))
 		}
 	}
 	for _, n := range s.Sizes {
@@ -73,41 +99,28 @@ func ValidateGEMM(s *GEMMSettings, dtypes ...DType) error {
 	return devcheck.ValidatePeers(s.Peers)
 }
 
-func contains(ds []DType, d DType) bool {
-	for _, x := range ds {
-		if x == d {
-			return true
-		}
+// either words the choice of ds ("bf16, fp16, tf32 or fp8").
+func either(ds []DType) string {
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = string(d)
 	}
-	return false
-}
-
-// DefaultGEMMSettings are the shipped GEMM settings of a vendor that
-// measures dtypes, with its shipped thresholds th.
-func DefaultGEMMSettings(th Thresholds, dtypes ...DType) GEMMSettings {
-	s := GEMMSettings{
-		Peers:         Peers{Fraction: 0.85, Min: 3},
-		Sizes:         []int{8192},
-		Warmup:        3,
-		MinTime:       300 * time.Millisecond,
-		MaxIters:      200,
-		VerifySamples: 512,
-		Thresholds:    th.Merge(nil),
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
-	for _, d := range dtypes {
-		s.DTypes = append(s.DTypes, string(d))
-	}
-	return s
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // GEMMSpec is one vendor's GEMM check.
-type GEMMSpec[S any] struct {
-	Common[S]
-	// GEMM returns the settings' GEMM part.
-	GEMM func(*S) *GEMMSettings
-	// CrossCheck says whether every element is also compared with the
-	// product computed with swapped operands.
-	CrossCheck func(*S) bool
+type GEMMSpec struct {
+	Common
+	// DTypes are the input types the vendor measures: the shipped dtypes,
+	// in order, and all that the settings may name.
+	DTypes []DType
+	// CrossCheck gives the check the cross_check key, on by default: every
+	// element is also compared with the product computed with swapped
+	// operands.
+	CrossCheck bool
 	// Op is how labels name the operation ("GEMM", "matmul").
 	Op string
 	// WrongResult is the reason token of a wrong product.
@@ -130,16 +143,39 @@ type GEMMSpec[S any] struct {
 	RuntimeNote string
 }
 
+// settings are the check's shipped settings: 8192³ GEMMs of every dtype
+// the vendor measures, timed for at least 300 ms after 3 untimed, 512
+// elements verified, a device below 85% of the node's median fails.
+func (spec GEMMSpec) settings() gemmSettings {
+	g := GEMMSettings{
+		Peers:         Peers{Fraction: 0.85, Min: 3},
+		Sizes:         []int{8192},
+		Warmup:        3,
+		MinTime:       300 * time.Millisecond,
+		MaxIters:      200,
+		VerifySamples: 512,
+		Thresholds:    spec.Thresholds.Merge(nil),
+		accept:        spec.DTypes,
+	}
+	for _, d := range spec.DTypes {
+		g.DTypes = append(g.DTypes, string(d))
+	}
+	if spec.CrossCheck {
+		return &CrossCheckedGEMMSettings{GEMMSettings: g, CrossCheck: true}
+	}
+	return &g
+}
+
 // gemmCheck measures dense GEMM throughput per device and verifies the products.
-type gemmCheck[S any, P settings[S]] struct {
-	check[S, P]
-	spec GEMMSpec[S]
+type gemmCheck struct {
+	check
+	spec GEMMSpec
 }
 
 // NewGEMM returns the GEMM check that spec describes.
-func NewGEMM[S any, P settings[S]](spec GEMMSpec[S]) benchmarks.Check {
-	th := func(s *S) *Thresholds { return &spec.GEMM(s).Thresholds }
-	return &gemmCheck[S, P]{check: newCheck[S, P](spec.Common, th, append([]string{spec.WrongResult}, spec.Slow.List()...)...), spec: spec}
+func NewGEMM(spec GEMMSpec) benchmarks.Check {
+	own := append([]string{spec.WrongResult}, spec.Slow.List()...)
+	return &gemmCheck{check: newCheck(spec.Common, func() settings { return spec.settings() }, own...), spec: spec}
 }
 
 // gemmCase is one measurement: a dtype at a size.
@@ -149,7 +185,7 @@ type gemmCase struct {
 }
 
 // cases lists the measurements in the vendor's order.
-func (c *gemmCheck[S, P]) cases(g *GEMMSettings) []gemmCase {
+func (c *gemmCheck) cases(g *GEMMSettings) []gemmCase {
 	var out []gemmCase
 	for _, a := range g.DTypes {
 		for _, n := range g.Sizes {
@@ -177,14 +213,14 @@ type gemmRun struct {
 	lib   string // the GEMM library file, once known
 }
 
-func (c *gemmCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s, node, res := c.start(ctx, env)
+func (c *gemmCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	s := c.spec.settings()
+	node, res := c.start(ctx, env, s)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	r := &gemmRun{node: node, devs: node.Devices(), g: c.spec.GEMM(s), t: c.tally()}
-	r.cross = c.spec.CrossCheck != nil && c.spec.CrossCheck(s)
+	r := &gemmRun{node: node, devs: node.Devices(), g: s.gemm(), t: c.tally(), cross: s.crossCheck()}
 	largest := 0
 	for _, n := range r.g.Sizes {
 		largest = max(largest, n)
@@ -197,14 +233,14 @@ func (c *gemmCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 			a = devcheck.GenMatrix(size, size, c.spec.Seed+uint64(size))
 			bt = devcheck.GenMatrix(size, size, c.spec.Seed+uint64(size)*7+1)
 		}
-		if c.Common.Vendor.stopped(ctx, r.t) {
+		if c.Vendor.stopped(ctx, r.t) {
 			return r.t.Result("")
 		}
 		if !c.measureAll(ctx, r, k, a, bt, size == largest) {
 			return r.t.Result("")
 		}
 	}
-	v := c.Common.Vendor
+	v := c.Vendor
 	if c.spec.RuntimeNote != "" {
 		r.t.Note(c.spec.RuntimeNote, node.Runtime())
 	}
@@ -216,8 +252,8 @@ func (c *gemmCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmar
 
 // measureAll measures one case on every device at once and evaluates the
 // readings; it returns false when the check must stop.
-func (c *gemmCheck[S, P]) measureAll(ctx context.Context, r *gemmRun, k gemmCase, a, bt []float32, largest bool) bool {
-	v := c.Common.Vendor
+func (c *gemmCheck) measureAll(ctx context.Context, r *gemmRun, k gemmCase, a, bt []float32, largest bool) bool {
+	v := c.Vendor
 	in := GEMMInput{DType: k.dt, M: k.size, N: k.size, K: k.size, A: a, Bt: bt,
 		Warmup: r.g.Warmup, MinTime: r.g.MinTime, MaxIters: r.g.MaxIters, Readback: true}
 	ref := devcheck.NewGEMM(k.size, k.size, k.size, a, bt, c.spec.Eps(k.dt))
@@ -279,7 +315,7 @@ func (c *gemmCheck[S, P]) measureAll(ctx context.Context, r *gemmRun, k gemmCase
 
 // measure times one GEMM on a device and verifies its result. It returns
 // TFLOPS and the GEMM library file used.
-func (c *gemmCheck[S, P]) measure(ctx context.Context, r *gemmRun, dev int, in GEMMInput, ref devcheck.GEMM) (float64, string, error) {
+func (c *gemmCheck) measure(ctx context.Context, r *gemmRun, dev int, in GEMMInput, ref devcheck.GEMM) (float64, string, error) {
 	var out GEMMOutput
 	if err := devcheck.Run(ctx, func() (err error) { out, err = r.node.GEMM(ctx, dev, in); return err }); err != nil {
 		return 0, "", err

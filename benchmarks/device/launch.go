@@ -31,49 +31,43 @@ type LaunchSettings struct {
 	Thresholds Thresholds `toml:"thresholds"`
 }
 
-// DefaultLaunchSettings are the shipped launch settings with the vendor's
+// defaultLaunchSettings are the shipped launch settings with the vendor's
 // shipped thresholds th: 1000 launches per device. The peer comparison is
 // loose (fail above twice the median): devices on the far socket of a
 // two-socket host legitimately launch slower.
-func DefaultLaunchSettings(th Thresholds) LaunchSettings {
-	return LaunchSettings{Peers: Peers{Fraction: 0.5, Min: 3}, Launches: 1000, Thresholds: th.Merge(nil)}
+func defaultLaunchSettings(th Thresholds) *LaunchSettings {
+	return &LaunchSettings{Peers: Peers{Fraction: 0.5, Min: 3}, Launches: 1000, Thresholds: th.Merge(nil)}
 }
 
 // Validate reports out-of-range launch settings, naming the key.
-func (s *LaunchSettings) Validate() error { return ValidateLaunch(s) }
-
-// ValidateLaunch reports out-of-range launch settings, naming the key.
-func ValidateLaunch(s *LaunchSettings) error {
+func (s *LaunchSettings) Validate() error {
 	if s.Launches < 10 {
 		return benchmarks.BadSetting("launches", "%d: want 10 or more", s.Launches)
 	}
 	return devcheck.ValidatePeers(s.Peers)
 }
 
-// LaunchSpec is one vendor's launch-latency check.
-type LaunchSpec = PerDeviceSpec[LaunchSettings]
+func (s *LaunchSettings) thresholds() *Thresholds { return &s.Thresholds }
 
 // launchCheck measures each device's launch latency and checks that a
 // kernel computes.
-type launchCheck struct {
-	perDevice[LaunchSettings, *LaunchSettings]
-}
+type launchCheck struct{ perDevice }
 
 // NewLaunch returns the launch-latency check that spec describes.
-func NewLaunch(spec LaunchSpec) benchmarks.Check {
-	return &launchCheck{newPerDevice[LaunchSettings](spec, func(s *LaunchSettings) *Thresholds { return &s.Thresholds })}
+func NewLaunch(spec PerDeviceSpec) benchmarks.Check {
+	return &launchCheck{newPerDevice(spec, func() settings { return defaultLaunchSettings(spec.Thresholds) })}
 }
 
 // launchReadings are the per-device figures of a launch check.
 type launchReadings struct{ event, wall, p99 []devcheck.Reading }
 
 func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s, node, res := c.start(ctx, env)
+	ls := defaultLaunchSettings(c.Thresholds)
+	node, res := c.start(ctx, env, ls)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	ls := s
 	devs := node.Devices()
 	t := c.tally()
 	var rs launchReadings
@@ -98,13 +92,13 @@ func (c *launchCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.R
 	if c.spec.RuntimeNote != "" {
 		t.Note(c.spec.RuntimeNote, node.Runtime())
 	}
-	return t.Result(fmt.Sprintf("%s: launch latency as expected", c.Common.Vendor.Count(len(devs))))
+	return t.Result(fmt.Sprintf("%s: launch latency as expected", c.Vendor.Count(len(devs))))
 }
 
 // measure times launches on device d and adds its readings to rs; it
 // returns false when the check must stop (the device hung).
 func (c *launchCheck) measure(ctx context.Context, t *devcheck.Tally, node Node, d Info, launches int, rs *launchReadings) bool {
-	v := c.Common.Vendor
+	v := c.Vendor
 	name := v.DevName(d.Index)
 	var out LaunchOutput
 	err := devcheck.Run(ctx, func() (err error) { out, err = node.Launch(ctx, d.Index, launches); return err })

@@ -3,7 +3,7 @@ package device
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
@@ -27,8 +27,7 @@ type OverlapOutput struct {
 	GEMMAlone, AllReduceAlone, Together float64
 }
 
-// OverlapSettings are the settings every vendor's overlap check has; the
-// vendor's settings type embeds them next to its own keys.
+// OverlapSettings are the settings of an overlap check.
 type OverlapSettings struct {
 	// DType and Size are the GEMMs' input type and m = n = k.
 	DType string `toml:"dtype"`
@@ -42,24 +41,16 @@ type OverlapSettings struct {
 	// 2 is perfect overlap, 1 is none, below 1 running both at once is
 	// slower than one after the other.
 	MinEfficiency float64 `toml:"min_efficiency"`
+	// accept are the input types the vendor's GEMM supports, which DType
+	// may name (OverlapSpec.DTypes): set with the defaults, not a key.
+	accept []DType
 }
 
-// DefaultOverlapSettings are the shipped overlap settings: 20 GEMMs of
-// 8192³ and 20 all-reduces of 256 MiB per device. The floor only catches
-// pathological interference (concurrent slower than serial); calibrate it.
-func DefaultOverlapSettings(dt DType) OverlapSettings {
-	return OverlapSettings{DType: string(dt), Size: 8192, GEMMs: 20, AllReduces: 20, Bytes: 256 << 20, MinEfficiency: 0.9}
-}
-
-// ValidateOverlap reports out-of-range overlap settings, naming the key;
-// dtypes are the input types the vendor's GEMM supports.
-func ValidateOverlap(s *OverlapSettings, dtypes ...DType) error {
-	if !contains(dtypes, DType(s.DType)) {
-		names := make([]string, len(dtypes))
-		for i, d := range dtypes {
-			names[i] = string(d)
-		}
-		return benchmarks.BadSetting("dtype", "%q: want %s or %s", s.DType, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+// Validate reports out-of-range overlap settings, naming the key; the
+// dtype message lists the input types the vendor's GEMM supports.
+func (s *OverlapSettings) Validate() error {
+	if !slices.Contains(s.accept, DType(s.DType)) {
+		return benchmarks.BadSetting("dtype", "%q: want %s", s.DType, either(s.accept))
 	}
 	switch {
 	case s.Size < 16 || s.Size%16 != 0:
@@ -76,36 +67,52 @@ func ValidateOverlap(s *OverlapSettings, dtypes ...DType) error {
 	return nil
 }
 
+// thresholds is nil: the overlap check has a floor of its own
+// (min_efficiency), not a thresholds table.
+func (s *OverlapSettings) thresholds() *Thresholds { return nil }
+
 // OverlapSpec is one vendor's overlap check.
-type OverlapSpec[S any] struct {
-	Common[S]
-	// Overlap returns the settings' overlap part.
-	Overlap func(*S) *OverlapSettings
+type OverlapSpec struct {
+	Common
+	// DType is the GEMMs' shipped input type.
+	DType DType
+	// DTypes are the input types the vendor's GEMM supports: all that the
+	// settings may name.
+	DTypes []DType
 	// Slow is the reason of an efficiency below the floor ("OverlapBelowThreshold").
 	Slow string
 }
 
+// settings are the check's shipped settings: 20 GEMMs of 8192³ and 20
+// all-reduces of 256 MiB per device. The floor only catches pathological
+// interference (concurrent slower than serial); calibrate it.
+func (spec OverlapSpec) settings() *OverlapSettings {
+	return &OverlapSettings{DType: string(spec.DType), Size: 8192, GEMMs: 20, AllReduces: 20, Bytes: 256 << 20, MinEfficiency: 0.9,
+		accept: spec.DTypes}
+}
+
 // overlapCheck times GEMMs and all-reduces alone and together.
-type overlapCheck[S any, P settings[S]] struct {
-	check[S, P]
-	spec OverlapSpec[S]
+type overlapCheck struct {
+	check
+	spec OverlapSpec
 }
 
 // NewOverlap returns the overlap check that spec describes.
-func NewOverlap[S any, P settings[S]](spec OverlapSpec[S]) benchmarks.Check {
-	return &overlapCheck[S, P]{check: newCheck[S, P](spec.Common, nil, spec.Slow, ReasonSingleDevice), spec: spec}
+func NewOverlap(spec OverlapSpec) benchmarks.Check {
+	return &overlapCheck{check: newCheck(spec.Common, func() settings { return spec.settings() }, spec.Slow, ReasonSingleDevice), spec: spec}
 }
 
-func (c *overlapCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
-	s, node, res := c.start(ctx, env)
+func (c *overlapCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
+	ov := c.spec.settings()
+	node, res := c.start(ctx, env, ov)
 	if res != nil {
 		return *res
 	}
 	defer node.Close()
-	v, ov := c.Common.Vendor, c.spec.Overlap(s)
+	v := c.Vendor
 	devs := node.Devices()
 	if len(devs) < 2 {
-		return benchmarks.Result{Check: c.Common.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
+		return benchmarks.Result{Check: c.Name, Status: benchmarks.StatusUnknown, Reason: ReasonSingleDevice,
 			Message: fmt.Sprintf("%d %s: overlap needs an all-reduce over at least 2", len(devs), devcheck.Plural(len(devs), v.Noun))}
 	}
 	idx := make([]int, len(devs))
@@ -130,7 +137,7 @@ func (c *overlapCheck[S, P]) Run(ctx context.Context, env *benchmarks.Env) bench
 
 // evaluate records the efficiency against its floor and the three times;
 // it returns the efficiency.
-func (c *overlapCheck[S, P]) evaluate(t *devcheck.Tally, ov *OverlapSettings, out OverlapOutput) float64 {
+func (c *overlapCheck) evaluate(t *devcheck.Tally, ov *OverlapSettings, out OverlapOutput) float64 {
 	eff := (out.GEMMAlone + out.AllReduceAlone) / out.Together
 	lim := ov.MinEfficiency
 	st := benchmarks.StatusPass

@@ -89,27 +89,29 @@ func (v *Vendor) names(idx []int) []string {
 	return out
 }
 
-// settings constrains a check's settings type: a struct whose pointer
-// validates it.
-type settings[S any] interface {
-	*S
+// settings are a neutral check's settings, as the loader decodes and
+// validates them: one of this package's settings types.
+type settings interface {
 	Validate() error
+	// thresholds returns the settings' thresholds table (nil for settings
+	// without one).
+	thresholds() *Thresholds
 }
 
 // Common is what every compute check declares and how it starts: its
-// name and description, its settings and the opening of the vendor's node.
-type Common[S any] struct {
+// name and description, its shipped thresholds and the opening of the
+// vendor's node.
+type Common struct {
 	// Name is the registered name ("gemm", "npu-gemm").
 	Name string
 	// Description says what the check does, for --list-checks.
 	Description string
 	// Vendor describes the vendor's devices.
 	Vendor *Vendor
-	// Defaults returns the shipped settings.
-	Defaults func() S
-	// Base are the shipped thresholds, to which the settings' thresholds
-	// table adds model by model.
-	Base Thresholds
+	// Thresholds are the shipped thresholds: the defaults' table, to which
+	// the settings' thresholds table adds model by model (nil for a check
+	// without thresholds).
+	Thresholds Thresholds
 	// Open opens the node's devices with the libraries of the vendor's
 	// [vendor.NAME] table (env.Libraries): devices nil means all. A config
 	// error it returns (a bad library key) makes the settings invalid.
@@ -118,37 +120,34 @@ type Common[S any] struct {
 
 // check holds what the checks share: the descriptor and the start of Run
 // (settings, then the node).
-type check[S any, P settings[S]] struct {
-	Common[S]
-	// thresholds returns the settings' thresholds field (nil for a check
-	// without thresholds).
-	thresholds func(*S) *Thresholds
-	desc       benchmarks.Descriptor
+type check struct {
+	Common
+	desc benchmarks.Descriptor
 }
 
-// newCheck returns the shared part of a check over co: a performance
-// probe of co's vendor, isolated, in the default suite, whose reason
-// tokens are its own (those that are set), then its vendor's error
-// classification.
-func newCheck[S any, P settings[S]](co Common[S], thresholds func(*S) *Thresholds, own ...string) check[S, P] {
+// newCheck returns the shared part of a check over co whose shipped
+// settings defaults returns: a performance probe of co's vendor,
+// isolated, in the default suite, whose reason tokens are its own (those
+// that are set), then its vendor's error classification.
+func newCheck(co Common, defaults func() settings, own ...string) check {
 	d := benchmarks.Descriptor{Name: co.Name, Kind: benchmarks.KindPerf, Vendor: co.Vendor.Vendor, Isolated: true,
-		Default: true, Description: co.Description, Settings: func() any { s := co.Defaults(); return &s }}
+		Default: true, Description: co.Description, Settings: func() any { return defaults() }}
 	for _, r := range own {
 		if r != "" {
 			d.Reasons = append(d.Reasons, r)
 		}
 	}
 	d.Reasons = append(d.Reasons, co.Vendor.Reasons...)
-	return check[S, P]{Common: co, thresholds: thresholds, desc: d}
+	return check{Common: co, desc: d}
 }
 
 // Spec describes the check.
-func (c *check[S, P]) Spec() benchmarks.Descriptor { return c.desc }
+func (c *check) Spec() benchmarks.Descriptor { return c.desc }
 
 // PerDeviceSpec is one vendor's check of a measurement made on one device
 // at a time and verified (copy, launch).
-type PerDeviceSpec[S any] struct {
-	Common[S]
+type PerDeviceSpec struct {
+	Common
 	// WrongResult is the reason token of a device whose work came back
 	// wrong (bytes copied changed, a kernel that wrote wrong values).
 	WrongResult string
@@ -159,34 +158,34 @@ type PerDeviceSpec[S any] struct {
 }
 
 // perDevice is what the per-device checks share: the check and its spec.
-type perDevice[S any, P settings[S]] struct {
-	check[S, P]
-	spec PerDeviceSpec[S]
+type perDevice struct {
+	check
+	spec PerDeviceSpec
 }
 
 // newPerDevice returns the shared part of the check spec describes, whose
-// thresholds are the settings' field that th returns.
-func newPerDevice[S any, P settings[S]](spec PerDeviceSpec[S], th func(*S) *Thresholds) perDevice[S, P] {
+// shipped settings defaults returns.
+func newPerDevice(spec PerDeviceSpec, defaults func() settings) perDevice {
 	own := append([]string{spec.WrongResult}, spec.Slow.List()...)
-	return perDevice[S, P]{check: newCheck[S, P](spec.Common, th, own...), spec: spec}
+	return perDevice{check: newCheck(spec.Common, defaults, own...), spec: spec}
 }
 
-// start decodes and validates the settings and opens the node under ctx's
-// deadline. When that fails it returns the result to report instead.
-func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node, *benchmarks.Result) {
-	s := c.Common.Defaults()
+// start decodes the settings into s, which holds the shipped ones,
+// validates them and opens the node under ctx's deadline. When that fails
+// it returns the result to report instead.
+func (c *check) start(ctx context.Context, env *benchmarks.Env, s settings) (Node, *benchmarks.Result) {
 	var err error
-	if c.thresholds != nil {
-		err = devcheck.DecodeThresholds(env, &s, c.thresholds(&s), c.Base)
+	if th := s.thresholds(); th != nil {
+		err = devcheck.DecodeThresholds(env, s, th, c.Thresholds)
 	} else {
-		err = devcheck.Decode(env, &s)
+		err = devcheck.Decode(env, s)
 	}
 	if err == nil {
-		err = P(&s).Validate()
+		err = s.Validate()
 	}
 	if err != nil {
-		r := c.Common.Vendor.BadSettings(c.Common.Name, err)
-		return nil, nil, &r
+		r := c.Vendor.BadSettings(c.Name, err)
+		return nil, &r
 	}
 	var n Node
 	err = devcheck.Run(ctx, func() (err error) {
@@ -195,19 +194,19 @@ func (c *check[S, P]) start(ctx context.Context, env *benchmarks.Env) (*S, Node,
 	})
 	var ke *config.KeyError
 	if errors.As(err, &ke) {
-		r := c.Common.Vendor.BadSettings(c.Common.Name, err)
-		return nil, nil, &r
+		r := c.Vendor.BadSettings(c.Name, err)
+		return nil, &r
 	}
 	if err != nil {
 		t := c.tally()
-		c.Common.Vendor.record(t, "", err)
+		c.Vendor.record(t, "", err)
 		r := t.Result("")
-		return nil, nil, &r
+		return nil, &r
 	}
-	return &s, n, nil
+	return n, nil
 }
 
-func (c *check[S, P]) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Common.Name} }
+func (c *check) tally() *devcheck.Tally { return &devcheck.Tally{Check: c.Name} }
 
 // evaluate records in t each reading's value and its comparison with its
 // model's limit and the node's median (devcheck.Evaluate): tok names

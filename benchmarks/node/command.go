@@ -168,13 +168,13 @@ func (commandCheck) Spec() benchmarks.Descriptor {
 func (c commandCheck) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := DefaultCommandSettings()
 	if err := devcheck.Decode(env, &s); err != nil {
-		return unknown(c.Spec().Name, ReasonInvalidSettings, "%v", err)
+		return unknown(c.Spec().Name, devcheck.ReasonInvalidSettings, "%v", err)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return unknown(c.Spec().Name, ReasonCommandNotConfigured, "no command set in [checks.command]")
 	}
 	if err := s.Validate(); err != nil {
-		return unknown(c.Spec().Name, ReasonInvalidSettings, "%v", err)
+		return unknown(c.Spec().Name, devcheck.ReasonInvalidSettings, "%v", err)
 	}
 	stdout, stderr, err := runCommand(ctx, s, vigilEnv(env))
 	var exitErr *exec.ExitError

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestCommandSettings(t *testing.T) {
 		t.Fatal("command has no settings")
 	}
 	r := c.Run(context.Background(), envWith(t, "command", "[checks.command]\ntimeout = \"0s\"\ncommand = [\"true\"]\n"))
-	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidSettings {
-		t.Errorf("result %+v, want unknown %s", r, ReasonInvalidSettings)
+	if r.Status != benchmarks.StatusUnknown || r.Reason != devcheck.ReasonInvalidSettings {
+		t.Errorf("result %+v, want unknown %s", r, devcheck.ReasonInvalidSettings)
 	}
 }

@@ -204,7 +204,7 @@ func (m *diskRun) write(ctx context.Context) bool {
 	start := m.c.now()
 	for i := 0; i < m.blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			m.t.Unknown(m.dev, ReasonCanceled, "%s: stopped while writing: %v", m.s.Path, err)
+			m.t.Unknown(m.dev, devcheck.ReasonCanceled, "%s: stopped while writing: %v", m.s.Path, err)
 			return false
 		}
 		diskPattern(i, m.block)
@@ -235,7 +235,7 @@ func (m *diskRun) read(ctx context.Context) bool {
 	start := m.c.now()
 	for i := 0; i < m.blocks; i++ {
 		if err := ctx.Err(); err != nil {
-			m.t.Unknown(m.dev, ReasonCanceled, "%s: stopped while reading: %v", m.s.Path, err)
+			m.t.Unknown(m.dev, devcheck.ReasonCanceled, "%s: stopped while reading: %v", m.s.Path, err)
 			return false
 		}
 		if _, err := io.ReadFull(m.f, m.block); err != nil {

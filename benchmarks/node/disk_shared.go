@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ const ReasonDiskUserWritable = "DiskUserWritable"
 // directory above it is writable by them), every failure is theirs to
 // cause. A directory only root can write is judged as measured.
 type diskJudge struct {
-	*tally
+	*devcheck.Tally
 	// shared says why users reach the directory, "" when only root does.
 	shared string
 	// redirect is set when a user can replace the directory itself.
@@ -31,8 +32,8 @@ type diskJudge struct {
 }
 
 // newDiskJudge judges the disk check's results in path.
-func newDiskJudge(t *tally, path string) *diskJudge {
-	j := &diskJudge{tally: t}
+func newDiskJudge(t *devcheck.Tally, path string) *diskJudge {
+	j := &diskJudge{Tally: t}
 	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 		// Missing or not a directory: a user who may remove, rename or
 		// replace it could be why.
@@ -76,10 +77,10 @@ func (j *diskJudge) userCaused(reason string) bool {
 // unknown that says so.
 func (j *diskJudge) Fail(device, reason, format string, args ...any) {
 	if !j.userCaused(reason) {
-		j.tally.Fail(device, reason, format, args...)
+		j.Tally.Fail(device, reason, format, args...)
 		return
 	}
-	j.tally.Unknown(device, ReasonDiskUserWritable,
+	j.Tally.Unknown(device, ReasonDiskUserWritable,
 		"%s (%s); %s: a full or slow directory that users can fill or load is not evidence against the node; point [checks.disk] path at a directory only root can write to judge it",
 		fmt.Sprintf(format, args...), reason, j.shared)
 }

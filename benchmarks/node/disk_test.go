@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -209,7 +210,7 @@ func TestDiskRunValidatesLikeTheLoader(t *testing.T) {
 	env := &benchmarks.Env{Settings: func(v any) error { v.(*diskSettings).SizeMiB = 0; return nil }}
 	r := c.Run(context.Background(), env)
 	assert.Equal(t, benchmarks.StatusUnknown, r.Status)
-	assert.Equal(t, ReasonInvalidSettings, r.Reason)
+	assert.Equal(t, devcheck.ReasonInvalidSettings, r.Reason)
 	assert.Contains(t, r.Message, "settings of [checks.disk]: size_mib = 0: want 1 to 1024")
 	var se *benchmarks.SettingError
 	s := defaultDiskSettings()

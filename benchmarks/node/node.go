@@ -12,17 +12,8 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
-const (
-	// ReasonInvalidSettings: the check's settings are out of range (unknown).
-	ReasonInvalidSettings = devcheck.ReasonInvalidSettings
-	// ReasonCanceled: the check's deadline passed before it finished (unknown).
-	ReasonCanceled = devcheck.ReasonCanceled
-)
-
-// tally collects what a check found and turns it into a Result.
-type tally = devcheck.Tally
-
-func newTally(check string) *tally { return &tally{Check: check} }
+// newTally returns the tally of a check: what it found, turned into a Result.
+func newTally(check string) *devcheck.Tally { return &devcheck.Tally{Check: check} }
 
 // loadSettings decodes the check's config table over s, which holds the
 // defaults, and validates the result.

@@ -161,7 +161,7 @@ func (c *rdma) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 }
 
 // port records one port's state and rate and judges them.
-func (*rdma) port(t *tally, s *rdmaSettings, p rdmaPort) {
+func (*rdma) port(t *devcheck.Tally, s *rdmaSettings, p rdmaPort) {
 	name := p.Name()
 	expected := expectedActive(s.ExpectActive, p)
 	active, st := 0.0, benchmarks.StatusPass
@@ -235,7 +235,7 @@ type rdmaState struct {
 // counters compares the limited counters with the last run's and saves
 // them (not in a dry run). The first run, a new boot or a counter that went
 // down (driver reloaded) only sets the baseline.
-func (*rdma) counters(ctx context.Context, t *tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) {
+func (*rdma) counters(ctx context.Context, t *devcheck.Tally, s *rdmaSettings, ports []rdmaPort, dryRun bool) {
 	if len(s.CounterLimits) == 0 {
 		return
 	}

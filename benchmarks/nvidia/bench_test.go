@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"testing"
 
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
@@ -17,7 +18,7 @@ func BenchmarkVerifyGEMM2048(b *testing.B) {
 	for i := range bt {
 		bt[i] = 1
 	}
-	st := devcheck.NewGEMM(n, n, n, a, bt, outEps(BF16))
+	st := devcheck.NewGEMM(n, n, n, a, bt, outEps(device.BF16))
 	d, d2 := make([]float32, n*n), make([]float32, n*n) // D and the swapped product Dᵀ
 	for i := 0; i < n; i++ {
 		var s float64
@@ -25,8 +26,8 @@ func BenchmarkVerifyGEMM2048(b *testing.B) {
 			s += float64(v)
 		}
 		for j := 0; j < n; j++ {
-			d[i+j*n] = roundTo(BF16, s)
-			d2[j+i*n] = roundTo(BF16, s)
+			d[i+j*n] = roundTo(device.BF16, s)
+			d2[j+i*n] = roundTo(device.BF16, s)
 		}
 	}
 	if err := st.CheckColumnSums(d); err != nil {
@@ -44,7 +45,7 @@ func BenchmarkEncodeBF16(b *testing.B) {
 	x := devcheck.GenMatrix(1024, 1024, 3)
 	b.SetBytes(int64(len(x) * 4))
 	for i := 0; i < b.N; i++ {
-		encode(BF16, x)
+		encode(device.BF16, x)
 	}
 }
 

@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"context"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestGEMMCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(4, h100)
 			tt.setup(f)
-			c := newGEMMCheck(f.opener())
+			c := withOpener(t, "gemm", f.opener())
 			r := c.Run(context.Background(), envWith(t, "gemm", tt.env))
 			if r.Status != tt.status || r.Reason != tt.reason || r.Device != tt.device {
 				t.Fatalf("result %s %s %s (%s), want %s %s %s", r.Status, r.Reason, r.Device, r.Message, tt.status, tt.reason, tt.device)
@@ -73,7 +74,7 @@ func TestGEMMCheck(t *testing.T) {
 func TestGEMMCheckValues(t *testing.T) {
 	f := newFake(2, "NVIDIA H100 80GB HBM3")
 	f.tflops[1] = 650
-	r := newGEMMCheck(f.opener()).Run(context.Background(), envWith(t, "gemm", smallGEMM))
+	r := withOpener(t, "gemm", f.opener()).Run(context.Background(), envWith(t, "gemm", smallGEMM))
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
@@ -89,7 +90,7 @@ func TestGEMMCheckJobDevices(t *testing.T) {
 	f.tflops[0] = 100 // not the job's: must not be measured
 	env := envWith(t, "gemm", smallGEMM)
 	env.Devices = []int{2, 3}
-	r := newGEMMCheck(f.opener()).Run(context.Background(), env)
+	r := withOpener(t, "gemm", f.opener()).Run(context.Background(), env)
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
@@ -106,12 +107,12 @@ func TestGEMMCheckHungDevice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	r := newGEMMCheck(f.opener()).Run(ctx, envWith(t, "gemm", smallGEMM))
+	r := withOpener(t, "gemm", f.opener()).Run(ctx, envWith(t, "gemm", smallGEMM))
 	if time.Since(t0) > 10*time.Second {
 		t.Errorf("the check ignored its deadline (%v)", time.Since(t0))
 	}
-	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung || r.Device != "gpu1" {
-		t.Errorf("result %+v, want fail %s gpu1", r, ReasonDeviceHung)
+	if r.Status != benchmarks.StatusFail || r.Reason != device.ReasonDeviceHung || r.Device != "gpu1" {
+		t.Errorf("result %+v, want fail %s gpu1", r, device.ReasonDeviceHung)
 	}
 }
 
@@ -140,14 +141,14 @@ func TestLaunchCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(4, a100)
 			tt.setup(f)
-			r := newLaunchCheck(f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
+			r := withOpener(t, "kernel-launch", f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
 			if r.Status != tt.status || r.Reason != tt.reason || r.Device != tt.device {
 				t.Fatalf("result %+v, want %s %s %s", r, tt.status, tt.reason, tt.device)
 			}
 		})
 	}
 	f := newFake(1, a100)
-	r := newLaunchCheck(f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
+	r := withOpener(t, "kernel-launch", f.opener()).Run(context.Background(), envWith(t, "kernel-launch", env))
 	v := valueOf(t, r, "gpu0", "event_us")
 	if v.Threshold == nil || *v.Threshold != 5.5 || v.Op != "<=" || v.Value != 4.02 {
 		t.Errorf("event_us value %+v (median of 4.00..4.04 is 4.02, limit 5.5)", v)
@@ -160,7 +161,7 @@ func TestLaunchCheck(t *testing.T) {
 func TestCopyCheck(t *testing.T) {
 	f := newFake(4, "NVIDIA H100 80GB HBM3")
 	f.h2d[2] = 20
-	r := newCopyCheck(f.opener()).Run(context.Background(), envWith(t, "copy", "[checks.copy]\nbytes = 1048576\n"))
+	r := withOpener(t, "copy", f.opener()).Run(context.Background(), envWith(t, "copy", "[checks.copy]\nbytes = 1048576\n"))
 	if r.Status != benchmarks.StatusFail || r.Reason != "CopyBandwidthBelowThreshold" || r.Device != "gpu2" {
 		t.Fatalf("%+v", r)
 	}
@@ -168,8 +169,8 @@ func TestCopyCheck(t *testing.T) {
 	f.hang[0] = true
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	r = newCopyCheck(f.opener()).Run(ctx, nil)
-	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung {
+	r = withOpener(t, "copy", f.opener()).Run(ctx, nil)
+	if r.Status != benchmarks.StatusFail || r.Reason != device.ReasonDeviceHung {
 		t.Fatalf("hung copy: %+v", r)
 	}
 }
@@ -193,7 +194,7 @@ func TestCollectiveChecks(t *testing.T) {
 		{"alltoall", "alltoall", 8, func(f *fakeNode) { f.collSeconds = 0.5e-3 }, benchmarks.StatusPass, "", 469.762},
 		// 4 concurrent all-reduces: 4 × 256 MiB per round.
 		{"multi-allreduce", "multi-allreduce", 8, func(f *fakeNode) {}, benchmarks.StatusPass, "", 1879.0482},
-		{"single device", "allreduce", 1, func(f *fakeNode) {}, benchmarks.StatusUnknown, ReasonSingleDevice, -1},
+		{"single device", "allreduce", 1, func(f *fakeNode) {}, benchmarks.StatusUnknown, device.ReasonSingleDevice, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,22 +229,22 @@ func TestCollectiveHung(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	r := cc.Run(ctx, nil)
-	if r.Status != benchmarks.StatusFail || r.Reason != ReasonDeviceHung {
+	if r.Status != benchmarks.StatusFail || r.Reason != device.ReasonDeviceHung {
 		t.Fatalf("%+v", r)
 	}
 }
 
 func TestOverlapCheck(t *testing.T) {
 	f := newFake(4, "NVIDIA H100 80GB HBM3")
-	r := newOverlapCheck(f.opener()).Run(context.Background(), nil)
+	r := withOpener(t, "overlap", f.opener()).Run(context.Background(), nil)
 	if r.Status != benchmarks.StatusPass {
 		t.Fatalf("%+v", r)
 	}
 	if v := valueOf(t, r, "", "overlap_efficiency"); v.Value != 1.6667 {
 		t.Errorf("efficiency %v, want (1+1)/1.2", v.Value)
 	}
-	f.overlap = OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 2.5}
-	r = newOverlapCheck(f.opener()).Run(context.Background(), nil)
+	f.overlap = device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 2.5}
+	r = withOpener(t, "overlap", f.opener()).Run(context.Background(), nil)
 	if r.Status != benchmarks.StatusFail || r.Reason != "OverlapBelowThreshold" {
 		t.Fatalf("%+v", r)
 	}

@@ -1,7 +1,6 @@
 package nvidia
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,26 +11,6 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 	"github.com/vigil-hpc/vigil/cgo/dl"
-)
-
-// Reason tokens shared by the compute checks (most are those of every
-// vendor's compute checks, package device).
-const (
-	// ReasonLibraryMissing: libcuda, cuBLASLt or NCCL could not be opened (unknown).
-	ReasonLibraryMissing = device.ReasonLibraryMissing
-	// ReasonNoDevices: the driver reports no device, or none of the job's (unknown).
-	ReasonNoDevices = device.ReasonNoDevices
-	// ReasonInvalidSettings: the check's [checks.NAME] section is invalid
-	// (unknown); the framework's token, which every check uses.
-	ReasonInvalidSettings = benchmarks.ReasonInvalidSettings
-	// ReasonCheckerError: vigil itself could not run the measurement (unknown).
-	ReasonCheckerError = device.ReasonCheckerError
-	// ReasonDeviceFault: a device reported a fault while running work (fail).
-	ReasonDeviceFault = device.ReasonDeviceFault
-	// ReasonDeviceHung: work on a device did not finish by the deadline (fail).
-	ReasonDeviceHung = device.ReasonDeviceHung
-	// ReasonSingleDevice: a collective needs at least two devices (unknown).
-	ReasonSingleDevice = device.ReasonSingleDevice
 )
 
 // nvidia is how the vendor-neutral checks (gemm, kernel-launch, copy, the
@@ -46,29 +25,12 @@ var nvidia = &device.Vendor{
 		r := classify("", err)
 		return r.Status, r.Reason
 	},
-	Reasons: []string{ReasonLibraryMissing, ReasonNoDevices, ReasonDeviceHung, ReasonDeviceFault, ReasonCheckerError},
+	Reasons: []string{device.ReasonLibraryMissing, device.ReasonNoDevices, device.ReasonDeviceHung, device.ReasonDeviceFault, device.ReasonCheckerError},
 	BadSettings: func(check string, err error) benchmarks.Result {
-		return unknown(check, ReasonInvalidSettings, "%v", err)
+		return unknown(check, benchmarks.ReasonInvalidSettings, "%v", err)
 	},
 	NodeDevice: "node",
 	StopIsHang: true,
-}
-
-// spec declares a CUDA check of settings S over the devices open opens
-// with the libraries of [vendor.nvidia], with its shipped thresholds base.
-func spec[S any](name, description string, defaults func() S, base Thresholds, open Opener) device.Common[S] {
-	return device.Common[S]{Name: name, Description: description, Vendor: nvidia, Defaults: defaults, Base: base,
-		Open: func(ctx context.Context, env *benchmarks.Env, devices []int) (device.Node, error) {
-			libs, err := libraries(env)
-			if err != nil {
-				return nil, err
-			}
-			n, err := open(ctx, libs, devices)
-			if err != nil {
-				return nil, err // no typed nil in the interface
-			}
-			return n, nil
-		}}
 }
 
 // libraries decodes [vendor.nvidia] of env over the shipped search.
@@ -133,37 +95,27 @@ func (l Libraries) options(names []string, pkg string) dl.Options {
 	return dl.Options{Names: names, Dirs: dirs}
 }
 
-// Thresholds are per-device-model limits: model key → metric → limit
-// (see devcheck.Thresholds for the matching rule).
-type Thresholds = devcheck.Thresholds
-
-// Peers configures the comparison of each device with the node's median.
-type Peers = devcheck.Peers
-
 func unknown(check, reason, format string, args ...any) benchmarks.Result {
 	return benchmarks.Result{Check: check, Status: benchmarks.StatusUnknown, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
-
-// ErrHung is returned when ctx expired before the device finished.
-var ErrHung = devcheck.ErrHung
 
 // classify turns an error from the Node into a Result for a whole check.
 func classify(check string, err error) benchmarks.Result {
 	switch {
 	case errors.Is(err, dl.ErrNotFound), errors.Is(err, dl.ErrSymbol):
-		return unknown(check, ReasonLibraryMissing, "%v", err)
-	case errors.Is(err, ErrNoDevices):
-		return unknown(check, ReasonNoDevices, "%v", err)
-	case errors.Is(err, ErrHung):
-		return benchmarks.Result{Check: check, Status: benchmarks.StatusFail, Reason: ReasonDeviceHung, Message: err.Error()}
+		return unknown(check, device.ReasonLibraryMissing, "%v", err)
+	case errors.Is(err, errNoDevices):
+		return unknown(check, device.ReasonNoDevices, "%v", err)
+	case errors.Is(err, devcheck.ErrHung):
+		return benchmarks.Result{Check: check, Status: benchmarks.StatusFail, Reason: device.ReasonDeviceHung, Message: err.Error()}
 	case errors.Is(err, cuda.ErrDevice):
-		return benchmarks.Result{Check: check, Status: benchmarks.StatusFail, Reason: ReasonDeviceFault, Message: err.Error()}
+		return benchmarks.Result{Check: check, Status: benchmarks.StatusFail, Reason: device.ReasonDeviceFault, Message: err.Error()}
 	}
 	var ce *cuda.Error
 	if errors.As(err, &ce) && (ce.Code == cuda.ErrNoDevice || ce.Code == cuda.ErrStubLibrary || ce.Code == cuda.ErrNotPermitted) {
-		return unknown(check, ReasonNoDevices, "%v", err)
+		return unknown(check, device.ReasonNoDevices, "%v", err)
 	}
-	return unknown(check, ReasonCheckerError, "%v", err)
+	return unknown(check, device.ReasonCheckerError, "%v", err)
 }
 
 // devName is how results name device index i.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 	"strings"
 	"testing"
@@ -16,10 +17,10 @@ import (
 )
 
 // defaultPeers are the peer settings the GEMM check ships with.
-var defaultPeers = Peers{Fraction: 0.85, Min: 3}
+var defaultPeers = devcheck.Peers{Fraction: 0.85, Min: 3}
 
 func TestThresholdsLookup(t *testing.T) {
-	th := Thresholds{
+	th := devcheck.Thresholds{
 		"H100":      {"tflops_bf16": 600},
 		"H100 PCIe": {"tflops_bf16": 400},
 		"A100":      {"tflops_tf32": 100},
@@ -44,7 +45,7 @@ func TestThresholdsLookup(t *testing.T) {
 			}
 		})
 	}
-	merged := th.Merge(Thresholds{"H100": {"tflops_fp8": 1000}, "B200": {"tflops_bf16": 1500}})
+	merged := th.Merge(devcheck.Thresholds{"H100": {"tflops_fp8": 1000}, "B200": {"tflops_bf16": 1500}})
 	if merged["H100"]["tflops_bf16"] != 600 || merged["H100"]["tflops_fp8"] != 1000 || merged["B200"]["tflops_bf16"] != 1500 {
 		t.Errorf("merge = %v", merged)
 	}
@@ -54,7 +55,7 @@ func TestThresholdsLookup(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	th := Thresholds{"H100": {"tflops_bf16": 600, "wall_us": 10}}
+	th := devcheck.Thresholds{"H100": {"tflops_bf16": 600, "wall_us": 10}}
 	higher := devcheck.Metric{Name: "tflops_bf16_8192", Key: "tflops_bf16", Unit: "TFLOPS", Label: "bf16 GEMM"}
 	lower := devcheck.Metric{Name: "wall_us", Key: "wall_us", Unit: "us", Lower: true, Label: "launch latency"}
 	rs := func(vals ...float64) []devcheck.Reading {
@@ -68,14 +69,14 @@ func TestEvaluate(t *testing.T) {
 		name      string
 		m         devcheck.Metric
 		readings  []devcheck.Reading
-		peers     Peers
+		peers     devcheck.Peers
 		wantFails []string // "gpuN:threshold" or "gpuN:peers"
 	}{
 		{"all healthy", higher, rs(700, 710, 705, 695), defaultPeers, nil},
 		{"below floor", higher, rs(700, 550, 705, 695), defaultPeers, []string{"gpu1:threshold"}},
 		{"above floor, below peers", higher, rs(800, 810, 640, 805), defaultPeers, []string{"gpu2:peers"}},
 		{"peers need 3 devices", higher, rs(800, 640), defaultPeers, nil},
-		{"peers disabled", higher, rs(800, 810, 640, 805), Peers{Fraction: 0, Min: 3}, nil},
+		{"peers disabled", higher, rs(800, 810, 640, 805), devcheck.Peers{Fraction: 0, Min: 3}, nil},
 		{"lower is better", lower, rs(8, 12, 8.5, 8.2), defaultPeers, []string{"gpu1:threshold"}},
 		{"lower: above peers", lower, rs(4, 4.1, 6, 3.9), defaultPeers, []string{"gpu2:peers"}},
 		{"NaN fails", higher, rs(math.NaN(), 700, 700), defaultPeers, []string{"gpu0:threshold"}},
@@ -119,18 +120,18 @@ func TestEvaluate(t *testing.T) {
 // GB/s, rounded to two decimals).
 func TestBusBandwidth(t *testing.T) {
 	tests := []struct {
-		op           CollOp
+		op           device.CollOp
 		ranks        int
 		size         float64 // nccl-tests "size" column, bytes
 		timeUs       float64
 		algbw, busbw float64
 	}{
-		{AllReduce, 8, 8589934592, 36590, 234.76, 410.83},
-		{AllReduce, 2, 1073741824, 12000, 89.48, 89.48},
-		{AllReduce, 4, 268435456, 2250, 119.30, 178.96},
-		{AllGather, 8, 8589934592, 26000, 330.38, 289.08},
-		{AllToAll, 8, 1073741824, 4500, 238.61, 208.78},
-		{AllToAll, 16, 536870912, 3000, 178.96, 167.77},
+		{device.AllReduce, 8, 8589934592, 36590, 234.76, 410.83},
+		{device.AllReduce, 2, 1073741824, 12000, 89.48, 89.48},
+		{device.AllReduce, 4, 268435456, 2250, 119.30, 178.96},
+		{device.AllGather, 8, 8589934592, 26000, 330.38, 289.08},
+		{device.AllToAll, 8, 1073741824, 4500, 238.61, 208.78},
+		{device.AllToAll, 16, 536870912, 3000, 178.96, 167.77},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%d", tt.op, tt.ranks), func(t *testing.T) {
@@ -142,20 +143,20 @@ func TestBusBandwidth(t *testing.T) {
 		})
 	}
 	// The size S of each op from per-rank counts.
-	if got := devcheck.SizeBytes(AllGather, 1<<20, 8); got != 8*4<<20 {
+	if got := devcheck.SizeBytes(device.AllGather, 1<<20, 8); got != 8*4<<20 {
 		t.Errorf("all-gather size %v", got)
 	}
-	if got := devcheck.SizeBytes(AllReduce, 1<<20, 8); got != 4<<20 {
+	if got := devcheck.SizeBytes(device.AllReduce, 1<<20, 8); got != 4<<20 {
 		t.Errorf("all-reduce size %v", got)
 	}
-	if devcheck.BusFactor(AllReduce, 1) != 0 {
+	if devcheck.BusFactor(device.AllReduce, 1) != 0 {
 		t.Error("one rank moves nothing over the bus")
 	}
 }
 
 func TestCollectiveVerification(t *testing.T) {
 	devs := []int{0, 1, 2, 4}
-	for _, op := range []CollOp{AllReduce, AllGather, AllToAll} {
+	for _, op := range []device.CollOp{device.AllReduce, device.AllGather, device.AllToAll} {
 		t.Run(string(op), func(t *testing.T) {
 			in := devcheck.CollInputs(4, 64)
 			good := devcheck.CollExpected(op, in)
@@ -178,13 +179,13 @@ func TestCollectiveVerification(t *testing.T) {
 	}
 	// Expected values by hand: 2 ranks, all-to-all swaps halves.
 	in := [][]float32{{1, 2}, {3, 4}}
-	if got := devcheck.CollExpected(AllToAll, in); fmt.Sprint(got) != "[[1 3] [2 4]]" {
+	if got := devcheck.CollExpected(device.AllToAll, in); fmt.Sprint(got) != "[[1 3] [2 4]]" {
 		t.Errorf("all-to-all expected %v", got)
 	}
-	if got := devcheck.CollExpected(AllReduce, in); fmt.Sprint(got) != "[[4 6] [4 6]]" {
+	if got := devcheck.CollExpected(device.AllReduce, in); fmt.Sprint(got) != "[[4 6] [4 6]]" {
 		t.Errorf("all-reduce expected %v", got)
 	}
-	if got := devcheck.CollExpected(AllGather, in); fmt.Sprint(got) != "[[1 2 3 4] [1 2 3 4]]" {
+	if got := devcheck.CollExpected(device.AllGather, in); fmt.Sprint(got) != "[[1 2 3 4] [1 2 3 4]]" {
 		t.Errorf("all-gather expected %v", got)
 	}
 }
@@ -196,13 +197,13 @@ func TestClassify(t *testing.T) {
 		status benchmarks.Status
 		reason string
 	}{
-		{"library missing", &dl.NotFoundError{Names: []string{"libcuda.so.1"}, Tried: []string{"libcuda.so.1"}}, benchmarks.StatusUnknown, ReasonLibraryMissing},
-		{"symbol missing", fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, ReasonLibraryMissing},
-		{"no devices", fmt.Errorf("%w: none", ErrNoDevices), benchmarks.StatusUnknown, ReasonNoDevices},
-		{"driver says no device", &cuda.Error{Op: "cuInit", Code: cuda.ErrNoDevice, Name: "CUDA_ERROR_NO_DEVICE"}, benchmarks.StatusUnknown, ReasonNoDevices},
-		{"hung", fmt.Errorf("%w: x", ErrHung), benchmarks.StatusFail, ReasonDeviceHung},
-		{"device fault", &cuda.Error{Op: "cuStreamSynchronize", Code: cuda.ErrIllegalAddress, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, benchmarks.StatusFail, ReasonDeviceFault},
-		{"other", errors.New("boom"), benchmarks.StatusUnknown, ReasonCheckerError},
+		{"library missing", &dl.NotFoundError{Names: []string{"libcuda.so.1"}, Tried: []string{"libcuda.so.1"}}, benchmarks.StatusUnknown, device.ReasonLibraryMissing},
+		{"symbol missing", fmt.Errorf("x: %w", dl.ErrSymbol), benchmarks.StatusUnknown, device.ReasonLibraryMissing},
+		{"no devices", fmt.Errorf("%w: none", errNoDevices), benchmarks.StatusUnknown, device.ReasonNoDevices},
+		{"driver says no device", &cuda.Error{Op: "cuInit", Code: cuda.ErrNoDevice, Name: "CUDA_ERROR_NO_DEVICE"}, benchmarks.StatusUnknown, device.ReasonNoDevices},
+		{"hung", fmt.Errorf("%w: x", devcheck.ErrHung), benchmarks.StatusFail, device.ReasonDeviceHung},
+		{"device fault", &cuda.Error{Op: "cuStreamSynchronize", Code: cuda.ErrIllegalAddress, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}, benchmarks.StatusFail, device.ReasonDeviceFault},
+		{"other", errors.New("boom"), benchmarks.StatusUnknown, device.ReasonCheckerError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,7 +222,7 @@ func TestRunRespectsDeadline(t *testing.T) {
 	defer close(block)
 	t0 := time.Now()
 	err := devcheck.Run(ctx, func() error { <-block; return nil })
-	if !errors.Is(err, ErrHung) {
+	if !errors.Is(err, devcheck.ErrHung) {
 		t.Fatalf("err = %v, want ErrHung", err)
 	}
 	if time.Since(t0) > 5*time.Second {
@@ -245,8 +246,8 @@ func TestChecksWithoutCUDA(t *testing.T) {
 			}
 			env := envWith(t, name, "[checks."+name+"]\n"+settings)
 			r := c.Run(context.Background(), env)
-			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
-				t.Fatalf("result %+v, want unknown %s", r, ReasonLibraryMissing)
+			if r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonLibraryMissing {
+				t.Fatalf("result %+v, want unknown %s", r, device.ReasonLibraryMissing)
 			}
 			if !strings.Contains(r.Message, "libcuda.so.1.vigil-test-absent not found (searched:") {
 				t.Errorf("message %q does not name the library and the search", r.Message)
@@ -279,8 +280,8 @@ func TestBadSettingsAreUnknown(t *testing.T) {
 		t.Run(tt.check+"/"+tt.toml, func(t *testing.T) {
 			c, _ := benchmarks.Lookup(tt.check)
 			r := c.Run(context.Background(), envWith(t, tt.check, "[checks."+tt.check+"]\n"+tt.toml+"\n"))
-			if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidSettings {
-				t.Errorf("result %+v, want unknown %s", r, ReasonInvalidSettings)
+			if r.Status != benchmarks.StatusUnknown || r.Reason != benchmarks.ReasonInvalidSettings {
+				t.Errorf("result %+v, want unknown %s", r, benchmarks.ReasonInvalidSettings)
 			}
 		})
 	}
@@ -298,7 +299,7 @@ func TestDefaultsAreValid(t *testing.T) {
 			t.Errorf("%s: nil defaults", name)
 		}
 	}
-	s := DefaultGEMMSettings()
+	s := withOpener(t, "gemm", OpenCUDA).Spec().Settings().(*device.CrossCheckedGEMMSettings)
 	if err := s.Validate(); err != nil {
 		t.Error(err)
 	}
@@ -322,16 +323,16 @@ func TestDefaultsAreValid(t *testing.T) {
 // opens a device, with the error the config loader reports for the key.
 func TestGEMMRunValidatesLikeTheLoader(t *testing.T) {
 	opened := false
-	c := newGEMMCheck(func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+	c := withOpener(t, "gemm", func(ctx context.Context, libs Libraries, devices []int) (device.Node, error) {
 		opened = true
 		return nil, errors.New("not here")
 	})
-	env := &benchmarks.Env{Settings: func(v any) error { v.(*GEMMSettings).Sizes = []int{17}; return nil }}
+	env := &benchmarks.Env{Settings: func(v any) error { v.(*device.CrossCheckedGEMMSettings).Sizes = []int{17}; return nil }}
 	r := c.Run(context.Background(), env)
-	if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
+	if r.Status != benchmarks.StatusUnknown || r.Reason != benchmarks.ReasonInvalidSettings || !strings.Contains(r.Message, "sizes = 17: want a multiple of 16 from 16 to 32768") || opened {
 		t.Fatalf("result %+v, device opened %v", r, opened)
 	}
-	s := DefaultGEMMSettings()
+	s := c.Spec().Settings().(*device.CrossCheckedGEMMSettings)
 	s.Sizes = []int{17}
 	var se *benchmarks.SettingError
 	if err := s.Validate(); !errors.As(err, &se) || se.Key != "sizes" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 	"runtime"
 	"time"
@@ -21,9 +22,9 @@ type collRank struct {
 }
 
 // setupColl creates k communicators over devs with buffers for op.
-func (n *cudaNode) setupColl(c *cleanup, lib *nccl.Lib, op CollOp, devs []int, count, k int) ([][]collRank, error) {
+func (n *cudaNode) setupColl(c *cleanup, lib *nccl.Lib, op device.CollOp, devs []int, count, k int) ([][]collRank, error) {
 	sendN, recvN := count, count
-	if op == AllGather {
+	if op == device.AllGather {
 		recvN = count * len(devs)
 	}
 	var all [][]collRank
@@ -59,7 +60,7 @@ func (n *cudaNode) setupColl(c *cleanup, lib *nccl.Lib, op CollOp, devs []int, c
 }
 
 // issue queues one op on every rank of one communicator, as one group.
-func issue(lib *nccl.Lib, op CollOp, ranks []collRank, count int) error {
+func issue(lib *nccl.Lib, op device.CollOp, ranks []collRank, count int) error {
 	if err := lib.GroupStart(); err != nil {
 		return err
 	}
@@ -67,11 +68,11 @@ func issue(lib *nccl.Lib, op CollOp, ranks []collRank, count int) error {
 	nr := len(ranks)
 	for r, rk := range ranks {
 		switch op {
-		case AllReduce:
+		case device.AllReduce:
 			err = lib.AllReduce(uint64(rk.send), uint64(rk.recv), count, nccl.Float32, nccl.Sum, rk.comm, rk.s.Ptr())
-		case AllGather:
+		case device.AllGather:
 			err = lib.AllGather(uint64(rk.send), uint64(rk.recv), count, nccl.Float32, rk.comm, rk.s.Ptr())
-		case AllToAll:
+		case device.AllToAll:
 			chunk := count / nr
 			for peer := 0; peer < nr && err == nil; peer++ {
 				off := uint64(4 * chunk * peer)
@@ -102,7 +103,7 @@ func (n *cudaNode) syncAll(sets ...[]collRank) error {
 	return nil
 }
 
-func (n *cudaNode) Collective(ctx context.Context, in CollectiveInput) (out CollectiveOutput, err error) {
+func (n *cudaNode) Collective(ctx context.Context, in device.CollectiveInput) (out device.CollectiveOutput, err error) {
 	lib, err := n.nccl()
 	if err != nil {
 		return out, err
@@ -153,7 +154,7 @@ func (n *cudaNode) Collective(ctx context.Context, in CollectiveInput) (out Coll
 	out.Seconds = time.Since(t0).Seconds() / float64(max(1, in.Iters))
 	if in.Inputs != nil {
 		recvN := in.Count
-		if in.Op == AllGather {
+		if in.Op == device.AllGather {
 			recvN *= len(in.Devices)
 		}
 		for _, rk := range sets[0] {

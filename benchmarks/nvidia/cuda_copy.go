@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 )
 
-func (n *cudaNode) Copy(ctx context.Context, dev int, size, iters int) (out CopyOutput, err error) {
+func (n *cudaNode) Copy(ctx context.Context, dev int, size, iters int) (out device.CopyOutput, err error) {
 	err = n.onDevice(dev, func() (err error) {
 		var c cleanup
 		defer c.run(&err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
@@ -17,32 +18,32 @@ import (
 const gemmWorkspace = 32 << 20
 
 // gemmTypes maps a DType to cuBLASLt types and element sizes (input, output).
-func gemmTypes(dt DType) (in, out cublas.DataType, comp cublas.ComputeType, inSize, outSize int) {
+func gemmTypes(dt device.DType) (in, out cublas.DataType, comp cublas.ComputeType, inSize, outSize int) {
 	switch dt {
-	case FP16:
+	case device.FP16:
 		return cublas.R16F, cublas.R16F, cublas.Compute32F, 2, 2
-	case TF32:
+	case device.TF32:
 		return cublas.R32F, cublas.R32F, cublas.Compute32FFastTF32, 4, 4
-	case FP8:
+	case device.FP8:
 		return cublas.R8FE4M3, cublas.R16BF, cublas.Compute32F, 1, 2
 	}
 	return cublas.R16BF, cublas.R16BF, cublas.Compute32F, 2, 2
 }
 
 // encode converts host float32 values into the device's input type.
-func encode(dt DType, x []float32) []byte {
+func encode(dt device.DType, x []float32) []byte {
 	_, _, _, size, _ := gemmTypes(dt)
 	out := make([]byte, len(x)*size)
 	switch dt {
-	case FP8:
+	case device.FP8:
 		for i, v := range x {
 			out[i] = e4m3FromF32(v)
 		}
-	case TF32:
+	case device.TF32:
 		for i, v := range x {
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
 		}
-	case FP16:
+	case device.FP16:
 		for i, v := range x {
 			binary.LittleEndian.PutUint16(out[2*i:], devcheck.F16FromF32(v))
 		}
@@ -55,14 +56,14 @@ func encode(dt DType, x []float32) []byte {
 }
 
 // decode converts the output type back to float32.
-func decodeOut(dt DType, b []byte) []float32 {
+func decodeOut(dt device.DType, b []byte) []float32 {
 	_, _, _, _, size := gemmTypes(dt)
 	out := make([]float32, len(b)/size)
 	for i := range out {
 		switch {
-		case dt == TF32:
+		case dt == device.TF32:
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		case dt == FP16:
+		case dt == device.FP16:
 			out[i] = devcheck.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 		default:
 			out[i] = devcheck.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
@@ -72,7 +73,7 @@ func decodeOut(dt DType, b []byte) []float32 {
 }
 
 // gemmPlan prepares a cuBLASLt plan for dt and sizes on the current device.
-func (n *cudaNode) gemmPlan(c *cleanup, dt DType, m, nn, k int) (*cublas.Plan, error) {
+func (n *cudaNode) gemmPlan(c *cleanup, dt device.DType, m, nn, k int) (*cublas.Plan, error) {
 	blas, err := n.cublas()
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (n *cudaNode) gemmPlan(c *cleanup, dt DType, m, nn, k int) (*cublas.Plan, e
 	in, out, comp, _, _ := gemmTypes(dt)
 	p, err := blas.NewPlan(h, cublas.Spec{M: m, N: nn, K: k, A: in, B: in, D: out, Compute: comp, Scale: cublas.R32F, Workspace: gemmWorkspace})
 	if errors.Is(err, cublas.ErrNoAlgorithm) || errors.Is(err, cublas.ErrUnsupported) {
-		return nil, fmt.Errorf("%w: %s GEMM with %s: %v", ErrUnsupported, dt, blas.Path(), err)
+		return nil, fmt.Errorf("%w: %s GEMM with %s: %v", device.ErrUnsupported, dt, blas.Path(), err)
 	}
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func (n *cudaNode) gemmPlan(c *cleanup, dt DType, m, nn, k int) (*cublas.Plan, e
 	return p, nil
 }
 
-func (n *cudaNode) GEMM(ctx context.Context, dev int, in GEMMInput) (out GEMMOutput, err error) {
+func (n *cudaNode) GEMM(ctx context.Context, dev int, in device.GEMMInput) (out device.GEMMOutput, err error) {
 	err = n.onDevice(dev, func() (err error) {
 		var c cleanup
 		defer c.run(&err)
@@ -165,7 +166,7 @@ func (n *cudaNode) GEMM(ctx context.Context, dev int, in GEMMInput) (out GEMMOut
 // timeGEMMs runs in.Warmup GEMMs untimed, times one, then times as many as
 // fill in.MinTime (at most in.MaxIters); it returns the seconds of one GEMM
 // and how many were timed. gemm(k) queues k GEMMs on s.
-func (n *cudaNode) timeGEMMs(start, stop cuda.Event, s cuda.Stream, gemm func(int) func() error, in GEMMInput) (float64, int, error) {
+func (n *cudaNode) timeGEMMs(start, stop cuda.Event, s cuda.Stream, gemm func(int) func() error, in device.GEMMInput) (float64, int, error) {
 	if err := gemm(in.Warmup)(); err != nil {
 		return 0, 0, err
 	}

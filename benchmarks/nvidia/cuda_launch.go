@@ -3,12 +3,13 @@ package nvidia
 import (
 	"context"
 	"encoding/binary"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"time"
 
 	"github.com/vigil-hpc/vigil/cgo/cuda"
 )
 
-func (n *cudaNode) Launch(ctx context.Context, dev int, count int) (out LaunchOutput, err error) {
+func (n *cudaNode) Launch(ctx context.Context, dev int, count int) (out device.LaunchOutput, err error) {
 	err = n.onDevice(dev, func() (err error) {
 		var c cleanup
 		defer c.run(&err)

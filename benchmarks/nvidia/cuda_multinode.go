@@ -14,23 +14,13 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/nccl"
 )
 
-// UniqueID is NCCL's ncclUniqueId (NCCL_UNIQUE_ID_BYTES = 128): made once
-// for the job by NewUniqueID, handed to every node's RunRanks.
-type UniqueID = nccl.UniqueID
-
-// MultinodeInput and MultinodeOutput are this node's part of one
-// all-reduce over a communicator spanning the job's nodes, and what it
-// measured: the types every vendor's multi-node check shares. For NCCL the
-// ID is the 128 bytes of an ncclUniqueId, and Seconds the mean host time of
-// one all-reduce, issue to all of this node's streams synchronized (as
+// This node's part of one all-reduce over a communicator spanning the
+// job's nodes is device.MultinodeInput, what it measured
+// device.MultinodeOutput: for NCCL the ID is the 128 bytes of an
+// ncclUniqueId (nccl.UniqueID, made once for the job by NewUniqueID and
+// handed to every node's RunRanks), and Seconds the mean host time of one
+// all-reduce, issue to all of this node's streams synchronized (as
 // nccl-tests times it).
-type (
-	MultinodeInput  = device.MultinodeInput
-	MultinodeOutput = device.MultinodeOutput
-)
-
-// multinodeNode is a Node that can join a communicator spanning nodes.
-type multinodeNode = device.MultinodeNode
 
 // commGuard holds the communicators being made and aborts them all when ctx
 // ends first, which ends NCCL's waits for ranks that never come. Those not
@@ -86,8 +76,8 @@ func setPhase(p *atomic.Value, s string) {
 // initRanks joins this node's ranks to the communicator in one group, each
 // with its device's context current, as NCCL requires of one thread
 // driving several GPUs.
-func (n *cudaNode) initRanks(lib *nccl.Lib, g *commGuard, in MultinodeInput) ([]collRank, error) {
-	var id UniqueID
+func (n *cudaNode) initRanks(lib *nccl.Lib, g *commGuard, in device.MultinodeInput) ([]collRank, error) {
+	var id nccl.UniqueID
 	if len(in.ID) != len(id) {
 		return nil, fmt.Errorf("communicator id of %d bytes, want %d", len(in.ID), len(id))
 	}
@@ -116,7 +106,7 @@ func (n *cudaNode) initRanks(lib *nccl.Lib, g *commGuard, in MultinodeInput) ([]
 // names and times all-reduces over it. NCCL waits inside until every rank
 // of every node has joined and contributed; when ctx ends first the
 // communicators are aborted.
-func (n *cudaNode) AllReduceMultinode(ctx context.Context, in MultinodeInput) (out MultinodeOutput, err error) {
+func (n *cudaNode) AllReduceMultinode(ctx context.Context, in device.MultinodeInput) (out device.MultinodeOutput, err error) {
 	lib, err := n.nccl()
 	if err != nil {
 		return out, err
@@ -151,7 +141,7 @@ func (n *cudaNode) AllReduceMultinode(ctx context.Context, in MultinodeInput) (o
 		}
 	}
 	round := func(count int) error {
-		if err := issue(lib, AllReduce, ranks, count); err != nil {
+		if err := issue(lib, device.AllReduce, ranks, count); err != nil {
 			return err
 		}
 		return n.syncAll(ranks)

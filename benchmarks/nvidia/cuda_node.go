@@ -3,6 +3,7 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"runtime"
 	"sync"
 
@@ -15,7 +16,7 @@ import (
 type cudaNode struct {
 	drv  *cuda.Driver
 	libs Libraries
-	devs []DeviceInfo
+	devs []device.Info
 	h    map[int]cuda.Device
 	ctxs map[int]cuda.Context
 
@@ -30,7 +31,7 @@ type cudaNode struct {
 }
 
 type encodedInput struct {
-	dt   DType
+	dt   device.DType
 	p    *float32
 	n    int
 	done chan struct{} // closed once data is set
@@ -39,7 +40,7 @@ type encodedInput struct {
 
 // encodeCached is encode with a small cache keyed by the input slice; the
 // devices measuring at the same time share one encoding.
-func (n *cudaNode) encodeCached(dt DType, x []float32) []byte {
+func (n *cudaNode) encodeCached(dt device.DType, x []float32) []byte {
 	if len(x) == 0 {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (n *cudaNode) encodeCached(dt DType, x []float32) []byte {
 // OpenCUDA opens libcuda and the devices (nil: all). cuBLASLt and NCCL are
 // opened when first needed. Once cuInit has run, libcuda is never unloaded
 // (see Close).
-func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (device.Node, error) {
 	drv, err := cuda.Open(libs.options(libs.CUDA, ""))
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (Node, error) 
 		return nil, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w: the driver (%s) reports none", ErrNoDevices, drv.Path())
+		return nil, fmt.Errorf("%w: the driver (%s) reports none", errNoDevices, drv.Path())
 	}
 	if devices == nil {
 		for i := 0; i < n; i++ {
@@ -83,20 +84,20 @@ func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (Node, error) 
 		}
 	}
 	if len(devices) == 0 {
-		return nil, fmt.Errorf("%w: none allocated", ErrNoDevices)
+		return nil, fmt.Errorf("%w: none allocated", errNoDevices)
 	}
 	node := &cudaNode{drv: drv, libs: libs, h: map[int]cuda.Device{}, ctxs: map[int]cuda.Context{}}
 	for _, i := range devices {
 		if i < 0 || i >= n {
 			node.Close()
-			return nil, fmt.Errorf("%w: device %d asked for, %d visible", ErrNoDevices, i, n)
+			return nil, fmt.Errorf("%w: device %d asked for, %d visible", errNoDevices, i, n)
 		}
 		d, err := drv.Device(i)
 		if err != nil {
 			node.Close()
 			return nil, err
 		}
-		info := DeviceInfo{Index: i}
+		info := device.Info{Index: i}
 		if info.Name, err = drv.Name(d); err == nil {
 			info.Major, info.Minor, err = drv.ComputeCapability(d)
 		}
@@ -118,8 +119,8 @@ func OpenCUDA(ctx context.Context, libs Libraries, devices []int) (Node, error) 
 	return node, nil
 }
 
-func (n *cudaNode) Devices() []DeviceInfo { return n.devs }
-func (n *cudaNode) Runtime() string       { return n.drv.Path() }
+func (n *cudaNode) Devices() []device.Info { return n.devs }
+func (n *cudaNode) Runtime() string        { return n.drv.Path() }
 
 // Close releases the primary contexts. The libraries stay loaded: the
 // driver and NCCL leave threads behind, and unloading code they run would

@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"context"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"runtime"
 	"time"
 
@@ -10,19 +11,19 @@ import (
 )
 
 // onePattern is a 32-bit fill that reads as 1.0 in each input type.
-func onePattern(dt DType) uint32 {
+func onePattern(dt device.DType) uint32 {
 	switch dt {
-	case FP16:
+	case device.FP16:
 		return 0x3c003c00
-	case TF32:
+	case device.TF32:
 		return 0x3f800000
-	case FP8:
+	case device.FP8:
 		return 0x38383838
 	}
 	return 0x3f803f80
 }
 
-func (n *cudaNode) Overlap(ctx context.Context, in OverlapInput) (out OverlapOutput, err error) {
+func (n *cudaNode) Overlap(ctx context.Context, in device.OverlapInput) (out device.OverlapOutput, err error) {
 	lib, err := n.nccl()
 	if err != nil {
 		return out, err
@@ -35,7 +36,7 @@ func (n *cudaNode) Overlap(ctx context.Context, in OverlapInput) (out OverlapOut
 	if err != nil {
 		return out, err
 	}
-	sets, err := n.setupColl(&c, lib, AllReduce, in.Devices, in.Count, 1)
+	sets, err := n.setupColl(&c, lib, device.AllReduce, in.Devices, in.Count, 1)
 	if err != nil {
 		return out, err
 	}
@@ -54,7 +55,7 @@ func (n *cudaNode) Overlap(ctx context.Context, in OverlapInput) (out OverlapOut
 	}
 	allreduces := func() error {
 		for i := 0; i < in.AllReduces; i++ {
-			if err := issue(lib, AllReduce, sets[0], in.Count); err != nil {
+			if err := issue(lib, device.AllReduce, sets[0], in.Count); err != nil {
 				return err
 			}
 		}
@@ -105,7 +106,7 @@ type gemmRank struct {
 
 // overlapGEMMs prepares a stream, buffers (inputs filled with ones) and a
 // plan for in.GEMM on each of in.Devices.
-func (n *cudaNode) overlapGEMMs(c *cleanup, in OverlapInput) ([]gemmRank, error) {
+func (n *cudaNode) overlapGEMMs(c *cleanup, in device.OverlapInput) ([]gemmRank, error) {
 	g := in.GEMM
 	_, _, _, inSize, outSize := gemmTypes(g.DType)
 	var gs []gemmRank

@@ -1,5 +1,7 @@
 // Package nvidia holds vigil's checks of NVIDIA GPUs, registered with
-// benchmarks.Register from init(), one check per file.
+// benchmarks.Register from init(): the health facts one per file, the
+// registrations of the vendor-neutral compute checks (package device) in
+// one table (checks.go).
 //
 // Health facts read through NVML: device count, ECC, row remapping, XID,
 // NVLink, PCIe, clock slowdowns, leftovers of earlier jobs. NVML is reached

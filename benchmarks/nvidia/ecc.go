@@ -48,7 +48,7 @@ func (s *eccSettings) Validate() error {
 
 func (c *ecc) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := defaultEccSettings()
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without uncorrectable ECC errors", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without uncorrectable ECC errors", func(t *devcheck.Tally, g gpu) {
 		limit := float64(s.MaxUncorrected)
 		n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		if ret != nvml.SUCCESS {

@@ -3,6 +3,7 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 // rounded to the output type, collectives are done on host slices.
 // Per-device knobs make devices slow, wrong or hung.
 type fakeNode struct {
-	devs []DeviceInfo
+	devs []device.Info
 	// tflops is each device's GEMM speed (default 700).
 	tflops map[int]float64
 	// corrupt alters a device's GEMM result.
@@ -33,7 +34,7 @@ type fakeNode struct {
 	collCorrupt bool
 	// collHang blocks collectives until ctx ends.
 	collHang bool
-	overlap  OverlapOutput
+	overlap  device.OverlapOutput
 	closed   bool
 	calls    []string
 }
@@ -41,15 +42,15 @@ type fakeNode struct {
 func newFake(n int, name string) *fakeNode {
 	f := &fakeNode{tflops: map[int]float64{}, corrupt: map[int]func([]float32){}, hang: map[int]bool{},
 		eventUs: map[int]float64{}, wallUs: map[int]float64{}, fillBad: map[int]bool{}, h2d: map[int]float64{},
-		collSeconds: 1e-3, overlap: OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 1.2}}
+		collSeconds: 1e-3, overlap: device.OverlapOutput{GEMMAlone: 1, AllReduceAlone: 1, Together: 1.2}}
 	for i := 0; i < n; i++ {
-		f.devs = append(f.devs, DeviceInfo{Index: i, Name: name, Major: 9, Minor: 0, PCI: fmt.Sprintf("0000:%02x:00.0", i)})
+		f.devs = append(f.devs, device.Info{Index: i, Name: name, Major: 9, Minor: 0, PCI: fmt.Sprintf("0000:%02x:00.0", i)})
 	}
 	return f
 }
 
 func (f *fakeNode) opener() Opener {
-	return func(ctx context.Context, libs Libraries, devices []int) (Node, error) {
+	return func(ctx context.Context, libs Libraries, devices []int) (device.Node, error) {
 		if devices == nil {
 			return f, nil
 		}
@@ -57,7 +58,7 @@ func (f *fakeNode) opener() Opener {
 		sub.devs = nil
 		for _, d := range devices {
 			if d >= len(f.devs) {
-				return nil, fmt.Errorf("%w: device %d", ErrNoDevices, d)
+				return nil, fmt.Errorf("%w: device %d", errNoDevices, d)
 			}
 			sub.devs = append(sub.devs, f.devs[d])
 		}
@@ -65,9 +66,9 @@ func (f *fakeNode) opener() Opener {
 	}
 }
 
-func (f *fakeNode) Devices() []DeviceInfo { return f.devs }
-func (f *fakeNode) Runtime() string       { return "/fake/libcuda.so.1" }
-func (f *fakeNode) Close() error          { f.closed = true; return nil }
+func (f *fakeNode) Devices() []device.Info { return f.devs }
+func (f *fakeNode) Runtime() string        { return "/fake/libcuda.so.1" }
+func (f *fakeNode) Close() error           { f.closed = true; return nil }
 
 func (f *fakeNode) block(ctx context.Context) error {
 	<-ctx.Done()
@@ -75,19 +76,19 @@ func (f *fakeNode) block(ctx context.Context) error {
 }
 
 // roundTo rounds x to dt's output type.
-func roundTo(dt DType, x float64) float32 {
+func roundTo(dt device.DType, x float64) float32 {
 	switch dt {
-	case FP16:
+	case device.FP16:
 		return devcheck.F16ToF32(devcheck.F16FromF32(float32(x)))
-	case TF32:
+	case device.TF32:
 		return float32(x)
 	}
 	return devcheck.BF16ToF32(devcheck.BF16FromF32(float32(x)))
 }
 
-func (f *fakeNode) GEMM(ctx context.Context, dev int, in GEMMInput) (GEMMOutput, error) {
+func (f *fakeNode) GEMM(ctx context.Context, dev int, in device.GEMMInput) (device.GEMMOutput, error) {
 	if f.hang[dev] {
-		return GEMMOutput{}, f.block(ctx)
+		return device.GEMMOutput{}, f.block(ctx)
 	}
 	d := make([]float32, in.M*in.N)
 	for j := 0; j < in.N; j++ {
@@ -106,12 +107,12 @@ func (f *fakeNode) GEMM(ctx context.Context, dev int, in GEMMInput) (GEMMOutput,
 	if tf == 0 {
 		tf = 700
 	}
-	return GEMMOutput{Seconds: 2 * float64(in.M) * float64(in.N) * float64(in.K) / (tf * 1e12), Iters: 10, D: d, Library: "/fake/libcublasLt.so.12"}, nil
+	return device.GEMMOutput{Seconds: 2 * float64(in.M) * float64(in.N) * float64(in.K) / (tf * 1e12), Iters: 10, D: d, Library: "/fake/libcublasLt.so.12"}, nil
 }
 
-func (f *fakeNode) Launch(ctx context.Context, dev int, n int) (LaunchOutput, error) {
+func (f *fakeNode) Launch(ctx context.Context, dev int, n int) (device.LaunchOutput, error) {
 	if f.hang[dev] {
-		return LaunchOutput{}, f.block(ctx)
+		return device.LaunchOutput{}, f.block(ctx)
 	}
 	ev, wall := f.eventUs[dev], f.wallUs[dev]
 	if ev == 0 {
@@ -120,7 +121,7 @@ func (f *fakeNode) Launch(ctx context.Context, dev int, n int) (LaunchOutput, er
 	if wall == 0 {
 		wall = 8
 	}
-	out := LaunchOutput{FillOK: !f.fillBad[dev]}
+	out := device.LaunchOutput{FillOK: !f.fillBad[dev]}
 	for i := 0; i < n; i++ {
 		jitter := float64(i%5) * 0.01
 		out.EventUs = append(out.EventUs, ev+jitter)
@@ -129,23 +130,23 @@ func (f *fakeNode) Launch(ctx context.Context, dev int, n int) (LaunchOutput, er
 	return out, nil
 }
 
-func (f *fakeNode) Copy(ctx context.Context, dev int, bytes, iters int) (CopyOutput, error) {
+func (f *fakeNode) Copy(ctx context.Context, dev int, bytes, iters int) (device.CopyOutput, error) {
 	if f.hang[dev] {
-		return CopyOutput{}, f.block(ctx)
+		return device.CopyOutput{}, f.block(ctx)
 	}
 	h := f.h2d[dev]
 	if h == 0 {
 		h = 50
 	}
-	return CopyOutput{H2D: h, D2H: 50, D2D: 2000, Verified: true}, nil
+	return device.CopyOutput{H2D: h, D2H: 50, D2D: 2000, Verified: true}, nil
 }
 
-func (f *fakeNode) Collective(ctx context.Context, in CollectiveInput) (CollectiveOutput, error) {
+func (f *fakeNode) Collective(ctx context.Context, in device.CollectiveInput) (device.CollectiveOutput, error) {
 	f.calls = append(f.calls, fmt.Sprintf("%s n=%d count=%d k=%d verify=%v", in.Op, len(in.Devices), in.Count, in.Concurrent, in.Inputs != nil))
 	if f.collHang {
-		return CollectiveOutput{}, f.block(ctx)
+		return device.CollectiveOutput{}, f.block(ctx)
 	}
-	out := CollectiveOutput{Seconds: f.collSeconds, Library: "/fake/libnccl.so.2"}
+	out := device.CollectiveOutput{Seconds: f.collSeconds, Library: "/fake/libnccl.so.2"}
 	if in.Inputs != nil {
 		for _, b := range devcheck.CollExpected(in.Op, in.Inputs) {
 			out.Outputs = append(out.Outputs, append([]float32(nil), b...))
@@ -157,7 +158,7 @@ func (f *fakeNode) Collective(ctx context.Context, in CollectiveInput) (Collecti
 	return out, nil
 }
 
-func (f *fakeNode) Overlap(ctx context.Context, in OverlapInput) (OverlapOutput, error) {
+func (f *fakeNode) Overlap(ctx context.Context, in device.OverlapInput) (device.OverlapOutput, error) {
 	return f.overlap, nil
 }
 
@@ -182,19 +183,15 @@ func valueOf(t *testing.T, r benchmarks.Result, device, name string) benchmarks.
 	return benchmarks.Value{}
 }
 
-// withOpener returns the registered collective check name over open.
+// withOpener returns the compute check name of the registration table
+// (computeChecks) over open.
 func withOpener(t *testing.T, name string, open Opener) benchmarks.Check {
 	t.Helper()
-	switch name {
-	case "allreduce":
-		return newCollCheck(name, AllReduce, 1, allReduceThresholds, open)
-	case "allgather":
-		return newCollCheck(name, AllGather, 1, allGatherThresholds, open)
-	case "alltoall":
-		return newCollCheck(name, AllToAll, 1, allToAllThresholds, open)
-	case "multi-allreduce":
-		return newCollCheck(name, AllReduce, 4, multiAllReduceThresholds, open)
+	for _, c := range computeChecks(open) {
+		if c.Spec().Name == name {
+			return c
+		}
 	}
-	t.Fatalf("%s is not a collective check", name)
+	t.Fatalf("%s is not a compute check", name)
 	return nil
 }

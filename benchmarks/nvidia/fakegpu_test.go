@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"context"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,7 @@ func TestFakeGPUFaults(t *testing.T) {
 		env := envWith(t, "kernel-launch", "[checks.kernel-launch]\nlaunches = 10\n"+libs)
 		env.Devices = []int{1, 7}
 		r := c.Run(context.Background(), env)
-		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNoDevices || !strings.Contains(r.Message, "device 7 asked for, 4 visible") {
+		if r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonNoDevices || !strings.Contains(r.Message, "device 7 asked for, 4 visible") {
 			t.Fatalf("%+v", r)
 		}
 	})

@@ -21,8 +21,6 @@ const (
 	ReasonGPUFellOffBus = "GPUFellOffBus"
 	// ReasonAllocatedGPUMissing: a device allocated to the job does not exist in NVML.
 	ReasonAllocatedGPUMissing = "AllocatedGPUMissing"
-	// ReasonSysfsUnreadable: the PCI devices under sysfs could not be read (unknown).
-	ReasonSysfsUnreadable = device.ReasonSysfsUnreadable
 )
 
 // gpuCount compares the GPUs NVML sees with the expected count and with the
@@ -38,7 +36,7 @@ func (*gpuCount) Spec() benchmarks.Descriptor {
 	return nvmlFact(benchmarks.Descriptor{Name: "gpu-count", ChecksGres: true,
 		Description: "GPUs in NVML against Slurm's Gres (or expected) and the NVIDIA GPUs on the PCI bus",
 		Settings:    func() any { return device.DefaultCountSettings() },
-		Reasons: append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, ReasonSysfsUnreadable},
+		Reasons: append([]string{ReasonGPUCountMismatch, ReasonGPUFellOffBus, ReasonAllocatedGPUMissing, device.ReasonSysfsUnreadable},
 			nvmlReasons()...)})
 }
 
@@ -55,7 +53,7 @@ func (c *gpuCount) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 
 	pci, pciErr := device.OnBus(benchmarks.VendorNVIDIA, s.Sysfs)
 	if pciErr != nil {
-		t.Unknown("", ReasonSysfsUnreadable, "%v", pciErr)
+		t.Unknown("", device.ReasonSysfsUnreadable, "%v", pciErr)
 	} else {
 		t.Value("", "pci_gpus", float64(len(pci)), "count", nil, "", benchmarks.StatusPass)
 	}
@@ -123,9 +121,9 @@ func countMessage(n, expected int) string {
 // noNVML decides when NVML cannot be opened: a fault when GPUs are
 // expected and the driver is missing (the node cannot run GPU jobs), a pass
 // when none are expected and none are on the bus, unknown otherwise.
-func (c *gpuCount) noNVML(t *tally, err error, expected int, source string, pci []string, pciErr error) benchmarks.Result {
+func (c *gpuCount) noNVML(t *devcheck.Tally, err error, expected int, source string, pci []string, pciErr error) benchmarks.Result {
 	onBus := pciErr == nil && len(pci) > 0
-	driverMissing := errors.Is(err, ErrLibraryNotFound) || errors.Is(err, ErrDriverNotLoaded)
+	driverMissing := errors.Is(err, errLibraryNotFound) || errors.Is(err, ErrDriverNotLoaded)
 	switch {
 	case expected > 0 && driverMissing:
 		t.Value("", "gpus", 0, "count", devcheck.Ptr(float64(expected)), ">=", benchmarks.StatusFail)
@@ -160,8 +158,8 @@ func compared(source string, expected int, pci []string, pciErr error, nvmlSays 
 // nvmlState says in a few words why NVML could not be used.
 func nvmlState(err error) string {
 	switch {
-	case errors.Is(err, ErrLibraryNotFound):
-		return ErrLibraryNotFound.Error()
+	case errors.Is(err, errLibraryNotFound):
+		return errLibraryNotFound.Error()
 	case errors.Is(err, ErrDriverNotLoaded):
 		return "driver not loaded"
 	}

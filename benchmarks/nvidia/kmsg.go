@@ -12,17 +12,14 @@ import (
 	"github.com/vigil-hpc/vigil/internal/kmsg"
 )
 
-// logLine is one kernel log message (kmsg.Record: the one parser of the
-// kernel log, shared with the watcher).
-type logLine = kmsg.Record
-
-// parseLogLine reads one /dev/kmsg record or plain text line.
-func parseLogLine(b []byte) logLine { return kmsg.Parse(b) }
+// parseLogLine reads one /dev/kmsg record or plain text line (kmsg.Parse:
+// the one parser of the kernel log, shared with the watcher).
+func parseLogLine(b []byte) kmsg.Record { return kmsg.Parse(b) }
 
 // readKmsg reads every record of a /dev/kmsg character device whose
 // sequence number is above after (all records when all is true), without
 // blocking. It returns the records and the highest sequence number seen.
-func readKmsg(path string, after uint64, all bool) ([]logLine, uint64, error) {
+func readKmsg(path string, after uint64, all bool) ([]kmsg.Record, uint64, error) {
 	fd, err := kmsg.Open(path)
 	if err != nil {
 		return nil, after, err
@@ -46,7 +43,7 @@ type fileIdentity struct {
 // shorter than it: rotated or truncated). It returns the lines, the offset
 // after the last complete line read and the file's identity; on error, what
 // was read so far and the position to resume from.
-func readLogFile(path string, offset int64, inode uint64) ([]logLine, int64, fileIdentity, error) {
+func readLogFile(path string, offset int64, inode uint64) ([]kmsg.Record, int64, fileIdentity, error) {
 	unchanged := fileIdentity{inode: inode}
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,7 +64,7 @@ func readLogFile(path string, offset int64, inode uint64) ([]logLine, int64, fil
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, offset, unchanged, err
 	}
-	var out []logLine
+	var out []kmsg.Record
 	r := bufio.NewReaderSize(f, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')

@@ -64,7 +64,7 @@ func (s *leftoverSettings) Validate() error {
 
 func (c *leftover) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := defaultLeftoverSettings()
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs free of earlier jobs", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs free of earlier jobs", func(t *devcheck.Tally, g gpu) {
 		procs, err := deviceProcs(g.dev)
 		var ret nvml.Return
 		switch {

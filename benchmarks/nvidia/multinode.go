@@ -15,46 +15,34 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/nccl"
 )
 
-// Reasons of nccl-allreduce-multinode.
+// Reasons of nccl-allreduce-multinode beside those of every vendor's
+// (device.MultinodeReasons).
 const (
-	// ReasonNeedsJobNodes: the check was run alone; it runs in the
-	// prolog's cross-node phase (unknown).
-	ReasonNeedsJobNodes = device.ReasonNeedsJobNodes
-	// ReasonMultinodeHung: the communicator did not form, or an all-reduce
-	// did not finish, before the deadline (unknown: a node that never
-	// joined is as likely as this one; the cross-node phase compares).
-	ReasonMultinodeHung = device.ReasonMultinodeHung
 	// ReasonNCCLError: an NCCL call failed (unknown: a remote rank's fault
 	// reads the same here).
 	ReasonNCCLError = "NCCLError"
-	// ReasonInvalidRole: the rank assignment handed to RunRanks does
-	// not fit this node's GPUs (unknown).
-	ReasonInvalidRole = device.ReasonInvalidRole
 )
 
-// MultinodeName is the registered name of the multi-node all-reduce.
-const MultinodeName = "nccl-allreduce-multinode"
+// multinodeName is the registered name of the multi-node all-reduce.
+const multinodeName = "nccl-allreduce-multinode"
 
-// MultinodeSettings are the settings of [checks.nccl-allreduce-multinode]:
+// multinodeSettings are the settings of [checks.nccl-allreduce-multinode]:
 // the keys of every collective check (bytes, verify_bytes, warmup, iters,
 // thresholds: model → "busbw_gbps"). The libraries are [vendor.nvidia]'s.
-type MultinodeSettings struct {
+type multinodeSettings struct {
 	device.CollectiveSettings
 }
-
-// Validate reports out-of-range settings, naming the key.
-func (s *MultinodeSettings) Validate() error { return device.ValidateCollective(&s.CollectiveSettings) }
 
 // multinodeThresholds are the shipped floors: none. Inter-node bus
 // bandwidth depends on the fabric (NICs per GPU, rate, SHARP) as much as
 // on the GPU; set [checks.nccl-allreduce-multinode.thresholds.MODEL].
-var multinodeThresholds = Thresholds{}
+var multinodeThresholds = devcheck.Thresholds{}
 
 // MultinodeRole is this node's part in the job's communicator, as the
 // cross-node phase hands it out.
 type MultinodeRole struct {
 	// ID is the communicator's id (NewUniqueID on one node).
-	ID UniqueID `json:"id"`
+	ID nccl.UniqueID `json:"id"`
 	// NRanks is the number of GPUs over all the job's nodes.
 	NRanks int `json:"nranks"`
 	// FirstRank is the rank of this node's first GPU; its GPUs (the job's,
@@ -71,7 +59,7 @@ type multinode struct {
 }
 
 var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(benchmarks.Descriptor{
-	Name: MultinodeName, Vendor: benchmarks.VendorNVIDIA,
+	Name: multinodeName, Vendor: benchmarks.VendorNVIDIA,
 	Description: "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified",
 	Settings:    func() any { return defaultMultinodeSettings() },
 	// Its own reasons, the vendor's and the cross-node phase's.
@@ -82,15 +70,15 @@ func init() { benchmarks.Register(shippedMultinode) }
 
 // defaultMultinodeSettings returns the shipped settings: 256 MiB per rank,
 // 20 timed after 5 untimed, verified on 1 MiB.
-func defaultMultinodeSettings() *MultinodeSettings {
-	s := MultinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
+func defaultMultinodeSettings() *multinodeSettings {
+	s := multinodeSettings{CollectiveSettings: device.DefaultCollectiveSettings(multinodeThresholds)}
 	s.VerifyBytes = 1 << 20
 	return &s
 }
 
 // settings decodes and validates the check's settings and its vendor's
 // libraries.
-func (c *multinode) settings(env *benchmarks.Env) (*MultinodeSettings, Libraries, error) {
+func (c *multinode) settings(env *benchmarks.Env) (*multinodeSettings, Libraries, error) {
 	s := defaultMultinodeSettings()
 	if err := devcheck.DecodeThresholds(env, s, &s.Thresholds, multinodeThresholds); err != nil {
 		return nil, Libraries{}, err
@@ -122,12 +110,12 @@ func (c *multinode) Ranks(env *benchmarks.Env) int {
 func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *benchmarks.Result) {
 	_, libs, err := c.settings(env)
 	if err != nil {
-		r := unknown(MultinodeName, ReasonInvalidSettings, "settings of [checks.%s]: %v", MultinodeName, err)
+		r := unknown(multinodeName, benchmarks.ReasonInvalidSettings, "settings of [checks.%s]: %v", multinodeName, err)
 		return nil, &r
 	}
 	node, err := openNode(ctx, c.open, libs, nil)
 	if err != nil {
-		r := classify(MultinodeName, err)
+		r := classify(multinodeName, err)
 		return nil, &r
 	}
 	defer node.Close()
@@ -136,7 +124,7 @@ func (c *multinode) visible(ctx context.Context, env *benchmarks.Env) ([]int, *b
 		idx = append(idx, d.Index)
 	}
 	if len(idx) == 0 {
-		r := unknown(MultinodeName, ReasonNoDevices, "the driver shows no GPU")
+		r := unknown(multinodeName, device.ReasonNoDevices, "the driver shows no GPU")
 		return nil, &r
 	}
 	return idx, nil
@@ -155,9 +143,9 @@ func (c *multinode) Setup(env *benchmarks.Env) ([]byte, error) {
 // RunRanks runs run as ranks first, first+1, ... of total with
 // the id Setup made.
 func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result {
-	var id UniqueID
+	var id nccl.UniqueID
 	if len(setup) != len(id) {
-		return unknown(MultinodeName, ReasonInvalidRole, "communicator id of %d bytes, want %d", len(setup), len(id))
+		return unknown(multinodeName, device.ReasonInvalidRole, "communicator id of %d bytes, want %d", len(setup), len(id))
 	}
 	copy(id[:], setup)
 	return c.run(ctx, env, MultinodeRole{ID: id, NRanks: total, FirstRank: first})
@@ -167,7 +155,7 @@ func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []b
 // part in the communicator (it hung or NCCL failed there) rather than
 // never joining it (no library, no GPU, a bad role or settings).
 func (*multinode) Joined(reason string) bool {
-	return reason == ReasonMultinodeHung || reason == ReasonNCCLError
+	return reason == device.ReasonMultinodeHung || reason == ReasonNCCLError
 }
 
 // NewUniqueID makes the id of a communicator spanning the job's nodes
@@ -177,14 +165,14 @@ func (*multinode) Joined(reason string) bool {
 // connect to it there: the process that calls NewUniqueID must stay alive
 // until every rank has joined; best, it is the one that then runs the
 // ranks of rank 0. NCCL stays loaded.
-func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
+func NewUniqueID(env *benchmarks.Env) (nccl.UniqueID, error) {
 	_, libs, err := shippedMultinode.settings(env)
 	if err != nil {
-		return UniqueID{}, err
+		return nccl.UniqueID{}, err
 	}
 	lib, err := nccl.Open(libs.options(libs.NCCL, "nccl"))
 	if err != nil {
-		return UniqueID{}, err
+		return nccl.UniqueID{}, err
 	}
 	return lib.GetUniqueID()
 }
@@ -206,17 +194,17 @@ func NewUniqueID(env *benchmarks.Env) (UniqueID, error) {
 func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role MultinodeRole) benchmarks.Result {
 	s, libs, err := c.settings(env)
 	if err != nil {
-		return unknown(MultinodeName, ReasonInvalidSettings, "settings of [checks.%s]: %v", MultinodeName, err)
+		return unknown(multinodeName, benchmarks.ReasonInvalidSettings, "settings of [checks.%s]: %v", multinodeName, err)
 	}
 	node, err := openNode(ctx, c.open, libs, devcheck.EnvDevices(env))
 	if err != nil {
-		r := classify(MultinodeName, err)
+		r := classify(multinodeName, err)
 		return r
 	}
 	defer node.Close()
-	mn, ok := node.(multinodeNode)
+	mn, ok := node.(device.MultinodeNode)
 	if !ok {
-		return unknown(MultinodeName, ReasonCheckerError, "this node cannot join a communicator across nodes")
+		return unknown(multinodeName, device.ReasonCheckerError, "this node cannot join a communicator across nodes")
 	}
 	devs := node.Devices()
 	idx := make([]int, len(devs))
@@ -224,15 +212,15 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 		idx[i] = d.Index
 	}
 	if msg := role.check(len(idx)); msg != "" {
-		return unknown(MultinodeName, ReasonInvalidRole, "%s", msg)
+		return unknown(multinodeName, device.ReasonInvalidRole, "%s", msg)
 	}
 	vcount := max(1, min(s.VerifyBytes, s.Bytes)/4)
 	var phase atomic.Value
 	phase.Store("open")
-	in := MultinodeInput{ID: role.ID[:], NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
+	in := device.MultinodeInput{ID: role.ID[:], NRanks: role.NRanks, FirstRank: role.FirstRank, Devices: idx,
 		Count: max(1, s.Bytes/4), Warmup: s.Warmup, Iters: s.Iters, Phase: &phase,
 		Inputs: device.MultinodeInputs(role.FirstRank, len(idx), vcount)}
-	var out MultinodeOutput
+	var out device.MultinodeOutput
 	err = devcheck.Run(ctx, func() (err error) { out, err = mn.AllReduceMultinode(ctx, in); return err })
 	if err == nil && out.Seconds <= 0 {
 		err = errors.New("all-reduce reported no time")
@@ -240,7 +228,7 @@ func (c *multinode) run(ctx context.Context, env *benchmarks.Env, role Multinode
 	if err != nil {
 		return c.failed(err, phase.Load().(string), role)
 	}
-	t := &devcheck.Tally{Check: MultinodeName}
+	t := &devcheck.Tally{Check: multinodeName}
 	if msg := verifyMultinode(out.Outputs, role, idx); msg != "" {
 		t.Fail("", ReasonCollectiveWrongResult, "%s", msg)
 		return t.Result("")
@@ -260,7 +248,7 @@ func (r MultinodeRole) check(k int) string {
 		return fmt.Sprintf("%d ranks in all: a communicator needs at least 1", r.NRanks)
 	case r.FirstRank < 0 || r.FirstRank+k > r.NRanks:
 		return fmt.Sprintf("ranks %d-%d for this node's %d GPUs do not fit in %d", r.FirstRank, r.FirstRank+k-1, k, r.NRanks)
-	case r.ID == UniqueID{}:
+	case r.ID == nccl.UniqueID{}:
 		return "no communicator id"
 	}
 	return ""
@@ -270,13 +258,13 @@ func (r MultinodeRole) check(k int) string {
 func (c *multinode) failed(err error, phase string, role MultinodeRole) benchmarks.Result {
 	var ne *nccl.Error
 	switch {
-	case errors.Is(err, ErrHung):
-		return unknown(MultinodeName, ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
+	case errors.Is(err, devcheck.ErrHung):
+		return unknown(multinodeName, device.ReasonMultinodeHung, "%s over %d ranks (ranks %d- here) did not finish before the deadline: a node of the job did not join or stalled (%v)",
 			phase, role.NRanks, role.FirstRank, err)
 	case errors.As(err, &ne):
-		return unknown(MultinodeName, ReasonNCCLError, "%s: %v", phase, err)
+		return unknown(multinodeName, ReasonNCCLError, "%s: %v", phase, err)
 	}
-	return classify(MultinodeName, err)
+	return classify(multinodeName, err)
 }
 
 // verifyMultinode compares every output with the exact sum over all ranks
@@ -292,9 +280,9 @@ func verifyMultinode(outs [][]float32, role MultinodeRole, idx []int) string {
 
 // evaluateMultinode records algbw and busbw (nccl-tests) and compares busbw
 // with the model's floor; it returns busbw.
-func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInput, out MultinodeOutput, model string) float64 {
-	alg := devcheck.AlgBW(devcheck.SizeBytes(AllReduce, in.Count, in.NRanks), out.Seconds)
-	bus := alg * devcheck.BusFactor(AllReduce, in.NRanks)
+func evaluateMultinode(t *devcheck.Tally, s *multinodeSettings, in device.MultinodeInput, out device.MultinodeOutput, model string) float64 {
+	alg := devcheck.AlgBW(devcheck.SizeBytes(device.AllReduce, in.Count, in.NRanks), out.Seconds)
+	bus := alg * devcheck.BusFactor(device.AllReduce, in.NRanks)
 	t.Value("", "algbw_gbps", devcheck.Round(alg), "GB/s", nil, "", benchmarks.StatusPass)
 	if in.NRanks < 2 {
 		t.Value("", "busbw_gbps", 0, "GB/s", nil, "", benchmarks.StatusPass)
@@ -303,7 +291,7 @@ func evaluateMultinode(t *devcheck.Tally, s *MultinodeSettings, in MultinodeInpu
 	}
 	m := devcheck.Metric{Name: "busbw_gbps", Key: "busbw_gbps", Unit: "GB/s",
 		Label: fmt.Sprintf("all-reduce bus bandwidth over %d GPUs of the job", in.NRanks)}
-	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, s.Thresholds, Peers{})
+	vals, fs := devcheck.Evaluate(m, []devcheck.Reading{{Device: "", Model: model, Value: bus}}, s.Thresholds, devcheck.Peers{})
 	t.Values = append(t.Values, vals...)
 	for _, f := range fs {
 		t.Fail(f.Device, f.Reason(devcheck.Tokens{Limit: device.ReasonMultinodeBelowThreshold}), "%s", f.Message)

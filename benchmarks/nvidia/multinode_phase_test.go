@@ -3,6 +3,7 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"net"
 	"path/filepath"
 	"strings"
@@ -42,10 +43,10 @@ func runPhaseJob(t *testing.T, settings func(node string) string) map[string]ben
 	var wg sync.WaitGroup
 	out := map[string]benchmarks.Result{}
 	for _, n := range fakeJob {
-		env := envWith(t, MultinodeName, "[checks."+MultinodeName+"]\n"+settings(n.name))
-		p := crossnet.Phase{Job: "31", Self: n.name, Nodes: names, Addrs: addrs, Checks: []string{MultinodeName},
+		env := envWith(t, multinodeName, "[checks."+multinodeName+"]\n"+settings(n.name))
+		p := crossnet.Phase{Job: "31", Self: n.name, Nodes: names, Addrs: addrs, Checks: []string{multinodeName},
 			Connect: conn, Bandwidth: *crossnet.DefaultBandwidth(), Auth: rdvtest.New([]byte("k"), 0), Log: logger,
-			Devices: n.devs, Timeouts: map[string]time.Duration{MultinodeName: 3 * time.Second},
+			Devices: n.devs, Timeouts: map[string]time.Duration{multinodeName: 3 * time.Second},
 			Settings:  func(string) func(v any) error { return env.Settings },
 			Libraries: func(string) func(v any) error { return env.Libraries }}
 		wg.Add(1)
@@ -98,13 +99,13 @@ func TestMultinodeInPhaseNeverJoined(t *testing.T) {
 		}
 		return small + libs
 	})
-	if r := res["node-c"]; r.Status != benchmarks.StatusUnknown || r.Reason != ReasonLibraryMissing {
+	if r := res["node-c"]; r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonLibraryMissing {
 		t.Errorf("node-c: %+v", r)
 	}
 	for _, n := range []string{"node-a", "node-b"} {
 		r := res[n]
-		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonMultinodeHung ||
-			!strings.HasSuffix(r.Message, "never joined: node-c ("+ReasonLibraryMissing+")") {
+		if r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonMultinodeHung ||
+			!strings.HasSuffix(r.Message, "never joined: node-c ("+device.ReasonLibraryMissing+")") {
 			t.Errorf("%s: %s %s %q", n, r.Status, r.Reason, r.Message)
 		}
 	}

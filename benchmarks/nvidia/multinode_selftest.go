@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"io"
 	"strings"
 	"sync"
@@ -13,9 +14,9 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/nccl"
 )
 
-// SelftestNode is one simulated node of MultinodeSelftest: a share of the
+// selftestNode is one simulated node of multinodeSelftest: a share of the
 // machine's GPUs, its ranks and what RunRanks reported for them.
-type SelftestNode struct {
+type selftestNode struct {
 	// Name is the simulated node's name ("node0", "node1", ...).
 	Name string
 	// Devices are its GPUs (CUDA ordinals); Devices[i] is rank FirstRank+i.
@@ -26,13 +27,13 @@ type SelftestNode struct {
 	Result benchmarks.Result
 }
 
-// SelftestReport is what MultinodeSelftest found.
-type SelftestReport struct {
+// selftestReport is what multinodeSelftest found.
+type selftestReport struct {
 	// Ranks is the size of the communicator: every simulated node's GPUs.
 	Ranks int
 	// Nodes are the simulated nodes, in rank order; none when the run
 	// stopped before any node ran.
-	Nodes []SelftestNode
+	Nodes []selftestNode
 	// Status is the verdict; Reason and Message say why it is not pass.
 	Status          benchmarks.Status
 	Reason, Message string
@@ -56,7 +57,7 @@ func SplitDevices(devs []int, k int) [][]int {
 	return out
 }
 
-// MultinodeSelftest runs nccl-allreduce-multinode's cross-node path on
+// multinodeSelftest runs nccl-allreduce-multinode's cross-node path on
 // one machine: its GPUs (env.Devices, nil for every GPU the driver shows,
 // which honours CUDA_VISIBLE_DEVICES) split into k simulated nodes
 // (SplitDevices), one communicator over all of them. As the cross-node
@@ -68,11 +69,11 @@ func SplitDevices(devs []int, k int) [][]int {
 // the phase leaves unknown (a peer's fault reads the same), is this
 // machine's own here: the verdict is fail. It is unknown only when nothing
 // could run (settings, no library, no GPU) or a node could not take part.
-func MultinodeSelftest(ctx context.Context, env *benchmarks.Env, k int) SelftestReport {
+func multinodeSelftest(ctx context.Context, env *benchmarks.Env, k int) selftestReport {
 	return shippedMultinode.selftest(ctx, env, k)
 }
 
-func (c *multinode) selftest(ctx context.Context, env *benchmarks.Env, k int) SelftestReport {
+func (c *multinode) selftest(ctx context.Context, env *benchmarks.Env, k int) selftestReport {
 	devs := env.Devices
 	if devs == nil {
 		var r *benchmarks.Result
@@ -81,21 +82,21 @@ func (c *multinode) selftest(ctx context.Context, env *benchmarks.Env, k int) Se
 		}
 	}
 	if len(devs) == 0 {
-		return stopped(unknown(MultinodeName, ReasonNoDevices, "no GPU to run on"))
+		return stopped(unknown(multinodeName, device.ReasonNoDevices, "no GPU to run on"))
 	}
 	var setup []byte
 	err := devcheck.Run(ctx, func() (err error) { setup, err = c.Setup(env); return err })
 	if err != nil {
 		return stopped(c.setupFailed(err))
 	}
-	rep := SelftestReport{Ranks: len(devs)}
+	rep := selftestReport{Ranks: len(devs)}
 	for i, d := range SplitDevices(devs, k) {
 		first := 0
 		if i > 0 {
 			last := rep.Nodes[i-1]
 			first = last.FirstRank + len(last.Devices)
 		}
-		rep.Nodes = append(rep.Nodes, SelftestNode{Name: fmt.Sprintf("node%d", i), Devices: d, FirstRank: first})
+		rep.Nodes = append(rep.Nodes, selftestNode{Name: fmt.Sprintf("node%d", i), Devices: d, FirstRank: first})
 	}
 	var wg sync.WaitGroup
 	for i := range rep.Nodes {
@@ -114,22 +115,22 @@ func (c *multinode) selftest(ctx context.Context, env *benchmarks.Env, k int) Se
 }
 
 // stopped is the report of a self-test that ended before any node ran.
-func stopped(r benchmarks.Result) SelftestReport {
-	return SelftestReport{Status: r.Status, Reason: r.Reason, Message: r.Message}
+func stopped(r benchmarks.Result) selftestReport {
+	return selftestReport{Status: r.Status, Reason: r.Reason, Message: r.Message}
 }
 
 // setupFailed turns an error of Setup (ncclGetUniqueId) into its result.
 func (c *multinode) setupFailed(err error) benchmarks.Result {
 	var ne *nccl.Error
 	switch {
-	case errors.Is(err, ErrHung):
-		return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusFail, Reason: ReasonMultinodeHung,
+	case errors.Is(err, devcheck.ErrHung):
+		return benchmarks.Result{Check: multinodeName, Status: benchmarks.StatusFail, Reason: device.ReasonMultinodeHung,
 			Message: fmt.Sprintf("setup: ncclGetUniqueId did not return before the deadline (%v)", err)}
 	case errors.As(err, &ne):
-		return benchmarks.Result{Check: MultinodeName, Status: benchmarks.StatusFail, Reason: ReasonNCCLError,
+		return benchmarks.Result{Check: multinodeName, Status: benchmarks.StatusFail, Reason: ReasonNCCLError,
 			Message: fmt.Sprintf("setup: %v", err)}
 	}
-	r := classify(MultinodeName, err)
+	r := classify(multinodeName, err)
 	r.Message = "setup: " + r.Message
 	return r
 }
@@ -138,7 +139,7 @@ func (c *multinode) setupFailed(err error) benchmarks.Result {
 // the node most to blame: one that failed, else one with an NCCL error
 // (the others then hang waiting for it), else one that hung (each is this
 // machine's fault here); else the first unknown; else pass. Pure.
-func (c *multinode) selftestVerdict(nodes []SelftestNode) (benchmarks.Status, string, string) {
+func (c *multinode) selftestVerdict(nodes []selftestNode) (benchmarks.Status, string, string) {
 	blame := func(r benchmarks.Result) int {
 		switch {
 		case r.Status == benchmarks.StatusFail:
@@ -172,9 +173,9 @@ func (c *multinode) selftestVerdict(nodes []SelftestNode) (benchmarks.Status, st
 // Write prints the report: one line per simulated node (name, GPUs,
 // ranks, status and reason, busbw_gbps= and algbw_gbps=) with its message
 // indented below, then the verdict line ("verdict: pass ...").
-func (r SelftestReport) Write(w io.Writer) {
+func (r selftestReport) Write(w io.Writer) {
 	if len(r.Nodes) > 0 {
-		fmt.Fprintf(w, "%s over %d %s as %d simulated %s of one communicator\n", MultinodeName,
+		fmt.Fprintf(w, "%s over %d %s as %d simulated %s of one communicator\n", multinodeName,
 			r.Ranks, devcheck.Plural(r.Ranks, "GPU"), len(r.Nodes), devcheck.Plural(len(r.Nodes), "node"))
 	}
 	for _, n := range r.Nodes {

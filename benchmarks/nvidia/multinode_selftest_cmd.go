@@ -14,21 +14,23 @@ import (
 	"github.com/vigil-hpc/vigil/internal/cmdline"
 )
 
-// SelftestCommandName is the vigil-prolog subcommand that runs
-// MultinodeSelftest: a validation tool for one GPU machine, without Slurm.
-const SelftestCommandName = "multinode-selftest"
+// selftestCommandName is the vigil-prolog subcommand that runs
+// multinodeSelftest: a validation tool for one GPU machine, without Slurm.
+const selftestCommandName = "multinode-selftest"
+
+func init() { benchmarks.RegisterCommand(selftestCommandName, selftestCommand) }
 
 // Exit codes of the multinode-selftest command.
 const (
-	// SelftestPass: every simulated node passed.
-	SelftestPass = 0
-	// SelftestFail: a node failed, hung or met an NCCL error.
-	SelftestFail = 1
-	// SelftestUsage: bad command line.
-	SelftestUsage = 2
-	// SelftestUnknown: nothing could be measured (no library, no GPU, an
+	// selftestPass: every simulated node passed.
+	selftestPass = 0
+	// selftestFail: a node failed, hung or met an NCCL error.
+	selftestFail = 1
+	// selftestBadUsage: bad command line.
+	selftestBadUsage = 2
+	// selftestUnknown: nothing could be measured (no library, no GPU, an
 	// unreadable or invalid config).
-	SelftestUnknown = 3
+	selftestUnknown = 3
 )
 
 const selftestUsage = `usage: vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]
@@ -50,11 +52,11 @@ Exit status: 0 every node passed, 1 a node failed (a hang or NCCL error is
 this machine's here), 2 bad usage, 3 unknown (no library, no GPU, bad config).
 `
 
-// SelftestCommand runs vigil-prolog multinode-selftest: it parses the flags,
-// reads the config, runs MultinodeSelftest within --timeout of ctx, prints
+// selftestCommand runs vigil-prolog multinode-selftest: it parses the flags,
+// reads the config, runs multinodeSelftest within --timeout of ctx, prints
 // the report on stdout and returns the exit code.
-func SelftestCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := cmdline.New("vigil-prolog", SelftestCommandName, selftestUsage)
+func selftestCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := cmdline.New("vigil-prolog", selftestCommandName, selftestUsage)
 	path := cmd.Flags.String("config", config.DefaultPath, "config file")
 	nodes := cmd.Flags.Int("nodes", 2, "simulated nodes")
 	timeout := cmd.Flags.Duration("timeout", 2*time.Minute, "deadline of the whole run")
@@ -68,26 +70,26 @@ func SelftestCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return nil
 	}); {
 	case errors.Is(err, flag.ErrHelp):
-		return SelftestPass
+		return selftestPass
 	case err != nil:
-		return SelftestUsage
+		return selftestBadUsage
 	}
 	env, err := selftestEnv(*path, cmd.Given("config"))
 	if err != nil {
-		fmt.Fprintf(stderr, "vigil-prolog %s: %v\n", SelftestCommandName, err)
-		return SelftestUnknown
+		fmt.Fprintf(stderr, "vigil-prolog %s: %v\n", selftestCommandName, err)
+		return selftestUnknown
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rep := MultinodeSelftest(ctx, env, *nodes)
+	rep := multinodeSelftest(ctx, env, *nodes)
 	rep.Write(stdout)
 	switch rep.Status {
 	case benchmarks.StatusPass:
-		return SelftestPass
+		return selftestPass
 	case benchmarks.StatusFail:
-		return SelftestFail
+		return selftestFail
 	}
-	return SelftestUnknown
+	return selftestUnknown
 }
 
 // selftestEnv is the Env of the self-test: the settings of
@@ -103,7 +105,7 @@ func selftestEnv(path string, explicit bool) (*benchmarks.Env, error) {
 	case err != nil:
 		return nil, err
 	}
-	env.Settings = benchmarks.SettingsFrom(f, MultinodeName)
-	env.Libraries = benchmarks.LibrariesFrom(f, MultinodeName)
+	env.Settings = benchmarks.SettingsFrom(f, multinodeName)
+	env.Libraries = benchmarks.LibrariesFrom(f, multinodeName)
 	return env, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vigil-hpc/vigil/benchmarks"
 )
 
 func TestSplitDevices(t *testing.T) {
@@ -41,12 +43,12 @@ func TestSplitDevices(t *testing.T) {
 func runSelftest(t *testing.T, settings string, args ...string) (int, string, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "vigil.toml")
-	body := "[checks." + MultinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + settings
+	body := "[checks." + multinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + settings
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	code := SelftestCommand(context.Background(), append([]string{"--config", path}, args...), &out, &errb)
+	code := selftestCommand(context.Background(), append([]string{"--config", path}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -70,7 +72,7 @@ func TestSelftestOnFakeGPU(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "nccl.log")
 			t.Setenv("FAKEGPU_NCCL_LOG", log)
 			code, out, errs := runSelftest(t, libs, tt.args...)
-			if code != SelftestPass || errs != "" {
+			if code != selftestPass || errs != "" {
 				t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
 			}
 			ranks := 0
@@ -123,22 +125,22 @@ func TestSelftestFaults(t *testing.T) {
 		within                     time.Duration
 		want                       []string
 	}{
-		{"wrong sum", "FAKEGPU_BAD_COLLECTIVE", "1", libs, SelftestFail, 20 * time.Second, []string{
+		{"wrong sum", "FAKEGPU_BAD_COLLECTIVE", "1", libs, selftestFail, 20 * time.Second, []string{
 			"node0  gpu0,gpu1                ranks 0-1  pass busbw_gbps=",
 			"node1  gpu2,gpu3                ranks 2-3  fail CollectiveWrongResult\n",
 			"verdict: fail CollectiveWrongResult: node1: all-reduce across nodes delivered wrong data: gpu3 (rank 3) element 0 = 83, want 82"}},
-		{"rank 2 fails to init", "FAKEGPU_NCCL_INIT_FAIL_RANK", "2", libs, SelftestFail, 10 * time.Second, []string{
+		{"rank 2 fails to init", "FAKEGPU_NCCL_INIT_FAIL_RANK", "2", libs, selftestFail, 10 * time.Second, []string{
 			"node0  gpu0,gpu1                ranks 0-1  unknown MultinodeHung\n",
 			"       init over 4 ranks (ranks 0- here) did not finish before the deadline",
 			"node1  gpu2,gpu3                ranks 2-3  unknown NCCLError\n",
 			"verdict: fail NCCLError: node1: init: ncclCommInitRank: ncclSystemError (2): fake NCCL error"}},
-		{"rank 3 never delivers", "FAKEGPU_NCCL_HANG_RANK", "3", libs, SelftestFail, 10 * time.Second, []string{
+		{"rank 3 never delivers", "FAKEGPU_NCCL_HANG_RANK", "3", libs, selftestFail, 10 * time.Second, []string{
 			"verdict: fail MultinodeHung: node0: verification all-reduce over 4 ranks (ranks 0- here) did not finish"}},
-		{"no CUDA", "", "", absent, SelftestUnknown, 5 * time.Second, []string{
+		{"no CUDA", "", "", absent, selftestUnknown, 5 * time.Second, []string{
 			"verdict: unknown LibraryMissing: "}},
-		{"no NCCL", "", "", noNCCL, SelftestUnknown, 5 * time.Second, []string{
+		{"no NCCL", "", "", noNCCL, selftestUnknown, 5 * time.Second, []string{
 			"verdict: unknown LibraryMissing: setup: "}},
-		{"no GPU", "FAKEGPU_COUNT", "0", libs, SelftestUnknown, 5 * time.Second, []string{
+		{"no GPU", "FAKEGPU_COUNT", "0", libs, selftestUnknown, 5 * time.Second, []string{
 			"verdict: unknown NoDevices: "}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,15 +170,19 @@ func TestSelftestCommandLine(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--help"}, SelftestPass, "usage: vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]"},
-		{[]string{"--nodes", "0"}, SelftestUsage, "--nodes 0: want 1 or more (see vigil-prolog multinode-selftest --help)"},
-		{[]string{"--timeout", "0s"}, SelftestUsage, "--timeout 0s: must be positive"},
-		{[]string{"extra"}, SelftestUsage, `unexpected argument "extra"`},
-		{[]string{"--config", "/nonexistent/vigil.toml"}, SelftestUnknown, "/nonexistent/vigil.toml: no such file"},
+		{[]string{"--help"}, selftestPass, "usage: vigil-prolog multinode-selftest [--config FILE] [--nodes K] [--timeout D]"},
+		{[]string{"--nodes", "0"}, selftestBadUsage, "--nodes 0: want 1 or more (see vigil-prolog multinode-selftest --help)"},
+		{[]string{"--timeout", "0s"}, selftestBadUsage, "--timeout 0s: must be positive"},
+		{[]string{"extra"}, selftestBadUsage, `unexpected argument "extra"`},
+		{[]string{"--config", "/nonexistent/vigil.toml"}, selftestUnknown, "/nonexistent/vigil.toml: no such file"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := SelftestCommand(context.Background(), tt.args, &out, &errb)
+			run, ok := benchmarks.LookupCommand("multinode-selftest") // as vigil-prolog finds it
+			if !ok {
+				t.Fatal("multinode-selftest is not registered")
+			}
+			code := run(context.Background(), tt.args, &out, &errb)
 			if code != tt.code || !strings.Contains(out.String()+errb.String(), tt.want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d and %q", code, out.String(), errb.String(), tt.code, tt.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 	"os"
 	"path/filepath"
@@ -35,8 +36,8 @@ const fakeJobRanks = 5
 // each under timeout, and returns the results by node.
 func runFakeJob(t *testing.T, libs string, timeout time.Duration, role func(node int, r MultinodeRole) MultinodeRole) map[string]benchmarks.Result {
 	t.Helper()
-	settings := "[checks." + MultinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + libs
-	id, err := NewUniqueID(envWith(t, MultinodeName, settings))
+	settings := "[checks." + multinodeName + "]\nbytes = 65536\nverify_bytes = 8192\nwarmup = 1\niters = 2\n" + libs
+	id, err := NewUniqueID(envWith(t, multinodeName, settings))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func runFakeJob(t *testing.T, libs string, timeout time.Duration, role func(node
 	var wg sync.WaitGroup
 	out := map[string]benchmarks.Result{}
 	for i, n := range fakeJob {
-		env := envWith(t, MultinodeName, settings)
+		env := envWith(t, multinodeName, settings)
 		env.Node, env.Devices = n.name, n.devs
 		r := MultinodeRole{ID: id, NRanks: fakeJobRanks, FirstRank: n.first}
 		if role != nil {
@@ -154,12 +155,12 @@ func TestMultinodeFaults(t *testing.T) {
 		}},
 		{"a rank fails to init, the others wait", "FAKEGPU_NCCL_INIT_FAIL_RANK", "2", 1500 * time.Millisecond, nil, map[string]want{
 			"node-b": {benchmarks.StatusUnknown, ReasonNCCLError, "init: ncclCommInitRank: ncclSystemError (2): fake NCCL error"},
-			"node-a": {benchmarks.StatusUnknown, ReasonMultinodeHung, "init over 5 ranks (ranks 0- here) did not finish before the deadline"},
-			"node-c": {benchmarks.StatusUnknown, ReasonMultinodeHung, "init over 5 ranks (ranks 4- here) did not finish"},
+			"node-a": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "init over 5 ranks (ranks 0- here) did not finish before the deadline"},
+			"node-c": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "init over 5 ranks (ranks 4- here) did not finish"},
 		}},
 		{"a rank never delivers", "FAKEGPU_NCCL_HANG_RANK", "3", 1500 * time.Millisecond, nil, map[string]want{
-			"node-a": {benchmarks.StatusUnknown, ReasonMultinodeHung, "verification all-reduce over 5 ranks"},
-			"node-b": {benchmarks.StatusUnknown, ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 2- here)"},
+			"node-a": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "verification all-reduce over 5 ranks"},
+			"node-b": {benchmarks.StatusUnknown, device.ReasonMultinodeHung, "verification all-reduce over 5 ranks (ranks 2- here)"},
 		}},
 	}
 	for _, tt := range tests {
@@ -202,12 +203,12 @@ func TestMultinodeDuplicateRank(t *testing.T) {
 
 func TestMultinodeRoleAndAlone(t *testing.T) {
 	libs := fakeGPULibs(t)
-	env := envWith(t, MultinodeName, "[checks."+MultinodeName+"]\n"+libs)
-	c, ok := benchmarks.Lookup(MultinodeName)
+	env := envWith(t, multinodeName, "[checks."+multinodeName+"]\n"+libs)
+	c, ok := benchmarks.Lookup(multinodeName)
 	if !ok || c.Spec().Default || c.Spec().Vendor != benchmarks.VendorNVIDIA {
-		t.Fatalf("%s: registered %v, in the default suite or not NVIDIA's", MultinodeName, ok)
+		t.Fatalf("%s: registered %v, in the default suite or not NVIDIA's", multinodeName, ok)
 	}
-	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNeedsJobNodes ||
+	if r := c.Run(context.Background(), env); r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonNeedsJobNodes ||
 		r.Message != "needs the job's other nodes: runs in the prolog's cross-node phase" {
 		t.Errorf("alone: %+v", r)
 	}
@@ -225,11 +226,11 @@ func TestMultinodeRoleAndAlone(t *testing.T) {
 		{MultinodeRole{NRanks: 4}, "no communicator id"},
 	} {
 		r := shippedMultinode.run(context.Background(), env, tt.role)
-		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonInvalidRole || r.Message != tt.msg {
+		if r.Status != benchmarks.StatusUnknown || r.Reason != device.ReasonInvalidRole || r.Message != tt.msg {
 			t.Errorf("%+v: %+v", tt.role.NRanks, r)
 		}
 	}
-	_, err = NewUniqueID(envWith(t, MultinodeName, "[vendor.nvidia]\nnccl_libraries = [\"libnccl.so.vigil-absent\"]\npython_prefixes = []\n"))
+	_, err = NewUniqueID(envWith(t, multinodeName, "[vendor.nvidia]\nnccl_libraries = [\"libnccl.so.vigil-absent\"]\npython_prefixes = []\n"))
 	if !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("NewUniqueID without NCCL: %v", err)
 	}

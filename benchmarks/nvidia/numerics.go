@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 )
 
@@ -16,15 +17,15 @@ const (
 // tolerance of a dtype: outEps is the relative error allowed on each
 // element of D (a few units of its last place), relative to |D| plus the
 // typical magnitude of an element.
-func outEps(dt DType) float64 {
+func outEps(dt device.DType) float64 {
 	switch dt {
-	case BF16:
+	case device.BF16:
 		return 1.0 / 128 // bf16 keeps 8 significant bits
-	case FP16:
+	case device.FP16:
 		return 1.0 / 1024 // fp16 keeps 11
-	case TF32:
+	case device.TF32:
 		return 1.0 / (1 << 20) // fp32 output
-	case FP8:
+	case device.FP8:
 		return 1.0 / 64 // bf16 output, reduced-precision accumulation
 	}
 	return 1.0 / 128

@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"math"
 	"testing"
 
@@ -69,7 +70,7 @@ func TestGEMMInputsAreExactInEveryType(t *testing.T) {
 }
 
 // hostGEMM computes D (column-major m×n) exactly and rounds it to dt.
-func hostGEMM(dt DType, m, n, k int, a, bt []float32) []float32 {
+func hostGEMM(dt device.DType, m, n, k int, a, bt []float32) []float32 {
 	d := make([]float32, m*n)
 	for j := 0; j < n; j++ {
 		for i := 0; i < m; i++ {
@@ -87,8 +88,8 @@ func TestGEMMVerification(t *testing.T) {
 	const m, n, k = 48, 32, 64
 	a, bt := devcheck.GenMatrix(m, k, 11), devcheck.GenMatrix(n, k, 12)
 	st := devcheck.NewGEMM(m, n, k, a, bt, 0)
-	ref := func(dt DType) devcheck.GEMM { g := st; g.Eps = outEps(dt); return g }
-	for _, dt := range []DType{BF16, FP16, TF32, FP8} {
+	ref := func(dt device.DType) devcheck.GEMM { g := st; g.Eps = outEps(dt); return g }
+	for _, dt := range []device.DType{device.BF16, device.FP16, device.TF32, device.FP8} {
 		d := hostGEMM(dt, m, n, k, a, bt)
 		d2 := hostGEMM(dt, n, m, k, bt, a)
 		t.Run(string(dt)+"/correct", func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestGEMMVerification(t *testing.T) {
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	x := devcheck.GenMatrix(4, 33, 5)
-	for _, dt := range []DType{BF16, FP16, TF32} {
+	for _, dt := range []device.DType{device.BF16, device.FP16, device.TF32} {
 		got := decodeOut(dt, encode(dt, x))
 		for i := range x {
 			if got[i] != x[i] {
@@ -116,7 +117,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	b := encode(FP8, x)
+	b := encode(device.FP8, x)
 	if len(b) != len(x) {
 		t.Fatalf("fp8 is one byte per element, got %d for %d", len(b), len(x))
 	}
@@ -126,8 +127,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 	}
 	// The fill patterns the overlap check writes read as 1.0.
-	if devcheck.BF16ToF32(uint16(onePattern(BF16))) != 1 || devcheck.F16ToF32(uint16(onePattern(FP16))) != 1 ||
-		math.Float32frombits(onePattern(TF32)) != 1 || e4m3ToF32(uint8(onePattern(FP8))) != 1 {
+	if devcheck.BF16ToF32(uint16(onePattern(device.BF16))) != 1 || devcheck.F16ToF32(uint16(onePattern(device.FP16))) != 1 ||
+		math.Float32frombits(onePattern(device.TF32)) != 1 || e4m3ToF32(uint8(onePattern(device.FP8))) != 1 {
 		t.Error("onePattern is not 1.0 in every type")
 	}
 }

@@ -60,7 +60,7 @@ func (c *nvlink) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result
 			alone = true
 		}
 	}
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs with all NVLink links active", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs with all NVLink links active", func(t *devcheck.Tally, g gpu) {
 		active := 0
 		var down []string
 		for link := 0; link < nvml.NVLINK_MAX_LINKS; link++ {

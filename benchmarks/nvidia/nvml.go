@@ -13,9 +13,9 @@ import (
 	"github.com/vigil-hpc/vigil/internal/pci"
 )
 
-// ErrLibraryNotFound means libnvidia-ml.so.1 could not be loaded: no NVIDIA
+// errLibraryNotFound means libnvidia-ml.so.1 could not be loaded: no NVIDIA
 // driver is installed on this node.
-var ErrLibraryNotFound = errors.New("libnvidia-ml.so.1 not found")
+var errLibraryNotFound = errors.New("libnvidia-ml.so.1 not found")
 
 // ErrDriverNotLoaded means libnvidia-ml.so.1 is installed but the NVIDIA
 // kernel driver is not loaded.
@@ -48,7 +48,7 @@ func nvmlFact(d benchmarks.Descriptor) benchmarks.Descriptor {
 }
 
 // get initialises NVML on first use and returns the handle, or the reason it
-// cannot be used (wrapping ErrLibraryNotFound or ErrDriverNotLoaded where
+// cannot be used (wrapping errLibraryNotFound or ErrDriverNotLoaded where
 // that is the cause). Init is not retried within a process.
 func (l *library) get() (nvml.Interface, error) {
 	l.mu.Lock()
@@ -68,7 +68,7 @@ func (l *library) get() (nvml.Interface, error) {
 func initError(ret nvml.Return) error {
 	switch ret {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return ErrLibraryNotFound
+		return errLibraryNotFound
 	case nvml.ERROR_DRIVER_NOT_LOADED:
 		return fmt.Errorf("%w: %w", ErrDriverNotLoaded, ret)
 	}
@@ -174,8 +174,6 @@ const (
 	ReasonNVMLError = "NVMLError"
 	// ReasonNotSupported: the device does not report this fact (unknown).
 	ReasonNotSupported = "NotSupported"
-	// ReasonCanceled: the check's deadline passed before it finished (unknown).
-	ReasonCanceled = devcheck.ReasonCanceled
 )
 
 // nvmlReasons are the tokens every per-device NVML check can give: NVML
@@ -210,7 +208,7 @@ func openGPUs(l *library, name string, env *benchmarks.Env) ([]gpu, *benchmarks.
 // calls read for every device whose handle it got, until ctx ends; a device
 // without a handle is recorded through LibErr. pass is the message of a
 // pass, with a %d for the number of devices.
-func eachGPU(ctx context.Context, l *library, name string, env *benchmarks.Env, s checkSettings, pass string, read func(t *tally, g gpu)) benchmarks.Result {
+func eachGPU(ctx context.Context, l *library, name string, env *benchmarks.Env, s checkSettings, pass string, read func(t *devcheck.Tally, g gpu)) benchmarks.Result {
 	if err := loadSettings(env, s); err != nil {
 		return devcheck.BadSettings(name, err)
 	}
@@ -237,7 +235,7 @@ func nvmlUnavailable(name string, err error) benchmarks.Result {
 	r := benchmarks.Result{Check: name, Status: benchmarks.StatusUnknown, Reason: ReasonNVMLError,
 		Message: "NVML unavailable: " + err.Error()}
 	switch {
-	case errors.Is(err, ErrLibraryNotFound):
+	case errors.Is(err, errLibraryNotFound):
 		r.Reason = ReasonNVMLLibraryNotFound
 		r.Message = "no NVIDIA devices found (libnvidia-ml.so.1 not found)"
 	case errors.Is(err, ErrDriverNotLoaded):
@@ -247,11 +245,11 @@ func nvmlUnavailable(name string, err error) benchmarks.Result {
 	return r
 }
 
-// tally collects what a check found per device and turns it into a
-// Result; its LibErr sorts NVML's errors (classifyNVML).
-type tally = devcheck.Tally
-
-func newTally(check string) *tally { return &tally{Check: check, Classify: classifyNVML} }
+// newTally returns the tally of a check: what it found per device, turned
+// into a Result; its LibErr sorts NVML's errors (classifyNVML).
+func newTally(check string) *devcheck.Tally {
+	return &devcheck.Tally{Check: check, Classify: classifyNVML}
+}
 
 // classifyNVML sorts a failed NVML call (err an nvml.Return): unknown for
 // the device, except ERROR_GPU_IS_LOST, which is itself the fact that the

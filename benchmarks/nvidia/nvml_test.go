@@ -338,9 +338,9 @@ func TestLibraryOpenedOnce(t *testing.T) {
 	missing := &fakeNVMLNode{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}
 	l2 := missing.library()
 	_, err := l2.get()
-	require.ErrorIs(t, err, ErrLibraryNotFound)
+	require.ErrorIs(t, err, errLibraryNotFound)
 	_, err = l2.get()
-	require.ErrorIs(t, err, ErrLibraryNotFound)
+	require.ErrorIs(t, err, errLibraryNotFound)
 	assert.Equal(t, 1, missing.inits)
 	require.NoError(t, l2.shutdown())
 	assert.Equal(t, 0, missing.shutdowns)
@@ -353,7 +353,7 @@ func TestLibraryOpenedOnce(t *testing.T) {
 func TestRealLibrary(t *testing.T) {
 	_, err := shared.get()
 	t.Cleanup(func() { _ = shared.shutdown() })
-	if errors.Is(err, ErrLibraryNotFound) {
+	if errors.Is(err, errLibraryNotFound) {
 		t.Fatalf("libnvidia-ml.so.1 not installed: install the Debian non-free package libnvidia-ml1 (bash .ci/deps-nvidia): %v", err)
 	}
 	c, _ := benchmarks.Lookup("ecc")

@@ -65,12 +65,12 @@ func (s *pcieSettings) Validate() error {
 
 func (c *pcie) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := defaultPcieSettings()
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs at full PCIe link", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs at full PCIe link", func(t *devcheck.Tally, g gpu) {
 		c.device(t, g, *s)
 	})
 }
 
-func (c *pcie) device(t *tally, g gpu, s pcieSettings) {
+func (c *pcie) device(t *devcheck.Tally, g gpu, s pcieSettings) {
 	read := func(what string, f func() (int, nvml.Return)) (int, bool) {
 		v, ret := f()
 		if ret != nvml.SUCCESS {

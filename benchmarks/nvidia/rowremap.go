@@ -58,7 +58,7 @@ func (s *rowRemapSettings) Validate() error {
 
 func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := defaultRowRemapSettings()
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without row remap failures", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without row remap failures", func(t *devcheck.Tally, g gpu) {
 		_, unc, pending, failed, ret := g.dev.GetRemappedRows()
 		switch ret {
 		case nvml.SUCCESS:
@@ -81,7 +81,7 @@ func (c *rowRemap) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Resu
 }
 
 // retiredPages checks a device that predates row remapping.
-func (c *rowRemap) retiredPages(t *tally, g gpu, max int) {
+func (c *rowRemap) retiredPages(t *devcheck.Tally, g gpu, max int) {
 	total := 0
 	for _, cause := range []nvml.PageRetirementCause{
 		nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,

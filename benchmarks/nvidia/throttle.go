@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"context"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -91,7 +92,7 @@ func (s *throttleSettings) watched() ([]throttleReason, error) {
 
 func (c *throttle) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 	s := defaultThrottleSettings()
-	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without hardware slowdown", func(t *tally, g gpu) {
+	return eachGPU(ctx, c.lib, c.Spec().Name, env, s, "%d GPUs without hardware slowdown", func(t *devcheck.Tally, g gpu) {
 		watch, _ := s.watched()
 		bits, ret := g.dev.GetCurrentClocksEventReasons()
 		if ret != nvml.SUCCESS {

@@ -3,6 +3,7 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ type xidEvent struct {
 // parseXID returns the XID event of a kernel message, if it is the
 // driver's XID line: never for a message written from user space, nor
 // for one that holds an XID line further on (nvxid.Parse).
-func parseXID(l logLine) (xidEvent, bool) {
+func parseXID(l kmsg.Record) (xidEvent, bool) {
 	if l.User {
 		return xidEvent{}, false
 	}
@@ -213,7 +214,7 @@ func (c *xid) Run(ctx context.Context, env *benchmarks.Env) benchmarks.Result {
 // reboot or with another source (a text log goes on where it stopped, the
 // faults of the last boot gone with it). fresh is set when the state is
 // not this boot's and source's.
-func resumeXIDState(t *tally, path, bootID, source string) (cur xidState, fresh bool) {
+func resumeXIDState(t *devcheck.Tally, path, bootID, source string) (cur xidState, fresh bool) {
 	prev, err := devcheck.LoadState[xidState](path)
 	if err != nil {
 		t.Note("state ignored: %v", err)
@@ -233,8 +234,8 @@ func resumeXIDState(t *tally, path, bootID, source string) (cur xidState, fresh 
 
 // readKernelLog reads the kernel log source (/dev/kmsg or a text file)
 // from cur's position on and moves cur past what it read.
-func readKernelLog(source string, cur *xidState, fresh bool) ([]logLine, error) {
-	var lines []logLine
+func readKernelLog(source string, cur *xidState, fresh bool) ([]kmsg.Record, error) {
+	var lines []kmsg.Record
 	var err error
 	if isCharDevice(source) {
 		lines, cur.Seq, err = readKmsg(source, cur.Seq, fresh)
@@ -251,7 +252,7 @@ func readKernelLog(source string, cur *xidState, fresh bool) ([]logLine, error) 
 // Each event is one of a GPU of this node (gpuList.own). XIDs of devices
 // the job does not own are left out; those of GPUs NVML does not know
 // (sysfs lists them: maybe off the bus) always count.
-func (c *xid) record(t *tally, env *benchmarks.Env, events, faults []xidEvent, rule faultRule) {
+func (c *xid) record(t *devcheck.Tally, env *benchmarks.Env, events, faults []xidEvent, rule faultRule) {
 	var allowed map[string]bool // device names the job owns; nil: all
 	if env != nil && env.Devices != nil {
 		allowed = map[string]bool{}

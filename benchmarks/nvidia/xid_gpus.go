@@ -3,6 +3,8 @@ package nvidia
 import (
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,7 +113,7 @@ func (g gpuList) place(ev xidEvent) (xidEvent, error) {
 // log's line, or one read when the GPUs could not be listed, is left out
 // too: a fault one makes the check unknown (ReasonXIDInTextLog,
 // ReasonGPUListUnreadable), never a failure.
-func (g gpuList) own(t *tally, rule faultRule, lines []logLine) []xidEvent {
+func (g gpuList) own(t *devcheck.Tally, rule faultRule, lines []kmsg.Record) []xidEvent {
 	var out []xidEvent
 	for _, l := range lines {
 		ev, ok := parseXID(l)
@@ -133,7 +135,7 @@ func (g gpuList) own(t *tally, rule faultRule, lines []logLine) []xidEvent {
 // recheck returns the faults kept from earlier runs that name a GPU of
 // this node: those kept with their Device, and those kept before the
 // address was checked (no Device) whose address is one now.
-func (g gpuList) recheck(t *tally, faults []xidEvent) []xidEvent {
+func (g gpuList) recheck(t *devcheck.Tally, faults []xidEvent) []xidEvent {
 	var out []xidEvent
 	for _, ev := range faults {
 		if ev.Device == "" {
@@ -149,7 +151,7 @@ func (g gpuList) recheck(t *tally, faults []xidEvent) []xidEvent {
 }
 
 // leftOut says why ev does not count.
-func (g gpuList) leftOut(t *tally, rule faultRule, ev xidEvent, err error) {
+func (g gpuList) leftOut(t *devcheck.Tally, rule faultRule, ev xidEvent, err error) {
 	if errors.Is(err, errNotNodeGPU) {
 		t.Note("XID %d at %s ignored: %v", ev.Code, pciOrUnknown(ev.PCI), err)
 		return

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/internal/kmsg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,7 +340,7 @@ func TestReadKmsgDevice(t *testing.T) {
 		require.NoError(t, f.Close())
 		return rawSeq(t, dev, msg)
 	}
-	has := func(lines []logLine, s string) bool {
+	has := func(lines []kmsg.Record, s string) bool {
 		for _, l := range lines {
 			if strings.Contains(l.Text, s) {
 				return true
