@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"github.com/vigil-hpc/vigil/slurm/session"
 )
 
@@ -98,7 +99,7 @@ func jobNodes(job *slurm.Job) []string {
 		return nil
 	}
 	if len(job.Nodes) == 0 && job.NodeList != "" {
-		job.Nodes, _ = slurm.ExpandHostlist(job.NodeList)
+		job.Nodes, _ = hostlist.Expand(job.NodeList)
 	}
 	return job.Nodes
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -164,7 +165,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 	}
 	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
 	got := c.JobOutput(job)
-	ran, _ := slurm.ExpandHostlist(strings.TrimSpace(strings.TrimPrefix(got, "ran on ")))
+	ran, _ := hostlist.Expand(strings.TrimSpace(strings.TrimPrefix(got, "ran on ")))
 	if len(ran) != nodes || slices.Contains(ran, faulty) {
 		t.Errorf("the requeued job ran on %v (output %q), want %d nodes without %s", ran, got, nodes, faulty)
 	}

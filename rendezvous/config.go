@@ -34,7 +34,7 @@ type Config struct {
 	// Self is this node's name (SLURMD_NODENAME).
 	Self string
 	// Nodes are the job's nodes (SLURM_JOB_NODELIST expanded with
-	// slurm.ExpandHostlist), in any order. The coordinator is the first
+	// hostlist.Expand), in any order. The coordinator is the first
 	// name in sorted order.
 	Nodes []string
 	// Port is the coordinator's TCP port: the same on every node.

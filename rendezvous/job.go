@@ -4,18 +4,19 @@ import (
 	"fmt"
 
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 )
 
 // ForJob fills the job's part of a Config from the job as the prolog sees
 // it (slurm.JobFromEnv): the job id, the restart count, this node's name
 // and the job's nodes, expanded in process from SLURM_JOB_NODELIST with
-// slurm.ExpandHostlist (no scontrol call). The caller adds Port, Auth and
+// hostlist.Expand (no scontrol call). The caller adds Port, Auth and
 // the rest.
 func ForJob(job *slurm.Job) (Config, error) {
 	nodes := job.Nodes
 	if len(nodes) == 0 && job.NodeList != "" {
 		var err error
-		if nodes, err = slurm.ExpandHostlist(job.NodeList); err != nil {
+		if nodes, err = hostlist.Expand(job.NodeList); err != nil {
 			return Config{}, fmt.Errorf("rendezvous: %w", err)
 		}
 	}

@@ -1,10 +1,11 @@
-// Package slurm is vigil's seam to Slurm: the job environment, hostlists,
+// Package slurm is vigil's seam to Slurm: the job environment,
 // scontrol, drain ownership and job cgroups.
 package slurm
 
 import (
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"os"
 	"strconv"
 	"strings"
@@ -158,7 +159,7 @@ func (j *Job) nodesFromEnv(get envGet) error {
 		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
-		nodes, err := ExpandHostlist(v)
+		nodes, err := hostlist.Expand(v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ func (c *Client) SetJobExcludedNodes(ctx context.Context, id string, nodes []str
 		}
 	}
 	list := slices.Compact(slices.Sorted(slices.Values(nodes)))
-	out, err := c.scontrol(ctx, "update", "JobId="+id, "ExcNodeList="+CompressHostlist(list))
+	out, err := c.scontrol(ctx, "update", "JobId="+id, "ExcNodeList="+hostlist.Compress(list))
 	if err != nil {
 		if strings.Contains(outputOf(err, out), "no longer pending") {
 			return fmt.Errorf("slurm: excluding nodes from job %s: %w (%v)", id, ErrJobNotPending, err)
@@ -72,7 +73,7 @@ func hostlistField(v string) ([]string, error) {
 	if v == "" || v == "(null)" {
 		return nil, nil
 	}
-	return ExpandHostlist(v)
+	return hostlist.Expand(v)
 }
 
 // ExcludedNodes are the job's ExcNodeList, expanded (none for "(null)").

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"errors"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestExcludedJobFixtures(t *testing.T) {
 			}
 			if tc.file == "job-released-excluded.txt" {
 				for _, n := range exc {
-					if nodes, _ := ExpandHostlist(j.NodeList); contains(nodes, n) {
+					if nodes, _ := hostlist.Expand(j.NodeList); contains(nodes, n) {
 						t.Errorf("restarted on %s (%s), which it excludes", j.NodeList, n)
 					}
 				}

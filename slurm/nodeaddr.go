@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"os"
 	"strings"
 )
@@ -23,9 +24,9 @@ func (c *Client) NodeAddrs(ctx context.Context, nodes []string) (map[string]stri
 			return nil, err
 		}
 	}
-	out, err := c.scontrol(ctx, "show", "node", "-o", CompressHostlist(nodes))
+	out, err := c.scontrol(ctx, "show", "node", "-o", hostlist.Compress(nodes))
 	if err != nil {
-		return nil, fmt.Errorf("slurm: reading the addresses of %s: %w", CompressHostlist(nodes), err)
+		return nil, fmt.Errorf("slurm: reading the addresses of %s: %w", hostlist.Compress(nodes), err)
 	}
 	return ParseNodeAddrs(out, nodes)
 }

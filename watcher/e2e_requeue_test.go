@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -98,7 +99,7 @@ func testE2ERequeueExclude(t *testing.T, f slurmtest.Flavour) {
 	}()
 	c.WaitJob(t, id, 20*time.Second, "RUNNING")
 	first := c.JobInfo(t, id)
-	ran, err := slurm.ExpandHostlist(first.NodeList)
+	ran, err := hostlist.Expand(first.NodeList)
 	if err != nil || len(ran) != 4 || ran[0] != nodes[0] {
 		t.Fatalf("the job runs on %q (%v), want four nodes from %s", first.NodeList, err, nodes[0])
 	}
@@ -145,7 +146,7 @@ func testE2ERequeueExclude(t *testing.T, f slurmtest.Flavour) {
 	}
 	t.Logf("the test's job ran %.1fs", time.Since(start).Seconds())
 
-	now, err := slurm.ExpandHostlist(again.NodeList)
+	now, err := hostlist.Expand(again.NodeList)
 	if err != nil || len(now) != 4 || slices.Contains(now, culprit) {
 		t.Errorf("restarted on %q (%v), want four nodes without %s", again.NodeList, err, culprit)
 	}

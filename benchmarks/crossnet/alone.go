@@ -13,7 +13,7 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet/judge"
 	"github.com/vigil-hpc/vigil/internal/osutil"
 	"github.com/vigil-hpc/vigil/rendezvous"
-	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 )
 
 // Relay carries a meeting's word to the nodes that never met it, through
@@ -40,7 +40,7 @@ const maxWordLen = 1024
 // the job: "vigil-net:RESTART:COORDINATOR:MET:HOSTLIST", the hostlist
 // being the cut-off nodes (Slurm's compressed form).
 func FormatWord(restart uint32, w judge.Word) string {
-	return fmt.Sprintf("%s%d:%s:%d:%s", wordPrefix, restart, w.By, w.Met, slurm.CompressHostlist(w.CutOff))
+	return fmt.Sprintf("%s%d:%s:%d:%s", wordPrefix, restart, w.By, w.Met, hostlist.Compress(w.CutOff))
 }
 
 // ParseWords returns the words of run restart in text (other words, other
@@ -60,7 +60,7 @@ func ParseWords(text string, restart uint32) []judge.Word {
 		if err != nil || met < 1 {
 			continue
 		}
-		cut, err := slurm.ExpandHostlist(f[3])
+		cut, err := hostlist.Expand(f[3])
 		if err != nil {
 			continue
 		}
@@ -106,7 +106,7 @@ func (p Phase) publish(ctx context.Context, v judge.Verdict, met int) {
 	}
 	w := judge.Word{By: p.Self, Met: met, CutOff: cut}
 	text := FormatWord(p.Restart, w)
-	log := p.Log.WithField("cut_off", slurm.CompressHostlist(cut))
+	log := p.Log.WithField("cut_off", hostlist.Compress(cut))
 	if len(text) > maxWordLen {
 		log.Warn("cross-node: too many nodes cut off to tell them through Slurm; they end unknown")
 		return

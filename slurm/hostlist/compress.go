@@ -1,11 +1,11 @@
-package slurm
+package hostlist
 
-// Hostlist compression: CompressHostlist. The rules it follows are written
+// Hostlist compression: Compress. The rules it follows are written
 // down in hostlist.go.
 
 import "math"
 
-// CompressHostlist compresses host names into a hostlist expression exactly
+// Compress compresses host names into a hostlist expression exactly
 // as `scontrol show hostlist` does for the names joined with commas: order
 // and duplicates are kept ("n3,n1,n2,n2" gives "n[3,1-2,2]"), consecutive
 // numbers with the same prefix and compatible zero padding become ranges,
@@ -15,9 +15,9 @@ import "math"
 // would parse them as expressions. Two names that differ only in white space
 // are never put into one bracket group (Slurm's prefix comparison ignores
 // white space), and a number of 2^64-1 or more never continues into 0
-// (Slurm's counter wraps there and drops the name); ExpandHostlist yields no
+// (Slurm's counter wraps there and drops the name); Expand yields no
 // such names.
-func CompressHostlist(hosts []string) string {
+func Compress(hosts []string) string {
 	runs := make([]hostRun, 0, len(hosts))
 	size := 0
 	for _, h := range hosts {

@@ -1,6 +1,6 @@
-package slurm
+package hostlist
 
-// Hostlist expansion: the parser and expander behind ExpandHostlist. The
+// Hostlist expansion: the parser and expander behind Expand. The
 // rules it follows are written down in hostlist.go.
 
 import (
@@ -16,7 +16,7 @@ type item struct {
 	width  int
 }
 
-// expander holds the state of one ExpandHostlist call.
+// expander holds the state of one Expand call.
 type expander struct {
 	expr  string
 	runs  []hostRun
@@ -49,8 +49,8 @@ func (f *finder) next(from int) int {
 	return at
 }
 
-func (x *expander) fail(stricter bool, pos int, format string, args ...any) *HostlistError {
-	return &HostlistError{Expr: x.expr, Pos: pos, Msg: fmt.Sprintf(format, args...), stricter: stricter}
+func (x *expander) fail(stricter bool, pos int, format string, args ...any) *Error {
+	return &Error{Expr: x.expr, Pos: pos, Msg: fmt.Sprintf(format, args...), stricter: stricter}
 }
 
 // nextToken finds the token at or after pos: a stretch of non-separators,
@@ -244,7 +244,7 @@ func (x *expander) addGroups(prefix string, pos int, last []item) error {
 					// Slurm reports a bad range in a deeper group and
 					// drops those hosts; an over-long one it drops
 					// silently.
-					var he *HostlistError
+					var he *Error
 					if errors.As(err, &he) && he.groupTooLarge {
 						he.stricter = true
 					}
@@ -293,14 +293,14 @@ func (x *expander) addToken(start, end int) error {
 	return x.addGroups(tok[:open], start, last)
 }
 
-// ExpandHostlist expands a Slurm hostlist expression ("gpu[01-04,07],login1")
+// Expand expands a Slurm hostlist expression ("gpu[01-04,07],login1")
 // into host names, in order and with duplicates, exactly as
 // `scontrol show hostnames` of Slurm 22.05 does. Expressions Slurm rejects
-// are rejected with a *HostlistError (wrapping ErrInvalidHostlist) naming the
+// are rejected with a *Error (wrapping ErrInvalid) naming the
 // problem and its byte offset; so are the odd ones listed in hostlist.go's
 // header comment that Slurm accepts, and those of more than MaxHostlistHosts
 // hosts.
-func ExpandHostlist(expr string) ([]string, error) {
+func Expand(expr string) ([]string, error) {
 	x := &expander{expr: expr, open: newFinder(expr, '['), close: newFinder(expr, ']')}
 	if i := strings.IndexByte(expr, 0); i >= 0 {
 		return nil, x.fail(true, i, "NUL byte")

@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// FuzzExpandHostlist: ExpandHostlist never panics, its errors are
+// FuzzExpandHostlist: Expand never panics, its errors are
 // *HostlistErrors pointing into the expression, its host names are usable
 // ones, and compressing them gives an expression that expands to the same
 // names. The seed corpus is in testdata/fuzz/FuzzExpandHostlist.
@@ -17,35 +17,35 @@ func FuzzExpandHostlist(f *testing.F) {
 		f.Add(e)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
-		hosts, err := ExpandHostlist(expr)
+		hosts, err := Expand(expr)
 		if err != nil {
-			var he *HostlistError
-			if !errors.As(err, &he) || !errors.Is(err, ErrInvalidHostlist) {
-				t.Fatalf("ExpandHostlist(%q): error %T %v", expr, err, err)
+			var he *Error
+			if !errors.As(err, &he) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Expand(%q): error %T %v", expr, err, err)
 			}
 			if he.Pos < 0 || he.Pos > len(expr) || he.Msg == "" {
-				t.Fatalf("ExpandHostlist(%q): bad error %+v", expr, he)
+				t.Fatalf("Expand(%q): bad error %+v", expr, he)
 			}
 			return
 		}
 		if len(hosts) == 0 || len(hosts) > MaxHostlistHosts {
-			t.Fatalf("ExpandHostlist(%q): %d hosts and no error", expr, len(hosts))
+			t.Fatalf("Expand(%q): %d hosts and no error", expr, len(hosts))
 		}
 		for _, h := range hosts {
 			if !usableHostName(h) {
-				t.Fatalf("ExpandHostlist(%q) gave host name %q", expr, h)
+				t.Fatalf("Expand(%q) gave host name %q", expr, h)
 			}
 		}
-		c := CompressHostlist(hosts)
-		again, err := ExpandHostlist(c)
+		c := Compress(hosts)
+		again, err := Expand(c)
 		if err != nil || !slices.Equal(again, hosts) {
-			t.Fatalf("ExpandHostlist(%q) = %q, compressed %q, expanded again %q, %v", expr, hosts, c, again, err)
+			t.Fatalf("Expand(%q) = %q, compressed %q, expanded again %q, %v", expr, hosts, c, again, err)
 		}
 	})
 }
 
 // FuzzCompressRoundTrip: for usable host names (no brackets, separators or
-// white space, numbers below 2^64-1), ExpandHostlist(CompressHostlist(x))
+// white space, numbers below 2^64-1), Expand(Compress(x))
 // gives x back, in order and with duplicates, as Slurm does.
 func FuzzCompressRoundTrip(f *testing.F) {
 	f.Add("n1\nn2\nn3")
@@ -64,18 +64,18 @@ func FuzzCompressRoundTrip(f *testing.F) {
 		if len(hosts) == 0 {
 			return
 		}
-		c := CompressHostlist(hosts)
-		got, err := ExpandHostlist(c)
+		c := Compress(hosts)
+		got, err := Expand(c)
 		if err != nil {
-			t.Fatalf("ExpandHostlist(CompressHostlist(%q) = %q): %v", hosts, c, err)
+			t.Fatalf("Expand(Compress(%q) = %q): %v", hosts, c, err)
 		}
 		if !slices.Equal(got, hosts) {
-			t.Fatalf("ExpandHostlist(CompressHostlist(%q) = %q) = %q", hosts, c, got)
+			t.Fatalf("Expand(Compress(%q) = %q) = %q", hosts, c, got)
 		}
 	})
 }
 
-// usableHostName is the set of names ExpandHostlist may return.
+// usableHostName is the set of names Expand may return.
 func usableHostName(h string) bool {
 	if h == "" || strings.ContainsAny(h, "[],\t\n\v\f\r \x00") {
 		return false

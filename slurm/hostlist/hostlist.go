@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 // Hostlist expansion and compression that agree with `scontrol show
 // hostnames` and `scontrol show hostlist` of Slurm 22.05 (one-dimensional
@@ -23,7 +23,7 @@ package slurm
 //   - Order and duplicates are kept as written.
 //
 // Where Slurm accepts something that is not a usable host list, or fails on
-// it, ExpandHostlist returns an error instead (Slurm's own behaviour in
+// it, Expand returns an error instead (Slurm's own behaviour in
 // brackets):
 //
 //   - an empty expression, or one of separators only (no hosts, no error);
@@ -58,7 +58,7 @@ import (
 	"strconv"
 )
 
-// MaxHostlistHosts is the largest number of hosts ExpandHostlist returns;
+// MaxHostlistHosts is the largest number of hosts Expand returns;
 // larger expressions are rejected before any host name is built.
 const MaxHostlistHosts = 1 << 20
 
@@ -69,11 +69,11 @@ const (
 	maxOuterValues = 64 * 1024  // values of an earlier bracket group
 )
 
-// ErrInvalidHostlist is wrapped by every error of ExpandHostlist.
-var ErrInvalidHostlist = errors.New("invalid hostlist")
+// ErrInvalid is wrapped by every error of Expand.
+var ErrInvalid = errors.New("invalid hostlist")
 
-// HostlistError describes why ExpandHostlist rejected an expression.
-type HostlistError struct {
+// Error describes why Expand rejected an expression.
+type Error struct {
 	Expr string // the expression as given
 	Pos  int    // byte offset in Expr where the problem was found
 	Msg  string // what is wrong
@@ -89,7 +89,7 @@ type HostlistError struct {
 }
 
 // Error implements error.
-func (e *HostlistError) Error() string {
+func (e *Error) Error() string {
 	expr := e.Expr
 	if len(expr) > 120 {
 		expr = expr[:120] + "..."
@@ -97,8 +97,8 @@ func (e *HostlistError) Error() string {
 	return fmt.Sprintf("slurm: invalid hostlist %q at offset %d: %s", expr, e.Pos, e.Msg)
 }
 
-// Is reports whether target is ErrInvalidHostlist.
-func (e *HostlistError) Is(target error) bool { return target == ErrInvalidHostlist }
+// Is reports whether target is ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // hostRun is a run of host names: prefix followed by each number lo..hi,
 // zero padded to width; or, when single is set, the one name prefix, which

@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 import (
 	"errors"
@@ -52,18 +52,18 @@ func TestExpandHostlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExpandHostlist(tt.expr)
+			got, err := Expand(tt.expr)
 			if err != nil {
-				t.Fatalf("ExpandHostlist(%q): %v", tt.expr, err)
+				t.Fatalf("Expand(%q): %v", tt.expr, err)
 			}
 			if tt.want == nil {
 				if len(got) != 65536 || got[0] != "n1" || got[65535] != "n65536" {
-					t.Fatalf("ExpandHostlist(%q): %d hosts, %q ... %q", tt.expr, len(got), got[0], got[len(got)-1])
+					t.Fatalf("Expand(%q): %d hosts, %q ... %q", tt.expr, len(got), got[0], got[len(got)-1])
 				}
 				return
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("ExpandHostlist(%q) = %q, want %q", tt.expr, got, tt.want)
+				t.Errorf("Expand(%q) = %q, want %q", tt.expr, got, tt.want)
 			}
 		})
 	}
@@ -122,19 +122,19 @@ func TestExpandHostlistErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExpandHostlist(tt.expr)
+			got, err := Expand(tt.expr)
 			if err == nil {
-				t.Fatalf("ExpandHostlist(%q) = %q, want an error", tt.expr, got)
+				t.Fatalf("Expand(%q) = %q, want an error", tt.expr, got)
 			}
-			if !errors.Is(err, ErrInvalidHostlist) {
-				t.Errorf("error %v does not wrap ErrInvalidHostlist", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
 			}
-			var he *HostlistError
+			var he *Error
 			if !errors.As(err, &he) {
-				t.Fatalf("error %T is not a *HostlistError", err)
+				t.Fatalf("error %T is not a *Error", err)
 			}
 			if he.Pos != tt.pos || !strings.Contains(he.Msg, tt.msg) || he.stricter != tt.stricter {
-				t.Errorf("ExpandHostlist(%q): pos %d, %q, stricter %v; want pos %d, %q, stricter %v",
+				t.Errorf("Expand(%q): pos %d, %q, stricter %v; want pos %d, %q, stricter %v",
 					tt.expr, he.Pos, he.Msg, he.stricter, tt.pos, tt.msg, tt.stricter)
 			}
 			if want := fmt.Sprintf("slurm: invalid hostlist %q at offset %d: ", tt.expr, tt.pos); !strings.HasPrefix(err.Error(), want) {
@@ -175,8 +175,8 @@ func TestCompressHostlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := CompressHostlist(tt.hosts); got != tt.want {
-				t.Errorf("CompressHostlist(%q) = %q, want %q", tt.hosts, got, tt.want)
+			if got := Compress(tt.hosts); got != tt.want {
+				t.Errorf("Compress(%q) = %q, want %q", tt.hosts, got, tt.want)
 			}
 		})
 	}
@@ -191,17 +191,17 @@ func TestHostlistRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hosts, err := ExpandHostlist(tt.expr)
+			hosts, err := Expand(tt.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := CompressHostlist(hosts)
-			again, err := ExpandHostlist(c)
+			c := Compress(hosts)
+			again, err := Expand(c)
 			if err != nil {
-				t.Fatalf("ExpandHostlist(%q): %v", c, err)
+				t.Fatalf("Expand(%q): %v", c, err)
 			}
 			if !slices.Equal(again, hosts) {
-				t.Errorf("ExpandHostlist(CompressHostlist(%q)) = %q via %q", hosts, again, c)
+				t.Errorf("Expand(Compress(%q)) = %q via %q", hosts, again, c)
 			}
 		})
 	}
@@ -223,11 +223,11 @@ func benchHosts() []string {
 }
 
 func BenchmarkExpandHostlist(b *testing.B) {
-	expr := CompressHostlist(benchHosts())
+	expr := Compress(benchHosts())
 	b.SetBytes(int64(len(expr)))
 	b.ReportAllocs()
 	for b.Loop() {
-		hosts, err := ExpandHostlist(expr)
+		hosts, err := Expand(expr)
 		if err != nil || len(hosts) != 4096 {
 			b.Fatalf("%d hosts, %v", len(hosts), err)
 		}
@@ -238,7 +238,7 @@ func BenchmarkCompressHostlist(b *testing.B) {
 	hosts := benchHosts()
 	b.ReportAllocs()
 	for b.Loop() {
-		if CompressHostlist(hosts) == "" {
+		if Compress(hosts) == "" {
 			b.Fatal("empty")
 		}
 	}

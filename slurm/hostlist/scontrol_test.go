@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 var hostlistSeed = flag.Uint64("hostlist.seed", 1, "seed of the expressions TestHostlistMatchesScontrol generates")
 
-// TestHostlistMatchesScontrol compares ExpandHostlist and CompressHostlist
+// TestHostlistMatchesScontrol compares Expand and Compress
 // with the installed `scontrol show hostnames` / `scontrol show hostlist` on
 // generated expressions and host lists, valid and invalid ones. scontrol
 // needs no daemon for these, only a slurm.conf.
@@ -54,7 +54,7 @@ func TestHostlistMatchesScontrol(t *testing.T) {
 	// they are, shuffled, with duplicates) and lists made up here.
 	var lists [][]string
 	for _, e := range exprs {
-		hosts, err := ExpandHostlist(e)
+		hosts, err := Expand(e)
 		if err != nil || len(hosts) == 0 {
 			continue
 		}
@@ -87,7 +87,7 @@ func TestHostlistMatchesScontrol(t *testing.T) {
 	var both, neither, stricter int
 	for i, e := range exprs {
 		it := items[i]
-		got, err := ExpandHostlist(e)
+		got, err := Expand(e)
 		slurmOK := it.stderr == "" && len(it.lines) > 0
 		for _, h := range it.lines {
 			if h == "" || strings.ContainsAny(h, "[],\t\n\v\f\r ") {
@@ -96,17 +96,17 @@ func TestHostlistMatchesScontrol(t *testing.T) {
 		}
 		switch {
 		case err == nil && !slurmOK:
-			t.Errorf("ExpandHostlist(%q) = %q, but scontrol rejects it: stdout %q, stderr %q", e, got, it.lines, it.stderr)
+			t.Errorf("Expand(%q) = %q, but scontrol rejects it: stdout %q, stderr %q", e, got, it.lines, it.stderr)
 		case err == nil && !slices.Equal(got, it.lines):
-			t.Errorf("ExpandHostlist(%q) = %q, scontrol says %q", e, got, it.lines)
+			t.Errorf("Expand(%q) = %q, scontrol says %q", e, got, it.lines)
 		case err == nil:
 			both++
-		case !errors.Is(err, ErrInvalidHostlist):
-			t.Errorf("ExpandHostlist(%q): error %v does not wrap ErrInvalidHostlist", e, err)
+		case !errors.Is(err, ErrInvalid):
+			t.Errorf("Expand(%q): error %v does not wrap ErrInvalid", e, err)
 		case slurmOK:
-			var he *HostlistError
+			var he *Error
 			if !errors.As(err, &he) || !he.stricter {
-				t.Errorf("ExpandHostlist(%q): %v, but scontrol accepts it: %q", e, err, it.lines)
+				t.Errorf("Expand(%q): %v, but scontrol accepts it: %q", e, err, it.lines)
 			} else {
 				stricter++
 				t.Logf("deliberately stricter than scontrol: %v (scontrol: %q)", err, it.lines)
@@ -123,9 +123,9 @@ func TestHostlistMatchesScontrol(t *testing.T) {
 
 	for k, l := range lists {
 		it := items[len(exprs)+k]
-		got := CompressHostlist(l)
+		got := Compress(l)
 		if it.stderr != "" || len(it.lines) != 1 || it.lines[0] != got {
-			t.Errorf("CompressHostlist(%q) = %q, scontrol says %q (stderr %q)", l, got, it.lines, it.stderr)
+			t.Errorf("Compress(%q) = %q, scontrol says %q (stderr %q)", l, got, it.lines, it.stderr)
 		}
 	}
 	t.Logf("compressed %d host lists", len(lists))

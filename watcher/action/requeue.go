@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/slurm"
+	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 )
 
@@ -193,11 +194,11 @@ func (a *Actor) planExclude(ctx context.Context, info slurm.JobInfo, culprits []
 // is (a plain requeue).
 func (a *Actor) requeueExclude(ctx context.Context, log logrus.FieldLogger, job string, p plan) error {
 	fields := logrus.Fields{"restarts": p.restarts, "max_requeues": a.MaxRequeues,
-		"exclude": strings.Join(p.exclude, ","), "exc_node_list": slurm.CompressHostlist(p.exclusions)}
+		"exclude": strings.Join(p.exclude, ","), "exc_node_list": hostlist.Compress(p.exclusions)}
 	log = log.WithFields(fields)
 	if a.DryRun {
 		log.Warn(fmt.Sprintf("dry run: would requeue the job without %s: scontrol requeuehold %s, scontrol update JobId=%s ExcNodeList=%s, scontrol release %s",
-			strings.Join(p.exclude, ","), job, job, slurm.CompressHostlist(p.exclusions), job))
+			strings.Join(p.exclude, ","), job, job, hostlist.Compress(p.exclusions), job))
 		return nil
 	}
 	// The requeue signals this watcher's step: the commands after it run
