@@ -93,6 +93,10 @@ type Node struct {
 	// farewell, or its loss): End waits for it.
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	// suspect is, on a member, the coordinator's word in its latest tick
+	// that the job may be hung (tickSuspect).
+	suspect bool
 }
 
 var errAlone = errors.New("no other watcher of the job takes part")
@@ -100,6 +104,12 @@ var errAlone = errors.New("no other watcher of the job takes part")
 // tickBye starts the payload of the coordinator's last tick (sayBye);
 // the digest of a failed job, as JSON, may follow it.
 const tickBye = "bye"
+
+// tickSuspect starts the payload of a tick while the coordinator's view
+// says the job may be hung (Hub.Suspect); the rest of the payload follows
+// it. A member then reads what its processes wait on, as the coordinator
+// does (Suspect): the digest needs every host's.
+const tickSuspect = "suspect;"
 
 // errCoordinatorStopped is a member's end of rounds when the coordinator
 // said it stops.
@@ -233,16 +243,17 @@ func (n *Node) Ranks() map[int]string {
 
 // Suspect reports whether the job may be hung as this watcher's view
 // sees it: the coordinator's over every node's summaries, else its own
-// node's (hang.Episodes.Suspect). The watch loop asks NCCL's RAS service
-// only then.
+// node's (hang.Episodes.Suspect), on a member also the coordinator's word
+// in its latest tick. The watch loop asks NCCL's RAS service, and reads
+// what the processes wait on, only then.
 func (n *Node) Suspect() bool {
 	n.mu.Lock()
-	role, hub := n.role, n.hub
+	role, hub, said := n.role, n.hub, n.suspect
 	n.mu.Unlock()
 	if role == roleCoordinator && hub != nil {
 		return hub.Suspect()
 	}
-	return n.lone.Suspect()
+	return role == roleMember && said || n.lone.Suspect()
 }
 
 // Role is this watcher's part in the job's meeting now: trace.RoleCoordinator,
@@ -324,7 +335,11 @@ func (n *Node) round(ctx context.Context, now time.Time) []Out {
 		return nil
 	}
 	s := n.sess
-	if _, err := s.Broadcast(ctx, labelTick, ranksTick(n.Ranks())); err != nil {
+	tick := ranksTick(n.Ranks())
+	if n.hub.Suspect() {
+		tick = append([]byte(tickSuspect), tick...)
+	}
+	if _, err := s.Broadcast(ctx, labelTick, tick); err != nil {
 		n.log.WithError(err).Warn("coordinator: tick")
 	}
 	gctx, cancel := context.WithTimeout(ctx, n.gatherWait())
@@ -419,7 +434,11 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 			n.lastWord(bye)
 			return errCoordinatorStopped
 		}
-		if r, ok := strings.CutPrefix(string(tick), tickRanks); ok {
+		rest, suspect := strings.CutPrefix(string(tick), tickSuspect)
+		n.mu.Lock()
+		n.suspect = suspect
+		n.mu.Unlock()
+		if r, ok := strings.CutPrefix(rest, tickRanks); ok {
 			if m, ok := tickRankMap(r); ok {
 				n.ranks.Merge(m)
 			} else {

@@ -359,8 +359,13 @@ func (e *Episodes) hangSince(id string, j *jobTrack, det *Detection) time.Time {
 
 // Suspect reports whether job id may be hung: a host of it is suspect or
 // hung, strong evidence waits for its confirmation, or its progress lines
-// have been silent for twice their cadence. The watcher asks NCCL's RAS
-// service only then.
+// have been silent for twice their cadence less a period and a half (for
+// a job that prints at every poll: from the first round without a line).
+// The watchers then read what their processes wait on, and ask NCCL's RAS
+// service; a member hears of it at the next round and its reading comes a
+// round later still, so it starts two rounds or more before the pulse's
+// verdict (max(3 × cadence, floor, cadence + 3 periods)) for the digest to
+// have every host's.
 func (e *Episodes) Suspect(id string) bool {
 	j := e.jobs[id]
 	if j == nil {
@@ -379,7 +384,7 @@ func (e *Episodes) Suspect(id string) bool {
 		return false
 	}
 	cadence, _ := p.cadence()
-	return j.last.Sub(p.lastLine) >= max(2*cadence, 2*e.c.Period)
+	return j.last.Sub(p.lastLine) >= max(2*cadence, 2*e.c.Period)-3*e.c.Period/2
 }
 
 // fastOver reports whether the hang j's pulse or evidence rule opened has

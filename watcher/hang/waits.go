@@ -52,7 +52,9 @@ func hostWaits(in DigestInput) map[string]trace.Waits {
 //     host itself may be silent: cut off, its watcher's records do not
 //     arrive);
 //   - data-stall, WaitsOnInput: a host whose processes wait on a file or a
-//     pipe while every other host's wait on sockets to it.
+//     pipe while every other host's wait on sockets to it; else the one
+//     host whose processes wait to read a named input (a file, a FIFO)
+//     while the others wait on none (loneReader).
 //
 // ok is false when the waits name nobody.
 func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok bool) {
@@ -107,8 +109,56 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 	case len(stall) > 0:
 		return CauseDataStall, stall, true
 	}
+	if c, ok := loneReader(ws); ok {
+		return CauseDataStall, []DigestCulprit{c}, true
+	}
 	return "", nil, false
 }
+
+// loneReader is the one host whose processes wait to read a named input
+// (a file, or a FIFO: to open it or read from it) while the other hosts
+// with a waits record wait on none: a rank blocked on its input while its
+// peers wait for it in a collective (a lock, a poll: on no socket vigil
+// can name). An anonymous pipe is not one: a launcher's own plumbing
+// (srun's helper on the batch host reads one all the job long).
+func loneReader(ws map[string]trace.Waits) (DigestCulprit, bool) {
+	var readers []string
+	for _, h := range sortedKeys(ws) {
+		if len(namedInput(ws[h])) > 0 {
+			readers = append(readers, h)
+		}
+	}
+	if len(readers) != 1 || len(ws) < 2 {
+		return DigestCulprit{}, false
+	}
+	t := readers[0]
+	peers := slices.DeleteFunc(sortedKeys(ws), func(h string) bool { return h == t })
+	said := []string{}
+	for _, p := range peers {
+		if len(ws[p].Waits) > 0 {
+			said = append(said, p+": "+waitWords(ws[p].Waits[0]))
+		}
+	}
+	e := map[string]any{"own": namedInput(ws[t]), "waiting": peers, "waits": said[:min(len(said), evidenceLines)]}
+	return DigestCulprit{Host: t, Reason: DigestWaitsOnInput, Evidence: e}, true
+}
+
+// namedInput says the host's waits to read a named input: a read-like
+// call on a file or a FIFO with a path (its file system known), or an open
+// of a FIFO that no writer has opened.
+func namedInput(w trace.Waits) []string {
+	var out []string
+	for _, g := range w.Waits {
+		named := g.On == trace.WaitFile || g.On == trace.WaitPipe && (g.FS != "" || g.Syscall == "openat")
+		if named && slices.Contains(readCalls, g.Syscall) {
+			out = append(out, waitWords(g))
+		}
+	}
+	return out[:min(len(out), evidenceLines)]
+}
+
+// readCalls are the system calls of a process waiting for its input.
+var readCalls = []string{"read", "pread64", "readv", "openat"}
 
 // frozenHosts names the hosts with frozen processes, when not every host
 // with a waits record has them (a job frozen everywhere was suspended).

@@ -2,10 +2,13 @@ package hang
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -25,6 +28,11 @@ var (
 	onPipe      = trace.Wait{On: trace.WaitPipe, Syscall: "read", Procs: 1}
 	onFutex     = trace.Wait{On: trace.WaitFutex, Syscall: "futex", Procs: 4}
 	frozenAll   = trace.Wait{On: trace.WaitFrozen, Procs: 4}
+	// A rank opening its input, a FIFO nobody writes; one reading a FIFO;
+	// srun's helper on the batch host, reading an anonymous pipe.
+	openFIFO = trace.Wait{On: trace.WaitPipe, Syscall: "openat", Procs: 1}
+	readFIFO = trace.Wait{On: trace.WaitPipe, Syscall: "read", FS: "nfs4", Procs: 1}
+	srunPipe = trace.Wait{On: trace.WaitPipe, Syscall: "read", Procs: 2}
 )
 
 func TestWaitsJudgement(t *testing.T) {
@@ -46,6 +54,18 @@ func TestWaitsJudgement(t *testing.T) {
 			"rank-failed n3 Frozen", "frozen", "input file system"},
 		{"one peer's data not retransmitted, n3 waits on nothing: no judgement", map[string]string{
 			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3), "n3": waitsLine(0, onFutex)},
+			"unknown", "", ""},
+		{"n2's rank opens a FIFO while its peers wait in collectives (no socket named)", map[string]string{
+			"n1": waitsLine(0, onFutex, srunPipe), "n2": waitsLine(0, onFutex, openFIFO), "n3": waitsLine(0, onFutex)},
+			"data-stall n2 WaitsOnInput", "wait on a file or a pipe", ""},
+		{"n3's rank reads a FIFO on NFS while its peers wait in collectives", map[string]string{
+			"n1": waitsLine(0, onFutex, srunPipe), "n2": waitsLine(0, onFutex), "n3": waitsLine(0, onFutex, readFIFO)},
+			"data-stall n3 WaitsOnInput", "wait on a file or a pipe", ""},
+		{"only srun's helper reads a pipe: no judgement", map[string]string{
+			"n1": waitsLine(0, onFutex, srunPipe), "n2": waitsLine(0, onFutex), "n3": waitsLine(0, onFutex)},
+			"unknown", "", ""},
+		{"two hosts wait on their input: nobody stands out", map[string]string{
+			"n1": waitsLine(0, onFutex, openFIFO), "n2": waitsLine(0, onFutex, readFIFO), "n3": waitsLine(0, onFutex)},
 			"unknown", "", ""},
 		{"every host frozen: the job was suspended, nobody stands out", map[string]string{
 			"n1": waitsLine(4, frozenAll), "n2": waitsLine(4, frozenAll), "n3": waitsLine(4, frozenAll)},
@@ -132,5 +152,40 @@ func TestWaitsReplay(t *testing.T) {
 	}
 	if got := digests(withLogs(recs[:1], gens...)); strings.Contains(got, "Retransmitting") {
 		t.Errorf("replay without waits records: %q names retransmits", got)
+	}
+}
+
+// A job that prints at every poll is suspect from the first round without
+// a line, two rounds and more before the pulse's verdict: the members,
+// which hear of it at the next round, read what their processes wait on
+// in time for the digest. A line ends it.
+func TestSuspectFromTheFirstSilentRound(t *testing.T) {
+	c := watchcfg.DefaultHang() // 30 s period, pulse floor 2 minutes
+	e := NewEpisodes(c)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * c.Period) }
+	var suspect []int
+	verdict := -1
+	for i := range 16 {
+		if i < 10 || i == 15 {
+			e.Observe(trace.Sample{V: 1, Time: at(i).Add(time.Millisecond), Host: "gpu01", Job: "4242",
+				Log: &trace.Log{Stream: trace.StreamStdout, Line: fmt.Sprintf("[rank0]: epoch 0 step %d/100000 loss 0.1234", 10*i)}}, nil)
+		}
+		for _, h := range []string{"gpu01", "gpu02"} {
+			e.Observe(trace.Sample{V: 1, Time: at(i).Add(2 * time.Millisecond), Host: h, Job: "4242", Procs: 4, CPUUsec: uint64(i) * 1000}, nil)
+		}
+		for _, ev := range e.Due(at(i).Add(3 * time.Millisecond)) {
+			if _, ok := ev.(DigestEvent); ok && verdict < 0 {
+				verdict = i
+			}
+		}
+		if e.Suspect("4242") {
+			suspect = append(suspect, i)
+		}
+	}
+	if !slices.Equal(suspect, []int{10, 11, 12, 13, 14}) {
+		t.Errorf("suspect at rounds %v, want 10 to 14: from the first round without a line to the line of round 15", suspect)
+	}
+	if verdict-10 < 2 {
+		t.Errorf("the pulse's verdict at round %d, want two rounds or more after the first suspect one (10)", verdict)
 	}
 }

@@ -23,6 +23,7 @@ type observed struct {
 	cause    string
 	culprits []int
 	event    string // the digest's event: "digest" (a hang) or "failed"
+	hint     string
 }
 
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
@@ -41,6 +42,7 @@ func observe(j *job, state string, hooks []notifytest.Hook) observed {
 		o.digest = append(o.digest, h)
 		o.cause, _ = dg["cause"].(string)
 		o.event, _ = h.Body["event"].(string)
+		o.hint, _ = dg["hint"].(string)
 		cs, _ := dg["culprits"].([]any)
 		for _, c := range cs {
 			host, _ := c.(map[string]any)["host"].(string)
@@ -89,6 +91,12 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	case !w.digest && o.hooks != 0:
 		t.Errorf("%d webhooks, want none", o.hooks)
 	}
+	if took := o.digestAfter(at); w.within > 0 && faulted && len(o.digest) > 0 && took > w.within {
+		t.Errorf("the digest came %.1fs after the fault, want within %v", took.Seconds(), w.within)
+	}
+	if w.hintNot != "" && strings.Contains(o.hint, w.hintNot) {
+		t.Errorf("the digest's hint %q says %q", o.hint, w.hintNot)
+	}
 	if out := c.JobOutput(j.id); !strings.Contains(out, w.output) {
 		t.Errorf("the job's output lacks %q", w.output)
 	}
@@ -99,6 +107,14 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	if w.gap != "" {
 		t.Logf("known gap %s (docs/testing.md): this answer is what vigil gives today, not the right one", w.gap)
 	}
+}
+
+// digestAfter is the time from at to the first digest's webhook.
+func (o observed) digestAfter(at time.Time) time.Duration {
+	if len(o.digest) == 0 {
+		return 0
+	}
+	return o.digest[0].At.Sub(at)
 }
 
 func since(at time.Time, ok bool, then func() time.Time) string {

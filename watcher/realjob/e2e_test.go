@@ -57,7 +57,7 @@ type job struct {
 	fault
 	id, dir string
 	hosts   []string // the job's nodes in Slurm's order (SLURM_NODEID)
-	blocked bool
+	blocked bool     // the fault injected from outside (block, freeze) is in
 	undo    func()
 	state   string // the job's state once it ended (Slurm forgets ended jobs after MinJobAge)
 }
@@ -150,26 +150,34 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, srunOnly bool) {
 	waitAll(t, c, jobs, hooksOf)
 	t.Logf("all jobs settled %.0fs after submission", time.Since(start).Seconds())
 	states := map[string]string{}
+	undone := map[string][]notifytest.Hook{} // a job's webhooks before its fault was undone (a thawed job recovers)
 	for _, j := range jobs {
 		states[j.id] = jobState(t, c, j)
 		if j.state == "" {
 			states[j.id+"/comment"] = c.JobInfo(t, j.id).Comment
 		}
+		if j.undo != nil {
+			undone[j.id] = hooksOf(j.id)
+		}
 	}
 	for _, j := range jobs {
 		c.Command(t, "scancel", j.id)
+		if j.undo != nil { // then thawed: a frozen step does not end
+			j.undo()
+		}
 	}
 	for _, j := range jobs {
 		if j.state == "" {
 			c.WaitJob(t, j.id, 60*time.Second, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 		}
-		if j.undo != nil {
-			j.undo()
-		}
 	}
 	for _, j := range jobs {
 		t.Run(j.name, func(t *testing.T) {
-			check(t, c, j, states[j.id], states[j.id+"/comment"], hooksOf(j.id))
+			hooks := hooksOf(j.id)
+			if j.undo != nil {
+				hooks = undone[j.id]
+			}
+			check(t, c, j, states[j.id], states[j.id+"/comment"], hooks)
 			if *recordTo != "" {
 				run := "torch" + version + "-slurm" + c.Version + "-" + strings.TrimPrefix(c.CgroupPlugin, "cgroup/")
 				record(t, c, j, filepath.Join(*recordTo, run, j.name), version)
@@ -228,6 +236,14 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 				j.blocked = true
 				writeFaultTime(t, j.dir, time.Now())
 				t.Logf("job %s: blocked %s (%s)", j.id, j.hosts[j.node], c.NodeAddrs[i])
+			}
+			if j.freeze && !j.blocked && j.hosts != nil && strings.Contains(c.JobOutput(j.id), fmt.Sprintf("step %d/", blockAt)) {
+				if pid, ok := rankPID(j.dir, j.rankOn()); ok {
+					j.undo = freezeStep(t, pid)
+					j.blocked = true
+					writeFaultTime(t, j.dir, time.Now())
+					t.Logf("job %s: froze rank %d's step on %s", j.id, j.rankOn(), j.hosts[j.node])
+				}
 			}
 			if settled(t, c, j, hooksOf) {
 				done++

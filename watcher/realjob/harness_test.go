@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
+	"github.com/vigil-hpc/vigil/watcher/sample"
 )
 
 // python is Debian's interpreter with python3-torch; the python3 first on
@@ -163,4 +165,69 @@ func writeFaultTime(t *testing.T, dir string, at time.Time) {
 	if err := os.WriteFile(filepath.Join(dir, "fault"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// freezeStep freezes the cgroup of the step that process pid runs in (its
+// step_N directory: v1 freezer.state, v2 cgroup.freeze), as an admin or
+// Slurm's scontrol suspend does, found through the process's own
+// /proc/PID/cgroup and mount table. It is thawed by the returned function
+// and, on every path, in t.Cleanup.
+func freezeStep(t *testing.T, pid int) (undo func()) {
+	t.Helper()
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	cg, err := os.ReadFile(filepath.Join(proc, "cgroup"))
+	if err != nil {
+		t.Fatalf("the rank to freeze: %v", err)
+	}
+	mi, err := os.ReadFile(filepath.Join(proc, "mountinfo"))
+	if err != nil {
+		t.Fatalf("the rank to freeze: %v", err)
+	}
+	mounts := sample.ParseMountInfo(mi)
+	for _, c := range slurm.ParseProcCgroup(cg) {
+		v1 := strings.Contains(","+c.Controllers+",", ",freezer,")
+		if c.Controllers != "" && !v1 {
+			continue
+		}
+		for _, m := range mounts {
+			if v1 && (m.FSType != "cgroup" || !strings.Contains(","+m.Super+",", ",freezer,")) || !v1 && m.FSType != "cgroup2" {
+				continue
+			}
+			rel, ok := strings.CutPrefix(c.Path, strings.TrimSuffix(m.Root, "/"))
+			if !ok {
+				continue
+			}
+			dir := filepath.Join(m.Point, rel)
+			for !strings.HasPrefix(filepath.Base(dir), "step_") && dir != m.Point && dir != "/" {
+				dir = filepath.Dir(dir)
+			}
+			file, on, off := filepath.Join(dir, "cgroup.freeze"), "1", "0"
+			if v1 {
+				file, on, off = filepath.Join(dir, "freezer.state"), "FROZEN", "THAWED"
+			}
+			if !strings.HasPrefix(filepath.Base(dir), "step_") {
+				continue
+			}
+			if err := os.WriteFile(file, []byte(on), 0); err != nil {
+				t.Fatalf("freezing the rank's step: %v", err)
+			}
+			var once sync.Once
+			undo = func() { once.Do(func() { os.WriteFile(file, []byte(off), 0) }) }
+			t.Cleanup(undo)
+			t.Logf("froze %s", dir)
+			return undo
+		}
+	}
+	t.Fatalf("no freezer for process %d's step in %s", pid, cg)
+	return nil
+}
+
+// rankPID is the process id rank wrote to the job's directory.
+func rankPID(dir string, rank int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("pid-%d", rank)))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
 }

@@ -224,6 +224,9 @@ func classify(call callInfo, t FDTarget, mode os.FileMode, modeKnown bool, wchan
 		return trace.WaitFutex
 	case callFD:
 	default:
+		if call.name == "openat" && isFIFOOpen(wchan) {
+			return trace.WaitPipe // opening a FIFO no writer has opened
+		}
 		return trace.WaitSleep
 	}
 	switch t.Kind {
@@ -242,6 +245,10 @@ func classify(call callInfo, t FDTarget, mode os.FileMode, modeKnown bool, wchan
 	}
 	return trace.WaitSleep
 }
+
+// isFIFOOpen says wchan is where open(2) of a FIFO sleeps until the
+// other end is opened: fifo_open, or its helper wait_for_partner.
+func isFIFOOpen(wchan string) bool { return wchan == "wait_for_partner" || wchan == "fifo_open" }
 
 // waitReader reads what processes wait on under root, within the bounds
 // of one period; it caches what processes share (mounts, TCP tables,
@@ -338,12 +345,12 @@ func (r *waitReader) process(pid int) (trace.Wait, bool) {
 		mode = fi.Mode()
 	}
 	g := trace.Wait{On: classify(call, t, mode, statErr == nil, wchan), Syscall: call.name}
-	switch g.On {
-	case trace.WaitFile:
+	switch {
+	case g.On == trace.WaitFile, g.On == trace.WaitPipe && t.Kind == "path": // a file, or a named FIFO
 		if m, ok := MountOf(r.mountsOf(dir), t.Path); ok {
 			g.FS = m.FSType
 		}
-	case trace.WaitSocket:
+	case g.On == trace.WaitSocket:
 		if c, ok := r.tcpOf(dir)[t.Inode]; ok {
 			g.Peer, g.Retrans = c.Remote.Addr().String(), c.Retransmitting()
 		}

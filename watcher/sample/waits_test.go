@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,8 +111,9 @@ func TestReadWaitsFixtures(t *testing.T) {
 	w := readWaitsArch(waitsRoot, []int{14443, 14444, 17117, 18132, 18264, 19218, 19219, 19839, 99999}, "amd64")
 	want := []trace.Wait{
 		{On: trace.WaitFrozen, Procs: 3},
-		{On: trace.WaitPipe, Syscall: "read", Procs: 2},
 		{On: trace.WaitSocket, Syscall: "recvfrom", Peer: "127.0.0.2", Retrans: true, Procs: 2},
+		{On: trace.WaitPipe, Syscall: "read", Procs: 1},             // an anonymous pipe
+		{On: trace.WaitPipe, Syscall: "read", FS: "ext4", Procs: 1}, // a FIFO on ext4
 		{On: trace.WaitPoll, Syscall: "epoll_wait", Peer: "127.0.0.2", Retrans: true, Procs: 1},
 	}
 	if w.Procs != 8 || w.Frozen != 3 || w.Skipped != 1 || !slices.Equal(w.Waits, want) {
@@ -139,7 +142,8 @@ func startBlocked(t *testing.T, cmd *exec.Cmd, call string) int {
 }
 
 // TestSamplerWaitsRealProcesses reads real blocked processes: a cat on a
-// FIFO, a cat on a pipe, and a reader of a TCP socket.
+// FIFO, a cat opening a FIFO nobody writes, a cat on a pipe, and a reader
+// of a TCP socket.
 func TestSamplerWaitsRealProcesses(t *testing.T) {
 	if _, ok := syscalls[runtime.GOARCH]; !ok {
 		t.Skipf("no system call table for %s", runtime.GOARCH)
@@ -155,6 +159,11 @@ func TestSamplerWaitsRealProcesses(t *testing.T) {
 	}
 	defer w.Close()
 	onFIFO := startBlocked(t, exec.Command("cat", fifo), "read")
+	lonely := filepath.Join(dir, "lonely")
+	if err := exec.Command("mkfifo", lonely).Run(); err != nil {
+		t.Fatal(err)
+	}
+	opening := startBlocked(t, exec.Command("cat", lonely), "openat")
 	pr, pw, _ := os.Pipe()
 	defer pw.Close()
 	pipeCat := exec.Command("cat")
@@ -170,16 +179,21 @@ func TestSamplerWaitsRealProcesses(t *testing.T) {
 	reader := exec.Command("python3", "-c", "import socket,sys; s=socket.create_connection(('127.0.0.1', int(sys.argv[1]))); s.recv(1)",
 		strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	onSock := startBlocked(t, reader, "recvfrom")
-	s := &Sampler{Root: "/", PIDs: func() ([]int, error) { return []int{onFIFO, onPipe, onSock}, nil }}
+	s := &Sampler{Root: "/", PIDs: func() ([]int, error) { return []int{onFIFO, opening, onPipe, onSock}, nil }}
 	got, ok := s.Waits()
 	if !ok {
 		t.Fatal("Waits: the processes could not be listed")
 	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	m, _ := MountOf(ParseMountInfo(mi), fifo)
 	want := []trace.Wait{
-		{On: trace.WaitPipe, Syscall: "read", Procs: 2},
+		{On: trace.WaitPipe, Syscall: "openat", Procs: 1},
+		{On: trace.WaitPipe, Syscall: "read", Procs: 1},
+		{On: trace.WaitPipe, Syscall: "read", FS: m.FSType, Procs: 1},
 		{On: trace.WaitSocket, Syscall: "recvfrom", Peer: "127.0.0.1", Procs: 1},
 	}
-	if got.Procs != 3 || !slices.Equal(got.Waits, want) {
+	slices.SortFunc(want, func(a, b trace.Wait) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	if got.Procs != 4 || !slices.Equal(got.Waits, want) {
 		t.Fatalf("Waits = %+v, want %+v", got, want)
 	}
 }

@@ -35,7 +35,8 @@ type Wait struct {
 	On      string `json:"on"`                // one of the Wait constants
 	Syscall string `json:"syscall,omitempty"` // the system call's name, "recvfrom"; "" when running or unknown
 	// FS is the file system type of the file waited on ("nfs", "lustre",
-	// "ext4"), for On == WaitFile.
+	// "ext4"), for On == WaitFile, and of a named FIFO for On == WaitPipe
+	// ("" for an anonymous pipe).
 	FS string `json:"fs,omitempty"`
 	// Peer is the other end's address (no port) of the socket waited on,
 	// or, for On == WaitPoll, of a socket of the process whose data is

@@ -20,8 +20,10 @@ One fault per run (--fault, on --fault-rank at --fault-step):
   ckpt    rank 0 spends --pause seconds saving a checkpoint (healthy)
   eval    every rank evaluates for --pause seconds, reading its validation
           set and printing nothing (healthy)
-  none    (the network fault is injected from outside)
+  none    (the network fault, the freezer's, are injected from outside)
 Before a fault the rank writes the time to $FAULT_DIR/fault (epoch seconds).
+Each rank writes its process id to $FAULT_DIR/pid-RANK once gloo is up (the
+test freezes a rank's step through its cgroup).
 """
 import argparse
 import datetime
@@ -90,6 +92,8 @@ def main():
     timeout = datetime.timedelta(minutes=30)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timeout)
     group = Group(rank, world, timeout)
+    with open(os.path.join(os.environ.get("FAULT_DIR", "."), "pid-%d" % rank), "w") as f:
+        f.write("%d\n" % os.getpid())
     print("[rank%d]: initialised gloo, world %d, local rank %d, torch %s on %s" % (
         rank, world, local, torch.__version__, os.environ.get("SLURMD_NODENAME", "?")), flush=True)
 
