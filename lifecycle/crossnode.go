@@ -240,16 +240,16 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 	conf := c.sl.Settings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")
 	if !slurm.PrologFlagsAlloc(flags) {
-		return crossnet.Phase{}, crossnet.ReasonNotTogether,
+		return crossnet.Phase{}, benchmarks.ReasonNotTogether,
 			fmt.Errorf("PrologFlags=Alloc is not set (PrologFlags=%q): the job's prologs do not run together", flags)
 	}
 	cfg, err := rendezvous.ForJob(c.job)
 	if err != nil {
-		return crossnet.Phase{}, crossnet.ReasonSetup, err
+		return crossnet.Phase{}, benchmarks.ReasonSetup, err
 	}
 	addrs, err := c.sl.NodeAddrs(ctx, cfg.Nodes)
 	if err != nil {
-		return crossnet.Phase{}, crossnet.ReasonSetup, fmt.Errorf("node addresses: %w", err)
+		return crossnet.Phase{}, benchmarks.ReasonSetup, fmt.Errorf("node addresses: %w", err)
 	}
 	socket := conn.MungeSocket
 	if socket == "" {
@@ -260,7 +260,7 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 	}
 	m, err := munge.Open(munge.Config{Socket: socket})
 	if err != nil {
-		return crossnet.Phase{}, crossnet.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
+		return crossnet.Phase{}, benchmarks.ReasonNoMeeting, fmt.Errorf("MUNGE: %w", err)
 	}
 	var relay crossnet.Relay
 	if ac, ok := c.sl.RawClient().(adminCommenter); ok {

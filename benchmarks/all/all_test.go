@@ -78,3 +78,35 @@ func defaults() []string {
 	}
 	return out
 }
+
+// TestCrossNodeScopeIsDeclared: a check of ScopeCrossNode is one the
+// cross-node phase can drive from the registry (a CollectiveCheck, a
+// PeerCheck, or one of the phase's own link checks) and gives the scope's
+// reasons; a check of ScopeNode is none of them, so the runner runs it.
+func TestCrossNodeScopeIsDeclared(t *testing.T) {
+	links := []string{"net-connect", "net-bandwidth"}
+	cross := 0
+	for _, n := range benchmarks.Names() {
+		c, _ := benchmarks.Lookup(n)
+		d := benchmarks.Describe(c)
+		_, coll := c.(benchmarks.CollectiveCheck)
+		_, peer := c.(benchmarks.PeerCheck)
+		phase := coll || peer || slices.Contains(links, n)
+		if d.Scope == benchmarks.ScopeCrossNode {
+			cross++
+			if !phase {
+				t.Errorf("%s: scope cross-node, but the phase cannot drive it (neither a CollectiveCheck nor a PeerCheck)", n)
+			}
+			for _, r := range benchmarks.CrossNodeReasons() {
+				if !slices.Contains(d.Reasons, r) {
+					t.Errorf("%s: scope cross-node, but %s is not among its reasons", n, r)
+				}
+			}
+		} else if phase {
+			t.Errorf("%s: a CollectiveCheck or PeerCheck of scope %s: the runner would run it alone", n, d.Scope)
+		}
+	}
+	if cross < 4 {
+		t.Errorf("%d checks of scope cross-node, want net-connect, net-bandwidth, rdma-peers and the vendors' multi-node collectives", cross)
+	}
+}

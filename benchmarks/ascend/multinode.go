@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/hccl"
@@ -54,7 +53,7 @@ var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(bench
 	Description: "HCCL all-reduce bus bandwidth over all NPUs of all the job's nodes, verified",
 	Settings:    func() any { return defaultMultinodeSettings() },
 	// Its own reasons, the vendor's and the cross-node phase's.
-	Reasons: slices.Concat([]string{ReasonHCCLError}, device.MultinodeReasons(), ascendNPUs.Reasons, crossnet.PhaseReasons()),
+	Reasons: slices.Concat([]string{ReasonHCCLError}, device.MultinodeReasons(), ascendNPUs.Reasons, benchmarks.CrossNodeReasons()),
 }), cann: sharedCANN}
 
 func init() { benchmarks.Register(shippedMultinode) }

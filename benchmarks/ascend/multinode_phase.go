@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 )
 
@@ -35,5 +34,5 @@ func (c *multinode) RunRanks(ctx context.Context, env *benchmarks.Env, setup []b
 	return c.run(ctx, env, device.MultinodeRole{ID: setup, NRanks: total, FirstRank: first})
 }
 
-// The phase drives the check through crossnet.Collective.
-var _ crossnet.Collective = (*multinode)(nil)
+// The cross-node phase drives the check as a benchmarks.CollectiveCheck.
+var _ benchmarks.CollectiveCheck = (*multinode)(nil)

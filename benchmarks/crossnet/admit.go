@@ -21,7 +21,7 @@ import (
 // of the source that holds the most, so strangers cannot keep the job's
 // peers out for longer than one handshake. A connection turned away is
 // told so (replyBusy) before it is closed: the peer records the endpoint
-// as busy, which leaves the node unknown (ReasonEndpointBusy), never a
+// as busy, which leaves the node unknown (benchmarks.ReasonEndpointBusy), never a
 // failed link.
 const (
 	// replyOK and replyBusy answer a connection's handshake.

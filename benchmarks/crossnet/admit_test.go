@@ -188,8 +188,8 @@ func TestEndpointFullOfStrangersIsUnknown(t *testing.T) {
 		t.Fatalf("a busy endpoint blamed: culprits %v, bad links %v", v.Culprits, v.BadLinks)
 	}
 	got := outcomeOf(v, "sim0001", Connect)
-	if got.Status != benchmarks.StatusUnknown || got.Reason != ReasonEndpointBusy || !strings.Contains(got.Message, "not the job's") {
-		t.Fatalf("sim0001: %+v, want unknown %s", got, ReasonEndpointBusy)
+	if got.Status != benchmarks.StatusUnknown || got.Reason != benchmarks.ReasonEndpointBusy || !strings.Contains(got.Message, "not the job's") {
+		t.Fatalf("sim0001: %+v, want unknown %s", got, benchmarks.ReasonEndpointBusy)
 	}
 	if other := outcomeOf(v, "sim0002", Connect); other.Status != benchmarks.StatusPass {
 		t.Errorf("sim0002: %+v, want pass", other)

@@ -159,7 +159,7 @@ func (p Phase) alone(ctx context.Context, start time.Time, why error) []benchmar
 	msg := v.Message + " (meeting: " + strings.TrimPrefix(why.Error(), "unknown: ") + ")"
 	var out []benchmarks.Result
 	for _, c := range p.Checks {
-		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonNoMeeting, Message: msg}
+		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonNoMeeting, Message: msg}
 		if c == Connect {
 			r.Status, r.Reason = benchmarks.Status(v.Outcome), v.Reason
 			if v.Outcome == judge.OutcomeFail {

@@ -32,36 +32,9 @@ const (
 	Bandwidth = judge.CheckBandwidth
 )
 
-// Reasons of unknown outcomes; the fail reasons are judge's
+// The unknown outcomes of the phase are the scope's own
+// (benchmarks.CrossNodeReasons); the fail reasons are judge's
 // (NetUnreachable, NetLatencyHigh, NetBandwidthLow).
-const (
-	// ReasonNotTogether: PrologFlags=Alloc is not set, so the job's
-	// prologs do not run at the same time and cannot meet.
-	ReasonNotTogether = "PrologNotAlloc"
-	// ReasonNoMeeting: the rendezvous failed (coordinator absent or lost,
-	// this node late, MUNGE unavailable).
-	ReasonNoMeeting = "NetRendezvousFailed"
-	// ReasonUndecided: the measurements could not tell (an ambiguous bad
-	// link, no working link, the node's outcome did not arrive).
-	ReasonUndecided = "NetUndecided"
-	// ReasonSetup: the phase could not start (no node address, no
-	// endpoint, invalid settings).
-	ReasonSetup = "NetSetupFailed"
-	// ReasonOutsideProlog: the check was run on its own, outside the
-	// prolog's cross-node phase.
-	ReasonOutsideProlog = "NetNotInPhase"
-	// ReasonEndpointBusy: a peer found this node's measurement endpoint
-	// full of connections that were not the job's (a process of anyone's
-	// holding the port), so a link could not be measured.
-	ReasonEndpointBusy = "NetEndpointBusy"
-)
-
-// PhaseReasons are the tokens every cross-node check can give, its own
-// aside: the phase could not run, the nodes did not meet or could not
-// tell, or the check ran outside the prolog's phase.
-func PhaseReasons() []string {
-	return []string{ReasonNotTogether, ReasonNoMeeting, ReasonSetup, ReasonUndecided, ReasonOutsideProlog, ReasonEndpointBusy}
-}
 
 // Defaults of [checks.net-connect] and [checks.net-bandwidth].
 const (
@@ -184,7 +157,7 @@ type check struct{ desc benchmarks.Descriptor }
 // the default suite, run by the phase in the prolog itself.
 func newCheck(d benchmarks.Descriptor) *check {
 	d.Vendor, d.Scope, d.Default = benchmarks.VendorNone, benchmarks.ScopeCrossNode, true
-	d.Reasons = append(d.Reasons, PhaseReasons()...)
+	d.Reasons = append(d.Reasons, benchmarks.CrossNodeReasons()...)
 	return &check{desc: d}
 }
 
@@ -218,6 +191,6 @@ func (c *check) Spec() benchmarks.Descriptor { return c.desc }
 // net-connect outside a job's prolog): nothing, unknown. The prolog runs
 // the cross-node checks in its Phase instead.
 func (c *check) Run(context.Context, *benchmarks.Env) benchmarks.Result {
-	return benchmarks.Result{Check: c.desc.Name, Status: benchmarks.StatusUnknown, Reason: ReasonOutsideProlog,
+	return benchmarks.Result{Check: c.desc.Name, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonOutsideProlog,
 		Message: c.desc.Name + " runs only in the prolog's cross-node phase, with the job's other nodes", Attempts: 1}
 }

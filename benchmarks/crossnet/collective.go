@@ -14,48 +14,10 @@ import (
 	"github.com/vigil-hpc/vigil/rendezvous"
 )
 
-// Collective is a cross-node check that runs one operation over the
-// devices of all the job's nodes (nccl-allreduce-multinode). It is
-// registered like every other check (CrossNode true) by the package of
-// its vendor, and the phase drives it in four rounds after the links:
-//
-//  1. each node says how many ranks it brings (Ranks; 0: it takes no part);
-//  2. the coordinator numbers the ranks in sorted node order (Roles), calls
-//     Setup once and broadcasts the setup, the total and each node's first
-//     rank;
-//  3. each node with ranks runs its part (RunRanks) within its deadline;
-//  4. the coordinator gathers the results, and each node's verdict is its
-//     own result, told which peers never joined (CollectiveVerdicts).
-//
-// Setup and RunRanks are called in the prolog process itself, not in a checker
-// child: NCCL starts its bootstrap inside the process that makes the id,
-// and that process must stay alive until every rank has joined. The
-// coordinator's prolog lives through all four rounds, and runs its own
-// ranks (rank 0 when it has GPUs) in the same process.
-type Collective interface {
-	benchmarks.Check
-	// Ranks is how many ranks this node brings (its GPUs); 0 when none.
-	Ranks(env *benchmarks.Env) int
-	// Setup makes what every rank needs to meet (NCCL's unique id). It is
-	// called once, on the coordinator, in the process that stays alive.
-	Setup(env *benchmarks.Env) ([]byte, error)
-	// RunRanks runs this node's ranks first .. first+Ranks-1 of total within
-	// ctx's deadline.
-	RunRanks(ctx context.Context, env *benchmarks.Env, setup []byte, first, total int) benchmarks.Result
-}
-
-// JobJudge is implemented by a Collective that judges the nodes' results
-// together before each node gets its own (on the coordinator): a failure
-// every node reports alike may say more about the run than about any node.
-// JudgeJob may change the results in place (node → result).
-type JobJudge interface {
-	JudgeJob(results map[string]*benchmarks.Result)
-}
-
-// ReasonNoRanks: the node brings no device to a Collective (unknown).
+// ReasonNoRanks: the node brings no device to a benchmarks.CollectiveCheck (unknown).
 const ReasonNoRanks = "NoDevices"
 
-// Roles are the rank numbers of a Collective: the setup, the total and
+// Roles are the rank numbers of a benchmarks.CollectiveCheck: the setup, the total and
 // each taking node's first rank.
 type Roles struct {
 	Setup []byte         `json:"setup,omitempty"`
@@ -91,7 +53,7 @@ func AssignRanks(counts map[string]int) Roles {
 // missing or unknown before the collective started (any reason but
 // hung, NCCL error or the collective's own), named with that reason.
 // Nodes without ranks are unknown (ReasonNoRanks). Pure.
-func CollectiveVerdicts(check string, roles Roles, results map[string]*benchmarks.Result, joined func(reason string) bool) map[string]Verdict {
+func CollectiveVerdicts(check string, roles Roles, results map[string]*benchmarks.Result, joined func(reason string) bool) map[string]benchmarks.PeerVerdict {
 	var never []string
 	for n := range roles.First {
 		switch r := results[n]; {
@@ -102,14 +64,14 @@ func CollectiveVerdicts(check string, roles Roles, results map[string]*benchmark
 		}
 	}
 	slices.Sort(never)
-	out := map[string]Verdict{}
+	out := map[string]benchmarks.PeerVerdict{}
 	for n, r := range results {
 		if r == nil {
 			continue
 		}
-		v := Verdict{Check: check, Status: r.Status, Reason: r.Reason, Message: r.Message, Device: r.Device}
+		v := benchmarks.PeerVerdict{Check: check, Status: r.Status, Reason: r.Reason, Message: r.Message, Device: r.Device}
 		if _, takes := roles.First[n]; !takes {
-			v = Verdict{Check: check, Status: benchmarks.StatusUnknown, Reason: ReasonNoRanks,
+			v = benchmarks.PeerVerdict{Check: check, Status: benchmarks.StatusUnknown, Reason: ReasonNoRanks,
 				Message: "no device on this node: it takes no part in " + check}
 		} else if v.Status == benchmarks.StatusUnknown && len(never) > 0 {
 			v.Message += "; never joined: " + strings.Join(never, ", ")
@@ -119,13 +81,13 @@ func CollectiveVerdicts(check string, roles Roles, results map[string]*benchmark
 	return out
 }
 
-// collective is a Collective's phase on one node: the four rounds.
-func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c Collective) benchmarks.Result {
+// collective is a benchmarks.CollectiveCheck's phase on one node: the four rounds.
+func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c benchmarks.CollectiveCheck) benchmarks.Result {
 	name := c.Spec().Name
 	env := p.env(name)
 	counts, err := s.Gather(ctx, name+"/ranks", mustJSON(c.Ranks(env)))
 	if err != nil {
-		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, benchmarks.ReasonNoMeeting, err.Error())
 	}
 	var roles Roles
 	if s.Coordinator() {
@@ -136,13 +98,13 @@ func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c Collecti
 		err = json.Unmarshal(b, &roles)
 	}
 	if err != nil {
-		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, benchmarks.ReasonNoMeeting, err.Error())
 	}
 	mine := p.one(name, benchmarks.StatusUnknown, ReasonNoRanks, "no device on this node: it takes no part")
 	first, takes := roles.First[p.Self]
 	switch {
 	case roles.Error != "":
-		mine = p.one(name, benchmarks.StatusUnknown, ReasonUndecided, roles.Error)
+		mine = p.one(name, benchmarks.StatusUnknown, benchmarks.ReasonUndecided, roles.Error)
 	case takes:
 		rctx, cancel := runCtx(ctx, p.Timeouts[name], p.Connect.ConnectTimeout)
 		mine = c.RunRanks(rctx, env, roles.Setup, first, roles.Total)
@@ -152,26 +114,26 @@ func (p Phase) collective(ctx context.Context, s *rendezvous.Session, c Collecti
 	defer cancel()
 	got, err := s.Gather(gctx, name+"/results", mustJSON(mine))
 	if err != nil {
-		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, err.Error())
+		return p.one(name, benchmarks.StatusUnknown, benchmarks.ReasonNoMeeting, err.Error())
 	}
 	var per map[string][]byte
 	if s.Coordinator() {
 		per = p.collectiveOutcomes(name, roles, got)
 	}
 	b, err = s.Scatter(ctx, name+"/outcome", per)
-	var v Verdict
+	var v benchmarks.PeerVerdict
 	if err == nil {
 		err = json.Unmarshal(b, &v)
 	}
 	if err != nil {
-		return p.one(name, benchmarks.StatusUnknown, ReasonNoMeeting, fmt.Sprintf("outcome: %v", err))
+		return p.one(name, benchmarks.StatusUnknown, benchmarks.ReasonNoMeeting, fmt.Sprintf("outcome: %v", err))
 	}
 	mine.Status, mine.Reason, mine.Message, mine.Device = v.Status, v.Reason, v.Message, v.Device
 	return mine
 }
 
 // roles numbers the ranks gathered and makes the setup (coordinator).
-func (p Phase) roles(c Collective, env *benchmarks.Env, got map[string][]byte) Roles {
+func (p Phase) roles(c benchmarks.CollectiveCheck, env *benchmarks.Env, got map[string][]byte) Roles {
 	name := c.Spec().Name
 	counts := map[string]int{}
 	for n, b := range got {
@@ -204,12 +166,12 @@ func (p Phase) collectiveOutcomes(check string, roles Roles, got map[string][]by
 			results[n] = &r
 		}
 	}
-	joined := func(reason string) bool { return reason == ReasonUndecided }
+	joined := func(reason string) bool { return reason == benchmarks.ReasonUndecided }
 	if j, ok := lookupCollective(check); ok {
 		if jr, ok := j.(interface{ Joined(reason string) bool }); ok {
 			joined = jr.Joined
 		}
-		if jj, ok := j.(JobJudge); ok {
+		if jj, ok := j.(benchmarks.JobJudge); ok {
 			jj.JudgeJob(results)
 		}
 	}
@@ -239,17 +201,17 @@ func runCtx(ctx context.Context, timeout, margin time.Duration) (context.Context
 	return context.WithTimeout(ctx, timeout)
 }
 
-// lookupCollective returns the registered Collective of that name.
-func lookupCollective(name string) (Collective, bool) {
+// lookupCollective returns the registered benchmarks.CollectiveCheck of that name.
+func lookupCollective(name string) (benchmarks.CollectiveCheck, bool) {
 	c, ok := benchmarks.Lookup(name)
 	if !ok {
 		return nil, false
 	}
-	cc, ok := c.(Collective)
+	cc, ok := c.(benchmarks.CollectiveCheck)
 	return cc, ok
 }
 
-// env is the Env a PeerCheck or Collective of this phase gets.
+// env is the Env a benchmarks.PeerCheck or benchmarks.CollectiveCheck of this phase gets.
 func (p Phase) env(check string) *benchmarks.Env {
 	e := &benchmarks.Env{Node: p.Self, Addr: p.Addrs[p.Self], JobID: p.Job, Devices: p.Devices}
 	if p.Settings != nil {

@@ -52,7 +52,7 @@ func TestCollectiveVerdicts(t *testing.T) {
 	}
 }
 
-// fakeCollective is a Collective for the phase's rounds: every node has
+// fakeCollective is a benchmarks.CollectiveCheck for the phase's rounds: every node has
 // gpus[node] ranks; a node in broken never joins (LibraryMissing); the
 // others pass when every taking node joined, else hang.
 type fakeCollective struct {
@@ -74,7 +74,7 @@ func (f *fakeCollective) RunRanks(ctx context.Context, env *benchmarks.Env, setu
 	msg := fmt.Sprintf("%s ranks %d-%d of %d", setup, first, first+f.gpus[env.Node]-1, total)
 	if f.broken != "" {
 		<-ctx.Done()
-		return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided, Message: "hung: " + msg}
+		return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonUndecided, Message: "hung: " + msg}
 	}
 	return benchmarks.Result{Check: f.desc.Name, Status: benchmarks.StatusPass, Message: msg,
 		Values: []benchmarks.Value{{Name: "busbw_gbps", Value: 1}}}

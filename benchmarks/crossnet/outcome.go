@@ -14,26 +14,11 @@ import (
 // nodeOutcome is what the coordinator tells one node: its result per
 // check (without values: each node adds its own measurements).
 type nodeOutcome struct {
-	Results []Verdict `json:"results"`
+	Results []benchmarks.PeerVerdict `json:"results"`
 	// JobFailing is, per check, the nodes of the job that fail it.
 	JobFailing map[string][]string `json:"job_failing,omitempty"`
 	// BadLinks are the job's bad links that blame nobody.
 	BadLinks []LinkNote `json:"bad_links,omitempty"`
-}
-
-// Verdict is one check's outcome for one node, as the coordinator tells
-// it: its result without values (each node adds its own figures).
-type Verdict struct {
-	// Check is the check's name.
-	Check string `json:"check"`
-	// Status is pass, fail or unknown.
-	Status benchmarks.Status `json:"status"`
-	// Reason is the stable token of a fail or unknown.
-	Reason string `json:"reason,omitempty"`
-	// Message is for people.
-	Message string `json:"message"`
-	// Device is the device field of the drain reason ("" for the node).
-	Device string `json:"device,omitempty"`
 }
 
 // maxPeerNames is how many peers the device field of a drain names.
@@ -41,7 +26,7 @@ const maxPeerNames = 4
 
 // outcomes computes each present node's outcome from the verdict.
 // peers holds the verdicts of the PeerChecks (check → node → verdict).
-func outcomes(v judge.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]Verdict, failing map[string][]string, links []LinkNote) map[string][]byte {
+func outcomes(v judge.Verdict, roster rendezvous.Roster, checks []string, peers map[string]map[string]benchmarks.PeerVerdict, failing map[string][]string, links []LinkNote) map[string][]byte {
 	per := map[string][]byte{}
 	for _, n := range roster.Present() {
 		o := nodeOutcome{JobFailing: failing, BadLinks: links}
@@ -55,7 +40,7 @@ func outcomes(v judge.Verdict, roster rendezvous.Roster, checks []string, peers 
 			}
 			r, ok := peers[c][n]
 			if !ok {
-				r = Verdict{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
+				r = benchmarks.PeerVerdict{Check: c, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonUndecided,
 					Message: "no report of " + c + " from this node reached the coordinator"}
 			}
 			r.Check = c
@@ -69,8 +54,8 @@ func outcomes(v judge.Verdict, roster rendezvous.Roster, checks []string, peers 
 // outcomeOf is one node's outcome under one check: fail for a culprit of
 // that check, unknown for a node the measurements could not tell, else
 // pass. The message says what the job saw, absent nodes included.
-func outcomeOf(v judge.Verdict, node, check string) Verdict {
-	out := Verdict{Check: check}
+func outcomeOf(v judge.Verdict, node, check string) benchmarks.PeerVerdict {
+	out := benchmarks.PeerVerdict{Check: check}
 	var texts []string
 	for _, c := range v.CulpritsOf(node) {
 		if c.Check != check {
@@ -111,13 +96,13 @@ func outcomeOf(v judge.Verdict, node, check string) Verdict {
 		out.Message = strings.Join(append(texts, notes...), "; ")
 		return out
 	case slices.Contains(v.Busy, node):
-		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonEndpointBusy
+		out.Status, out.Reason = benchmarks.StatusUnknown, benchmarks.ReasonEndpointBusy
 		notes = append([]string{"a peer found this node's measurement endpoint full of connections that were not the job's (another process on its port): links not measured"}, notes...)
 	case slices.Contains(v.Unknown, node):
-		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonUndecided
+		out.Status, out.Reason = benchmarks.StatusUnknown, benchmarks.ReasonUndecided
 		notes = append([]string{"the links could not tell"}, notes...)
 	case check == Bandwidth && v.JobBytesPerSec == 0:
-		out.Status, out.Reason = benchmarks.StatusUnknown, ReasonUndecided
+		out.Status, out.Reason = benchmarks.StatusUnknown, benchmarks.ReasonUndecided
 		notes = append([]string{"no throughput was measured"}, notes...)
 	default:
 		out.Status = benchmarks.StatusPass
@@ -169,7 +154,7 @@ func (p Phase) results(o nodeOutcome, mine nodeReport) []benchmarks.Result {
 		if _, ok := lookupCollective(c); ok {
 			continue
 		}
-		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: ReasonUndecided,
+		r := benchmarks.Result{Check: c, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonUndecided,
 			Message: "no outcome for " + c + " from the coordinator"}
 		for _, v := range o.Results {
 			if v.Check == c {

@@ -49,9 +49,9 @@ type Phase struct {
 	// v, which holds the vendor's library defaults; nil leaves the defaults.
 	Libraries func(check string) func(v any) error
 	// Devices are the job's devices on this node (nil: all), for a
-	// Collective.
+	// benchmarks.CollectiveCheck.
 	Devices []int
-	// Timeouts bound a Collective's own part by check name (none: the
+	// Timeouts bound a benchmarks.CollectiveCheck's own part by check name (none: the
 	// phase's deadline).
 	Timeouts map[string]time.Duration
 	// Dial connects to a peer's endpoint; nil means TCP from Addrs[Self].
@@ -130,9 +130,9 @@ type setupError struct{ error }
 
 func reasonOf(err error) string {
 	if _, ok := err.(setupError); ok {
-		return ReasonSetup
+		return benchmarks.ReasonSetup
 	}
-	return ReasonNoMeeting
+	return benchmarks.ReasonNoMeeting
 }
 
 // all gives every check the same outcome.
@@ -237,8 +237,8 @@ func (p Phase) run(ctx context.Context, start time.Time) (Outcome, error) {
 // directions of its links, and, in round one, its facts for the
 // PeerChecks (check → report).
 type nodeReport struct {
-	Measurements []judge.Measurement `json:"measurements,omitempty"`
-	Peers        map[string]Report       `json:"peers,omitempty"`
+	Measurements []judge.Measurement              `json:"measurements,omitempty"`
+	Peers        map[string]benchmarks.PeerReport `json:"peers,omitempty"`
 	// Failing are the node's failed local checks (round one only).
 	Failing []string `json:"failing,omitempty"`
 }
@@ -258,7 +258,7 @@ func (p Phase) judge(ctx context.Context, s *rendezvous.Session, mine nodeReport
 	}
 	in := judge.Input{Nodes: all, Absent: roster.Absent(), Options: judge.Options{SlowFraction: p.Bandwidth.SlowFraction}}
 	var v judge.Verdict
-	var reports map[string]map[string]Report
+	var reports map[string]map[string]benchmarks.PeerReport
 	var failing map[string][]string
 	if s.Coordinator() {
 		in.Measurements, reports = collect(got, p.Log)
@@ -328,9 +328,9 @@ func gatherCtx(ctx context.Context, coordinator bool, margin time.Duration) (con
 // collect decodes the gathered reports: the measurements, and the
 // PeerChecks' reports (check → node → report). A node's payload that does
 // not decode is logged and left out.
-func collect(got map[string][]byte, log logrus.FieldLogger) ([]judge.Measurement, map[string]map[string]Report) {
+func collect(got map[string][]byte, log logrus.FieldLogger) ([]judge.Measurement, map[string]map[string]benchmarks.PeerReport) {
 	var all []judge.Measurement
-	peers := map[string]map[string]Report{}
+	peers := map[string]map[string]benchmarks.PeerReport{}
 	for node, b := range got {
 		var r nodeReport
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -344,7 +344,7 @@ func collect(got map[string][]byte, log logrus.FieldLogger) ([]judge.Measurement
 		}
 		for c, rep := range r.Peers {
 			if peers[c] == nil {
-				peers[c] = map[string]Report{}
+				peers[c] = map[string]benchmarks.PeerReport{}
 			}
 			peers[c][node] = rep
 		}
@@ -371,7 +371,7 @@ func localFailures(got map[string][]byte) map[string][]string {
 // jobFailing is, per check, every node of the job that fails it: the local
 // failures the nodes reported, the culprits of the links (absent ones
 // included: they fail themselves), and the PeerChecks' fails. Sorted.
-func jobFailing(local map[string][]string, v judge.Verdict, peers map[string]map[string]Verdict) map[string][]string {
+func jobFailing(local map[string][]string, v judge.Verdict, peers map[string]map[string]benchmarks.PeerVerdict) map[string][]string {
 	out := map[string][]string{}
 	add := func(check, node string) {
 		if !slices.Contains(out[check], node) {

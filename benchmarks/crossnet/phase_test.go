@@ -176,12 +176,12 @@ func TestPhaseCoordinatorAbsent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, r := range p.RunJob(ctx).Results {
-		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonNoMeeting {
+		if r.Status != benchmarks.StatusUnknown || r.Reason != benchmarks.ReasonNoMeeting {
 			t.Errorf("%+v", r)
 		}
 	}
 	p.Addrs = map[string]string{}
-	if r := p.RunJob(ctx).Results; r[0].Reason != ReasonSetup {
+	if r := p.RunJob(ctx).Results; r[0].Reason != benchmarks.ReasonSetup {
 		t.Errorf("no address: %+v", r[0])
 	}
 }

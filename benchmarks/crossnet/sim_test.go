@@ -211,7 +211,7 @@ func checkOutcomes(t testing.TB, names []string, dead string, out [][]benchmarks
 			}
 		}
 		for _, r := range out[i] {
-			if r.Reason == ReasonNoMeeting || r.Reason == ReasonSetup || strings.HasPrefix(r.Message, "no outcome") {
+			if r.Reason == benchmarks.ReasonNoMeeting || r.Reason == benchmarks.ReasonSetup || strings.HasPrefix(r.Message, "no outcome") {
 				t.Errorf("%s %s: no outcome: %s", n, r.Check, r.Message)
 			}
 		}

@@ -44,7 +44,7 @@ const NeedsJobNodesMessage = "needs the job's other nodes: runs in the prolog's 
 // all-reduce (nccl-allreduce-multinode, hccl-allreduce-multinode): a
 // performance check, isolated, off by default (alone on one node it can
 // only say that it needs the others), run only by the prolog's cross-node
-// phase (crossnet.Collective); run alone it says that it needs the job's
+// phase (a benchmarks.CollectiveCheck); run alone it says that it needs the job's
 // other nodes. The vendor's check embeds it and adds the phase's hooks.
 type MultinodeCheck struct{ desc benchmarks.Descriptor }
 

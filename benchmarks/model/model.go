@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,8 +60,14 @@ type check struct {
 
 func newCheck(name, model, unit, desc string, defaults func() Settings, scope benchmarks.Scope) *check {
 	c := &check{model: model, unit: unit, defaults: defaults}
+	rs := reasons
+	if scope == benchmarks.ScopeCrossNode {
+		// The phase gives these when it cannot run the check across the
+		// nodes (no meeting, outside the prolog, ...).
+		rs = slices.Concat(reasons, benchmarks.CrossNodeReasons())
+	}
 	c.spec = benchmarks.Descriptor{Name: name, Kind: benchmarks.KindPerf, Vendor: benchmarks.VendorNone, Scope: scope,
-		Description: desc, Reasons: reasons, Settings: func() any { s := defaults(); return &s }}
+		Description: desc, Reasons: rs, Settings: func() any { s := defaults(); return &s }}
 	return c
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 )
 
 // RDMAPeersName is rdma-peers: the job's nodes compare their RDMA fabric
@@ -17,7 +16,7 @@ import (
 // RDMARateBelowPeers).
 const RDMAPeersName = "rdma-peers"
 
-// rdmaPeers is rdma-peers, a crossnet.PeerCheck. It publishes no settings:
+// rdmaPeers is rdma-peers, a benchmarks.PeerCheck. It publishes no settings:
 // the summary is read under [checks.rdma] root, the one key that names it.
 type rdmaPeers struct{}
 
@@ -28,12 +27,12 @@ func (rdmaPeers) Spec() benchmarks.Descriptor {
 	return benchmarks.Descriptor{Name: RDMAPeersName, Kind: benchmarks.KindHealth, Vendor: benchmarks.VendorNone, Scope: benchmarks.ScopeCrossNode, Default: true,
 		Description: "RDMA ports, rates and GPUDirect RDMA against the job's other nodes (prolog, across nodes)",
 		Reasons: append([]string{ReasonGDRMissing, ReasonRDMAPortsBelowPeers, ReasonRDMARateBelowPeers, ReasonRDMAUnreadable},
-			crossnet.PhaseReasons()...)}
+			benchmarks.CrossNodeReasons()...)}
 }
 
 // Run is what the check does on its own, outside the phase: unknown.
 func (rdmaPeers) Run(context.Context, *benchmarks.Env) benchmarks.Result {
-	return benchmarks.Result{Check: RDMAPeersName, Status: benchmarks.StatusUnknown, Reason: crossnet.ReasonOutsideProlog,
+	return benchmarks.Result{Check: RDMAPeersName, Status: benchmarks.StatusUnknown, Reason: benchmarks.ReasonOutsideProlog,
 		Message: RDMAPeersName + " runs only in the prolog's cross-node phase, with the job's other nodes", Attempts: 1}
 }
 
@@ -50,7 +49,7 @@ func (rdmaPeers) Read(settings func(check string) func(v any) error) (json.RawMe
 // node it names fails with the first finding's reason (all of them in the
 // message), a node whose summary could not be read is unknown
 // (RDMAUnreadable), the others pass.
-func (rdmaPeers) Judge(reports map[string]crossnet.Report, absent []string) map[string]crossnet.Verdict {
+func (rdmaPeers) Judge(reports map[string]benchmarks.PeerReport, absent []string) map[string]benchmarks.PeerVerdict {
 	sums := map[string]RDMASummary{}
 	bad := map[string]string{}
 	gdr := 0
@@ -76,9 +75,9 @@ func (rdmaPeers) Judge(reports map[string]crossnet.Report, absent []string) map[
 	if len(absent) > 0 {
 		note = "; absent (their prologs never met): " + strings.Join(absent, ",")
 	}
-	out := map[string]crossnet.Verdict{}
+	out := map[string]benchmarks.PeerVerdict{}
 	for n := range reports {
-		v := crossnet.Verdict{Check: RDMAPeersName, Status: benchmarks.StatusPass,
+		v := benchmarks.PeerVerdict{Check: RDMAPeersName, Status: benchmarks.StatusPass,
 			Message: fmt.Sprintf("RDMA in line with the job's %d nodes compared (%d with GPUDirect RDMA)", len(sums), gdr)}
 		if why, ok := bad[n]; ok {
 			v.Status, v.Reason, v.Message = benchmarks.StatusUnknown, ReasonRDMAUnreadable, "RDMA summary not read: "+why

@@ -17,12 +17,12 @@ import (
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 )
 
-func summaryReport(t *testing.T, s RDMASummary) crossnet.Report {
+func summaryReport(t *testing.T, s RDMASummary) benchmarks.PeerReport {
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return crossnet.Report{Payload: b}
+	return benchmarks.PeerReport{Payload: b}
 }
 
 func TestRDMAPeersJudge(t *testing.T) {
@@ -30,19 +30,19 @@ func TestRDMAPeersJudge(t *testing.T) {
 	noGDR, down := ib, ib
 	noGDR.GDR, noGDR.GDRModule = false, ""
 	down.ActivePorts = 7
-	rep := func(s RDMASummary) crossnet.Report { return summaryReport(t, s) }
+	rep := func(s RDMASummary) benchmarks.PeerReport { return summaryReport(t, s) }
 	tests := []struct {
 		name    string
-		reports map[string]crossnet.Report
+		reports map[string]benchmarks.PeerReport
 		want    map[string]string // node → "status reason"
 	}{
-		{"all alike", map[string]crossnet.Report{"n1": rep(ib), "n2": rep(ib), "n3": rep(ib)},
+		{"all alike", map[string]benchmarks.PeerReport{"n1": rep(ib), "n2": rep(ib), "n3": rep(ib)},
 			map[string]string{"n1": "pass ", "n2": "pass ", "n3": "pass "}},
-		{"GDR on some nodes only (the seed case)", map[string]crossnet.Report{"n1": rep(ib), "n2": rep(noGDR), "n3": rep(ib), "n4": rep(ib)},
+		{"GDR on some nodes only (the seed case)", map[string]benchmarks.PeerReport{"n1": rep(ib), "n2": rep(noGDR), "n3": rep(ib), "n4": rep(ib)},
 			map[string]string{"n1": "pass ", "n2": "fail GPUDirectRDMAMissing", "n3": "pass ", "n4": "pass "}},
-		{"most nodes without GDR: nobody named", map[string]crossnet.Report{"n1": rep(ib), "n2": rep(noGDR), "n3": rep(noGDR)},
+		{"most nodes without GDR: nobody named", map[string]benchmarks.PeerReport{"n1": rep(ib), "n2": rep(noGDR), "n3": rep(noGDR)},
 			map[string]string{"n1": "pass ", "n2": "pass ", "n3": "pass "}},
-		{"a port down, a summary unread, one garbled", map[string]crossnet.Report{"n1": rep(ib), "n2": rep(down), "n3": rep(ib),
+		{"a port down, a summary unread, one garbled", map[string]benchmarks.PeerReport{"n1": rep(ib), "n2": rep(down), "n3": rep(ib),
 			"n4": {Error: "open /sys/class/infiniband: permission denied"}, "n5": {Payload: json.RawMessage(`[1]`)}},
 			map[string]string{"n1": "pass ", "n2": "fail RDMAPortsBelowPeers", "n3": "pass ", "n4": "unknown RDMAUnreadable", "n5": "unknown RDMAUnreadable"}},
 	}
@@ -132,10 +132,10 @@ func TestRDMAPeersRegistered(t *testing.T) {
 		c.Spec().Vendor != benchmarks.VendorNone {
 		t.Fatalf("%s: registered %v, or not a vendor-neutral cross-node health fact in the default suite", RDMAPeersName, ok)
 	}
-	if _, isPeer := c.(crossnet.PeerCheck); !isPeer {
-		t.Error("rdma-peers is not a crossnet.PeerCheck")
+	if _, isPeer := c.(benchmarks.PeerCheck); !isPeer {
+		t.Error("rdma-peers is not a benchmarks.PeerCheck")
 	}
-	if r := c.Run(context.Background(), &benchmarks.Env{}); r.Status != benchmarks.StatusUnknown || r.Reason != crossnet.ReasonOutsideProlog {
+	if r := c.Run(context.Background(), &benchmarks.Env{}); r.Status != benchmarks.StatusUnknown || r.Reason != benchmarks.ReasonOutsideProlog {
 		t.Errorf("alone: %+v", r)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
-	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/benchmarks/device"
 	"github.com/vigil-hpc/vigil/benchmarks/internal/devcheck"
 	"github.com/vigil-hpc/vigil/cgo/nccl"
@@ -63,7 +62,7 @@ var shippedMultinode = &multinode{MultinodeCheck: device.NewMultinodeCheck(bench
 	Description: "NCCL all-reduce bus bandwidth over all GPUs of all the job's nodes, verified",
 	Settings:    func() any { return defaultMultinodeSettings() },
 	// Its own reasons, the vendor's and the cross-node phase's.
-	Reasons: slices.Concat([]string{ReasonNCCLError}, device.MultinodeReasons(), nvidia.Reasons, crossnet.PhaseReasons()),
+	Reasons: slices.Concat([]string{ReasonNCCLError}, device.MultinodeReasons(), nvidia.Reasons, benchmarks.CrossNodeReasons()),
 }), open: OpenCUDA}
 
 func init() { benchmarks.Register(shippedMultinode) }
@@ -299,5 +298,5 @@ func evaluateMultinode(t *devcheck.Tally, s *multinodeSettings, in device.Multin
 	return bus
 }
 
-// The phase drives the check through crossnet.Collective.
-var _ crossnet.Collective = (*multinode)(nil)
+// The cross-node phase drives the check as a benchmarks.CollectiveCheck.
+var _ benchmarks.CollectiveCheck = (*multinode)(nil)

@@ -28,9 +28,16 @@ var layers = []struct {
 
 // apart are pairs of packages (prefixes) of one layer that must not import
 // each other in either direction: each vendor's checks stand on the
-// vendor-neutral device code, never on the other vendor's.
+// vendor-neutral device code, never on the other vendor's; and a check
+// that spans the job's nodes says so in its Descriptor (Scope
+// ScopeCrossNode, benchmarks.CollectiveCheck or PeerCheck), never by
+// importing the cross-node phase, which finds it in the registry.
 var apart = [][2]string{
 	{"benchmarks/nvidia", "benchmarks/ascend"},
+	{"benchmarks/nvidia", "benchmarks/crossnet"},
+	{"benchmarks/ascend", "benchmarks/crossnet"},
+	{"benchmarks/node", "benchmarks/crossnet"},
+	{"benchmarks/device", "benchmarks/crossnet"},
 }
 
 // testOnly are packages that exist for tests (the throwaway Slurm cluster)
