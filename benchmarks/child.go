@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,9 +27,11 @@ const ChildArg = "__run-check"
 var InChild bool
 
 // childSpec is what the parent sends the child on stdin. The child gets
-// the config document the parent already parsed and validated (Config,
-// named ConfigName in errors), never a path to read again: parent and
-// child decode the same settings. An empty ConfigName means defaults.
+// the sections of its checks ([checks.NAME], their vendors' [vendor.X])
+// of the document the parent already parsed and validated (Config, named
+// ConfigName in errors), never a path to read again nor the rest of the
+// file: parent and child decode the same settings. An empty ConfigName
+// means defaults.
 type childSpec struct {
 	Checks     []string         `json:"checks"`
 	ConfigName string           `json:"config_name,omitempty"`
@@ -192,7 +195,18 @@ func (r *CheckRunner) childSpec(names []string) (childSpec, error) {
 		return spec, err
 	}
 	if f != nil {
-		spec.ConfigName, spec.Config = f.Name, string(f.Source())
+		sections := make([]string, 0, 2*len(names))
+		for _, n := range names {
+			sections = append(sections, "checks."+n)
+			if c, ok := Lookup(n); ok && Describe(c).Vendor != VendorNone {
+				sections = append(sections, VendorSection+"."+string(Describe(c).Vendor))
+			}
+		}
+		sub, err := f.Subset(slices.Compact(slices.Sorted(slices.Values(sections)))...)
+		if err != nil {
+			return spec, err
+		}
+		spec.ConfigName, spec.Config = f.Name+" (its checks' sections)", sub
 	}
 	return spec, nil
 }

@@ -403,3 +403,56 @@ func normKey(s string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// Subset returns the TOML text of the given sections of f (dotted table
+// names: "checks.gemm", "vendor"), the ones f holds, and nothing else: what
+// a checker child needs of a document its parent already parsed and
+// validated, without the rest of the file.
+func (f *File) Subset(sections ...string) (string, error) {
+	out := map[string]any{}
+	for _, s := range sections {
+		path := strings.Split(s, ".")
+		var v map[string]any
+		f.mu.Lock()
+		level, ok := f.top, true
+		for i, p := range path {
+			prim, has := level[p]
+			if !has {
+				ok = false
+				break
+			}
+			if i == len(path)-1 {
+				if err := f.md.PrimitiveDecode(prim, &v); err != nil {
+					f.mu.Unlock()
+					return "", f.decodeErr(s, err)
+				}
+				break
+			}
+			next := map[string]toml.Primitive{}
+			if err := f.md.PrimitiveDecode(prim, &next); err != nil {
+				f.mu.Unlock()
+				return "", f.decodeErr(strings.Join(path[:i+1], "."), err)
+			}
+			level = next
+		}
+		f.mu.Unlock()
+		if !ok {
+			continue
+		}
+		m := out
+		for _, p := range path[:len(path)-1] {
+			sub, _ := m[p].(map[string]any)
+			if sub == nil {
+				sub = map[string]any{}
+				m[p] = sub
+			}
+			m = sub
+		}
+		m[path[len(path)-1]] = v
+	}
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(out); err != nil {
+		return "", fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return b.String(), nil
+}
