@@ -85,6 +85,7 @@ type hostTrack struct {
 	util     []utilPoint   // the devices' readings of the last window, for the straggler rule
 	ranks    map[int]*rankProgress
 	steps    stepTrack // the pace of the progress lines attributed to it, for the straggler rule
+	held     heldTrack // its processes stopped or throttled, for the straggler rule
 }
 
 type rankProgress struct{ epoch, step, interval int64 }
@@ -166,6 +167,7 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if e.roundHost(j, s) {
 		j.round = s.Time
 	}
+	h.held.observe(s, e.c.Window)
 	if p, ok := newUtilPoint(s); ok && !s.HasMissing("accel") {
 		h.util = append(h.util, p)
 	}
@@ -497,6 +499,7 @@ func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 		l := newHostLoad(name, h.util)
 		h.slowest(&l)
 		h.steps.fill(&l, j.last, e.c.Window)
+		h.held.fill(&l)
 		loads = append(loads, l)
 	}
 	named := map[string]bool{}

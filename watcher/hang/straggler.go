@@ -203,6 +203,16 @@ type HostLoad struct {
 	// window, from the progress lines attributed to the host; nil when
 	// its lines do not show one.
 	Steps *stepPace
+	// HeldSamples is how many readings of the job's processes the host
+	// gave over the window (with or without devices); of them, Stopped
+	// found some stopped (state T) and Throttled found its job cgroups
+	// throttled by their CPU quota (StragglerThrottledShare), the first
+	// of either at HeldSince (zero: none).
+	HeldSamples, Stopped, Throttled int
+	HeldSince                       time.Time
+	// stoppedSpan is how many readings there are from the first that
+	// found some stopped on.
+	stoppedSpan int
 }
 
 // Stragglers names the hosts of a progressing job that hold the others
@@ -218,6 +228,10 @@ type HostLoad struct {
 //   - LowPowerWhileBusy: mean device utilisation at least c.HighUtil, like
 //     the median of the others', and mean device power below
 //     StragglerPowerShare of the others' median;
+//   - StoppedOrThrottled: the host's job processes stopped or its job
+//     cgroups throttled by their CPU quota in StragglerHeldShare of its
+//     readings while the others' median share is at most
+//     StragglerPeersHeldShare (stoppedOrThrottled);
 //   - SlowSteps: the slowest rank of the host's own progress lines takes
 //     StragglerStepRatio times its peers' median seconds per step or more
 //     over the last half window, beyond StragglerStepMADs of their spread,
@@ -262,6 +276,7 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 	enough := func(n int) bool { return float64(n) >= c.MinCoverage*expected }
 	out = append(out, throttledWhilePeersNot(covered, enough, named, c, mk)...)
 	out = append(out, lowPowerWhileBusy(covered, enough, named, c, mk)...)
+	out = append(out, stoppedOrThrottled(ls, enough, named, c, mk)...)
 	out = append(out, slowSteps(t, ls, named, c, mk)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out

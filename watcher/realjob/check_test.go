@@ -24,6 +24,10 @@ type observed struct {
 	culprits []int
 	event    string // the digest's event: "digest" (a hang) or "failed"
 	hint     string
+	// stragglers are the nodes named by the watchers' straggler events,
+	// sorted; straggler is the first such event.
+	stragglers []int
+	straggler  *event
 }
 
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
@@ -33,7 +37,17 @@ func observe(j *job, state string, hooks []notifytest.Hook) observed {
 			e := e
 			o.verdict = &e
 		}
+		if e.Event == "straggler" {
+			if n := slices.Index(j.hosts, e.Host); !slices.Contains(o.stragglers, n) {
+				o.stragglers = append(o.stragglers, n)
+			}
+			if o.straggler == nil || e.Time.Before(o.straggler.Time) {
+				e := e
+				o.straggler = &e
+			}
+		}
 	}
+	slices.Sort(o.stragglers)
 	for _, h := range hooks {
 		dg, _ := h.Body["digest"].(map[string]any)
 		if dg == nil {
@@ -61,9 +75,12 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	if faulted {
 		measure = "fault→verdict " + since(at, o.verdict != nil, func() time.Time { return o.verdict.Time }) +
 			", fault→digest " + since(at, len(o.digest) > 0, func() time.Time { return o.digest[0].At })
+		if o.straggler != nil {
+			measure += ", fault→straggler " + since(at, true, func() time.Time { return o.straggler.Time }) + " (" + o.straggler.Reason + ")"
+		}
 	}
-	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v cause %q culprits %v",
-		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.cause, o.culprits)
+	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v cause %q culprits %v stragglers %v",
+		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.cause, o.culprits, o.stragglers)
 	defer func() {
 		if t.Failed() {
 			dump(t, c, j)
@@ -93,6 +110,12 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	}
 	if took := o.digestAfter(at); w.within > 0 && faulted && len(o.digest) > 0 && took > w.within {
 		t.Errorf("the digest came %.1fs after the fault, want within %v", took.Seconds(), w.within)
+	}
+	if !slices.Equal(o.stragglers, w.straggler) {
+		t.Errorf("straggler events name nodes %v (of %v), want %v", o.stragglers, j.hosts, w.straggler)
+	}
+	if o.straggler != nil && w.within > 0 && faulted && len(w.straggler) > 0 && o.straggler.Time.Sub(at) > w.within {
+		t.Errorf("the straggler event came %.1fs after the fault, want within %v", o.straggler.Time.Sub(at).Seconds(), w.within)
 	}
 	if w.hintNot != "" && strings.Contains(o.hint, w.hintNot) {
 		t.Errorf("the digest's hint %q says %q", o.hint, w.hintNot)

@@ -42,7 +42,11 @@ type outcome struct {
 	culprits []int
 	output   string // in the job's output (PyTorch's, gloo's or the launcher's own words)
 	hintNot  string // words the digest's hint must not hold
-	// within bounds the time from the fault to the digest's webhook.
+	// straggler: the nodes the watchers' straggler events name (none for
+	// every other row).
+	straggler []int
+	// within bounds the time from the fault to the digest's webhook, or,
+	// for a straggler, to its event.
 	within time.Duration
 	gap    string // known gap (docs/testing.md), "" when the answer is right
 }
@@ -76,10 +80,20 @@ var watchConfig = fmt.Sprintf("[watch]\npulse_floor = %q\npulse_beats = %d\n", w
 // ends the job when its peers' gloo fails; a hang is the pulse's (40 s
 // after the last line, the line up to a poll before the fault) with the
 // confirmation of a round and slack for a loaded 2-core machine.
+//
+// A straggler is named once its host's readings cover the window
+// (min_coverage of the 2-minute window: 110 s of readings at 10 s since
+// the watchers started) and a quarter of them, three at least, caught its
+// rank stopped: by the time the window holds only readings of the duty
+// cycle (2 minutes and a round after it began) at the latest, with a
+// minute of slack for a loaded 2-core machine (measured: 37 to 132 s).
 const (
 	killedWithin = 30 * time.Second
 	failedWithin = 60 * time.Second
 	hungWithin   = 90 * time.Second
+	// stragglerWithin bounds the time from the start of a rank's duty
+	// cycle to its straggler event.
+	stragglerWithin = 180 * time.Second
 )
 
 // faults: one job per row, all at once on one cluster of 3 nodes per job.
@@ -96,6 +110,8 @@ var faults = []fault{
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "data-stall", culprits: []int{1}, within: hungWithin}},
 	{name: "g-frozen", launch: "srun", per: 1, args: "", window: faultWindow, node: 1, freeze: true,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "rank-failed", culprits: []int{1}, hintNot: "input file system", within: hungWithin}},
+	{name: "h-slow", launch: "srun", per: 1, args: "--fault slow --fault-step 150 --pause 240 --stop-share 0.6", window: healthyWindow, node: 1,
+		want: outcome{state: "RUNNING", straggler: []int{1}, output: "initialised gloo", within: stragglerWithin}},
 	{name: "f-checkpoint", launch: "torchrun", per: 1, args: "--fault ckpt --fault-step 150 --pause 90 --steps 250", window: healthyWindow, node: 0,
 		want: outcome{state: "COMPLETED", output: "checkpoint saved in 90s"}},
 	{name: "f-eval", launch: "srun", per: 1, args: "--fault eval --fault-step 150 --pause 150 --steps 250", window: healthyWindow, node: 0,

@@ -86,12 +86,13 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	var hung, digests int
 	var cause string
 	var failed bool
-	var culprits []int
+	var culprits, stragglers []int
 	var detection *hang.Detection
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var e struct {
 			Event    string `json:"event"`
+			Host     string `json:"host"`
 			Cause    string `json:"cause"`
 			Culprits []struct {
 				Host string `json:"host"`
@@ -102,6 +103,10 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 			continue
 		}
 		switch e.Event {
+		case "straggler":
+			if n := slices.Index(m.Hosts, e.Host); !slices.Contains(stragglers, n) {
+				stragglers = append(stragglers, n)
+			}
 		case "hung":
 			hung++
 		case "digest", "failed":
@@ -118,9 +123,12 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 		}
 	}
 	w := f.want
-	t.Logf("PyTorch %s, Slurm %s: %d verdicts (hung events, hang digests), %d digests, cause %q, culprits %v", m.Torch, m.Slurm, hung, digests, cause, culprits)
+	t.Logf("PyTorch %s, Slurm %s: %d verdicts (hung events, hang digests), %d digests, cause %q, culprits %v, stragglers %v", m.Torch, m.Slurm, hung, digests, cause, culprits, stragglers)
 	if (hung > 0) != w.verdict || (digests > 0) != w.digest {
 		t.Errorf("replay: %d hung events and %d digests, want verdict %v digest %v", hung, digests, w.verdict, w.digest)
+	}
+	if slices.Sort(stragglers); !slices.Equal(stragglers, w.straggler) {
+		t.Errorf("replay: straggler events name nodes %v, want %v", stragglers, w.straggler)
 	}
 	if w.digest && failed != w.failed {
 		t.Errorf("replay digest of a failed job %v, want %v", failed, w.failed)

@@ -149,6 +149,7 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 	}
 	out.CgroupIO = s.cgroupIO(&miss)
 	out.IOPressure = s.pressure(&miss)
+	out.CPUThrottledUsec = s.cpuThrottled()
 	out.Accel = s.accelerators(now, &miss)
 	out.Missing = miss.done()
 	return out

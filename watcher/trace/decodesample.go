@@ -62,6 +62,8 @@ func (d *decoder) sampleField(s *Sample, key []byte, seen *seenFields) error {
 		s.ProcsD, err = d.int()
 	case "procs_t":
 		s.ProcsT, err = d.int()
+	case "cpu_throttled_usec":
+		s.CPUThrottledUsec, err = d.uint()
 	case "accel":
 		err = d.accels(s)
 	case "missing":

@@ -8,7 +8,7 @@
 // Counters (io, cpu_usec) are cumulative over the job's current processes on
 // the host, so they can drop when a process exits. Optional fields: "missing"
 // (what could not be read for this sample), "cgroup_io", "io_pressure",
-// "procs_t" (omitted when 0), and per device "sm_clock_mhz",
+// "procs_t" and "cpu_throttled_usec" (omitted when 0), and per device "sm_clock_mhz",
 // "sm_clock_max_mhz" and "throttle" (omitted when 0: not read, or no reason).
 // A second kind of record carries a matched line of the job's output or of
 // the kernel log, so that a replay sees the evidence the live watcher saw:
@@ -140,8 +140,13 @@ type Sample struct {
 	// ProcsT is how many of the job's processes are stopped or traced
 	// (state T or t: SIGSTOP, job control, a debugger); 0 is not written,
 	// and traces without it read 0.
-	ProcsT int     `json:"procs_t,omitempty"`
-	Accel  []Accel `json:"accel"` // one reading per accelerator of the job; empty without accelerators
+	ProcsT int `json:"procs_t,omitempty"`
+	// CPUThrottledUsec is the cumulative time the job's cgroups were held
+	// back by their CPU quota (v2 cpu.stat throttled_usec, v1 cpu.stat
+	// throttled_time), microseconds; 0 is not written, and traces without
+	// it read 0.
+	CPUThrottledUsec uint64  `json:"cpu_throttled_usec,omitempty"`
+	Accel            []Accel `json:"accel"` // one reading per accelerator of the job; empty without accelerators
 	// Missing names what could not be read for this sample. Conventions:
 	// "io" (no process's I/O could be read), "io:PID" (one process's),
 	// "io:+N" (N more not listed), "stat:PID", "cpu", "accel", "accel:ID",

@@ -39,12 +39,12 @@ func TestIssueExampleLine(t *testing.T) {
 // reasons are written only when set, read back, and read as 0 from lines
 // without them.
 func TestOptionalFields(t *testing.T) {
-	const line = `{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu01","job":"1234","io":{"rchar":0,"wchar":0,"read_bytes":0,"write_bytes":0},"cpu_usec":0,"procs":12,"procs_d":0,"procs_t":11,"accel":[{"id":"0","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_mhz":1110,"sm_clock_max_mhz":1980,"throttle":136},{"id":"1","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_max_mhz":1980}]}`
+	const line = `{"v":1,"time":"2026-11-29T10:00:00Z","host":"gpu01","job":"1234","io":{"rchar":0,"wchar":0,"read_bytes":0,"write_bytes":0},"cpu_usec":0,"procs":12,"procs_d":0,"procs_t":11,"cpu_throttled_usec":4200000,"accel":[{"id":"0","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_mhz":1110,"sm_clock_max_mhz":1980,"throttle":136},{"id":"1","util":97,"mem_used_mib":70312,"power_w":612.5,"sm_clock_max_mhz":1980}]}`
 	s, err := NewReader(strings.NewReader(line)).Next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sample{V: 1, Time: t0, Host: "gpu01", Job: "1234", Procs: 12, ProcsT: 11, Accel: []Accel{
+	want := Sample{V: 1, Time: t0, Host: "gpu01", Job: "1234", Procs: 12, ProcsT: 11, CPUThrottledUsec: 4200000, Accel: []Accel{
 		{ID: "0", Util: 97, MemUsedMiB: 70312, PowerW: 612.5, SMClockMHz: 1110, SMClockMaxMHz: 1980, Throttle: ThrottleHwSlowdown | ThrottleHwPowerBrakeSlowdown},
 		{ID: "1", Util: 97, MemUsedMiB: 70312, PowerW: 612.5, SMClockMaxMHz: 1980}}}
 	if !reflect.DeepEqual(s, want) {
@@ -77,6 +77,9 @@ func randSample(r *rand.Rand, i int) Sample {
 		Procs:   r.Intn(2000),
 		ProcsD:  r.Intn(3),
 		ProcsT:  r.Intn(3) / 2,
+	}
+	if r.Intn(2) == 0 {
+		s.CPUThrottledUsec = r.Uint64() >> 2
 	}
 	for d := 0; d < r.Intn(9); d++ {
 		a := Accel{ID: fmt.Sprint(d), Util: float64(r.Intn(101)), MemUsedMiB: r.Float64() * 80000, PowerW: r.Float64() * 700}

@@ -66,6 +66,10 @@ func AppendSample(b []byte, s *Sample) []byte {
 		b = append(b, `,"procs_t":`...)
 		b = strconv.AppendInt(b, int64(s.ProcsT), 10)
 	}
+	if s.CPUThrottledUsec != 0 {
+		b = append(b, `,"cpu_throttled_usec":`...)
+		b = strconv.AppendUint(b, s.CPUThrottledUsec, 10)
+	}
 	b = appendAccels(b, s.Accel)
 	if len(s.Missing) > 0 {
 		b = append(b, `,"missing":[`...)

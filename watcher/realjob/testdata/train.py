@@ -20,6 +20,10 @@ One fault per run (--fault, on --fault-rank at --fault-step):
   ckpt    rank 0 spends --pause seconds saving a checkpoint (healthy)
   eval    every rank evaluates for --pause seconds, reading its validation
           set and printing nothing (healthy)
+  slow    a child of the rank stops it (SIGSTOP) for --stop-share of every
+          1.5 to 2.5 s and lets it go on (SIGCONT) for the rest, for --pause
+          seconds: the rank, and its peers waiting for it, run 2-3 times
+          slower (a straggler, no hang)
   none    (the network fault, the freezer's, are injected from outside)
 Before a fault the rank writes the time to $FAULT_DIR/fault (epoch seconds).
 Each rank writes its process id to $FAULT_DIR/pid-RANK once gloo is up (the
@@ -79,10 +83,11 @@ def main():
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--ckpt-every", type=int, default=100)
     p.add_argument("--step-sleep", type=float, default=0.05, help="seconds of 'data loading' per step")
-    p.add_argument("--fault", default="none", choices=["none", "kill", "stop", "desync", "data", "ckpt", "eval"])
+    p.add_argument("--fault", default="none", choices=["none", "kill", "stop", "desync", "data", "ckpt", "eval", "slow"])
     p.add_argument("--fault-rank", type=int, default=1)
     p.add_argument("--fault-step", type=int, default=150)
-    p.add_argument("--pause", type=float, default=90, help="seconds of the ckpt or eval phase")
+    p.add_argument("--pause", type=float, default=90, help="seconds of the ckpt or eval phase, or of the slow duty cycle")
+    p.add_argument("--stop-share", type=float, default=0.6, help="share of every 2 s the slow rank is stopped")
     p.add_argument("--data", default=".", help="directory of input shards shard-RANK-EPOCH (absent: synthetic)")
     p.add_argument("--ckpt", default="ckpt.pt")
     a = p.parse_args()
@@ -113,6 +118,9 @@ def main():
                     note_fault("data", rank)
                 with open(shard, "rb") as f:  # a FIFO nobody writes blocks here
                     f.read()
+        if faulty and step == a.fault_step and a.fault == "slow":
+            note_fault("slow", rank)
+            duty_cycle(a.pause, a.stop_share)
         if faulty and step == a.fault_step and a.fault in ("kill", "stop"):
             note_fault(a.fault, rank)
             os.kill(os.getpid(), signal.SIGKILL if a.fault == "kill" else signal.SIGSTOP)
@@ -148,6 +156,34 @@ def main():
         time.sleep(a.step_sleep)
     print("[rank%d]: done after %d steps" % (rank, a.steps), flush=True)
     dist.destroy_process_group()
+
+
+# DUTY is the duty cycle's own process: a fresh interpreter, not a fork of
+# the rank (a fork of a multi-threaded process may deadlock in the child).
+# Each cycle lasts 1.5 to 2.5 s, at random: a cycle of a length that divides
+# the watcher's period would show the sampler the same phase at every
+# reading (all stopped, or never).
+DUTY = """
+import os, random, signal, sys, time
+pid, end, share = int(sys.argv[1]), time.time() + float(sys.argv[2]), float(sys.argv[3])
+try:
+    while time.time() < end and os.getppid() == pid:
+        cycle = random.uniform(1.5, 2.5)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(share * cycle)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep((1 - share) * cycle)
+finally:
+    os.kill(pid, signal.SIGCONT)
+"""
+
+
+def duty_cycle(seconds, share):
+    """Starts a process that stops this one for share of every cycle (about
+    2 s) and lets it go on for the rest, for seconds; it lets it go on for
+    good before it exits."""
+    import subprocess
+    subprocess.Popen([sys.executable, "-c", DUTY, str(os.getpid()), str(seconds), str(share)])
 
 
 def save(model, path, seconds):
