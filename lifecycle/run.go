@@ -108,9 +108,11 @@ type run struct {
 }
 
 // runBudget is the part of the budget checks may use; the rest is kept
-// for draining and writing the report.
+// for killing a hung check's processes, draining and writing the report:
+// a fifth of it, at least 1 s (a loaded slurmctld answers scontrol in
+// hundreds of milliseconds) but never more than half, at most 15 s.
 func runBudget(total time.Duration) time.Duration {
-	reserve := min(total/5, 15*time.Second)
+	reserve := min(max(total/5, time.Second), total/2, 15*time.Second)
 	return total - reserve
 }
 

@@ -156,3 +156,19 @@ func TestReadValidationsLeavesOutBadRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestRunBudgetKeepsAReserve: checks get the budget less a reserve for
+// the kill, the drain and the report: a fifth, at least 1 s (never more
+// than half), at most 15 s.
+func TestRunBudgetKeepsAReserve(t *testing.T) {
+	for total, want := range map[time.Duration]time.Duration{
+		30 * time.Minute:        30*time.Minute - 15*time.Second,
+		time.Minute:             48 * time.Second,
+		3 * time.Second:         2 * time.Second,
+		1500 * time.Millisecond: 750 * time.Millisecond,
+	} {
+		if got := runBudget(total); got != want {
+			t.Errorf("runBudget(%v) = %v, want %v", total, got, want)
+		}
+	}
+}
