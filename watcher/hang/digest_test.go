@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -233,5 +234,26 @@ func TestDigestCauses(t *testing.T) {
 				t.Fatalf("job events %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestNoRevisionAfterTeardown: once Slurm says the step is cancelled, what
+// changes is the teardown, not the hang: the late fingerprint line that
+// would revise the digest (digest-different-progress-late) comes after a
+// cancel line and revises nothing.
+func TestNoRevisionAfterTeardown(t *testing.T) {
+	ss := slices.Clone(goldenTraces()["digest-different-progress-late"])
+	ss = append(ss, logAt("gpu01", 42, trace.StreamStderr, "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-29T10:42:00 ***"))
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time.Before(ss[j].Time) })
+	var got []string
+	for _, e := range replayJobEvents(t, ss) {
+		s := e.Event + " " + e.Cause
+		if !e.Revises.IsZero() {
+			s += " (revised)"
+		}
+		got = append(got, s)
+	}
+	if strings.Join(got, "; ") != "digest unknown" {
+		t.Fatalf("job events %q, want only the first digest", got)
 	}
 }

@@ -56,6 +56,7 @@ type jobTrack struct {
 	sent       sentDigest        // what that digest said
 	revised    bool              // it was revised once (at most one update per episode)
 	newest     time.Time         // the job's newest matched line
+	tornDown   bool              // Slurm said the job or a step is cancelled
 	recovered  bool              // a host recovered since it opened
 	stragglers map[string]bool   // hosts named in their current episode
 	layout     joblog.Layout     // the step's layout, from its layout record
@@ -189,7 +190,7 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 		h.state = StateHung
 		if !j.open {
 			j.open, j.opened, j.since, j.digested, j.recovered = true, ev.Time, time.Time{}, false, false
-			j.revised = false
+			j.revised, j.tornDown = false, false
 			j.detection = &Detection{By: DetectedWindow}
 		}
 		if !j.digested && !ev.Since.IsZero() && (j.since.IsZero() || ev.Since.Before(j.since)) {
@@ -292,7 +293,12 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 			h = j.host(from)
 		}
 	}
-	if s.Time.After(j.newest) {
+	if m.Kind == joblog.KindCancelled {
+		// Slurm's "*** STEP|JOB ... CANCELLED ***": the job is being torn
+		// down; what follows (processes gone) is the teardown's, not new
+		// evidence of the hang, so the digest is not revised after it.
+		j.tornDown = true
+	} else if s.Time.After(j.newest) {
 		j.newest = s.Time
 	}
 	if m.Kind == joblog.KindNCCLAddr {
@@ -362,7 +368,7 @@ func (e *Episodes) Due(now time.Time) []any {
 		}
 		if !end && !j.open {
 			if det := e.fastVerdict(id, j); det != nil {
-				j.open, j.opened, j.digested, j.recovered, j.revised = true, j.last, false, false, false
+				j.open, j.opened, j.digested, j.recovered, j.revised, j.tornDown = true, j.last, false, false, false, false
 				j.since, j.fast, j.detection, j.strong = e.hangSince(id, j, det), true, det, strongEvidence{}
 			}
 		}

@@ -32,9 +32,10 @@ func culpritHosts(d DigestEvent) []string {
 // the digest computed now names another cause or other culprits. A digest
 // is never revised to say less: not to unknown with no culprit. At most
 // one revision per episode; it carries Revises, the time of the digest it
-// replaces.
+// replaces. None once Slurm said the job or a step is cancelled: what
+// changes then is the teardown.
 func (e *Episodes) revision(id string, j *jobTrack) (DigestEvent, bool) {
-	if !j.open || !j.digested || j.revised || !j.newest.After(j.sent.lines) {
+	if !j.open || !j.digested || j.revised || j.tornDown || !j.newest.After(j.sent.lines) {
 		return DigestEvent{}, false
 	}
 	d := Digest(e.digestInput(id, j), e.c)
