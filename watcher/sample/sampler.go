@@ -142,14 +142,15 @@ func (s *Sampler) Sample(now time.Time) trace.Sample {
 	if procs.ioTried > 0 && procs.ioRead == 0 {
 		miss.whole("io")
 	}
-	if usec, ok := s.cpuUsec(procs, pidsErr == nil); ok {
+	cg := s.cgroupCPU()
+	if usec, ok := s.cpuUsec(cg, procs, pidsErr == nil); ok {
 		out.CPUUsec = usec
 	} else {
 		miss.whole("cpu")
 	}
 	out.CgroupIO = s.cgroupIO(&miss)
 	out.IOPressure = s.pressure(&miss)
-	out.CPUThrottledUsec = s.cpuThrottled()
+	out.CPUThrottledUsec = cg.throttled
 	out.Accel = s.accelerators(now, &miss)
 	out.Missing = miss.done()
 	return out
@@ -261,9 +262,9 @@ func (s *Sampler) readProcess(procFD, pid int, t *procTotals, miss *missing) {
 // have it, else the processes' (when their stat could be read, or when
 // there are none and pidsOK says the process list was read). ok is false
 // when neither is known.
-func (s *Sampler) cpuUsec(procs procTotals, pidsOK bool) (usec uint64, ok bool) {
-	if usec, ok := s.cgroupCPU(); ok {
-		return usec, true
+func (s *Sampler) cpuUsec(cg cgroupTimes, procs procTotals, pidsOK bool) (usec uint64, ok bool) {
+	if cg.ok {
+		return cg.usec, true
 	}
 	if procs.statRead > 0 || (procs.procs == 0 && pidsOK) {
 		ticks := s.ClockTicks
@@ -380,12 +381,30 @@ func (s *Sampler) topCgroups() []string {
 	return top
 }
 
-// cgroupCPU sums the CPU time of the job's cgroups (v2 cpu.stat, v1
-// cpuacct.usage), in microseconds; ok is false when no dir has either file.
-func (s *Sampler) cgroupCPU() (usec uint64, ok bool) {
+// cgroupTimes is what the job's cgroups say of its CPU, from one read of
+// each file per period.
+type cgroupTimes struct {
+	// usec sums their CPU time (v2 cpu.stat, v1 cpuacct.usage),
+	// microseconds; ok is false when no dir has either file, or one
+	// cannot be read.
+	usec uint64
+	ok   bool
+	// throttled sums the time their CPU quota held them back
+	// (ParseCPUThrottled of every readable cpu.stat), microseconds; 0 when
+	// none says: the straggler rule reads its growth, and a cgroup
+	// without a quota never grows it.
+	throttled uint64
+}
+
+// cgroupCPU reads the job's cgroups' CPU time and throttled time.
+func (s *Sampler) cgroupCPU() (out cgroupTimes) {
 	bad := false
+	usec, ok := uint64(0), false
 	for _, d := range s.topCgroups() {
 		if b, err := s.readFile(filepath.Join(d, "cpu.stat")); err == nil {
+			if v, ok, err := ParseCPUThrottled(b); err == nil && ok {
+				out.throttled += v
+			}
 			if v, err := ParseCPUStat(b); err == nil {
 				usec += v
 				ok = true
@@ -406,12 +425,12 @@ func (s *Sampler) cgroupCPU() (usec uint64, ok bool) {
 			bad = true
 		}
 	}
-	if bad {
+	if !bad {
 		// A cgroup whose CPU file exists but cannot be read: use the
 		// processes' times instead of a partial sum.
-		return 0, false
+		out.usec, out.ok = usec, ok
 	}
-	return usec, ok
+	return out
 }
 
 // cgroupIO sums the job cgroups' block I/O: v2 io.stat, else v1
