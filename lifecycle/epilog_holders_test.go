@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,22 +100,5 @@ func TestEpilogKillsOnlyTheJobsHolders(t *testing.T) {
 		if err := syscall.Kill(c.Process.Pid, 0); err != nil {
 			t.Errorf("holder %d gone: %v", c.Process.Pid, err)
 		}
-	}
-}
-
-// procFixture writes proc/PID/status (all four uids uid) and
-// proc/PID/cgroup under root.
-func procFixture(t *testing.T, root string, pid, uid int, cgroup string) {
-	t.Helper()
-	d := filepath.Join(root, "proc", fmt.Sprint(pid))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", pid, uid, uid, uid, uid)
-	if err := os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

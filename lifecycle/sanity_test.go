@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/benchmarks"
+	"github.com/vigil-hpc/vigil/internal/ostest"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/report"
 	"github.com/vigil-hpc/vigil/slurm"
@@ -474,10 +475,10 @@ func TestEpilogKillsLeftoversAndCleans(t *testing.T) {
 	// 100 and 200 are the job's (its cgroup; its user's, in no job), 300
 	// is root's device daemon and 400 another job's: those two are left.
 	root := t.TempDir()
-	procFixture(t, root, 100, 1000, "12:freezer:/slurm_n1/uid_1000/job_31/step_0\n")
-	procFixture(t, root, 200, 1000, "0::/user.slice\n")
-	procFixture(t, root, 300, 0, "0::/system.slice/nvidia-persistenced.service\n")
-	procFixture(t, root, 400, 1000, "0::/system.slice/n1_slurmstepd.scope/job_77/step_0/user/task_0\n")
+	ostest.ProcFixture(t, root, 100, 1000, "12:freezer:/slurm_n1/uid_1000/job_31/step_0\n")
+	ostest.ProcFixture(t, root, 200, 1000, "0::/user.slice\n")
+	ostest.ProcFixture(t, root, 300, 0, "0::/system.slice/nvidia-persistenced.service\n")
+	ostest.ProcFixture(t, root, 400, 1000, "0::/system.slice/n1_slurmstepd.scope/job_77/step_0/user/task_0\n")
 	p := &fakeProcs{holders: []int{100, 200, 300, 400}, stubborn: map[int]bool{200: true},
 		alive: map[int]bool{100: true, 200: true, 300: true, 400: true}}
 	var slept time.Duration

@@ -1,5 +1,6 @@
-// Package ostest runs parts of a test as another user: the attacks of
-// docs/security.md are shown by a real process of an unprivileged uid.
+// Package ostest holds test helpers about the OS: parts of a test run as
+// another user (the attacks of docs/security.md shown by a real process of
+// an unprivileged uid), and /proc fixtures.
 package ostest
 
 import (

@@ -9,25 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/internal/ostest"
 	"github.com/vigil-hpc/vigil/slurm"
 )
-
-// procFixture writes proc/PID/status (all four uids uid) and
-// proc/PID/cgroup under root.
-func procFixture(t *testing.T, root string, pid, uid int, cgroup string) {
-	t.Helper()
-	d := filepath.Join(root, "proc", fmt.Sprint(pid))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", pid, uid, uid, uid, uid)
-	if err := os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestJobOwns(t *testing.T) {
 	const v1, v2 = "12:freezer:/slurm_n1/uid_1000/job_31/step_batch\n11:memory:/slurm_n1/uid_1000/job_31/step_batch/task_0\n",
@@ -54,7 +38,7 @@ func TestJobOwns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			procFixture(t, root, 7, tc.uid, tc.cgroup)
+			ostest.ProcFixture(t, root, 7, tc.uid, tc.cgroup)
 			if tc.uids != "" {
 				if err := os.WriteFile(filepath.Join(root, "proc", "7", "status"), []byte("Name:\tx\n"+tc.uids), 0o644); err != nil {
 					t.Fatal(err)
