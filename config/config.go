@@ -166,24 +166,12 @@ func (f *File) Decode(section string, v any) error {
 	defer f.mu.Unlock()
 	f.claimed[section] = true
 	countDecode(section)
-	path := strings.Split(section, ".")
-	level := f.top
-	for i, p := range path {
-		prim, ok := level[p]
-		if !ok {
-			return nil
-		}
-		if i == len(path)-1 {
-			if err := f.md.PrimitiveDecode(prim, v); err != nil {
-				return f.decodeErr(section, err)
-			}
-			break
-		}
-		next := map[string]toml.Primitive{}
-		if err := f.md.PrimitiveDecode(prim, &next); err != nil {
-			return f.decodeErr(strings.Join(path[:i+1], "."), err)
-		}
-		level = next
+	prim, ok, err := f.primitiveAt(section)
+	if err != nil || !ok {
+		return err
+	}
+	if err := f.md.PrimitiveDecode(prim, v); err != nil {
+		return f.decodeErr(section, err)
 	}
 	var errs []error
 	prefix := section + "."
@@ -194,6 +182,24 @@ func (f *File) Decode(section string, v any) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// primitiveAt is the undecoded value of section (a dotted table name);
+// ok is false when the document has none. f.mu is held.
+func (f *File) primitiveAt(section string) (prim toml.Primitive, ok bool, err error) {
+	path := strings.Split(section, ".")
+	level := f.top
+	for i, p := range path {
+		if prim, ok = level[p]; !ok || i == len(path)-1 {
+			return prim, ok, nil
+		}
+		next := map[string]toml.Primitive{}
+		if err := f.md.PrimitiveDecode(prim, &next); err != nil {
+			return prim, false, f.decodeErr(strings.Join(path[:i+1], "."), err)
+		}
+		level = next
+	}
+	return prim, false, nil
 }
 
 func (f *File) isTable(k toml.Key) bool {
@@ -414,28 +420,16 @@ func (f *File) Subset(sections ...string) (string, error) {
 		path := strings.Split(s, ".")
 		var v map[string]any
 		f.mu.Lock()
-		level, ok := f.top, true
-		for i, p := range path {
-			prim, has := level[p]
-			if !has {
-				ok = false
-				break
+		prim, ok, err := f.primitiveAt(s)
+		if err == nil && ok {
+			if err = f.md.PrimitiveDecode(prim, &v); err != nil {
+				err = f.decodeErr(s, err)
 			}
-			if i == len(path)-1 {
-				if err := f.md.PrimitiveDecode(prim, &v); err != nil {
-					f.mu.Unlock()
-					return "", f.decodeErr(s, err)
-				}
-				break
-			}
-			next := map[string]toml.Primitive{}
-			if err := f.md.PrimitiveDecode(prim, &next); err != nil {
-				f.mu.Unlock()
-				return "", f.decodeErr(strings.Join(path[:i+1], "."), err)
-			}
-			level = next
 		}
 		f.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
 		if !ok {
 			continue
 		}
