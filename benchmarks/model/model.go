@@ -227,7 +227,8 @@ print(json.dumps(out))`
 // probe checks that the interpreter's PyTorch can train on the node's
 // kind of device.
 func (p *prepared) probe(ctx context.Context) verdict {
-	pctx, cancel := context.WithTimeout(ctx, min(p.s.Budget/2, time.Minute))
+	wait := min(p.s.Budget/2, time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	cmd := osutil.Command(pctx, 2*time.Second, p.python, "-c", probeCode)
 	out, err := cmd.Output()
@@ -242,6 +243,9 @@ func (p *prepared) probe(ctx context.Context) verdict {
 	}
 	name := p.c.spec.Name
 	switch {
+	case err != nil && pctx.Err() != nil && ctx.Err() == nil:
+		return unknown(ReasonModelNoPyTorch, "%s did not say within %v whether it has PyTorch (importing torch hangs, or the node is loaded): raise [checks.%s] budget (the probe may take half of it, up to 1m)",
+			p.python, wait, p.c.spec.Name)
 	case err != nil:
 		return unknown(ReasonModelNoPyTorch, "%s could not be asked about PyTorch: %v%s", p.python, err, stderrOf(err))
 	case got.Error != "":

@@ -24,9 +24,13 @@ func needTorch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains real models with PyTorch: not in -short")
 	}
-	p := &prepared{c: gptCheck, s: gptCheck.defaults(), python: python, kind: "cpu", devices: []int{0, 1}}
+	// A loaded CI machine can take half a minute to import torch: the
+	// probe here gets its longest wait, a minute.
+	s := gptCheck.defaults()
+	s.Budget = 2 * time.Minute
+	p := &prepared{c: gptCheck, s: s, python: python, kind: "cpu", devices: []int{0, 1}}
 	if v := p.probe(context.Background()); v.status != "" {
-		t.Fatalf("%s: %s\ninstall Debian's PyTorch: apt-get install -y --no-install-recommends python3-torch (make deps does)", v.reason, v.msg)
+		t.Fatalf("%s: %s\nDebian's PyTorch is needed: apt-get install -y --no-install-recommends python3-torch (make deps does)", v.reason, v.msg)
 	}
 }
 
@@ -56,10 +60,13 @@ func faultyScript(t *testing.T, body string) string {
 	return path
 }
 
-// small are settings that keep a CPU run to a few seconds.
+// small are settings that keep a CPU run to a few seconds. The budget
+// is the resnet's shipped one for both models, so that the PyTorch probe
+// may wait its full minute on a loaded CI machine.
 const small = `python = "/usr/bin/python3"
 ranks = 2
 threads = 1
+budget = "2m"
 `
 
 func run(t *testing.T, c *check, conf string) benchmarks.Result {
@@ -140,5 +147,25 @@ func TestNoPyTorch(t *testing.T) {
 		if r.Status != benchmarks.StatusUnknown || r.Reason != ReasonModelNoPyTorch || !strings.Contains(r.Message, py) {
 			t.Errorf("python %s: got %s %s: %s; want unknown %s naming it", py, r.Status, r.Reason, r.Message, ReasonModelNoPyTorch)
 		}
+	}
+}
+
+// TestProbeTimeoutSaysSo: an interpreter that never answers is reported
+// as slow, with the key to raise, not as a missing PyTorch.
+func TestProbeTimeoutSaysSo(t *testing.T) {
+	hangs := filepath.Join(t.TempDir(), "python-that-hangs")
+	if err := os.WriteFile(hangs, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := gptCheck.defaults()
+	s.Budget = 2 * time.Second
+	p := &prepared{c: gptCheck, s: s, python: hangs, kind: "cpu", devices: []int{0}}
+	t0 := time.Now()
+	v := p.probe(context.Background())
+	if v.reason != ReasonModelNoPyTorch || !strings.Contains(v.msg, "did not say within 1s") || !strings.Contains(v.msg, "budget") {
+		t.Errorf("got %s %s: %s", v.status, v.reason, v.msg)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("the probe took %v, past its 1s wait and the 2s kill delay", d)
 	}
 }
