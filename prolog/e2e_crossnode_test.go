@@ -73,14 +73,23 @@ func tool(t *testing.T, name string, args ...string) {
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s not found: install the Debian package %s (.ci/deps)", name, map[string]string{"iptables": "iptables", "tc": "iproute2"}[name])
 	}
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(name, waitForLock(name, args)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
 
+// waitForLock makes iptables wait for the xtables lock that a test running
+// beside this one (the other Slurm flavour) may hold, instead of failing.
+func waitForLock(name string, args []string) []string {
+	if name != "iptables" {
+		return args
+	}
+	return append([]string{"-w", "10"}, args...)
+}
+
 // undo runs a clean-up command and reports (without stopping) a failure.
 func undo(t *testing.T, name string, args ...string) {
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(name, waitForLock(name, args)...).CombinedOutput(); err != nil {
 		t.Errorf("clean-up %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }

@@ -215,7 +215,8 @@ func cleanCgroupV2(top string) int {
 }
 
 // ForEachSlurmCgroup runs body as one subtest per Flavour and CgroupModes
-// ("host/v1", "host/v2", "24.11/v1", "24.11/v2"), one after the other. body
+// ("host/v1", "host/v2", "24.11/v1", "24.11/v2"): the flavours side by
+// side (ForEachSlurm), each flavour's modes one after the other. body
 // starts its cluster with Options{Root: f.Root, Cgroup: cg}.
 func ForEachSlurmCgroup(t *testing.T, body func(t *testing.T, f Flavour, cg CgroupMode)) {
 	t.Helper()

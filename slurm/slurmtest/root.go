@@ -57,11 +57,19 @@ func Flavours() []Flavour {
 	return []Flavour{{Name: "host"}, {Name: "24.11", Root: SlurmRoot(), Version: "24.11"}}
 }
 
-// ForEachSlurm runs body as one subtest per Flavour, one after the other.
+// ForEachSlurm runs body as one subtest per Flavour, side by side: their
+// clusters share no port, node name, address or cgroup
+// (TestParallelClusters), and an e2e test mostly waits on Slurm, so the
+// two flavours cost little more time than one. A body must keep to its
+// own cluster: a fault that touches the whole machine (a qdisc on lo)
+// belongs in a test of one flavour.
 func ForEachSlurm(t *testing.T, body func(t *testing.T, f Flavour)) {
 	t.Helper()
 	for _, f := range Flavours() {
-		t.Run(f.Name, func(t *testing.T) { body(t, f) })
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			body(t, f)
+		})
 	}
 }
 
