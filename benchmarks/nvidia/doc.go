@@ -1,18 +1,23 @@
-// Package nvidia holds vigil's checks of NVIDIA GPUs, registered with
-// benchmarks.Register from init(): the health facts one per file, the
-// registrations of the vendor-neutral compute checks (package device) in
-// one table (checks.go).
-//
-// Health facts read through NVML: device count, ECC, row remapping, XID,
-// NVLink, PCIe, clock slowdowns, leftovers of earlier jobs. NVML is reached
-// through go-nvml's nvml.Interface, opened once per process, so tests can
-// stand a whole fake node in for the driver with go-nvml's mock package.
+// Package nvidia holds vigil's compute checks of NVIDIA GPUs and links its
+// health facts (package health), so that importing it links every NVIDIA
+// check.
 //
 // Compute checks: dense GEMM throughput and correctness, kernel launch
 // latency, host/device copy bandwidth, NCCL collectives within the node and
-// across the job's nodes, compute/communication overlap. They talk to the
-// GPUs through the device.Node interface; its real implementation opens
-// libcuda, cuBLASLt and NCCL at run time (package cgo/...), tests use
-// fakes. On a node without the libraries every check reports unknown with
-// the library search that failed.
+// across the job's nodes (nccl-allreduce-multinode and the
+// multinode-selftest command), compute/communication overlap. The
+// vendor-neutral ones (package device) are registered from init() in one
+// table (checks.go). They talk to the GPUs through the device.Node
+// interface; its real implementation (cuda_*.go) opens libcuda, cuBLASLt
+// and NCCL at run time (package cgo/...), where [vendor.nvidia] says;
+// tests use fakes. On a node without the libraries every check reports
+// unknown with the library search that failed.
+//
+// The health facts read NVML and the kernel log and share nothing with the
+// compute checks; they live in package health, which imports nothing of
+// this package.
 package nvidia
+
+// The health facts register from their own package's init(); linking them
+// here keeps the vendor one import of benchmarks/all.
+import _ "github.com/vigil-hpc/vigil/benchmarks/nvidia/health"

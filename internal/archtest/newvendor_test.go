@@ -36,9 +36,9 @@ var shippedOnly = map[string]string{
 }
 
 // TestNewVendorTouchesThreeFiles counts, for each vendor of the table,
-// the Go files outside its own packages (benchmarks/NAME and the library
-// bindings only it imports) whose code names it: imports its package or
-// one of its bindings, or spells its name or its sampler's in a string.
+// the Go files outside its own packages (benchmarks/NAME, the packages
+// under it, and the library bindings only they import) whose code names
+// it: imports one of its packages or one of its bindings, or spells its name or its sampler's in a string.
 // They must be one file in each place of vendorPlaces, and none anywhere
 // else, so that the three files docs/architecture.md counts are all a new
 // vendor touches; the files of shippedOnly name a shipped vendor where a
@@ -124,9 +124,10 @@ func ownedBy(name string, o vendorOwn) bool {
 }
 
 // vendorOwnImports returns each vendor's package (benchmarks/NAME) and its
-// library bindings: the packages it imports, in cgo/ (but cgo/dl, every
-// binding's helper) or outside the module, that no other package imports
-// but its sampler's and the bindings themselves (logrus is nobody's).
+// library bindings: the packages it or a package under it
+// (benchmarks/NAME/...) imports, in cgo/ (but cgo/dl, every binding's
+// helper) or outside the module, that no other package imports but its
+// sampler's and the bindings themselves (logrus is nobody's).
 func vendorOwnImports(t *testing.T, dir string) map[string]vendorOwn {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
@@ -142,7 +143,7 @@ func vendorOwnImports(t *testing.T, dir string) map[string]vendorOwn {
 	}
 	byOthers := func(p, pkg string) bool {
 		for q, is := range imps {
-			if q != pkg && !under(q, samplerHome) && !under(q, "cgo") && slices.Contains(is, p) {
+			if !under(q, pkg) && !under(q, samplerHome) && !under(q, "cgo") && slices.Contains(is, p) {
 				return true
 			}
 		}
@@ -151,11 +152,17 @@ func vendorOwnImports(t *testing.T, dir string) map[string]vendorOwn {
 	res := map[string]vendorOwn{}
 	for _, r := range vendors.Table {
 		o := vendorOwn{pkg: "benchmarks/" + r.Name}
-		is, ok := imps[o.pkg]
-		if !ok {
+		if _, ok := imps[o.pkg]; !ok {
 			t.Fatalf("vendor %s has no package %s", r.Name, o.pkg)
 		}
-		for _, p := range is {
+		var is []string
+		for q, qis := range imps {
+			if under(q, o.pkg) {
+				is = append(is, qis...)
+			}
+		}
+		slices.Sort(is)
+		for _, p := range slices.Compact(is) {
 			inModule := strings.HasPrefix(p, module+"/")
 			third := !inModule && strings.Contains(strings.Split(p, "/")[0], ".")
 			binding := inModule && under(rel(p), "cgo") && rel(p) != "cgo/dl"
@@ -179,7 +186,7 @@ func namesVendor(t *testing.T, name string, src []byte, r vendors.Row, o vendorO
 	}
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
-		if p == module+"/"+o.pkg || slices.Contains(o.imports, p) {
+		if (strings.HasPrefix(p, module+"/") && under(rel(p), o.pkg)) || slices.Contains(o.imports, p) {
 			return "imports " + p
 		}
 	}
@@ -198,13 +205,15 @@ func namesVendor(t *testing.T, name string, src []byte, r vendors.Row, o vendorO
 }
 
 // TestNewVendorSearchFinds: the search of TestNewVendorTouchesThreeFiles
-// finds a vendor's package imported, a binding imported and its name
-// spelt, and leaves comments and other vendors alone.
+// finds a vendor's package or one under it imported, a binding imported
+// and its name spelt, and leaves comments and other vendors alone.
 func TestNewVendorSearchFinds(t *testing.T) {
 	r := vendors.Row{Name: "acme", Sampler: "acmesmi"}
 	o := vendorOwn{pkg: "benchmarks/acme", imports: []string{module + "/cgo/acmelib", "example.com/acme/go-acme"}}
 	for _, c := range []struct{ src, want string }{
 		{`package p; import _ "` + module + `/benchmarks/acme"`, "imports " + module + "/benchmarks/acme"},
+		{`package p; import _ "` + module + `/benchmarks/acme/health"`, "imports " + module + "/benchmarks/acme/health"},
+		{`package p; import _ "` + module + `/benchmarks/acmex"`, ""},
 		{`package p; import "example.com/acme/go-acme"`, "imports example.com/acme/go-acme"},
 		{`package p; import "` + module + `/cgo/acmelib"`, "imports " + module + "/cgo/acmelib"},
 		{`package p; var v = map[string]int{"acme": 1}`, `spells "acme"`},
@@ -216,7 +225,8 @@ func TestNewVendorSearchFinds(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.src, got, c.want)
 		}
 	}
-	if !ownedBy("cgo/acmelib/lib.go", o) || !ownedBy("benchmarks/acme/x.go", o) || ownedBy("benchmarks/all/all.go", o) {
+	if !ownedBy("cgo/acmelib/lib.go", o) || !ownedBy("benchmarks/acme/x.go", o) || !ownedBy("benchmarks/acme/health/x.go", o) ||
+		ownedBy("benchmarks/all/all.go", o) {
 		t.Error("ownedBy")
 	}
 	if placeOf("watcher/sample/acme.go") != samplerHome+"/" || placeOf("benchmarks/all/all.go") != "benchmarks/all" || placeOf("prolog/main.go") != "" {
@@ -226,7 +236,7 @@ func TestNewVendorSearchFinds(t *testing.T) {
 
 // forwardingHomes are the packages of the compute checks whose forwarding
 // names (type X = pkg.Y, const or var X = pkg.Y) are counted.
-var forwardingHomes = []string{"benchmarks/device", "benchmarks/nvidia", "benchmarks/ascend", "benchmarks/node"}
+var forwardingHomes = []string{"benchmarks/device", "benchmarks/nvidia", "benchmarks/nvidia/health", "benchmarks/ascend", "benchmarks/node"}
 
 // TestFewForwardingNames: the vendor packages and package device forward
 // fewer than 10 names of other packages, each with a comment that says it

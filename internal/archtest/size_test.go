@@ -5,9 +5,13 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vigil-hpc/vigil/internal/vendors"
 )
 
 // Sizes a reader can hold in mind: functions of at most maxFuncLines lines
@@ -64,5 +68,47 @@ func TestSizes(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// productionLines counts the lines of the package in dir's Go files
+// outside tests.
+func productionLines(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	for _, f := range productionFiles(t, dir) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(b), "\n")
+	}
+	return n
+}
+
+// TestVendorPackageSizes: each vendor's package (benchmarks/NAME, for each
+// row of the vendor table) and each package cut from it (benchmarks/NAME/...:
+// NVIDIA's health facts) hold at most maxPackageLines lines of Go outside
+// tests, as lifecycle's packages do; a package that grows past it is cut
+// along a seam, with its tests.
+func TestVendorPackageSizes(t *testing.T) {
+	dir := root(t)
+	for _, r := range vendors.Table {
+		home := "benchmarks/" + r.Name
+		var pkgs []string
+		for p := range imports(t, "./"+home+"/...") {
+			pkgs = append(pkgs, p)
+		}
+		slices.Sort(pkgs)
+		if !slices.Contains(pkgs, home) {
+			t.Errorf("vendor %s: no package %s (go list found %v)", r.Name, home, pkgs)
+		}
+		for _, p := range pkgs {
+			n := productionLines(t, filepath.Join(dir, p))
+			t.Logf("%s: %d lines", p, n)
+			if n > maxPackageLines {
+				t.Errorf("%s: %d lines of Go outside tests, more than %d: cut it along a seam (docs/architecture.md)", p, n, maxPackageLines)
+			}
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package xid is vigil's one home for NVIDIA XID errors: the catalogue
 // (what each XID is, whether it is a fault, and what it needs) and the one
 // parser of the line the driver logs for it. The prolog/epilog xid check
-// (benchmarks/nvidia) and the hang watcher (watcher/joblog) both classify
+// (benchmarks/nvidia/health) and the hang watcher (watcher/joblog) both classify
 // XIDs here, so a node the watcher blames is a node the epilog fails.
 //
 // The catalogue follows NVIDIA's XID catalogue for Ampere and newer GPUs,

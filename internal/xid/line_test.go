@@ -14,7 +14,7 @@ func TestParse(t *testing.T) {
 		want       Event
 		remedy     Remedy
 	}{
-		// vigil's own fixture (benchmarks/nvidia/testdata/kmsg/xid79.txt), the form of the driver's line.
+		// vigil's own fixture (benchmarks/nvidia/health/testdata/kmsg/xid79.txt), the form of the driver's line.
 		{"fallen off the bus", "NVRM: Xid (PCI:0000:3a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", true,
 			Event{Code: 79, PCI: "0000:3a:00", Text: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}, RemedyRebootNode},
 		// NVIDIA/NVSentinel, syslog-health-monitor parser tests: without pid and name, a PCI domain other than 0.

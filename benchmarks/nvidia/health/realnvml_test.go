@@ -1,4 +1,4 @@
-package nvidia
+package health
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -78,6 +79,25 @@ func nvmlCalls(t *testing.T, root string) []string {
 	return out
 }
 
+// moduleRoot is the module's directory (where go.mod is), above the test's.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
+}
+
 func importsPkg(f *ast.File, path string) bool {
 	for _, im := range f.Imports {
 		if p, _ := strconv.Unquote(im.Path.Value); p == path {
@@ -89,7 +109,7 @@ func importsPkg(f *ast.File, path string) bool {
 
 func TestRealNVMLHasEverySymbolVigilCalls(t *testing.T) {
 	dltest.OpenReal(t, "libnvidia-ml1", "libnvidia-ml.so.1")
-	calls := nvmlCalls(t, filepath.Join("..", ".."))
+	calls := nvmlCalls(t, moduleRoot(t))
 	if len(calls) < 10 {
 		t.Fatalf("found only %v in vigil's source: the scan is broken", calls)
 	}

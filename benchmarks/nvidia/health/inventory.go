@@ -1,4 +1,4 @@
-package nvidia
+package health
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"

@@ -1,4 +1,4 @@
-package nvidia
+package health
 
 // Shipped per-model defaults. Keys are NVML product names as
 // `nvidia-smi --query-gpu=name --format=csv` prints them; a node whose
