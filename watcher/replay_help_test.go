@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 )
 
 // TestHelpSaysWhenTheFirstVerdictComes checks that --help states the grace
@@ -28,7 +28,7 @@ func TestHelpSaysWhenTheFirstVerdictComes(t *testing.T) {
 		"a job that stops making progress is reported one window after its last progress, however long it has run",
 		"no verdict comes before the job is --grace old",
 		"The first verdict is possible at the longer of grace and window after the watcher starts",
-		fmt.Sprintf("(defaults: grace %s, window %s, so %d minutes;", hang.ShortDuration(def.Grace), hang.ShortDuration(def.Window), int(def.FirstVerdict().Minutes())),
+		fmt.Sprintf("(defaults: grace %s, window %s, so %d minutes;", hangfmt.ShortDuration(def.Grace), hangfmt.ShortDuration(def.Window), int(def.FirstVerdict().Minutes())),
 		"-grace duration start-up grace: how old the job must be before any verdict; it does not add to the window",
 		fmt.Sprintf("(default %v)", def.Grace),
 		"A job is reported one window after its last progress (default " + def.Window.String() + ")",

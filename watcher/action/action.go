@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-hpc/vigil/notify"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // Control is the opt-in automatic action on the job itself.
@@ -117,7 +118,7 @@ type Config struct {
 	// (SLURM_RESTART_COUNT); the larger of it and scontrol's Restarts counts.
 	RestartCount int
 	// KeepOwnFailures leaves running, notified but not requeued, a hung
-	// job whose digest says the trouble is its own (hang.OriginJob):
+	// job whose digest says the trouble is its own (digest.OriginJob):
 	// [policy] requeue_own_failures = false.
 	KeepOwnFailures bool
 
@@ -381,12 +382,12 @@ func Since(ev hang.Event, window time.Duration) time.Time {
 }
 
 // Culprits names the hosts a hung event blames: the evidence's "culprits"
-// (hang.Culprit values, as the multi-host detector gives, or host names)
+// (digest.Culprit values, as the multi-host detector gives, or host names)
 // when present, else the event's own host.
 func Culprits(ev hang.Event) []string {
 	var out []string
 	switch v := ev.Evidence["culprits"].(type) {
-	case []hang.Culprit:
+	case []digest.Culprit:
 		for _, c := range v {
 			out = append(out, c.Host)
 		}

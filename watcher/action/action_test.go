@@ -22,6 +22,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -612,9 +613,9 @@ func TestSinceAndCulprits(t *testing.T) {
 	if got := Culprits(ev); len(got) != 1 || got[0] != "n7" {
 		t.Errorf("Culprits = %v", got)
 	}
-	ev.Evidence["culprits"] = []hang.Culprit{{Host: "n4", Reason: "ProcessesGone"}, {Host: "n5"}}
+	ev.Evidence["culprits"] = []digest.Culprit{{Host: "n4", Reason: "ProcessesGone"}, {Host: "n5"}}
 	if got := Culprits(ev); strings.Join(got, ",") != "n4,n5" {
-		t.Errorf("Culprits from hang.Culprit = %v", got)
+		t.Errorf("Culprits from digest.Culprit = %v", got)
 	}
 	ev.Evidence["culprits"] = []any{map[string]any{"host": "n6", "reason": "ProcessesGone"}}
 	if got := Culprits(ev); strings.Join(got, ",") != "n6" {

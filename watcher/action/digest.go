@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-hpc/vigil/internal/textutil"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // MaxCommentNote is the longest note vigil puts in a job's comment, in
@@ -28,11 +29,11 @@ const MaxCommentNote = 200
 // once per hang episode of the job. Without, it logs the digest and, when the digest
 // names culprits, writes its report (so that the epilog on every node
 // re-checks the culprits without a shared file system).
-func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error {
+func (a *Actor) HandleDigest(ctx context.Context, d digest.DigestEvent, notify bool) error {
 	log := a.log().WithFields(logrus.Fields{"job": a.jobOf(d), "event": d.Event, "cause": d.Cause, "origin": d.Origin})
 	rep := a.digestReport(d)
 	what := "hang digest"
-	if rep.Event == hang.EventFailed {
+	if rep.Event == digest.EventFailed {
 		what = "failure digest"
 	}
 	log.WithFields(logrus.Fields{"culprits": strings.Join(rep.Culprits, ","), "hosts": strings.Join(d.Hosts, ",")}).
@@ -43,7 +44,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	ev := hang.Event{Time: d.Time, Host: a.Host, Job: rep.Job, Event: rep.Event, Reason: d.Cause}
 	var p plan
 	revised := !d.Revises.IsZero()
-	if notify && rep.Event != hang.EventFailed && !revised {
+	if notify && rep.Event != digest.EventFailed && !revised {
 		// Decided before the report is written and anyone is told, so
 		// that they say what is done to the job; done last.
 		p = a.planControl(ctx, log, ev, rep.Culprits, d.Origin)
@@ -58,11 +59,11 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if !notify {
 		return errors.Join(errs...)
 	}
-	if rep.Event == hang.EventHung && d.Detection != nil && d.Detection.By != hang.DetectedWindow {
+	if rep.Event == hang.EventHung && d.Detection != nil && d.Detection.By != digest.DetectedWindow {
 		a.jobHang = true // announced before any window verdict: those only log
 	}
 	switch {
-	case a.Comment && rep.Event == hang.EventFailed:
+	case a.Comment && rep.Event == digest.EventFailed:
 		// The watcher stops once the job has ended, and Slurm keeps no
 		// comment on a finished job ("Job has already finished"): a
 		// failed job's digest goes to the report, the webhook and the mail.
@@ -84,7 +85,7 @@ func (a *Actor) HandleDigest(ctx context.Context, d hang.DigestEvent, notify boo
 	if err := a.mail(ctx, log, rep); err != nil {
 		errs = append(errs, err)
 	}
-	if rep.Event == hang.EventFailed {
+	if rep.Event == digest.EventFailed {
 		return errors.Join(errs...) // the job has ended: nothing to cancel or requeue
 	}
 	if revised {
@@ -124,7 +125,7 @@ func (a *Actor) HandleJobRecovered(ctx context.Context, t, digest, since time.Ti
 	return errors.Join(errs...)
 }
 
-func (a *Actor) jobOf(d hang.DigestEvent) string {
+func (a *Actor) jobOf(d digest.DigestEvent) string {
 	if a.Job != "" {
 		return a.Job
 	}
@@ -144,7 +145,7 @@ func (a *Actor) digestSince(digest, since time.Time) time.Time {
 
 // digestReport is the hang report of a digest: about this node, blaming
 // the digest's culprits. Since is the digest's since (digestSince).
-func (a *Actor) digestReport(d hang.DigestEvent) hangreport.Report {
+func (a *Actor) digestReport(d digest.DigestEvent) hangreport.Report {
 	dg := &hangreport.Digest{Cause: d.Cause, Origin: d.Origin, Hint: d.Hint, Hosts: d.Hosts, Culprits: []hangreport.DigestCulprit{}}
 	if det := d.Detection; det != nil {
 		dg.DetectedBy, dg.Detection, dg.LastProgress = det.By, det.Words(), det.LastProgress.UTC()
@@ -161,18 +162,18 @@ func (a *Actor) digestReport(d hang.DigestEvent) hangreport.Report {
 		V: hangreport.ReportVersion, Event: hang.EventHung, Job: a.jobOf(d), User: a.User, Host: a.Host,
 		Time: d.Time.UTC(), Since: a.digestSince(d.Time, d.Since).UTC(), Window: a.Window.String(),
 		Reason: d.Cause, Message: d.Hint, Flat: []string{}, Culprits: culprits,
-		Actions: a.plannedActions(d.Event == hang.EventFailed, nil), Digest: dg,
+		Actions: a.plannedActions(d.Event == digest.EventFailed, nil), Digest: dg,
 	}
-	if d.Event == hang.EventFailed {
-		r.Event = hang.EventFailed // the job has ended: no hang action
+	if d.Event == digest.EventFailed {
+		r.Event = digest.EventFailed // the job has ended: no hang action
 	}
 	return r
 }
 
 // originWords say a digest's origin for people.
 var originWords = map[string]string{
-	hang.OriginCluster: "looks like the cluster's",
-	hang.OriginJob:     "looks like the job's own",
+	digest.OriginCluster: "looks like the cluster's",
+	digest.OriginJob:     "looks like the job's own",
 }
 
 // culpritList is "gpu04 (TransportErrors), gpu07 (BadLinks)", or "no host
@@ -195,12 +196,12 @@ func digestLine(d *hangreport.Digest) string {
 
 // shortHints are the comment's hints, by cause: the first thing to try.
 var shortHints = map[string]string{
-	hang.CauseBadDevice:         "the host is re-checked; requeue with --exclude",
-	hang.CauseRankFailed:        "read that host's first error",
-	hang.CauseNetwork:           "check its port and cable; NCCL_IB_TIMEOUT=22",
-	hang.CauseDataStall:         "check its input file system, DataLoader num_workers",
-	hang.CauseDifferentProgress: "same collectives on every rank, even data split",
-	hang.CauseUnknown:           "see the job's output; py-spy dump a rank",
+	digest.CauseBadDevice:         "the host is re-checked; requeue with --exclude",
+	digest.CauseRankFailed:        "read that host's first error",
+	digest.CauseNetwork:           "check its port and cable; NCCL_IB_TIMEOUT=22",
+	digest.CauseDataStall:         "check its input file system, DataLoader num_workers",
+	digest.CauseDifferentProgress: "same collectives on every rank, even data split",
+	digest.CauseUnknown:           "see the job's output; py-spy dump a rank",
 }
 
 // DigestComment is the job comment after a digest: the user's part kept,
@@ -214,7 +215,7 @@ var shortHints = map[string]string{
 func DigestComment(old string, d *hangreport.Digest, since time.Time, page, done string) string {
 	user, _ := SplitComment(old)
 	by := ""
-	if d.DetectedBy != "" && d.DetectedBy != hang.DetectedWindow {
+	if d.DetectedBy != "" && d.DetectedBy != digest.DetectedWindow {
 		by = " (" + d.DetectedBy + ")"
 	}
 	if !d.Revises.IsZero() {

@@ -8,11 +8,12 @@ import (
 
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
-func networkDigest() hang.DigestEvent {
-	return hang.DigestEvent{Time: t0, Job: "1234", Event: hang.EventDigest, Cause: hang.CauseNetwork,
-		Culprits: []hang.DigestCulprit{{Host: "gpu04", Reason: hang.DigestTransportErrors,
+func networkDigest() digest.DigestEvent {
+	return digest.DigestEvent{Time: t0, Job: "1234", Event: digest.EventDigest, Cause: digest.CauseNetwork,
+		Culprits: []digest.DigestCulprit{{Host: "gpu04", Reason: digest.DigestTransportErrors,
 			Evidence: map[string]any{"lines": []string{"NCCL WARN NET/IB : Got completion from peer 10.0.0.3<45123> with status=12"}}}},
 		Hint:  "NCCL reported transport errors on the links of gpu04: ask the admins to check that host's port and cable; raise NCCL_IB_TIMEOUT (e.g. 22).",
 		Hosts: []string{"gpu01", "gpu02", "gpu03", "gpu04"}}
@@ -55,7 +56,7 @@ func TestDigestRecordedOnlyElsewhere(t *testing.T) {
 	}
 	f = newFixture(t)
 	d := networkDigest()
-	d.Cause, d.Culprits = hang.CauseUnknown, nil
+	d.Cause, d.Culprits = digest.CauseUnknown, nil
 	if err := f.actor.HandleDigest(context.Background(), d, false); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestQuietNodeLeavesTheHangToTheCoordinator(t *testing.T) {
 }
 
 func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
-	d := &hangreport.Digest{Cause: hang.CauseRankFailed}
+	d := &hangreport.Digest{Cause: digest.CauseRankFailed}
 	for i := range 40 {
 		d.Culprits = append(d.Culprits, hangreport.DigestCulprit{Host: "gpu" + strings.Repeat("0", 3) + string(rune('a'+i%26)), Reason: "ProcessesGone"})
 	}
@@ -90,7 +91,7 @@ func TestDigestCommentFitsAndKeepsTheUsersPart(t *testing.T) {
 	if user != "run 7" || len(note) > MaxCommentNote || !strings.HasSuffix(note, "...") || !strings.HasPrefix(note, "vigil: hung since 2026-11-29T10:30:00Z, rank-failed: gpu000a (ProcessesGone)") {
 		t.Errorf("comment %q: user %q, note of %d bytes", got, user, len(note))
 	}
-	if got := DigestComment("", &hangreport.Digest{Cause: hang.CauseUnknown}, t0, "", ""); got != "vigil: hung since 2026-11-29T10:30:00Z, unknown: no host stands out — see the job's output; py-spy dump a rank" {
+	if got := DigestComment("", &hangreport.Digest{Cause: digest.CauseUnknown}, t0, "", ""); got != "vigil: hung since 2026-11-29T10:30:00Z, unknown: no host stands out — see the job's output; py-spy dump a rank" {
 		t.Errorf("unknown: %q", got)
 	}
 }
@@ -109,10 +110,10 @@ func TestJobRecoveredFromTheCoordinator(t *testing.T) {
 	}
 }
 
-func killedDigest(event string) hang.DigestEvent {
-	return hang.DigestEvent{Time: t0, Since: t0.Add(-2 * time.Second), Job: "1234", Event: event, Cause: hang.CauseRankFailed,
-		Origin:   hang.OriginJob,
-		Culprits: []hang.DigestCulprit{{Host: "gpu02", Reason: hang.DigestRankKilled, Evidence: map[string]any{"lines": []string{"srun: error: gpu02: task 1: Killed"}}}},
+func killedDigest(event string) digest.DigestEvent {
+	return digest.DigestEvent{Time: t0, Since: t0.Add(-2 * time.Second), Job: "1234", Event: event, Cause: digest.CauseRankFailed,
+		Origin:   digest.OriginJob,
+		Culprits: []digest.DigestCulprit{{Host: "gpu02", Reason: digest.DigestRankKilled, Evidence: map[string]any{"lines": []string{"srun: error: gpu02: task 1: Killed"}}}},
 		Hint:     "A rank on gpu02 was the first to fail.", Hosts: []string{"gpu01", "gpu02", "gpu03"}}
 }
 
@@ -124,7 +125,7 @@ func TestFailedJobDigest(t *testing.T) {
 	f := newFixture(t)
 	f.actor.Control = ControlRequeue
 	f.actor.MaxRequeues = 5
-	if err := f.actor.HandleDigest(context.Background(), killedDigest(hang.EventFailed), true); err != nil {
+	if err := f.actor.HandleDigest(context.Background(), killedDigest(digest.EventFailed), true); err != nil {
 		t.Fatal(err)
 	}
 	if f.slurm.comment != "my run" {
@@ -137,7 +138,7 @@ func TestFailedJobDigest(t *testing.T) {
 	}
 	hooks := f.hook.received()
 	want := "vigil: job 1234 (alice) failed (3 hosts) at 2026-11-29T10:29:58Z: rank-failed: gpu02 (RankKilled). A rank on gpu02 was the first to fail. It looks like the job's own."
-	if len(hooks) != 1 || hooks[0].Text != want || hooks[0].Event != hang.EventFailed || hooks[0].Digest.Origin != hang.OriginJob {
+	if len(hooks) != 1 || hooks[0].Text != want || hooks[0].Event != digest.EventFailed || hooks[0].Digest.Origin != digest.OriginJob {
 		t.Fatalf("webhooks %+v, want one: %q", hooks, want)
 	}
 	r := f.onlyReport(t)
@@ -152,11 +153,11 @@ func TestFailedJobDigest(t *testing.T) {
 func TestOwnFailureNotRequeued(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		d        hang.DigestEvent
+		d        digest.DigestEvent
 		requeued bool
 	}{
-		{"the job's own", killedDigest(hang.EventDigest), false},
-		{"the cluster's", func() hang.DigestEvent { d := networkDigest(); d.Origin = hang.OriginCluster; return d }(), true},
+		{"the job's own", killedDigest(digest.EventDigest), false},
+		{"the cluster's", func() digest.DigestEvent { d := networkDigest(); d.Origin = digest.OriginCluster; return d }(), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -183,7 +184,7 @@ func TestPulseDigestSaysHowAndSilencesTheWindowVerdict(t *testing.T) {
 	ctx := context.Background()
 	d := networkDigest()
 	d.Since = t0.Add(-4 * time.Minute)
-	d.Detection = &hang.Detection{By: hang.DetectedPulse, LastProgress: d.Since, AfterProgressS: 240, CadenceS: 60, Beats: 30}
+	d.Detection = &digest.Detection{By: digest.DetectedPulse, LastProgress: d.Since, AfterProgressS: 240, CadenceS: 60, Beats: 30}
 	if err := f.actor.HandleDigest(ctx, d, true); err != nil {
 		t.Fatal(err)
 	}

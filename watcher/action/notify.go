@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-hpc/vigil/policy"
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // The job comment carries vigil's state after the user's own comment:
@@ -145,7 +146,7 @@ func Summary(r hangreport.Report) string {
 	if r.User != "" {
 		who += " (" + r.User + ")"
 	}
-	if r.Digest != nil && r.Event == hang.EventFailed {
+	if r.Digest != nil && r.Event == digest.EventFailed {
 		s := fmt.Sprintf("vigil: %s failed (%d hosts) at %s: %s", who, len(r.Digest.Hosts),
 			r.Since.Format(time.RFC3339), digestLine(r.Digest))
 		if o := originWords[r.Digest.Origin]; o != "" {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/internal/osutil"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
 )
 
@@ -46,10 +46,10 @@ func (a *Actor) writePage(log logrus.FieldLogger, path string, r hangreport.Repo
 
 // digestEvent is the report's digest as an event of the page.
 func digestEvent(r hangreport.Report) hangview.Event {
-	cs := make([]hang.DigestCulprit, 0, len(r.Digest.Culprits))
+	cs := make([]digest.DigestCulprit, 0, len(r.Digest.Culprits))
 	for _, c := range r.Digest.Culprits {
-		cs = append(cs, hang.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
+		cs = append(cs, digest.DigestCulprit{Host: c.Host, Reason: c.Reason, Evidence: c.Evidence})
 	}
-	return hangview.Event{Time: r.Time, Job: r.Job, Event: hang.EventDigest, Cause: r.Digest.Cause,
+	return hangview.Event{Time: r.Time, Job: r.Job, Event: digest.EventDigest, Cause: r.Digest.Cause,
 		Culprits: cs, Hint: r.Digest.Hint, Hosts: r.Digest.Hosts, Since: r.Since}
 }

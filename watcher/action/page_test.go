@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/hangreport"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -166,7 +167,7 @@ func TestPageFailureKeepsTheReport(t *testing.T) {
 }
 
 func TestDigestCommentNamesThePageWhenItFits(t *testing.T) {
-	d := &hangreport.Digest{Cause: hang.CauseNetwork, Culprits: []hangreport.DigestCulprit{{Host: "gpu04", Reason: "TransportErrors"}}}
+	d := &hangreport.Digest{Cause: digest.CauseNetwork, Culprits: []hangreport.DigestCulprit{{Host: "gpu04", Reason: "TransportErrors"}}}
 	got := DigestComment("run 7", d, t0, "vigil-hang-1234-n1-20261129T103000Z.html", "")
 	if want := "run 7; vigil: hung since 2026-11-29T10:30:00Z, network: gpu04 (TransportErrors) — check its port and cable; NCCL_IB_TIMEOUT=22; HTML: vigil-hang-1234-n1-20261129T103000Z.html"; got != want {
 		t.Errorf("comment\n%q\nwant\n%q", got, want)

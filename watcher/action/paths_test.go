@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/hangreport"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // TestPathsAreAbsolute: a relative report_dir (or none, the job's working
@@ -62,7 +62,7 @@ func TestUnwrittenReportIsNotAnAction(t *testing.T) {
 // "Evidence: []"; a node's evidence is written out.
 func TestMailEvidence(t *testing.T) {
 	d := networkDigest()
-	d.Cause, d.Culprits = hang.CauseUnknown, nil
+	d.Cause, d.Culprits = digest.CauseUnknown, nil
 	f := newFixture(t)
 	body := string(MailBody(f.actor.digestReport(d)))
 	if strings.Contains(body, "[]") || strings.Contains(body, "null") || !strings.HasSuffix(body, "Evidence: none against any host (no host stands out); see the report.\n") {

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/hostlist"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // The hang action is decided before anyone is told, so that the report,
@@ -112,7 +113,7 @@ func (a *Actor) planControl(ctx context.Context, log logrus.FieldLogger, ev hang
 		return plan{do: ControlNone, restarts: restarts,
 			why: fmt.Sprintf("requeue limit reached: %d restarts, max_requeues %d", restarts, a.MaxRequeues)}
 	}
-	if a.KeepOwnFailures && origin == hang.OriginJob {
+	if a.KeepOwnFailures && origin == digest.OriginJob {
 		return plan{do: ControlNone, restarts: restarts,
 			why: "the hang looks like the job's own ([policy] requeue_own_failures = false): it would fail again on any node"}
 	}
@@ -123,7 +124,7 @@ func (a *Actor) planControl(ctx context.Context, log logrus.FieldLogger, ev hang
 		return plan{do: ControlRequeue, restarts: restarts, why: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case origin == hang.OriginJob:
+	case origin == digest.OriginJob:
 		return plain("the hang looks like the job's own: no host to leave out")
 	case len(culprits) == 0:
 		return plain("no host stands out")

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/slurm"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // silentDigest is the digest of a hang of n1..n4 in which n3's watcher
 // fell silent (the cluster's: the node may be gone).
-func silentDigest() hang.DigestEvent {
-	return hang.DigestEvent{Time: t0, Job: "1234", Event: hang.EventDigest, Cause: hang.CauseRankFailed, Origin: hang.OriginCluster,
-		Culprits: []hang.DigestCulprit{{Host: "n3", Reason: hang.CulpritStaleSamples,
+func silentDigest() digest.DigestEvent {
+	return digest.DigestEvent{Time: t0, Job: "1234", Event: digest.EventDigest, Cause: digest.CauseRankFailed, Origin: digest.OriginCluster,
+		Culprits: []digest.DigestCulprit{{Host: "n3", Reason: digest.CulpritStaleSamples,
 			Evidence: map[string]any{"message": "latest sample 9s older than its peers'"}}},
 		Hint: "n3's watcher fell silent.", Hosts: []string{"n1", "n2", "n3", "n4"}}
 }
@@ -91,12 +91,12 @@ func TestRequeueExcludeFallsBack(t *testing.T) {
 		return out
 	}
 	unknown := silentDigest()
-	unknown.Cause, unknown.Culprits, unknown.Origin = hang.CauseUnknown, nil, hang.OriginUnknown
+	unknown.Cause, unknown.Culprits, unknown.Origin = digest.CauseUnknown, nil, digest.OriginUnknown
 	own := silentDigest()
-	own.Culprits[0].Reason, own.Origin = hang.CulpritProcessesGone, hang.OriginJob
+	own.Culprits[0].Reason, own.Origin = digest.CulpritProcessesGone, digest.OriginJob
 	for _, tc := range []struct {
 		name    string
-		d       hang.DigestEvent
+		d       digest.DigestEvent
 		setup   func(f *fixture)
 		changes []string
 		action  string // the report's requeue-exclude entry
@@ -200,7 +200,7 @@ func TestRequeueExcludeLoneWatcher(t *testing.T) {
 		culprits any
 		changes  []string
 	}{
-		{"named", []hang.Culprit{{Host: "n2", Reason: hang.CulpritProcessesGone}}, []string{"requeuehold 1234", "exclude 1234 n2", "release 1234"}},
+		{"named", []digest.Culprit{{Host: "n2", Reason: digest.CulpritProcessesGone}}, []string{"requeuehold 1234", "exclude 1234 n2", "release 1234"}},
 		{"none named", nil, []string{"requeue 1234"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

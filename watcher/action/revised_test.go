@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // TestRevisedDigestIsMarkedAndActsOnce: the episode's update (later
@@ -17,13 +17,13 @@ func TestRevisedDigestIsMarkedAndActsOnce(t *testing.T) {
 	f := newFixture(t)
 	f.actor.Control, f.actor.MaxRequeues = ControlRequeue, 5
 	first := networkDigest()
-	first.Cause, first.Culprits, first.Origin = hang.CauseUnknown, []hang.DigestCulprit{}, hang.OriginUnknown
+	first.Cause, first.Culprits, first.Origin = digest.CauseUnknown, []digest.DigestCulprit{}, digest.OriginUnknown
 	if err := f.actor.HandleDigest(context.Background(), first, true); err != nil {
 		t.Fatal(err)
 	}
 	calls := len(f.slurm.calls)
 	rev := networkDigest()
-	rev.Origin, rev.Time, rev.Since, rev.Revises = hang.OriginCluster, t0.Add(3*time.Minute), t0.Add(-30*time.Minute), t0
+	rev.Origin, rev.Time, rev.Since, rev.Revises = digest.OriginCluster, t0.Add(3*time.Minute), t0.Add(-30*time.Minute), t0
 	if err := f.actor.HandleDigest(context.Background(), rev, true); err != nil {
 		t.Fatal(err)
 	}

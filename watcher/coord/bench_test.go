@@ -15,6 +15,8 @@ import (
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -42,9 +44,9 @@ func benchSummaries(b *testing.B, n, k, stallAt, hungFrom int) map[string][]byte
 			s.Accel = append(s.Accel, trace.Accel{ID: fmt.Sprint(d), Util: 97, MemUsedMiB: 70312, PowerW: power,
 				SMClockMHz: 1755 + 15*d, SMClockMaxMHz: 1980, Throttle: trace.ThrottleSwPowerCap})
 		}
-		sum := Summary{State: hang.StateOK, Sample: &s}
+		sum := Summary{State: digest.StateOK, Sample: &s}
 		if k >= hungFrom {
-			sum.State, sum.Reason = hang.StateHung, hang.ReasonFlatUsageStuckCollective
+			sum.State, sum.Reason = digest.StateHung, hang.ReasonFlatUsageStuckCollective
 		}
 		if i%16 == 0 && k < stallAt {
 			sum.Logs = []LogLine{
@@ -98,7 +100,7 @@ func BenchmarkCoordinator1024(b *testing.B) {
 	b.StopTimer()
 	perPeriod := b.Elapsed() / time.Duration(b.N)
 	b.ReportMetric(float64(perPeriod.Microseconds())/1e3, "ms/period")
-	b.ReportMetric(100*perPeriod.Seconds()/c.Period.Seconds(), "%core@"+hang.ShortDuration(c.Period))
+	b.ReportMetric(100*perPeriod.Seconds()/c.Period.Seconds(), "%core@"+hangfmt.ShortDuration(c.Period))
 	b.ReportMetric(heapMiB()-base, "hubHeapMiB")
 	runtime.KeepAlive(h)
 	runtime.KeepAlive(periods)
@@ -172,7 +174,7 @@ func BenchmarkRounds1024(b *testing.B) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / time.Duration(b.N)
 	b.ReportMetric(float64(cpu.Microseconds())/1e3, "cpu-ms/period")
-	b.ReportMetric(100*cpu.Seconds()/c.Period.Seconds(), "%core@"+hang.ShortDuration(c.Period))
+	b.ReportMetric(100*cpu.Seconds()/c.Period.Seconds(), "%core@"+hangfmt.ShortDuration(c.Period))
 	if st := nodes[0].sess.Stats(); st.Links != n-1 {
 		b.Errorf("coordinator holds %d links, want %d", st.Links, n-1)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -58,9 +59,9 @@ type pendingView struct{ p *pending }
 
 func (v pendingView) Observe(s trace.Sample, evs []hang.Event) { v.p.observe(s, evs) }
 
-func digests(outs []Out) (notified, recorded []hang.DigestEvent) {
+func digests(outs []Out) (notified, recorded []digest.DigestEvent) {
 	for _, o := range outs {
-		if d, ok := o.Event.(hang.DigestEvent); ok {
+		if d, ok := o.Event.(digest.DigestEvent); ok {
 			if o.Notify {
 				notified = append(notified, d)
 			} else {
@@ -93,8 +94,8 @@ func TestHubOneDigestPerEpisode(t *testing.T) {
 		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
 	}
 	n, _ := digests(all)
-	if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" ||
-		n[0].Culprits[0].Reason != hang.CulpritProcessesGone {
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" ||
+		n[0].Culprits[0].Reason != digest.CulpritProcessesGone {
 		t.Fatalf("digests = %+v, want one rank-failed naming n3 (ProcessesGone)", n)
 	}
 }
@@ -120,15 +121,15 @@ func TestHubSilentHostIsEvidence(t *testing.T) {
 		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
 	}
 	n, _ := digests(all)
-	if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" ||
-		n[0].Culprits[0].Reason != hang.CulpritStaleSamples {
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" ||
+		n[0].Culprits[0].Reason != digest.CulpritStaleSamples {
 		t.Fatalf("digests = %+v, want one rank-failed naming n3 (StaleSamples)", n)
 	}
 }
 
 // A coordinator that takes over a hang already announced does not announce it again.
 func TestHubInheritedDigestNotAgain(t *testing.T) {
-	prev := hang.DigestEvent{Time: t0, Job: "42", Event: hang.EventDigest, Cause: hang.CauseUnknown}
+	prev := digest.DigestEvent{Time: t0, Job: "42", Event: digest.EventDigest, Cause: digest.CauseUnknown}
 	h := NewHub("42", testHang(), nil, &prev, logrus.New())
 	var all []Out
 	for k := 10; k < 20; k++ {
@@ -259,10 +260,10 @@ func TestThreeHostHangOneDigestOneNotification(t *testing.T) {
 	}
 	all = append(all, s.settle(live)...)
 	n, r := digests(all)
-	if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || n[0].Culprits[0].Host != "sim0003" || len(n[0].Hosts) != 3 {
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || n[0].Culprits[0].Host != "sim0003" || len(n[0].Hosts) != 3 {
 		t.Fatalf("announced %+v, want one rank-failed digest naming sim0003", n)
 	}
-	if len(r) != 2 || r[0].Cause != hang.CauseRankFailed {
+	if len(r) != 2 || r[0].Cause != digest.CauseRankFailed {
 		t.Errorf("recorded by the members: %+v, want the digest on each", r)
 	}
 }
@@ -287,7 +288,7 @@ func TestSilentMemberIsEvidence(t *testing.T) {
 		})...)
 	}
 	n, _ := digests(all)
-	if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || n[0].Culprits[0].Host != "sim0003" || n[0].Culprits[0].Reason != hang.CulpritStaleSamples {
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || n[0].Culprits[0].Host != "sim0003" || n[0].Culprits[0].Reason != digest.CulpritStaleSamples {
 		t.Fatalf("announced %+v, want one rank-failed digest naming sim0003 (StaleSamples)", n)
 	}
 }
@@ -318,7 +319,7 @@ func TestTakeoverBeforeTheHang(t *testing.T) {
 		})...)
 	}
 	n, _ := digests(append(all, s.settle([]int{1, 2, 3})...))
-	if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || n[0].Culprits[0].Host != "sim0004" {
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || n[0].Culprits[0].Host != "sim0004" {
 		t.Fatalf("announced %+v, want one rank-failed digest naming sim0004, from the new coordinator", n)
 	}
 }
@@ -384,7 +385,7 @@ func TestHubLineAboutAnotherHost(t *testing.T) {
 		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
 	}
 	n, _ := digests(all)
-	if len(n) != 1 || n[0].Cause != hang.CauseNetwork || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" {
+	if len(n) != 1 || n[0].Cause != digest.CauseNetwork || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != "n3" {
 		t.Fatalf("digests = %+v, want one network digest naming n3 only", n)
 	}
 }
@@ -416,7 +417,7 @@ func TestHubJobRecoveredOnce(t *testing.T) {
 					t.Errorf("recovery not announced")
 				}
 				recovered = append(recovered, e)
-			case hang.DigestEvent:
+			case digest.DigestEvent:
 				digestAt = e.Time
 			}
 		}
@@ -500,8 +501,8 @@ func TestFailedJobDigestReachesTheMembers(t *testing.T) {
 	for i, o := range outs {
 		n, r := digests(o)
 		got := append(n, r...)
-		if len(got) != 1 || got[0].Event != hang.EventFailed || len(got[0].Culprits) != 1 || got[0].Culprits[0].Host != "sim0002" ||
-			got[0].Culprits[0].Reason != hang.DigestRankKilled || (len(n) == 1) != (i == 0) {
+		if len(got) != 1 || got[0].Event != digest.EventFailed || len(got[0].Culprits) != 1 || got[0].Culprits[0].Host != "sim0002" ||
+			got[0].Culprits[0].Reason != digest.DigestRankKilled || (len(n) == 1) != (i == 0) {
 			t.Errorf("%s: announced %+v, recorded %+v; want the failed digest naming sim0002 (RankKilled), announced by the coordinator only",
 				s.names[i], n, r)
 		}
@@ -545,8 +546,8 @@ func TestHubLateRoundKeepsEveryReading(t *testing.T) {
 // from the job's pulse shows in no host's state; the new hub announces
 // neither its digest again nor an end it has not seen.
 func TestHubInheritedPulseDigest(t *testing.T) {
-	prev := hang.DigestEvent{Time: t0, Job: "42", Event: hang.EventDigest, Cause: hang.CauseUnknown,
-		Detection: &hang.Detection{By: hang.DetectedPulse}}
+	prev := digest.DigestEvent{Time: t0, Job: "42", Event: digest.EventDigest, Cause: digest.CauseUnknown,
+		Detection: &digest.Detection{By: digest.DetectedPulse}}
 	h := NewHub("42", testHang(), nil, &prev, logrus.New())
 	var all []Out
 	for k := 10; k < 30; k++ {
@@ -564,7 +565,7 @@ func TestHubInheritedPulseDigest(t *testing.T) {
 	}
 	for _, o := range all {
 		switch o.Event.(type) {
-		case hang.DigestEvent, JobRecovered:
+		case digest.DigestEvent, JobRecovered:
 			t.Errorf("announced %+v: the previous coordinator announced this hang", o.Event)
 		}
 	}

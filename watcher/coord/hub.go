@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -22,7 +23,7 @@ type Hub struct {
 	hosts map[string]*hubHost
 	// inherited is a digest an earlier coordinator announced; the first
 	// digest of a hang already open when this hub started is not announced again.
-	inherited *hang.DigestEvent
+	inherited *digest.DigestEvent
 	started   bool
 	suppress  bool
 	nodes     map[string]bool // the job's nodes a line may be about; nil: any
@@ -53,7 +54,7 @@ type JobRecovered struct {
 type announcement struct{ digest, since time.Time }
 
 // open records d as the announced digest of the open hang.
-func (a *announcement) open(d hang.DigestEvent) { a.digest, a.since = d.Time, d.Since }
+func (a *announcement) open(d digest.DigestEvent) { a.digest, a.since = d.Time, d.Since }
 
 // end appends to out, when a hang is announced and the job is no longer
 // hung, the announcement of its end at now, and forgets the hang.
@@ -77,7 +78,7 @@ type hubHost struct {
 // another host counts for that host only when it is one of them (nil: any).
 // inherited, when not nil, is the digest an earlier coordinator of the job
 // announced.
-func NewHub(job string, c hang.Config, nodes []string, inherited *hang.DigestEvent, log logrus.FieldLogger) *Hub {
+func NewHub(job string, c hang.Config, nodes []string, inherited *digest.DigestEvent, log logrus.FieldLogger) *Hub {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
@@ -113,7 +114,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		// or strong evidence shows in no host's state: its next digest is
 		// not announced again either, but this hub, which has not seen
 		// the job stall, does not announce its end.
-		fast := h.inherited != nil && h.inherited.Detection != nil && h.inherited.Detection.By != hang.DetectedWindow
+		fast := h.inherited != nil && h.inherited.Detection != nil && h.inherited.Detection.By != digest.DetectedWindow
 		hung := h.inherited != nil && h.anyHung()
 		h.suppress = hung || fast
 		if hung {
@@ -132,7 +133,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 	var out []Out
 	out = h.announced.end(out, now, h.job, h.anyHung())
 	for _, e := range h.ep.Due(now) {
-		d, ok := e.(hang.DigestEvent)
+		d, ok := e.(digest.DigestEvent)
 		if ok && h.suppress {
 			h.suppress = false
 			h.log.WithFields(logrus.Fields{"cause": d.Cause, "announced": h.inherited.Time.UTC().Format(time.RFC3339)}).
@@ -151,7 +152,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 // evidence rule called it hung and it has not moved since.
 func (h *Hub) anyHung() bool {
 	for _, hh := range h.hosts {
-		if hh.state == hang.StateHung {
+		if hh.state == digest.StateHung {
 			return true
 		}
 	}
@@ -177,7 +178,7 @@ func (h *Hub) records(sums map[string]Summary) []hubRecord {
 		s := sums[name]
 		hh := h.hosts[name]
 		if hh == nil {
-			hh = &hubHost{state: hang.StateOK}
+			hh = &hubHost{state: digest.StateOK}
 			h.hosts[name] = hh
 		}
 		for _, l := range s.Logs {
@@ -205,7 +206,7 @@ func (h *Hub) records(sums map[string]Summary) []hubRecord {
 		var evs []hang.Event
 		if s.State != hh.state {
 			kind := s.State
-			if s.State == hang.StateOK {
+			if s.State == digest.StateOK {
 				kind = hang.EventRecovered
 			}
 			evs = []hang.Event{{Time: r.Time, Host: name, Job: h.job, Event: kind, Reason: s.Reason, Since: s.Since}}

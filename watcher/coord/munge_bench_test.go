@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"time"
 
 	"github.com/vigil-hpc/vigil/cgo/dl"
@@ -52,7 +52,7 @@ func BenchmarkMungeCredential(b *testing.B) {
 	period := 3 * 1023 * per / 2 // 1023 decodes and 2046 encodes, each about half a pair
 	b.ReportMetric(float64(period.Milliseconds()), "cpu-ms/period@1024")
 	p := watchcfg.DefaultHang().Period
-	b.ReportMetric(100*period.Seconds()/p.Seconds(), "%core@"+hang.ShortDuration(p))
+	b.ReportMetric(100*period.Seconds()/p.Seconds(), "%core@"+hangfmt.ShortDuration(p))
 }
 
 func readPid(b *testing.B, path string) int {

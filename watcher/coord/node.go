@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -81,8 +82,8 @@ type Node struct {
 	sess     *rendezvous.Session
 	hub      *Hub
 	queue    []Out
-	digest   *hang.DigestEvent // the latest the coordinator announced
-	ranks    RankMap           // the job's rank map as this node knows it (Ranks)
+	digest   *digest.DigestEvent // the latest the coordinator announced
+	ranks    RankMap             // the job's rank map as this node knows it (Ranks)
 	excluded map[string]bool
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -282,7 +283,7 @@ func (n *Node) End(ctx context.Context, now time.Time) []Out {
 		outs := n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})
 		var last []byte
 		for _, o := range outs {
-			if d, ok := o.Event.(hang.DigestEvent); ok && d.Event == hang.EventFailed {
+			if d, ok := o.Event.(digest.DigestEvent); ok && d.Event == digest.EventFailed {
 				last, _ = json.Marshal(d)
 			}
 		}
@@ -360,7 +361,7 @@ func (n *Node) round(ctx context.Context, now time.Time) []Out {
 	outs := n.hub.Ingest(now, sums)
 	var dig []byte
 	for _, o := range outs {
-		if d, ok := o.Event.(hang.DigestEvent); ok && o.Notify {
+		if d, ok := o.Event.(digest.DigestEvent); ok && o.Notify {
 			dig, _ = json.Marshal(d)
 			n.mu.Lock()
 			n.digest = &d
@@ -459,7 +460,7 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 			return err
 		}
 		if len(dig) > 0 {
-			var d hang.DigestEvent
+			var d digest.DigestEvent
 			if err := json.Unmarshal(dig, &d); err != nil {
 				n.log.WithError(err).Warn("the coordinator's digest was not understood")
 				continue
@@ -478,7 +479,7 @@ func (n *Node) lastWord(b string) {
 	if b == "" {
 		return
 	}
-	var d hang.DigestEvent
+	var d digest.DigestEvent
 	if err := json.Unmarshal([]byte(b), &d); err != nil {
 		n.log.WithError(err).Warn("the coordinator's last digest was not understood")
 		return

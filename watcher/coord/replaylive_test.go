@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -32,7 +33,7 @@ func stallHost(host string, period, offset, stall time.Duration, n int) []trace.
 // detector over its own samples, its summary sent at the coordinator's
 // tick, which follows the coordinator's (the first node's) own sample;
 // the coordinator's Hub ingests them once per round.
-func liveDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample, rounds []time.Time) []hang.DigestEvent {
+func liveDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample, rounds []time.Time) []digest.DigestEvent {
 	t.Helper()
 	type node struct {
 		det  *hang.Detector
@@ -44,7 +45,7 @@ func liveDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample, r
 		nodes[h] = &node{det: hang.New(c), pend: newPending()}
 	}
 	hub := NewHub("42", c, nil, nil, logrus.New())
-	var out []hang.DigestEvent
+	var out []digest.DigestEvent
 	for _, r := range rounds {
 		sums := map[string]Summary{}
 		for h, n := range nodes {
@@ -60,7 +61,7 @@ func liveDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample, r
 	return out
 }
 
-func replayDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample) []hang.DigestEvent {
+func replayDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample) []digest.DigestEvent {
 	t.Helper()
 	var ins []hang.Input
 	for _, h := range []string{"n1", "n2", "n3"} {
@@ -77,14 +78,14 @@ func replayDigests(t *testing.T, c hang.Config, hosts map[string][]trace.Sample)
 	if _, err := hang.ReplayInputs(ins, c, &out); err != nil {
 		t.Fatal(err)
 	}
-	var ds []hang.DigestEvent
+	var ds []digest.DigestEvent
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if !bytes.Contains(sc.Bytes(), []byte(`"event":"digest"`)) {
 			continue
 		}
-		var d hang.DigestEvent
+		var d digest.DigestEvent
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestReplayDigestAtTheLiveRound(t *testing.T) {
 			if !live[0].Time.Equal(replay[0].Time) {
 				t.Errorf("digest at %s live, %s in the replay", live[0].Time.Format(time.TimeOnly), replay[0].Time.Format(time.TimeOnly))
 			}
-			for name, d := range map[string]hang.DigestEvent{"live": live[0], "replay": replay[0]} {
+			for name, d := range map[string]digest.DigestEvent{"live": live[0], "replay": replay[0]} {
 				if !d.Since.Equal(last) {
 					t.Errorf("%s: since %v, want %v (the last progress of %s)", name, d.Since, last, tc.since)
 				}

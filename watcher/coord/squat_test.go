@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // squatEnv makes the test binary a squatter: it listens on the addresses
@@ -192,7 +193,7 @@ func TestSquatterOnTheFirstPortDoesNotStopTheMeeting(t *testing.T) {
 			}
 			all = append(all, s.settle(live)...)
 			n, r := digests(all)
-			if len(n) != 1 || n[0].Cause != hang.CauseRankFailed || n[0].Culprits[0].Host != names[2] || len(r) != 2 {
+			if len(n) != 1 || n[0].Cause != digest.CauseRankFailed || n[0].Culprits[0].Host != names[2] || len(r) != 2 {
 				t.Fatalf("announced %+v, recorded %d; want one rank-failed digest naming %s, recorded by both members", n, len(r), names[2])
 			}
 		})

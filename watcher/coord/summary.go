@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // Out is one of the job's own events for the watch loop to print and act on.
 type Out struct {
-	Event any // hang.DigestEvent, or a straggler hang.Event
+	Event any // digest.DigestEvent, or a straggler hang.Event
 	// Notify says this node announces it (comment, webhook, mail, the
 	// job's hang action); otherwise it is recorded only.
 	Notify bool
@@ -34,7 +35,7 @@ const MaxSummaryLogs = 256
 // Summary is what a watcher tells the coordinator about its node once per
 // period.
 type Summary struct {
-	State  string `json:"state"`            // hang.StateOK, StateSuspect or StateHung
+	State  string `json:"state"`            // digest.StateOK, StateSuspect or StateHung
 	Reason string `json:"reason,omitempty"` // of the node's latest event
 	// Since is, while the node is suspect or hung, since when its I/O
 	// stayed below the threshold (the detector's "since": its last
@@ -75,7 +76,7 @@ func DecodeSummary(b []byte) (Summary, error) {
 		return Summary{}, fmt.Errorf("coord: summary: %w", err)
 	}
 	switch s.State {
-	case hang.StateOK, hang.StateSuspect, hang.StateHung:
+	case digest.StateOK, digest.StateSuspect, digest.StateHung:
 	default:
 		return Summary{}, fmt.Errorf("coord: summary: state %q", s.State)
 	}
@@ -95,7 +96,7 @@ type pending struct {
 	fresh bool // sum.Sample was taken since the previous send
 }
 
-func newPending() *pending { return &pending{sum: Summary{State: hang.StateOK}} }
+func newPending() *pending { return &pending{sum: Summary{State: digest.StateOK}} }
 
 // observe takes one record of this node and the detector's events for it.
 func (p *pending) observe(s trace.Sample, evs []hang.Event) {
@@ -121,11 +122,11 @@ func (p *pending) observe(s trace.Sample, evs []hang.Event) {
 		p.sum.Reason = ev.Reason
 		switch ev.Event {
 		case hang.EventSuspect:
-			p.sum.State, p.sum.Since = hang.StateSuspect, ev.Since
+			p.sum.State, p.sum.Since = digest.StateSuspect, ev.Since
 		case hang.EventHung:
-			p.sum.State, p.sum.Since = hang.StateHung, ev.Since
+			p.sum.State, p.sum.Since = digest.StateHung, ev.Since
 		case hang.EventRecovered:
-			p.sum.State, p.sum.Since = hang.StateOK, time.Time{}
+			p.sum.State, p.sum.Since = digest.StateOK, time.Time{}
 		}
 	}
 }
@@ -150,7 +151,7 @@ func (p *pending) take() Summary {
 // Lone is the job view of a watcher without peers: the digest and
 // stragglers of its own node, from its own records. Its hang digests are
 // recorded, not announced: the node's own hung event already was. The
-// digest of a failed job (hang.EventFailed, at End) is announced when
+// digest of a failed job (digest.EventFailed, at End) is announced when
 // AnnounceFailures is set: the watcher follows the job's output (the
 // batch host), the only lone watcher that sees the job's own words.
 //
@@ -180,9 +181,9 @@ func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	var out []Out
 	out = l.announced.end(out, now, l.job, l.ep.Hung(l.job))
 	for _, e := range l.ep.Due(now) {
-		d, ok := e.(hang.DigestEvent)
-		fast := ok && d.Event == hang.EventDigest && d.Detection != nil && d.Detection.By != hang.DetectedWindow
-		notify := ok && l.AnnounceFailures && (d.Event == hang.EventFailed || fast)
+		d, ok := e.(digest.DigestEvent)
+		fast := ok && d.Event == digest.EventDigest && d.Detection != nil && d.Detection.By != digest.DetectedWindow
+		notify := ok && l.AnnounceFailures && (d.Event == digest.EventFailed || fast)
 		if notify && fast {
 			l.announced.open(d)
 		}

@@ -3,7 +3,7 @@ package coord
 import (
 	"testing"
 
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // FuzzDecodeSummary feeds arbitrary payloads to the summary decoder, as a
@@ -11,7 +11,7 @@ import (
 // only the detector's states, and what it accepts encodes and decodes to a
 // summary of the same state.
 func FuzzDecodeSummary(f *testing.F) {
-	for _, s := range []Summary{{State: hang.StateOK}, {State: hang.StateHung}, {State: hang.StateSuspect}} {
+	for _, s := range []Summary{{State: digest.StateOK}, {State: digest.StateHung}, {State: digest.StateSuspect}} {
 		b, err := s.Encode()
 		if err != nil {
 			f.Fatal(err)
@@ -26,7 +26,7 @@ func FuzzDecodeSummary(f *testing.F) {
 			return
 		}
 		switch s.State {
-		case hang.StateOK, hang.StateSuspect, hang.StateHung:
+		case digest.StateOK, digest.StateSuspect, digest.StateHung:
 		default:
 			t.Fatalf("accepted state %q", s.State)
 		}

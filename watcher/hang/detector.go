@@ -63,6 +63,15 @@
 // and Window). A slow start that makes progress within the grace is never
 // reported; a job that never makes progress is reported at first sample +
 // FirstVerdict.
+//
+// # The packages under it
+//
+// Episodes gathers the hosts' events into a job's hang episodes and asks
+// two pure packages what they mean: watcher/hang/digest (what caused the
+// hang, which hosts, what to do) and watcher/hang/straggler (the hosts
+// that hold a progressing job back). They never import this package;
+// watcher/hang/hangfmt, below all three, writes their numbers and
+// durations.
 package hang
 
 import (
@@ -71,6 +80,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -370,7 +380,7 @@ func (d *Detector) judge(h *host, s *trace.Sample) []Event {
 			"window_s":      d.c.Window.Seconds(),
 			"grace_s":       d.c.Grace.Seconds(),
 			"first_verdict": h.first.Add(d.c.FirstVerdict()).Format(time.RFC3339),
-			"coverage":      round(math.Min(cov, 1)),
+			"coverage":      hangfmt.Round(math.Min(cov, 1)),
 			"procs":         s.Procs,
 			"procs_d":       s.ProcsD,
 		}

@@ -375,17 +375,6 @@ func TestFirstVerdict(t *testing.T) {
 	}
 }
 
-func TestShortDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s",
-		0: "0s", 2 * time.Second: "2s", 59*time.Minute + 30*time.Second: "59m30s", time.Hour + 5*time.Second: "1h0m5s",
-	} {
-		if got := ShortDuration(d); got != want {
-			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestOutOfOrderSamplesIgnored(t *testing.T) {
 	d := New(testConfig())
 	g := gen{Host: "gpu01", Job: "1", Seed: 1, Period: time.Minute, N: 30, Devs: 2, Phases: []phase{loading}}

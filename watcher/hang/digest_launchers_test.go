@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -15,7 +16,7 @@ import (
 // layout of a 3-host job (ranks 0-3 on gpu01, 4-7 on gpu02, 8-11 on
 // gpu03; the nodes' addresses), the lines of stream, then the
 // coordinator's end record; it returns the failed digest.
-func endedJob(t *testing.T, stream string, lines ...string) DigestEvent {
+func endedJob(t *testing.T, stream string, lines ...string) digest.DigestEvent {
 	t.Helper()
 	hosts := []string{"gpu01", "gpu02", "gpu03"}
 	l := joblog.Layout{Nodes: hosts, Ranks: map[int]string{},
@@ -40,8 +41,8 @@ func endedJob(t *testing.T, stream string, lines ...string) DigestEvent {
 	if len(out) != 1 {
 		t.Fatalf("events %+v, want one failed digest", out)
 	}
-	d, ok := out[0].(DigestEvent)
-	if !ok || d.Event != EventFailed {
+	d, ok := out[0].(digest.DigestEvent)
+	if !ok || d.Event != digest.EventFailed {
 		t.Fatalf("event %+v, want a failed digest", out[0])
 	}
 	return d
@@ -65,32 +66,32 @@ func TestLauncherWordsDigest(t *testing.T) {
 		{"srun's OOM", trace.StreamStderr, []string{
 			"srun: error: gpu02: task 1: Out Of Memory",
 			"slurmstepd: error: Detected 1 oom-kill event(s) in step 3955284.0 cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.",
-		}, CauseRankFailed, []string{"gpu02"}, DigestOOMKilled, "out of memory (OOM)"},
+		}, digest.CauseRankFailed, []string{"gpu02"}, digest.DigestOOMKilled, "out of memory (OOM)"},
 		// https://github.com/open-mpi/ompi/issues/2661
 		{"mpirun's signal 9", trace.StreamStderr, []string{
 			"mpirun noticed that process rank 0 with PID 21183 on node gpu03 exited on signal 9 (Killed).",
-		}, CauseRankFailed, []string{"gpu03"}, DigestRankKilled, "killed by a signal"},
+		}, digest.CauseRankFailed, []string{"gpu03"}, digest.DigestRankKilled, "killed by a signal"},
 		{"mpirun's signal 9 by address", trace.StreamStderr, []string{
 			"mpirun noticed that process rank 4 with PID 21183 on node 10.0.0.2 exited on signal 9 (Killed).",
-		}, CauseRankFailed, []string{"gpu02"}, DigestRankKilled, "killed by a signal"},
+		}, digest.CauseRankFailed, []string{"gpu02"}, digest.DigestRankKilled, "killed by a signal"},
 		// https://github.com/open-mpi/ompi/pull/7735: the peer every rank names.
 		{"Open MPI's peer hung up", trace.StreamStderr, []string{
 			"An MPI communication peer process has unexpectedly disconnected.  This",
 			"  Local host: gpu01",
 			"  Peer host:  gpu02",
-		}, CauseRankFailed, []string{"gpu02"}, DigestPeerClosed, ""},
+		}, digest.CauseRankFailed, []string{"gpu02"}, digest.DigestPeerClosed, ""},
 		// https://github.com/modelscope/ms-swift/pull/9443
 		{"c10d's collective mismatch", trace.StreamStderr, []string{
 			"[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], TensorDtypes=BFloat16), but Rank 5 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[51123456], TensorDtypes=BFloat16).",
-		}, CauseDifferentProgress, []string{"gpu01", "gpu02"}, DigestCollectiveMismatch, "different places"},
+		}, digest.CauseDifferentProgress, []string{"gpu01", "gpu02"}, digest.DigestCollectiveMismatch, "different places"},
 		// https://pytorch.org/docs/stable/distributed.html (monitored_barrier)
 		{"monitoredBarrier's failed ranks", trace.StreamStderr, []string{
 			"RuntimeError: [Rank 0]: Ranks 9, 10 failed to pass monitoredBarrier in 30000 ms",
-		}, CauseDifferentProgress, []string{"gpu03"}, DigestCollectiveMismatch, ""},
+		}, digest.CauseDifferentProgress, []string{"gpu03"}, digest.DigestCollectiveMismatch, ""},
 		// https://github.com/horovod/horovod/issues/1012
 		{"Horovod's missing rank", trace.StreamStderr, []string{
 			"[1,0]<stderr>:[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_bias_Momentum_0 [missing ranks: 5]",
-		}, CauseDifferentProgress, []string{"gpu02"}, DigestCollectiveMismatch, ""},
+		}, digest.CauseDifferentProgress, []string{"gpu02"}, digest.DigestCollectiveMismatch, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := endedJob(t, tt.stream, tt.lines...)
@@ -108,26 +109,6 @@ func TestLauncherWordsDigest(t *testing.T) {
 				t.Errorf("hint %q, want it to say %q", d.Hint, tt.hint)
 			}
 		})
-	}
-}
-
-// TestLustreLostIsDataStall: a node's kernel saying its Lustre metadata
-// connection was lost, while its peers' did not, names it for a data
-// stall in a hang's digest.
-// https://github.com/aws/aws-parallelcluster/issues/2701
-func TestLustreLostIsDataStall(t *testing.T) {
-	const line = "Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) was lost; in progress operations using this service will wait for recovery to complete"
-	m, ok := joblog.LineIn(trace.StreamKmsg, line)
-	if !ok {
-		t.Fatalf("%q means nothing", line)
-	}
-	in := DigestInput{Time: t0, Job: "9", Logs: []LogEvidence{{Time: t0, Host: "gpu02", Stream: trace.StreamKmsg, Line: line, Match: m}}}
-	for _, h := range []string{"gpu01", "gpu02", "gpu03"} {
-		in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung})
-	}
-	d := Digest(in, watchcfg.DefaultHang())
-	if d.Cause != CauseDataStall || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" || d.Culprits[0].Reason != DigestIOStalled {
-		t.Errorf("digest %+v, want a data stall on gpu02", d)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -73,6 +74,11 @@ func progressLines(host string, rank, from, to, lag int) []trace.Sample {
 		out = append(out, logAt(host, m, trace.StreamStdout, fmt.Sprintf("[rank%d]: epoch 1 step %d loss 2.31", rank, 10*m-lag)))
 	}
 	return out
+}
+
+// progressLine is rank's progress line at epoch and step.
+func progressLine(rank int, epoch, step int) string {
+	return fmt.Sprintf("[rank%d]: epoch %d step %d", rank, epoch, step)
 }
 
 // digestTraces are the synthetic multi-host traces with log records, one
@@ -165,7 +171,7 @@ func digestTraces() map[string][]trace.Sample {
 // jobEvent is a digest or straggler line in short form.
 type jobEvent struct {
 	Event, Cause, Host, Reason string
-	Culprits                   []DigestCulprit
+	Culprits                   []digest.DigestCulprit
 	Revises                    time.Time
 }
 
@@ -217,7 +223,7 @@ func TestDigestCauses(t *testing.T) {
 			var got []string
 			for _, e := range replayJobEvents(t, traces[name]) {
 				s := e.Event
-				if e.Event == EventDigest {
+				if e.Event == digest.EventDigest {
 					s += " " + e.Cause
 					for _, c := range e.Culprits {
 						s += " " + c.Host + " " + c.Reason

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/hang/straggler"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -26,7 +28,7 @@ import (
 // hosts; its digest is due at the first round at least one Config.Period
 // later (so that the verdicts of the other hosts, sampled at other moments
 // of the period, are in), and is computed from every host's state and the
-// matched lines of all hosts from DigestLookback windows before the first
+// matched lines of all hosts from digest.DigestLookback windows before the first
 // verdict. Its Since is the earliest "since" of the episode's hung events
 // before it: when the I/O of the first host to stall stopped. The episode
 // closes when no host of the job is hung any more after one of them
@@ -68,7 +70,7 @@ type jobTrack struct {
 	// rule opened and the job has not moved since; detection says how
 	// the open episode was detected.
 	fast      bool
-	detection *Detection
+	detection *digest.Detection
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -81,12 +83,10 @@ type hostTrack struct {
 	// host whose ranks have not started yet (srun still launching, or
 	// failed before this host) has none to lose.
 	hadProcs bool
-	moved    time.Time     // the latest reading whose I/O grew since the one before
-	logs     []LogEvidence // matched lines of the last few windows, oldest first
-	util     []utilPoint   // the devices' readings of the last window, for the straggler rule
+	moved    time.Time            // the latest reading whose I/O grew since the one before
+	logs     []digest.LogEvidence // matched lines of the last few windows, oldest first
 	ranks    map[int]*rankProgress
-	steps    stepTrack // the pace of the progress lines attributed to it, for the straggler rule
-	held     heldTrack // its processes stopped or throttled, for the straggler rule
+	load     straggler.Track // its readings and pace over the window, for the straggler rule
 }
 
 type rankProgress struct{ epoch, step, interval int64 }
@@ -130,7 +130,7 @@ func (e *Episodes) job(id string) *jobTrack {
 func (j *jobTrack) host(name string) *hostTrack {
 	h := j.hosts[name]
 	if h == nil {
-		h = &hostTrack{state: StateOK, ranks: map[int]*rankProgress{}}
+		h = &hostTrack{state: digest.StateOK, ranks: map[int]*rankProgress{}}
 		j.hosts[name] = h
 	}
 	return h
@@ -168,14 +168,7 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if e.roundHost(j, s) {
 		j.round = s.Time
 	}
-	h.held.observe(s, e.c.Window)
-	if p, ok := newUtilPoint(s); ok && !s.HasMissing("accel") {
-		h.util = append(h.util, p)
-	}
-	cut := s.Time.Add(-e.c.Window)
-	for len(h.util) > 0 && h.util[0].t.Before(cut) {
-		h.util = h.util[1:]
-	}
+	h.load.ObserveReading(s, e.c.Window)
 	for _, ev := range events {
 		e.observeEvent(j, h, ev)
 	}
@@ -185,19 +178,19 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 	h.reason = ev.Reason
 	switch ev.Event {
 	case EventSuspect:
-		h.state = StateSuspect
+		h.state = digest.StateSuspect
 	case EventHung:
-		h.state = StateHung
+		h.state = digest.StateHung
 		if !j.open {
 			j.open, j.opened, j.since, j.digested, j.recovered = true, ev.Time, time.Time{}, false, false
 			j.revised, j.tornDown = false, false
-			j.detection = &Detection{By: DetectedWindow}
+			j.detection = &digest.Detection{By: digest.DetectedWindow}
 		}
 		if !j.digested && !ev.Since.IsZero() && (j.since.IsZero() || ev.Since.Before(j.since)) {
 			j.since = ev.Since
 		}
 	case EventRecovered:
-		h.state = StateOK
+		h.state = digest.StateOK
 		j.recovered = j.open
 		j.closeEpisode()
 	}
@@ -246,8 +239,8 @@ func (e *Episodes) Hung(id string) bool {
 
 // detectionOf is how j's open episode was detected, with the job's last
 // progress line as of now.
-func (e *Episodes) detectionOf(j *jobTrack) *Detection {
-	det := Detection{By: DetectedWindow}
+func (e *Episodes) detectionOf(j *jobTrack) *digest.Detection {
+	det := digest.Detection{By: digest.DetectedWindow}
 	if j.detection != nil {
 		det = *j.detection
 	}
@@ -263,7 +256,7 @@ func (e *Episodes) detectionOf(j *jobTrack) *Detection {
 
 func (j *jobTrack) anyHung() bool {
 	for _, h := range j.hosts {
-		if h.state == StateHung {
+		if h.state == digest.StateHung {
 			return true
 		}
 	}
@@ -321,7 +314,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if m.Kind == joblog.KindProgress {
 		j.pulse.observe(s.Time, from, m, e.c.Period)
 		if from != "" {
-			h.steps.observe(s.Time, m, e.c.Window)
+			h.load.ObserveProgress(s.Time, m, e.c.Window)
 		}
 		if j.pulse.lastLine.Equal(s.Time) && !j.strong.at.IsZero() && s.Time.After(j.strong.at) {
 			j.strong = strongEvidence{} // the job went on after it
@@ -333,8 +326,8 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
 	}
-	h.logs = append(h.logs, LogEvidence{Time: s.Time, Host: from, Reader: s.Host, Stream: s.Log.Stream, Line: line, Match: m})
-	cut := s.Time.Add(-time.Duration(DigestLookback+1) * e.c.Window)
+	h.logs = append(h.logs, digest.LogEvidence{Time: s.Time, Host: from, Reader: s.Host, Stream: s.Log.Stream, Line: line, Match: m})
+	cut := s.Time.Add(-time.Duration(digest.DigestLookback+1) * e.c.Window)
 	i := 0
 	for i < len(h.logs) && (h.logs[i].Time.Before(cut) || len(h.logs)-i > maxHostLogs) {
 		i++
@@ -374,7 +367,7 @@ func (e *Episodes) Due(now time.Time) []any {
 		}
 		if j.open && !j.digested && (end || j.fast || !j.last.Before(j.opened.Add(e.c.Period))) {
 			j.digested = true
-			d := Digest(e.digestInput(id, j), e.c)
+			d := digest.Digest(e.digestInput(id, j), e.c)
 			d.Since = j.since
 			d.Detection = e.detectionOf(j)
 			out = append(out, d)
@@ -396,53 +389,45 @@ func (e *Episodes) Due(now time.Time) []any {
 }
 
 // failure is the digest of job id, which ended (its coordinator's or lone
-// watcher's end record): when the job's lines of its last DigestLookback
-// windows hold evidence that something failed (isFailure) and no hang
+// watcher's end record): when the job's lines of its last digest.DigestLookback
+// windows hold evidence that something failed (digest.IsFailure) and no hang
 // digest of the job was given for an episode still open, a digest of
-// event EventFailed, computed from those lines alone (DigestInput.Ended),
+// event digest.EventFailed, computed from those lines alone (DigestInput.Ended),
 // whose Since is the earliest of them.
-func (e *Episodes) failure(id string, j *jobTrack) (DigestEvent, bool) {
+func (e *Episodes) failure(id string, j *jobTrack) (digest.DigestEvent, bool) {
 	if j.open && j.digested {
-		return DigestEvent{}, false // the hang's digest said it
+		return digest.DigestEvent{}, false // the hang's digest said it
 	}
-	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true}
-	from := j.last.Add(-DigestLookback * e.c.Window)
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true}
+	from := j.last.Add(-digest.DigestLookback * e.c.Window)
 	var first time.Time
 	for _, name := range j.layout.Nodes { // the job's nodes, read or not
 		if h := j.hosts[name]; h == nil || !h.read {
-			in.Hosts = append(in.Hosts, HostView{Host: name, State: StateOK})
+			in.Hosts = append(in.Hosts, digest.HostView{Host: name, State: digest.StateOK})
 		}
 	}
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
 		if h.read {
-			in.Hosts = append(in.Hosts, HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
+			in.Hosts = append(in.Hosts, digest.HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
 		}
 		for _, l := range h.logs {
 			if l.Time.Before(from) {
 				continue
 			}
 			in.Logs = append(in.Logs, l)
-			if isFailure(l.Match) && (first.IsZero() || l.Time.Before(first)) {
+			if digest.IsFailure(l.Match) && (first.IsZero() || l.Time.Before(first)) {
 				first = l.Time
 			}
 		}
 	}
 	if first.IsZero() {
-		return DigestEvent{}, false
+		return digest.DigestEvent{}, false
 	}
 	sort.SliceStable(in.Logs, func(a, b int) bool { return in.Logs[a].Time.Before(in.Logs[b].Time) })
-	d := Digest(in, e.c)
+	d := digest.Digest(in, e.c)
 	d.Since = first
 	return d, true
-}
-
-// isFailure is a line that says something failed: a device fault, a
-// crash, a task that ended badly, a transport error, a peer that left, a
-// collective that timed out.
-func isFailure(m joblog.Match) bool {
-	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || isMismatch(m) ||
-		m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
 // roundHost reports whether reading s is of the host whose readings are
@@ -471,13 +456,13 @@ func (e *Episodes) isRound(j *jobTrack) bool {
 }
 
 // digestInput gathers what the digest of j's open episode is computed from.
-func (e *Episodes) digestInput(id string, j *jobTrack) DigestInput {
-	in := DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution()}
-	from := j.opened.Add(-DigestLookback * e.c.Window)
+func (e *Episodes) digestInput(id string, j *jobTrack) digest.DigestInput {
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution()}
+	from := j.opened.Add(-digest.DigestLookback * e.c.Window)
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
 		if h.read {
-			in.Hosts = append(in.Hosts, HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
+			in.Hosts = append(in.Hosts, digest.HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
 		}
 		for _, l := range h.logs {
 			if !l.Time.Before(from) {
@@ -493,27 +478,25 @@ func (e *Episodes) digestInput(id string, j *jobTrack) DigestInput {
 // host suspect or hung, and every host's I/O grew within the last two
 // periods), and returns the events of hosts newly named.
 func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
-	loads := make([]HostLoad, 0, len(j.hosts))
+	loads := make([]straggler.HostLoad, 0, len(j.hosts))
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]
-		if h.state != StateOK || (h.read && j.last.Sub(h.moved) > 2*e.c.Period) {
+		if h.state != digest.StateOK || (h.read && j.last.Sub(h.moved) > 2*e.c.Period) {
 			return nil
 		}
 		if !h.read {
 			continue
 		}
-		l := newHostLoad(name, h.util)
+		l := h.load.Load(name, j.last, e.c.Window)
 		h.slowest(&l)
-		h.steps.fill(&l, j.last, e.c.Window)
-		h.held.fill(&l)
 		loads = append(loads, l)
 	}
 	named := map[string]bool{}
 	var out []Event
-	for _, ev := range Stragglers(j.last, id, loads, e.c) {
-		named[ev.Host] = true
-		if !j.stragglers[ev.Host] && !hasHost(out, ev.Host) {
-			out = append(out, ev)
+	for _, st := range straggler.Stragglers(j.last, loads, e.c) {
+		named[st.Host] = true
+		if !j.stragglers[st.Host] && !hasHost(out, st.Host) {
+			out = append(out, Event{Time: j.last, Host: st.Host, Job: id, Event: EventStraggler, Reason: st.Reason, Message: st.Message, Evidence: st.Evidence})
 		}
 	}
 	j.stragglers = named
@@ -521,7 +504,7 @@ func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 }
 
 // slowest fills l's progress with the host's slowest rank.
-func (h *hostTrack) slowest(l *HostLoad) {
+func (h *hostTrack) slowest(l *straggler.HostLoad) {
 	ranks := make([]int, 0, len(h.ranks))
 	for r := range h.ranks {
 		ranks = append(ranks, r)

@@ -1,12 +1,15 @@
 package hang
 
-import "time"
+import (
+	"time"
+)
 
 // Event kinds.
 const (
 	EventSuspect   = "suspect"   // the job's I/O made no progress over the window
 	EventHung      = "hung"      // suspect, and resource usage flat over the window
 	EventRecovered = "recovered" // I/O progressed again after suspect or hung
+	EventStraggler = "straggler" // a host holds its progressing peers back (the straggler rule)
 )
 
 // Reasons: stable tokens for logs, job comments and reports.
@@ -50,7 +53,7 @@ type Event struct {
 	Time     time.Time      `json:"time"`              // time of the sample that caused the event
 	Host     string         `json:"host"`              // node name
 	Job      string         `json:"job,omitempty"`     // Slurm job id
-	Event    string         `json:"event"`             // EventSuspect, EventHung or EventRecovered
+	Event    string         `json:"event"`             // EventSuspect, EventHung, EventRecovered or EventStraggler
 	Reason   string         `json:"reason"`            // stable token, one of the Reason constants
 	Message  string         `json:"message,omitempty"` // for people
 	Evidence map[string]any `json:"evidence"`          // see above

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -52,13 +53,13 @@ func TestFailedJobDigest(t *testing.T) {
 			"srun: error: gpu02: task 1: Killed",
 			"srun: error: gpu01: task 0: Exited with exit code 1",
 			"srun: error: gpu03: task 2: Exited with exit code 1",
-		}, false, CauseRankFailed, OriginJob, "gpu02", DigestRankKilled},
+		}, false, digest.CauseRankFailed, digest.OriginJob, "gpu02", digest.DigestRankKilled},
 		{"a rank that left a collective early", trace.RoleLone, []string{
 			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:21648",
 			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:38324",
 			"srun: error: gpu01: task 0: Exited with exit code 1",
 			"srun: error: gpu03: task 2: Exited with exit code 1",
-		}, false, CauseRankFailed, OriginJob, "gpu02", DigestPeerClosed},
+		}, false, digest.CauseRankFailed, digest.OriginJob, "gpu02", digest.DigestPeerClosed},
 		// srun reports a task's exit before the task's last output reaches
 		// the file (watcher TestE2EFailedJobRecheck's job): the ranks that
 		// exited after the transport error are not the culprits.
@@ -67,7 +68,7 @@ func TestFailedJobDigest(t *testing.T) {
 			"gpu02:4100:4177 [0] NCCL WARN NET/IB : Got completion from peer 10.9.9.9<45123> with status=12 opcode=0 len=0 vendor err 129",
 			"srun: error: gpu03: task 2: Exited with exit code 1",
 			"srun: error: gpu01: task 0: Exited with exit code 1",
-		}, false, CauseNetwork, OriginCluster, "gpu02", DigestTransportErrors},
+		}, false, digest.CauseNetwork, digest.OriginCluster, "gpu02", digest.DigestTransportErrors},
 		// watcher/realjob fault d, whose gloo lines accused the wrong peer in a
 		// cascade: rank 1 finished early and exited 0, rank 0 failed on the
 		// closed connection, rank 2 on rank 0's.
@@ -76,10 +77,10 @@ func TestFailedJobDigest(t *testing.T) {
 			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.1]:38324",
 			"srun: error: gpu01: task 0: Exited with exit code 1",
 			"srun: error: gpu03: task 2: Exited with exit code 1",
-		}, false, CauseRankFailed, OriginJob, "gpu02", DigestLeftEarly},
+		}, false, digest.CauseRankFailed, digest.OriginJob, "gpu02", digest.DigestLeftEarly},
 		{"every task terminated", trace.RoleCoordinator, []string{
 			"srun: error: gpu01: task 0: Killed", "srun: error: gpu02: task 1: Killed", "srun: error: gpu03: task 2: Killed",
-		}, false, CauseUnknown, OriginUnknown, "", ""},
+		}, false, digest.CauseUnknown, digest.OriginUnknown, "", ""},
 		{"a clean end", trace.RoleCoordinator, []string{"[rank0]: epoch 3 step 250/250 loss 0.01"}, true, "", "", "", ""},
 		{"a member's end", trace.RoleMember, []string{"srun: error: gpu02: task 1: Killed"}, true, "", "", "", ""},
 	} {
@@ -94,8 +95,8 @@ func TestFailedJobDigest(t *testing.T) {
 			if len(out) != 1 {
 				t.Fatalf("events %+v, want one failed digest", out)
 			}
-			d, ok := out[0].(DigestEvent)
-			if !ok || d.Event != EventFailed || d.Cause != tt.cause || d.Origin != tt.origin || d.Since.IsZero() {
+			d, ok := out[0].(digest.DigestEvent)
+			if !ok || d.Event != digest.EventFailed || d.Cause != tt.cause || d.Origin != tt.origin || d.Since.IsZero() {
 				t.Fatalf("event %+v, want a failed digest, cause %s, origin %s, with its since", out[0], tt.cause, tt.origin)
 			}
 			switch {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -189,7 +190,7 @@ func incidentConfig() hang.Config {
 type verdict struct {
 	Digest   bool
 	Cause    string
-	Culprits []hang.DigestCulprit
+	Culprits []digest.DigestCulprit
 	Recorded []trace.Sample // the log records of the trace
 }
 
@@ -215,7 +216,7 @@ func replayIncident(t *testing.T, in incident) verdict {
 		if !strings.Contains(line, `"event":"digest"`) {
 			continue
 		}
-		var d hang.DigestEvent
+		var d digest.DigestEvent
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatal(err)
 		}
@@ -348,6 +349,8 @@ var lookAlikesNamingNobodyToday = []string{
 	"cleanrl-338-jax-disconnect-deadline-at-exit",
 	"desitarget-628-step-time-limit-all-tasks",
 	"detectron2-4730-libibverbs-warn-slow",
+	"diffusers-12422-every-rank-blocking-wait-seq2521",
+	"dmlcloud-61-pg-not-destroyed-at-exit",
 	"funasr-2006-service-thread-closed-info",
 	"internlm-290-ranks0-3-seq316",
 	"jax-19596-grpc-socket-closed-at-exit",
@@ -362,7 +365,9 @@ var lookAlikesNamingNobodyToday = []string{
 	"nccl-1111-reduce-scatter-no-nccl-error",
 	"nccl-1537-gdr-disabled-info",
 	"nccl-447-hang-after-launch-mode-info",
+	"ofa-271-every-rank-allreduce-seq469508",
 	"openr1-620-grpo-broadcast-seq4",
+	"opensloth-17-destroy-pg-not-called-at-exit",
 	"pytorch-131781-bootstrap-socket-info",
 	"sqlr1-18-ray-every-rank-seqnum1-repeated",
 	"submitit-1613-preemption-cancel",
@@ -421,7 +426,7 @@ func checkIncident(t *testing.T, name string, in incident) {
 			bad("layout host %s is not one of the job's hosts", h)
 		}
 	}
-	if in.Kind == "look-alike" && (in.Expect.Cause != hang.CauseUnknown || len(in.Expect.Culprits)+len(in.Expect.MayName) > 0) {
+	if in.Kind == "look-alike" && (in.Expect.Cause != digest.CauseUnknown || len(in.Expect.Culprits)+len(in.Expect.MayName) > 0) {
 		bad("a look-alike expects cause unknown and names nobody")
 	}
 	if len(in.Lines) == 0 {

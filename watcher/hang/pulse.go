@@ -5,91 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
-
-// How a hang was detected (Detection.By).
-const (
-	// DetectedWindow: a host's I/O and usage were flat for the whole
-	// window (the detector's rule).
-	DetectedWindow = "window"
-	// DetectedPulse: the job's progress lines stopped for well beyond
-	// their learned cadence, and every host's I/O and usage were flat since
-	// the next line was due.
-	DetectedPulse = "pulse"
-	// DetectedEvidence: strong evidence (a fault XID or uncorrectable ECC
-	// error, a collective timeout, a transport error, a rank's processes
-	// gone while its peers' stay), then Config.ConfirmPeriods of flat I/O
-	// and usage on every host without progress; evidence that cannot heal
-	// (unhealable.go) at once.
-	DetectedEvidence = "evidence"
-	// DetectedRAS: NCCL's RAS service said ranks are dead or missing,
-	// then Config.ConfirmPeriods of flat I/O and usage on every host;
-	// ranks dead at once.
-	DetectedRAS = "ras"
-)
-
-// Detection says how and when a hang was detected: the digest carries it,
-// and so the report, the comment and the notifications.
-type Detection struct {
-	By string `json:"by"` // DetectedWindow, DetectedPulse, DetectedEvidence or DetectedRAS
-	// LastProgress is the job's newest progress line before the verdict
-	// (zero when the job printed none), and AfterProgressS the seconds
-	// from it to the verdict.
-	LastProgress   time.Time `json:"last_progress,omitzero"`
-	AfterProgressS float64   `json:"after_progress_s,omitempty"`
-	// The job's pulse: beats seen, the median interval between them and
-	// its spread (median absolute deviation), and the silence the pulse
-	// rule waits for (max(pulse_factor × cadence, floor)).
-	Beats     int     `json:"beats,omitempty"`
-	CadenceS  float64 `json:"cadence_s,omitempty"`
-	SpreadS   float64 `json:"spread_s,omitempty"`
-	DeadlineS float64 `json:"deadline_s,omitempty"`
-	// Evidence is the strong evidence in words (a line, or what the
-	// telemetry showed), EvidenceAt when it came, and ConfirmS the flat
-	// stretch that confirmed it.
-	Evidence   string    `json:"evidence,omitempty"`
-	EvidenceAt time.Time `json:"evidence_at,omitzero"`
-	ConfirmS   float64   `json:"confirm_s,omitempty"`
-	// Unhealable is set when the evidence cannot heal (a device gone or
-	// needing a reset, ranks dead, a host's processes all gone): the
-	// verdict came at once, without a confirmation, AfterEvidenceS
-	// seconds after the watcher read the evidence.
-	Unhealable     bool    `json:"unhealable,omitempty"`
-	AfterEvidenceS float64 `json:"after_evidence_s,omitempty"`
-	// Flat names, per host judged, why its readings over the flat stretch
-	// read as a hang (a usage reason such as FlatUsageStuckCollective).
-	Flat map[string]string `json:"flat,omitempty"`
-}
-
-// Words says the detection for people: "pulse: 3m10s after the last
-// progress (cadence 30s)".
-func (d *Detection) Words() string {
-	if d == nil || d.By == "" {
-		return ""
-	}
-	seconds := func(x float64) string {
-		return ShortDuration(time.Duration(x * float64(time.Second)).Round(time.Second))
-	}
-	s := d.By
-	if d.Unhealable {
-		s += " (cannot heal)"
-	}
-	if !d.LastProgress.IsZero() {
-		s += ": " + seconds(d.AfterProgressS) + " after the last progress"
-	}
-	switch d.By {
-	case DetectedPulse:
-		s += " (cadence " + seconds(d.CadenceS) + ")"
-	case DetectedEvidence, DetectedRAS:
-		if d.Unhealable {
-			s += ", " + seconds(d.AfterEvidenceS) + " from the event to the verdict"
-		}
-		s += " (" + d.Evidence + ")"
-	}
-	return s
-}
 
 // maxPulseIntervals bounds the intervals a job's pulse keeps: the cadence
 // is the median of the latest ones, so that a job whose pace changes
@@ -186,7 +105,7 @@ type strongEvidence struct {
 // an NCCL transport error, a collective that timed out, NCCL's RAS
 // service naming ranks dead or missing.
 func isStrong(m joblog.Match) bool {
-	return m.Fault || isNet(m) || m.Kind == joblog.KindWatchdog && m.Seq >= 0 || m.Kind == joblog.KindRASFailed
+	return m.Fault || m.Kind == joblog.KindNCCLNet || m.Kind == joblog.KindWatchdog && m.Seq >= 0 || m.Kind == joblog.KindRASFailed
 }
 
 // noteStrongLine records a strong line at t of host as the job's strong
@@ -199,9 +118,9 @@ func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match
 	if host == "" {
 		host = "the job"
 	}
-	by := DetectedEvidence
+	by := digest.DetectedEvidence
 	if m.Kind == joblog.KindRASFailed {
-		by, line = DetectedRAS, "NCCL RAS names ranks dead or missing"
+		by, line = digest.DetectedRAS, "NCCL RAS names ranks dead or missing"
 	}
 	if len(line) > 160 {
 		line = line[:160] + "..."
@@ -236,12 +155,12 @@ func (j *jobTrack) noteTelemetry(s trace.Sample) {
 		}
 	}
 	if gone && peer != "" {
-		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true, final: true,
+		j.strong = strongEvidence{at: s.Time, by: digest.DetectedEvidence, host: s.Host, telem: true, final: true,
 			what: fmt.Sprintf("%s: no processes of the job left while %s still has %d", s.Host, peer, j.hosts[peer].latest.Procs)}
 		return
 	}
 	if stopped && len(j.hosts) > 1 {
-		j.strong = strongEvidence{at: s.Time, by: DetectedEvidence, host: s.Host, telem: true,
+		j.strong = strongEvidence{at: s.Time, by: digest.DetectedEvidence, host: s.Host, telem: true,
 			what: fmt.Sprintf("%s: %d of the job's %d processes stopped (state T) while no peer's are", s.Host, s.ProcsT, s.Procs)}
 	}
 }
@@ -249,7 +168,7 @@ func (j *jobTrack) noteTelemetry(s trace.Sample) {
 // fastVerdict is the pulse and evidence rules at a round of job j, which
 // has no open episode: the detection when one of them calls the job hung
 // now, nil otherwise.
-func (e *Episodes) fastVerdict(id string, j *jobTrack) *Detection {
+func (e *Episodes) fastVerdict(id string, j *jobTrack) *digest.Detection {
 	now := j.last
 	p := &j.pulse
 	if e.c.ConfirmPeriods > 0 && !j.strong.at.IsZero() {
@@ -271,7 +190,7 @@ func (e *Episodes) fastVerdict(id string, j *jobTrack) *Detection {
 	if !ok {
 		return nil
 	}
-	return &Detection{By: DetectedPulse, LastProgress: p.lastLine, AfterProgressS: now.Sub(p.lastLine).Seconds(),
+	return &digest.Detection{By: digest.DetectedPulse, LastProgress: p.lastLine, AfterProgressS: now.Sub(p.lastLine).Seconds(),
 		Beats: p.beats, CadenceS: cadence.Seconds(), SpreadS: spread.Seconds(), DeadlineS: deadline.Seconds(), Flat: flat}
 }
 
@@ -279,7 +198,7 @@ func (e *Episodes) fastVerdict(id string, j *jobTrack) *Detection {
 // and every host flat from one period after it (the ranks may still finish
 // what they were doing) for Config.ConfirmPeriods periods. Evidence followed
 // by I/O progress on some host is dropped: the job went on.
-func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *Detection {
+func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *digest.Detection {
 	ev := j.strong
 	if ev.final {
 		if det := e.unhealableVerdict(id, j); det != nil {
@@ -298,7 +217,7 @@ func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *Detection {
 		}
 		return nil
 	}
-	det := &Detection{By: ev.by, Evidence: ev.what, EvidenceAt: ev.at, ConfirmS: j.last.Sub(from).Seconds(), Flat: flat}
+	det := &digest.Detection{By: ev.by, Evidence: ev.what, EvidenceAt: ev.at, ConfirmS: j.last.Sub(from).Seconds(), Flat: flat}
 	if p := &j.pulse; p.beats > 0 {
 		det.LastProgress, det.AfterProgressS, det.Beats = p.lastLine, j.last.Sub(p.lastLine).Seconds(), p.beats
 	}
@@ -341,7 +260,7 @@ func (e *Episodes) movedSince(id string, j *jobTrack, from, now time.Time) bool 
 // hangSince is when the hang that det detected began: the last progress
 // line when the job printed one, else the earliest time since which a
 // host's I/O stayed below the threshold, else the evidence's time.
-func (e *Episodes) hangSince(id string, j *jobTrack, det *Detection) time.Time {
+func (e *Episodes) hangSince(id string, j *jobTrack, det *digest.Detection) time.Time {
 	if !det.LastProgress.IsZero() {
 		return det.LastProgress
 	}
@@ -375,7 +294,7 @@ func (e *Episodes) Suspect(id string) bool {
 		return true
 	}
 	for _, h := range j.hosts {
-		if h.state != StateOK {
+		if h.state != digest.StateOK {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -46,7 +47,7 @@ func pulseJob(n int, logs []trace.Sample, phases1, phases2 []phase) []trace.Samp
 
 type replayed struct {
 	hung    []Event
-	digests []DigestEvent
+	digests []digest.DigestEvent
 }
 
 func replayPulse(t *testing.T, c Config, ss []trace.Sample) replayed {
@@ -69,8 +70,8 @@ func replayPulse(t *testing.T, c Config, ss []trace.Sample) replayed {
 			var e Event
 			json.Unmarshal([]byte(line), &e)
 			r.hung = append(r.hung, e)
-		case EventDigest:
-			var d DigestEvent
+		case digest.EventDigest:
+			var d digest.DigestEvent
 			if err := json.Unmarshal([]byte(line), &d); err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +99,7 @@ func TestPulseVerdict(t *testing.T) {
 	}
 	d := r.digests[0]
 	last := progressAt(stall-2, 0).Time
-	if d.Detection == nil || d.Detection.By != DetectedPulse {
+	if d.Detection == nil || d.Detection.By != digest.DetectedPulse {
 		t.Fatalf("detection %+v, want pulse", d.Detection)
 	}
 	after := d.Time.Sub(last)
@@ -160,7 +161,7 @@ func TestPulseRecovers(t *testing.T) {
 		t.Fatalf("%d digests, want 2 (one per stall): %+v", len(r.digests), r.digests)
 	}
 	for i, d := range r.digests {
-		if d.Detection == nil || d.Detection.By != DetectedPulse {
+		if d.Detection == nil || d.Detection.By != digest.DetectedPulse {
 			t.Errorf("digest %d: detection %+v, want pulse", i, d.Detection)
 		}
 	}
@@ -176,7 +177,7 @@ func TestPulseOff(t *testing.T) {
 	stall := 80
 	ph := []phase{training, at30(stuck, stall)}
 	r := replayPulse(t, c, pulseJob(160, progressEvery(4, stall, 2), ph, ph))
-	if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != DetectedWindow {
+	if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != digest.DetectedWindow {
 		t.Fatalf("digests %+v, want one detected by the window", r.digests)
 	}
 	if after := r.digests[0].Time.Sub(progressAt(stall-2, 0).Time); after < c.Window {
@@ -200,21 +201,21 @@ func TestEvidenceVerdict(t *testing.T) {
 	t.Run("fault XID, no progress lines", func(t *testing.T) {
 		ph := []phase{training, at30(stuck, 80)}
 		r := replayPulse(t, c, pulseJob(160, []trace.Sample{xid(80)}, ph, []phase{training, at30(deadlocked, 80)}))
-		if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != DetectedEvidence {
+		if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != digest.DetectedEvidence {
 			t.Fatalf("digests %+v, want one detected by evidence", r.digests)
 		}
 		d := r.digests[0]
 		if after := d.Time.Sub(xid(80).Time); after > 3*time.Minute {
 			t.Errorf("verdict %s after the XID, want at most a period + 3 periods + a round", after)
 		}
-		if d.Cause != CauseBadDevice || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" {
+		if d.Cause != digest.CauseBadDevice || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" {
 			t.Errorf("digest %s %+v, want bad-device on gpu02", d.Cause, d.Culprits)
 		}
 	})
 	t.Run("collective timeout after progress", func(t *testing.T) {
 		ph := []phase{training, at30(stuck, 80)}
 		r := replayPulse(t, c, pulseJob(160, append(progressEvery(4, 40, 2), timeout(80)), ph, ph))
-		if len(r.digests) != 1 || r.digests[0].Detection.By != DetectedEvidence {
+		if len(r.digests) != 1 || r.digests[0].Detection.By != digest.DetectedEvidence {
 			t.Fatalf("digests %+v, want one detected by evidence", r.digests)
 		}
 	})
@@ -228,7 +229,7 @@ func TestEvidenceVerdict(t *testing.T) {
 		ph := []phase{training, at30(stuck, 80), at30(training, 84)}
 		r := replayPulse(t, c, pulseJob(160, append(progressEvery(84, 160, 2), ibError(2, 1, 40)), ph, ph))
 		for _, d := range r.digests {
-			if d.Detection.By == DetectedEvidence {
+			if d.Detection.By == digest.DetectedEvidence {
 				t.Fatalf("digest %+v: progress came after the error", d)
 			}
 		}
@@ -296,14 +297,14 @@ func TestEvidenceStoppedRank(t *testing.T) {
 		}
 	}
 	r := replayPulse(t, c, ss)
-	if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != DetectedEvidence {
+	if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != digest.DetectedEvidence {
 		t.Fatalf("digests %+v, want one detected by evidence", r.digests)
 	}
 	d := r.digests[0]
 	if after := d.Time.Sub(t0.Add(40 * time.Minute)); after > 3*time.Minute {
 		t.Errorf("verdict %s after the stop", after)
 	}
-	if d.Cause != CauseRankFailed || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" || d.Culprits[0].Reason != CulpritProcessesStopped {
+	if d.Cause != digest.CauseRankFailed || len(d.Culprits) != 1 || d.Culprits[0].Host != "gpu02" || d.Culprits[0].Reason != digest.CulpritProcessesStopped {
 		t.Errorf("digest %s %+v, want rank-failed on gpu02 (ProcessesStopped)", d.Cause, d.Culprits)
 	}
 }

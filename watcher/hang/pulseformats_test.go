@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -86,7 +87,7 @@ func TestPulseEveryFormat(t *testing.T) {
 				logs := recordedEvery(t, f.line, 4, stall, every)
 				ph := []phase{training, at30(stuck, stall)}
 				r := replayPulse(t, c, pulseJob(160, logs, ph, ph))
-				if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != DetectedPulse {
+				if len(r.digests) != 1 || r.digests[0].Detection == nil || r.digests[0].Detection.By != digest.DetectedPulse {
 					t.Fatalf("digests %+v, want one detected by the pulse", r.digests)
 				}
 				last := logs[len(logs)-1].Time

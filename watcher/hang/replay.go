@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -41,7 +43,7 @@ func (s Summary) TooShort(c Config) string {
 		return ""
 	}
 	msg := fmt.Sprintf("trace covers %s; first verdict needs %s of one host's samples (the longer of grace %s and window %s): no window verdict was possible",
-		ShortDuration(s.Span), ShortDuration(c.FirstVerdict()), ShortDuration(c.Grace), ShortDuration(c.Window))
+		hangfmt.ShortDuration(s.Span), hangfmt.ShortDuration(c.FirstVerdict()), hangfmt.ShortDuration(c.Grace), hangfmt.ShortDuration(c.Window))
 	if s.Digests > 0 {
 		msg += fmt.Sprintf("; the job's pulse or strong evidence gave %d digest(s)", s.Digests)
 	}
@@ -56,7 +58,7 @@ func (s Summary) TooShort(c Config) string {
 // for one input holding the merged lines.
 //
 // When the samples hold more than one host, hung events carry the evidence
-// key "culprits": the result of Culprits over the latest sample of every host
+// key "culprits": the result of digest.Culprits over the latest sample of every host
 // at that moment. Log records feed Episodes: after the per-host events, one
 // digest per hang episode per job and the straggler events come in time
 // order (jobs in id order at the same moment), as the live coordinator
@@ -75,7 +77,7 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 	var newest time.Time
 	due := func(now time.Time) error {
 		for _, x := range ep.Due(now) {
-			if d, ok := x.(DigestEvent); ok && d.Event == EventDigest {
+			if d, ok := x.(digest.DigestEvent); ok && d.Event == digest.EventDigest {
 				sum.Digests++
 			}
 			if err := enc.Encode(x); err != nil {
@@ -97,9 +99,9 @@ func ReplayInputs(ins []Input, c Config, w io.Writer) (Summary, error) {
 		events := d.Observe(s)
 		for _, e := range events {
 			if e.Event == EventHung && len(d.Latest()) > 1 {
-				cs := Culprits(d.Latest(), c)
+				cs := digest.Culprits(d.Latest(), c)
 				if cs == nil {
-					cs = []Culprit{}
+					cs = []digest.Culprit{}
 				}
 				e.Evidence["culprits"] = cs
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -161,7 +162,7 @@ func TestReplayCulprits(t *testing.T) {
 				}
 				var e struct {
 					Host, Event, Reason string
-					Evidence            struct{ Culprits []Culprit }
+					Evidence            struct{ Culprits []digest.Culprit }
 				}
 				if err := json.Unmarshal([]byte(line), &e); err != nil {
 					t.Fatal(err)

@@ -3,6 +3,8 @@ package hang
 import (
 	"slices"
 	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // sentDigest is what an episode's digest said: its time, cause and
@@ -14,16 +16,16 @@ type sentDigest struct {
 	lines    time.Time
 }
 
-func sentOf(d DigestEvent, newest time.Time) sentDigest {
+func sentOf(d digest.DigestEvent, newest time.Time) sentDigest {
 	return sentDigest{at: d.Time, cause: d.Cause, culprits: culpritHosts(d), lines: newest}
 }
 
-func culpritHosts(d DigestEvent) []string {
+func culpritHosts(d digest.DigestEvent) []string {
 	out := make([]string, 0, len(d.Culprits))
 	for _, c := range d.Culprits {
 		out = append(out, c.Host)
 	}
-	return uniqueSorted(out)
+	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
 // revision is the one update of j's open episode's digest: due at a round
@@ -34,17 +36,17 @@ func culpritHosts(d DigestEvent) []string {
 // one revision per episode; it carries Revises, the time of the digest it
 // replaces. None once Slurm said the job or a step is cancelled: what
 // changes then is the teardown.
-func (e *Episodes) revision(id string, j *jobTrack) (DigestEvent, bool) {
+func (e *Episodes) revision(id string, j *jobTrack) (digest.DigestEvent, bool) {
 	if !j.open || !j.digested || j.revised || j.tornDown || !j.newest.After(j.sent.lines) {
-		return DigestEvent{}, false
+		return digest.DigestEvent{}, false
 	}
-	d := Digest(e.digestInput(id, j), e.c)
-	if d.Cause == CauseUnknown && len(d.Culprits) == 0 {
-		return DigestEvent{}, false
+	d := digest.Digest(e.digestInput(id, j), e.c)
+	if d.Cause == digest.CauseUnknown && len(d.Culprits) == 0 {
+		return digest.DigestEvent{}, false
 	}
 	if d.Cause == j.sent.cause && slices.Equal(culpritHosts(d), j.sent.culprits) {
 		j.sent.lines = j.newest // judged: wait for lines newer still
-		return DigestEvent{}, false
+		return digest.DigestEvent{}, false
 	}
 	j.revised = true
 	d.Since, d.Detection, d.Revises = j.since, e.detectionOf(j), j.sent.at

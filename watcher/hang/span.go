@@ -3,6 +3,8 @@ package hang
 import (
 	"math"
 	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 )
 
 // SpanVerdict is the judgement of one host's readings over a stretch of
@@ -47,7 +49,7 @@ func (d *Detector) JudgeSpan(hostName, job string, from, now time.Time) SpanVerd
 		"io_bytes":     io.bytes,
 		"io_threshold": d.c.IOBytes,
 		"span_s":       span.Seconds(),
-		"coverage":     round(math.Min(float64(io.n)/expected, 1)),
+		"coverage":     hangfmt.Round(math.Min(float64(io.n)/expected, 1)),
 	}
 	v := SpanVerdict{IOBytes: io.bytes, Evidence: ev}
 	if io.bytes >= d.c.IOBytes {

@@ -8,10 +8,7 @@ import (
 
 // The statistics the detector takes of a window's readings: median (by
 // selection, in the detector's scratch space), standard deviation, median
-// absolute deviation, and the rounding used in evidence.
-
-// round rounds x to three decimals, for evidence.
-func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+// absolute deviation (evidence rounds them with hangfmt.Round).
 
 // median of v (not modified), using the detector's scratch space; 0 for none.
 func (d *Detector) median(v []float64) float64 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/straggler"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -138,8 +139,8 @@ func TestStragglerStoppedOrThrottled(t *testing.T) {
 				}
 				e := evs[0]
 				since, _ := time.Parse(time.RFC3339, fmt.Sprint(e.Evidence["since"]))
-				if since.Before(t0.Add(12*time.Minute)) || since.After(t0.Add(16*time.Minute)) || e.Evidence["held_share"].(float64) < StragglerHeldShare ||
-					e.Evidence["peers_held_share_median"].(float64) > StragglerPeersHeldShare || !strings.Contains(e.Message, "while its peers' are not") {
+				if since.Before(t0.Add(12*time.Minute)) || since.After(t0.Add(16*time.Minute)) || e.Evidence["held_share"].(float64) < straggler.StragglerHeldShare ||
+					e.Evidence["peers_held_share_median"].(float64) > straggler.StragglerPeersHeldShare || !strings.Contains(e.Message, "while its peers' are not") {
 					t.Fatalf("seed %d: evidence %v, message %q", seed, e.Evidence, e.Message)
 				}
 				t.Logf("seed %d: %s: %s", seed, got[0], e.Message)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/internal/xid"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -65,7 +66,7 @@ func unhealable(stream, line string, m joblog.Match) bool {
 // rank that died is usually followed within seconds by the launcher
 // ending the job (srun, torchrun), and that job failed, which its end's
 // digest says; it did not hang.
-func (e *Episodes) unhealableVerdict(id string, j *jobTrack) *Detection {
+func (e *Episodes) unhealableVerdict(id string, j *jobTrack) *digest.Detection {
 	ev := j.strong
 	if ev.telem && e.movedSince(id, j, ev.at.Add(-e.c.Period), j.last) {
 		j.strong.final = false
@@ -74,7 +75,7 @@ func (e *Episodes) unhealableVerdict(id string, j *jobTrack) *Detection {
 	if ev.telem && j.last.Sub(ev.at) < teardownHold(e.c) {
 		return nil // seen again at the next round
 	}
-	det := &Detection{By: ev.by, Evidence: ev.what, EvidenceAt: ev.at, Unhealable: true,
+	det := &digest.Detection{By: ev.by, Evidence: ev.what, EvidenceAt: ev.at, Unhealable: true,
 		AfterEvidenceS: max(j.last.Sub(ev.at), 0).Seconds()}
 	if p := &j.pulse; p.beats > 0 {
 		det.LastProgress, det.AfterProgressS, det.Beats = p.lastLine, j.last.Sub(p.lastLine).Seconds(), p.beats

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -103,7 +104,7 @@ func TestUnhealableVerdict(t *testing.T) {
 				!strings.Contains(words, "from the event to the verdict") {
 				t.Errorf("detection %+v (%q), want one that cannot heal, unconfirmed", d.Detection, words)
 			}
-			if d.Detection.By != DetectedEvidence {
+			if d.Detection.By != digest.DetectedEvidence {
 				t.Errorf("detected by %q, want evidence", d.Detection.By)
 			}
 			if tc.logs != nil && (len(d.Culprits) == 0 || d.Culprits[0].Host != "gpu02") {

@@ -3,6 +3,8 @@ package hang
 import (
 	"fmt"
 	"slices"
+
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 )
 
 // Usage: whether a suspect host's resource usage over the window is flat.
@@ -39,8 +41,8 @@ func (u *usage) addEvidence(ev map[string]any) {
 		ev["devices"] = []DeviceStats{}
 	}
 	if u.cpuKnown {
-		ev["cpu_cores_median"] = round(u.cpuMedian)
-		ev["cpu_cores_stddev"] = round(u.cpuStddev)
+		ev["cpu_cores_median"] = hangfmt.Round(u.cpuMedian)
+		ev["cpu_cores_stddev"] = hangfmt.Round(u.cpuStddev)
 	}
 }
 
@@ -198,8 +200,8 @@ func (d *Detector) devicesStats(h *host, need float64, full bool, u *usage) (t d
 func (d *Detector) deviceStats(id string, util, power, mem []float64, need float64, full bool) DeviceStats {
 	n := len(util)
 	ds := DeviceStats{ID: id, Samples: n}
-	ds.UtilStddev, ds.PowerStddevW = round(stddev(util)), round(stddev(power))
-	ds.MemChangeMiB = round(slices.Max(mem) - slices.Min(mem))
+	ds.UtilStddev, ds.PowerStddevW = hangfmt.Round(stddev(util)), hangfmt.Round(stddev(power))
+	ds.MemChangeMiB = hangfmt.Round(slices.Max(mem) - slices.Min(mem))
 	haveMedians := false
 	switch {
 	case float64(n) < need:
@@ -211,7 +213,7 @@ func (d *Detector) deviceStats(id string, util, power, mem []float64, need float
 	case ds.MemChangeMiB > d.c.MemChangeMiB:
 		ds.Why = "memory use changed"
 	default:
-		ds.UtilMedian, ds.PowerMedianW = round(d.median(util)), round(d.median(power))
+		ds.UtilMedian, ds.PowerMedianW = hangfmt.Round(d.median(util)), hangfmt.Round(d.median(power))
 		haveMedians = true
 		if d.c.BusyPowerW > 0 && ds.PowerMedianW >= d.c.BusyPowerW {
 			ds.Why = "power high"
@@ -221,9 +223,9 @@ func (d *Detector) deviceStats(id string, util, power, mem []float64, need float
 	}
 	if full {
 		if !haveMedians {
-			ds.UtilMedian, ds.PowerMedianW = round(d.median(util)), round(d.median(power))
+			ds.UtilMedian, ds.PowerMedianW = hangfmt.Round(d.median(util)), hangfmt.Round(d.median(power))
 		}
-		ds.UtilMAD = round(d.mad(util, ds.UtilMedian))
+		ds.UtilMAD = hangfmt.Round(d.mad(util, ds.UtilMedian))
 	}
 	return ds
 }

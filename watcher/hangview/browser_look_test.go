@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -36,8 +37,8 @@ func hungAt(host string, m int) Event {
 // The pages of issue 19 item 10, as the watchers write them.
 func lookPages(t *testing.T) map[string]Data {
 	three := replayData(t, testConfig(), filepath.Join("testdata", "three-hosts.trace"))
-	digest := Event{Time: lookT0.Add(41 * time.Minute), Job: "7", Event: hang.EventDigest, Cause: hang.CauseRankFailed,
-		Hosts: []string{"n1", "n2", "n3"}, Culprits: []hang.DigestCulprit{{Host: "n3", Reason: "ProcessesGone"}}, Since: lookT0.Add(25 * time.Minute)}
+	digest := Event{Time: lookT0.Add(41 * time.Minute), Job: "7", Event: digest.EventDigest, Cause: digest.CauseRankFailed,
+		Hosts: []string{"n1", "n2", "n3"}, Culprits: []digest.DigestCulprit{{Host: "n3", Reason: "ProcessesGone"}}, Since: lookT0.Add(25 * time.Minute)}
 	culpritOK := Data{Window: 10 * time.Minute, Hosts: map[string][]Point{"n1": readings("n1", 2), "n3": readings("n3", 2)},
 		Events: []Event{hungAt("n1", 40), digest}}
 	member := Data{Window: 10 * time.Minute, Hosts: map[string][]Point{"n1": readings("n1", 2)}, Events: []Event{hungAt("n1", 40), digest}}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -45,17 +45,17 @@ func PointOf(s trace.Sample) Point {
 // recovered, straggler) or a job's digest. Fields that the line's kind
 // does not carry stay empty.
 type Event struct {
-	Time     time.Time            `json:"time"`
-	Host     string               `json:"host"`     // host events
-	Job      string               `json:"job"`      // Slurm job id
-	Event    string               `json:"event"`    // hang.EventHung, hang.EventDigest, ...
-	Reason   string               `json:"reason"`   // host events: the stable token
-	Message  string               `json:"message"`  // host events: for people
-	Cause    string               `json:"cause"`    // digests: one of hang's Cause constants
-	Culprits []hang.DigestCulprit `json:"culprits"` // digests: the culprit hosts
-	Hint     string               `json:"hint"`     // digests: what the job's user can do
-	Hosts    []string             `json:"hosts"`    // digests: every host of the job
-	Since    time.Time            `json:"since"`    // digests: when the hang began (zero: not given)
+	Time     time.Time              `json:"time"`
+	Host     string                 `json:"host"`     // host events
+	Job      string                 `json:"job"`      // Slurm job id
+	Event    string                 `json:"event"`    // hang.EventHung, digest.EventDigest, ...
+	Reason   string                 `json:"reason"`   // host events: the stable token
+	Message  string                 `json:"message"`  // host events: for people
+	Cause    string                 `json:"cause"`    // digests: one of digest's Cause constants
+	Culprits []digest.DigestCulprit `json:"culprits"` // digests: the culprit hosts
+	Hint     string                 `json:"hint"`     // digests: what the job's user can do
+	Hosts    []string               `json:"hosts"`    // digests: every host of the job
+	Since    time.Time              `json:"since"`    // digests: when the hang began (zero: not given)
 }
 
 // Collector gathers what a replay reads and prints, for the page: the

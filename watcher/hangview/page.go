@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 )
 
 // Data is what the page is drawn from.
@@ -75,10 +77,10 @@ func Render(d Data) []byte {
 	if title == "" {
 		title = "vigil hang replay"
 	}
-	p := page{Title: title, Window: hang.ShortDuration(d.Window),
+	p := page{Title: title, Window: hangfmt.ShortDuration(d.Window),
 		From: stamp(from), To: stamp(to), Jobs: strings.Join(jobs(d), ", "), Verdicts: verdicts(d, culprits)}
 	for _, e := range d.Events {
-		if e.Event == hang.EventDigest {
+		if e.Event == digest.EventDigest {
 			p.Digests = append(p.Digests, e)
 		}
 	}
@@ -147,7 +149,7 @@ func earlier(a, b time.Time) time.Time {
 func culpritReasons(evs []Event) map[string]string {
 	m := map[string]string{}
 	for _, e := range evs {
-		if e.Event != hang.EventDigest {
+		if e.Event != digest.EventDigest {
 			continue
 		}
 		for _, c := range e.Culprits {

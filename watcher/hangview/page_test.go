@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/hangview/pagetest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -171,8 +172,8 @@ func TestRenderHostWithoutReadings(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		d.Hosts["n1"] = append(d.Hosts["n1"], PointOf(trace.Sample{Time: t0.Add(time.Duration(i) * time.Minute), Host: "n1", CPUUsec: uint64(i) * 60e6}))
 	}
-	d.Events = []Event{{Time: t0.Add(5 * time.Minute), Event: hang.EventDigest, Cause: hang.CauseNetwork, Hosts: []string{"n1", "n2"},
-		Culprits: []hang.DigestCulprit{{Host: "n2", Reason: "TransportErrors"}}}}
+	d.Events = []Event{{Time: t0.Add(5 * time.Minute), Event: digest.EventDigest, Cause: digest.CauseNetwork, Hosts: []string{"n1", "n2"},
+		Culprits: []digest.DigestCulprit{{Host: "n2", Reason: "TransportErrors"}}}}
 	page := string(Render(d))
 	if charts, marked := pagetest.Charts(page), pagetest.Culprits(page); strings.Join(charts, ",") != "n1" || strings.Join(marked, ",") != "n2" {
 		t.Errorf("charts %v, culprits %v; want n1 (no empty chart of n2) and n2", charts, marked)

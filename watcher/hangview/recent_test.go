@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -74,8 +75,8 @@ func TestRecentPageWithDigest(t *testing.T) {
 	}
 	d := r.Data()
 	d.Title = "vigil hang report"
-	d.Events = append(d.Events, DigestOf(hang.DigestEvent{Time: t0.Add(11 * time.Minute), Job: "7", Event: hang.EventDigest,
-		Cause: hang.CauseRankFailed, Culprits: []hang.DigestCulprit{{Host: "gpu02", Reason: "ProcessesGone"}}, Hosts: []string{"gpu01", "gpu02"}}))
+	d.Events = append(d.Events, DigestOf(digest.DigestEvent{Time: t0.Add(11 * time.Minute), Job: "7", Event: digest.EventDigest,
+		Cause: digest.CauseRankFailed, Culprits: []digest.DigestCulprit{{Host: "gpu02", Reason: "ProcessesGone"}}, Hosts: []string{"gpu01", "gpu02"}}))
 	page := string(Render(d))
 	checkPage(t, page, []string{"gpu01", "gpu02"}, []string{"gpu02"})
 	for _, want := range []string{"<title>vigil hang report: job 7</title>", "rank-failed", "ProcessesGone", `class="event hung"`} {
@@ -86,6 +87,6 @@ func TestRecentPageWithDigest(t *testing.T) {
 }
 
 // DigestOf is a digest as an event of the page: how the tests draw one.
-func DigestOf(d hang.DigestEvent) Event {
-	return Event{Time: d.Time, Job: d.Job, Event: hang.EventDigest, Cause: d.Cause, Culprits: d.Culprits, Hint: d.Hint, Hosts: d.Hosts}
+func DigestOf(d digest.DigestEvent) Event {
+	return Event{Time: d.Time, Job: d.Job, Event: digest.EventDigest, Cause: d.Cause, Culprits: d.Culprits, Hint: d.Hint, Hosts: d.Hosts}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-hpc/vigil/cgo/dcmi/dcmifake"
 	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/sample"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -103,11 +104,11 @@ func TestLoopRecordsDCMIFaultsAsDeviceRecords(t *testing.T) {
 			t.Errorf("record %d = %+v %+v (%+v), want %q (fault %v), a device record of npu03", i, got[i], got[i].Log, m, w.line, w.fault)
 		}
 	}
-	if len(digests.got) != 1 || digests.got[0].Cause != hang.CauseBadDevice || len(digests.got[0].Culprits) != 1 {
+	if len(digests.got) != 1 || digests.got[0].Cause != digest.CauseBadDevice || len(digests.got[0].Culprits) != 1 {
 		t.Fatalf("digests = %+v, want one bad-device", digests.got)
 	}
 	cu := digests.got[0].Culprits[0]
-	if cu.Host != "npu03" || cu.Reason != hang.DigestDeviceFault || !reflect.DeepEqual(cu.Evidence["error_codes"], []string{"0x80e18005"}) {
+	if cu.Host != "npu03" || cu.Reason != digest.DigestDeviceFault || !reflect.DeepEqual(cu.Evidence["error_codes"], []string{"0x80e18005"}) {
 		t.Errorf("culprit %+v, want npu03 DeviceFault with error code 0x80e18005", cu)
 	}
 	var warned int

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/sample"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -141,7 +142,7 @@ func TestLoopRecordsNVMLEventsAsDeviceRecords(t *testing.T) {
 			t.Errorf("record %d = %+v %+v (%+v), want XID %d (fault %v) of gpu03's GPU at 0000:18:00", i, got[i], got[i].Log, m, w.xid, w.fault)
 		}
 	}
-	if len(digests.got) != 1 || digests.got[0].Cause != hang.CauseBadDevice || len(digests.got[0].Culprits) != 1 || digests.got[0].Culprits[0].Host != "gpu03" {
+	if len(digests.got) != 1 || digests.got[0].Cause != digest.CauseBadDevice || len(digests.got[0].Culprits) != 1 || digests.got[0].Culprits[0].Host != "gpu03" {
 		t.Fatalf("digests = %+v, want one bad-device naming gpu03", digests.got)
 	}
 	// The digest's evidence says the event in words, not as the record's JSON.

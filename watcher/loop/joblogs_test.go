@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -121,7 +122,7 @@ func (s *lineSource) Poll(now time.Time) []trace.Sample {
 }
 
 type digestRecorder struct {
-	got    []hang.DigestEvent
+	got    []digest.DigestEvent
 	notify []bool
 }
 
@@ -129,7 +130,7 @@ func (d *digestRecorder) HandleJobRecovered(context.Context, time.Time, time.Tim
 	return nil
 }
 
-func (d *digestRecorder) HandleDigest(_ context.Context, ev hang.DigestEvent, notify bool) error {
+func (d *digestRecorder) HandleDigest(_ context.Context, ev digest.DigestEvent, notify bool) error {
 	d.got, d.notify = append(d.got, ev), append(d.notify, notify)
 	return nil
 }
@@ -170,13 +171,13 @@ func TestLoopRecordsLogLinesAndLoneDigestReadsThem(t *testing.T) {
 	if logs != 1 {
 		t.Errorf("%d log records, want 1", logs)
 	}
-	if len(digests.got) != 1 || digests.got[0].Cause != hang.CauseBadDevice || digests.notify[0] {
+	if len(digests.got) != 1 || digests.got[0].Cause != digest.CauseBadDevice || digests.notify[0] {
 		t.Fatalf("digests = %+v (notify %v), want one bad-device, recorded only", digests.got, digests.notify)
 	}
 	var printed int
 	for _, line := range strings.Split(strings.TrimSpace(events.String()), "\n") {
 		var ev map[string]any
-		if json.Unmarshal([]byte(line), &ev) == nil && ev["event"] == hang.EventDigest {
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["event"] == digest.EventDigest {
 			printed++
 		}
 	}

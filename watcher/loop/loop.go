@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -67,7 +68,7 @@ type JobView interface {
 	// its end record.
 	Role() string
 	// End gives the job's events due at the watcher's stop, after its
-	// last records: the digest of a job that failed (hang.EventFailed).
+	// last records: the digest of a job that failed (digest.EventFailed).
 	End(ctx context.Context, now time.Time) []coord.Out
 }
 
@@ -82,7 +83,7 @@ var FinishTimeout = 15 * time.Second
 // HandleJobRecovered announces the end, at t, of a hang the digest
 // announced; since is the digest's (zero: unknown).
 type DigestHandler interface {
-	HandleDigest(ctx context.Context, d hang.DigestEvent, notify bool) error
+	HandleDigest(ctx context.Context, d digest.DigestEvent, notify bool) error
 	HandleJobRecovered(ctx context.Context, t, digest, since time.Time) error
 }
 
@@ -320,7 +321,7 @@ func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 		}
 		var err error
 		switch e := o.Event.(type) {
-		case hang.DigestEvent:
+		case digest.DigestEvent:
 			err = l.Digests.HandleDigest(ctx, e, o.Notify)
 		case coord.JobRecovered:
 			if o.Notify {

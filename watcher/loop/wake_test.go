@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // runToXID runs a lone watcher at the shipped defaults (period 30 s) on a
@@ -68,7 +69,7 @@ func TestEarlyWakeUnhealableXID(t *testing.T) {
 		t.Fatal("no digest")
 	}
 	d := digests.got[0]
-	if d.Detection == nil || d.Detection.By != hang.DetectedEvidence || !d.Detection.Unhealable {
+	if d.Detection == nil || d.Detection.By != digest.DetectedEvidence || !d.Detection.Unhealable {
 		t.Fatalf("detection %+v, want evidence that cannot heal", d.Detection)
 	}
 	if after := d.Time.Sub(event); after < 0 || after > 30*time.Second {
@@ -76,7 +77,7 @@ func TestEarlyWakeUnhealableXID(t *testing.T) {
 	} else if after > EarlyCheck+time.Second {
 		t.Errorf("digest %v after the XID; want within one early check (%v)", after, EarlyCheck)
 	}
-	if d.Cause != hang.CauseBadDevice || len(d.Culprits) != 1 || d.Culprits[0].Host != "n1" {
+	if d.Cause != digest.CauseBadDevice || len(d.Culprits) != 1 || d.Culprits[0].Host != "n1" {
 		t.Errorf("digest %s %+v, want bad-device on n1", d.Cause, d.Culprits)
 	}
 	// The grid is kept: the waits after the early sample end on the

@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/watcher/action"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
 	"github.com/vigil-hpc/vigil/watcher/ncclras"
 	"github.com/vigil-hpc/vigil/watcher/sample"
@@ -214,21 +215,21 @@ func logStop(log logrus.FieldLogger, actor *action.Actor) {
 func StartMessage(c hang.Config, first string) string {
 	s := fmt.Sprintf("vigil-watch started; first verdict possible at %s (the longer of grace %v and window %v); "+
 		"after that, a node is reported one window after its last I/O progress",
-		first, hang.ShortDuration(c.Grace), hang.ShortDuration(c.Window))
+		first, hangfmt.ShortDuration(c.Grace), hangfmt.ShortDuration(c.Window))
 	if c.PulseFactor > 0 {
 		s += fmt.Sprintf("; a job that prints progress is reported once %d progress lines are seen, "+
 			"max(%g × their interval, %v) after its last one (for a line a minute: %v)",
-			c.PulseBeats, c.PulseFactor, hang.ShortDuration(c.PulseFloor), hang.ShortDuration(hang.PulseDeadline(c, time.Minute)))
+			c.PulseBeats, c.PulseFactor, hangfmt.ShortDuration(c.PulseFloor), hangfmt.ShortDuration(hang.PulseDeadline(c, time.Minute)))
 	}
 	if c.ConfirmPeriods > 0 {
 		s += fmt.Sprintf("; after strong evidence (a fault XID or ECC error, a collective timeout, a transport error, "+
 			"a rank gone or stopped, NCCL RAS naming dead ranks), %v of flat readings confirm it",
-			hang.ShortDuration(time.Duration(c.ConfirmPeriods+1)*c.Period))
+			hangfmt.ShortDuration(time.Duration(c.ConfirmPeriods+1)*c.Period))
 		s += fmt.Sprintf("; evidence that cannot heal (a device that cannot recover: XID 79, 74, 95, 119, 154 naming a reset, "+
 			"or any XID NVIDIA's catalogue says needs a reset or a reboot, reported by the device library; "+
 			"NCCL RAS naming dead ranks; every process of a host gone while its peers do no I/O) is reported at once: "+
 			"within %v of the event (device faults are read every %v; the rest at the next sample)",
-			hang.ShortDuration(c.Period), hang.ShortDuration(EarlyCheck))
+			hangfmt.ShortDuration(c.Period), hangfmt.ShortDuration(EarlyCheck))
 	}
 	return s
 }

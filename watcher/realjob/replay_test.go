@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 )
 
 // TestReplayRecordedJobs replays, without Slurm, what the watchers of the
@@ -87,7 +88,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	var cause string
 	var failed bool
 	var culprits, stragglers []int
-	var detection *hang.Detection
+	var detection *digest.Detection
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var e struct {
@@ -97,7 +98,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 			Culprits []struct {
 				Host string `json:"host"`
 			} `json:"culprits"`
-			Detection *hang.Detection `json:"detection"`
+			Detection *digest.Detection `json:"detection"`
 		}
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
@@ -141,7 +142,7 @@ func replayFixture(t *testing.T, dir string, m meta, f fault) {
 	// pulse: those recorded with pulse_floor).
 	if w.verdict && m.PulseFloor != "" {
 		switch {
-		case detection == nil || detection.By == hang.DetectedWindow:
+		case detection == nil || detection.By == digest.DetectedWindow:
 			t.Errorf("replay digest detected by %+v, want the pulse or evidence", detection)
 		case detection.LastProgress.IsZero() || detection.AfterProgressS > 300:
 			t.Errorf("replay verdict %.0fs after the last progress line (%v), want within 5 minutes", detection.AfterProgressS, detection.LastProgress)

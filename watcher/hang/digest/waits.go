@@ -1,7 +1,8 @@
-package hang
+package digest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -67,7 +68,7 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 	}
 	toward := map[string]map[string][]string{} // target host -> waiting host -> what it waits on there
 	retrans := map[string]map[string]bool{}    // target -> hosts whose data to it is retransmitted
-	for _, h := range sortedKeys(ws) {
+	for _, h := range slices.Sorted(maps.Keys(ws)) {
 		for _, g := range ws[h].Waits {
 			if g.Peer == "" {
 				continue
@@ -84,8 +85,8 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 		}
 	}
 	var net, stall []DigestCulprit
-	for _, t := range sortedKeys(toward) {
-		peers := slices.DeleteFunc(sortedKeys(ws), func(h string) bool { return h == t })
+	for _, t := range slices.Sorted(maps.Keys(toward)) {
+		peers := slices.DeleteFunc(slices.Sorted(maps.Keys(ws)), func(h string) bool { return h == t })
 		if len(peers) == 0 || len(toward[t]) < len(peers) {
 			continue // not every other host waits on it
 		}
@@ -123,7 +124,7 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 // (srun's helper on the batch host reads one all the job long).
 func loneReader(ws map[string]trace.Waits) (DigestCulprit, bool) {
 	var readers []string
-	for _, h := range sortedKeys(ws) {
+	for _, h := range slices.Sorted(maps.Keys(ws)) {
 		if len(namedInput(ws[h])) > 0 {
 			readers = append(readers, h)
 		}
@@ -132,7 +133,7 @@ func loneReader(ws map[string]trace.Waits) (DigestCulprit, bool) {
 		return DigestCulprit{}, false
 	}
 	t := readers[0]
-	peers := slices.DeleteFunc(sortedKeys(ws), func(h string) bool { return h == t })
+	peers := slices.DeleteFunc(slices.Sorted(maps.Keys(ws)), func(h string) bool { return h == t })
 	said := []string{}
 	for _, p := range peers {
 		if len(ws[p].Waits) > 0 {
@@ -164,7 +165,7 @@ var readCalls = []string{"read", "pread64", "readv", "openat"}
 // with a waits record has them (a job frozen everywhere was suspended).
 func frozenHosts(ws map[string]trace.Waits) []DigestCulprit {
 	var out []DigestCulprit
-	for _, h := range sortedKeys(ws) {
+	for _, h := range slices.Sorted(maps.Keys(ws)) {
 		if w := ws[h]; w.Frozen > 0 {
 			out = append(out, DigestCulprit{Host: h, Reason: DigestFrozen,
 				Evidence: map[string]any{"frozen": w.Frozen, "procs": w.Procs, "message": fmt.Sprintf("%d of %d processes frozen", w.Frozen, w.Procs)}})

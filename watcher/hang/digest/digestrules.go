@@ -1,12 +1,15 @@
-package hang
+package digest
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -39,7 +42,7 @@ const (
 // time orders the causes.
 type digestRule struct {
 	cause string
-	find  func(in DigestInput, ev evidence, c Config) []DigestCulprit
+	find  func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit
 	shows func(joblog.Match) bool
 }
 
@@ -61,7 +64,7 @@ var digestRules = []digestRule{
 // raised in a major or critical alarm, or an uncorrectable ECC error: an
 // application XID (13, 31, ...) or an NPU code in a minor alarm is not a
 // fault.
-func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func badDevice(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	var out []DigestCulprit
 	for _, h := range ev.hosts {
 		ls := ev.of(h, func(m joblog.Match) bool { return m.Fault })
@@ -94,6 +97,15 @@ func badDevice(in DigestInput, ev evidence, c Config) []DigestCulprit {
 // isNet is an NCCL transport error.
 func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 
+// IsFailure is a line that says something failed: a device fault, a
+// crash, a task that ended badly, a transport error, a peer that left, a
+// collective that timed out. A job that ended with one gets a digest
+// (EventFailed).
+func IsFailure(m joblog.Match) bool {
+	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || isMismatch(m) ||
+		m.Kind == joblog.KindWatchdog && m.Seq >= 0
+}
+
 // isCrash is a traceback, a CUDA error or srun's word that a task ended
 // badly.
 func isCrash(m joblog.Match) bool {
@@ -112,7 +124,7 @@ func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Ki
 // aborts every rank prints tracebacks everywhere, and ranks whose peer
 // left exit with errors too). A host that reported transport errors
 // itself is left to the network rule.
-func rankFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	named := map[string]bool{}
 	var out []DigestCulprit
 	for _, cu := range telemetryCulprits(in, c) {
@@ -240,7 +252,7 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 		ls := append(append([]LogEvidence(nil), k...), a...)
 		e := map[string]any{"lines": lines(ls), "count": len(ls)}
 		if left {
-			e["failed_after"] = sortedKeys(errored)
+			e["failed_after"] = slices.Sorted(maps.Keys(errored))
 		}
 		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
 	}
@@ -284,7 +296,7 @@ type hostCulprit struct {
 
 // telemetryCulprits runs Culprits over the latest readings of the job's
 // hosts.
-func telemetryCulprits(in DigestInput, c Config) []hostCulprit {
+func telemetryCulprits(in DigestInput, c watchcfg.Hang) []hostCulprit {
 	if in.Ended {
 		return nil
 	}
@@ -303,7 +315,7 @@ func telemetryCulprits(in DigestInput, c Config) []hostCulprit {
 // of several bad links (peers resolved through in.Addrs); when no end is
 // in more than one link, the hosts that reported the errors; GPUDirect
 // RDMA warnings name the hosts that printed them.
-func network(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func network(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	links := map[[2]string]bool{}
 	reporters := map[string][]string{} // end -> hosts whose lines name the link
 	var gdr []DigestCulprit
@@ -429,7 +441,7 @@ func uniqueSorted(xs []string) []string {
 
 // dataStall names the hosts the telemetry culprit rules find idle while
 // their peers spin in a collective, or in uninterruptible sleep alone.
-func dataStall(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func dataStall(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	var out []DigestCulprit
 	for _, cu := range telemetryCulprits(in, c) {
 		if cu.Reason != CulpritIdleWhilePeersBusy && cu.Reason != CulpritProcessesInD {
@@ -437,7 +449,7 @@ func dataStall(in DigestInput, ev evidence, c Config) []DigestCulprit {
 		}
 		e := map[string]any{"message": cu.Message, "procs": cu.sample.Procs, "procs_d": cu.sample.ProcsD}
 		if u, ok := meanUtil(cu.sample); ok {
-			e["util"] = round(u)
+			e["util"] = hangfmt.Round(u)
 		}
 		if ls := ev.of(cu.Host, isStall); len(ls) > 0 {
 			e["lines"] = lines(ls)
@@ -472,8 +484,8 @@ func isMismatch(m joblog.Match) bool { return m.Kind == joblog.KindMismatch }
 // through the step's layout, job-level lines too: the ranks' own words
 // prove where they run. A line naming ranks the layout cannot place names
 // nobody; find's culprits stand then.
-func withMismatch(find func(DigestInput, evidence, Config) []DigestCulprit) func(DigestInput, evidence, Config) []DigestCulprit {
-	return func(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func withMismatch(find func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit) func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit {
+	return func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		byHost, ranks := map[string][]LogEvidence{}, map[string][]int{}
 		for _, l := range ev.all() {
 			if !isMismatch(l.Match) {
@@ -496,7 +508,7 @@ func withMismatch(find func(DigestInput, evidence, Config) []DigestCulprit) func
 			return find(in, ev, c)
 		}
 		out := make([]DigestCulprit, 0, len(byHost))
-		for _, h := range sortedKeys(byHost) {
+		for _, h := range slices.Sorted(maps.Keys(byHost)) {
 			out = append(out, DigestCulprit{Host: h, Reason: DigestCollectiveMismatch,
 				Evidence: map[string]any{"ranks": ranks[h], "lines": lines(byHost[h]), "count": len(byHost[h])}})
 		}

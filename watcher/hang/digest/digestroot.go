@@ -1,8 +1,11 @@
-package hang
+package digest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 )
 
 // Culprit reasons that come from evidence other than the cause's own
@@ -53,7 +56,7 @@ func consequenceOnly(h ruleHit) bool {
 // rooted is the cause when the root evidence names no host: the root's
 // cause (from the job-level lines), its culprits from the evidence that
 // does name a host, and the chain that says so ("because").
-func rooted(in DigestInput, ev evidence, c Config, root string, rootLines []LogEvidence, hits []ruleHit) ([]DigestCulprit, []string) {
+func rooted(in DigestInput, ev evidence, c watchcfg.Hang, root string, rootLines []LogEvidence, hits []ruleHit) ([]DigestCulprit, []string) {
 	because := []string{fmt.Sprintf("%s (root, names no host): %s", root, firstOf(lines(rootLines)))}
 	var out []DigestCulprit
 	for _, h := range hits {
@@ -102,7 +105,7 @@ func namedByRootLines(in DigestInput, root string, ls []LogEvidence) []DigestCul
 		}
 	}
 	out := make([]DigestCulprit, 0, len(byHost))
-	for _, h := range sortedKeys(byHost) {
+	for _, h := range slices.Sorted(maps.Keys(byHost)) {
 		out = append(out, DigestCulprit{Host: h, Reason: reason[h], Evidence: map[string]any{"lines": lines(byHost[h]), "count": len(byHost[h])}})
 	}
 	return out
@@ -112,7 +115,7 @@ func namedByRootLines(in DigestInput, root string, ls []LogEvidence) []DigestCul
 // another host still has processes: the telemetry rule without its
 // minority bar, so that a two-host job is judged too. It is asked only
 // when a root says a rank failed and names no host.
-func goneWhilePeersRun(in DigestInput, c Config) []DigestCulprit {
+func goneWhilePeersRun(in DigestInput, c watchcfg.Hang) []DigestCulprit {
 	if in.Ended {
 		return nil
 	}

@@ -1,9 +1,11 @@
-package hang
+package straggler
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -109,7 +111,7 @@ func (l HostLoad) heldShare() float64 {
 // least) while its peers' median share is at most StragglerPeersHeldShare.
 // Only hosts whose readings cover the window (enough) are compared; hosts
 // in named are skipped, and the hosts it names are added.
-func stoppedOrThrottled(ls []HostLoad, enough func(int) bool, named map[string]bool, c Config, mk maker) []Event {
+func stoppedOrThrottled(ls []HostLoad, enough func(int) bool, named map[string]bool, c watchcfg.Hang) []Straggler {
 	var covered []HostLoad
 	for _, l := range ls {
 		if enough(l.HeldSamples) {
@@ -117,21 +119,21 @@ func stoppedOrThrottled(ls []HostLoad, enough func(int) bool, named map[string]b
 		}
 	}
 	shares := sortedOf(covered, HostLoad.heldShare)
-	evs := minority(covered, func(l HostLoad) (Event, bool) {
+	evs := minority(covered, func(l HostLoad) (Straggler, bool) {
 		sh, m := l.heldShare(), medianExcept(shares, l.heldShare())
 		if named[l.Host] || l.held() < StragglerHeldMin || sh < StragglerHeldShare || m > StragglerPeersHeldShare {
-			return Event{}, false
+			return Straggler{}, false
 		}
 		what := "processes stopped (state T)"
 		n := l.Stopped
 		if l.Throttled == l.held() {
 			what, n = "cgroup throttled by its CPU quota", l.Throttled
 		}
-		return mk(l, StragglerStoppedOrThrottled,
+		return newStraggler(l, StragglerStoppedOrThrottled,
 			fmt.Sprintf("%s in %d of %d readings since %s while its peers' are not (%.0f%%, median): its peers wait for it",
 				what, n, l.HeldSamples, l.HeldSince.UTC().Format("15:04:05"), 100*m),
-			map[string]any{"stopped": l.Stopped, "throttled": l.Throttled, "samples": l.HeldSamples, "held_share": round(sh),
-				"peers_held_share_median": round(m), "since": l.HeldSince.UTC().Format(time.RFC3339), "window_s": c.Window.Seconds()}), true
+			map[string]any{"stopped": l.Stopped, "throttled": l.Throttled, "samples": l.HeldSamples, "held_share": hangfmt.Round(sh),
+				"peers_held_share_median": hangfmt.Round(m), "since": l.HeldSince.UTC().Format(time.RFC3339), "window_s": c.Window.Seconds()}), true
 	})
 	for _, e := range evs {
 		named[e.Host] = true

@@ -1,4 +1,4 @@
-package hang
+package straggler
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 )
 
@@ -180,7 +182,7 @@ func stepSpan(window time.Duration) time.Duration { return window / 2 }
 // StragglerStepMADs of their spread, in a run of at least StragglerStepRun
 // slow intervals up to its latest; the event says by how much and since
 // when. Hosts in named are skipped.
-func slowSteps(t time.Time, ls []HostLoad, named map[string]bool, c Config, mk maker) []Event {
+func slowSteps(t time.Time, ls []HostLoad, named map[string]bool, c watchcfg.Hang) []Straggler {
 	var paced []HostLoad
 	for _, l := range ls {
 		if l.Steps != nil {
@@ -188,23 +190,23 @@ func slowSteps(t time.Time, ls []HostLoad, named map[string]bool, c Config, mk m
 		}
 	}
 	paces := sortedOf(paced, func(o HostLoad) float64 { return o.Steps.perStep })
-	return minority(paced, func(l HostLoad) (Event, bool) {
+	return minority(paced, func(l HostLoad) (Straggler, bool) {
 		p := l.Steps
 		m := medianExcept(paces, p.perStep)
 		if named[l.Host] || m <= 0 || p.perStep < StragglerStepRatio*m || p.perStep-m <= StragglerStepMADs*peersMAD(paces, p.perStep, m) {
-			return Event{}, false
+			return Straggler{}, false
 		}
 		since, run, runPerStep := slowRun(p.ivs, StragglerStepRatio*m)
 		if run < StragglerStepRun {
-			return Event{}, false
+			return Straggler{}, false
 		}
 		ratio := runPerStep / m
 		span := stepSpan(c.Window)
-		return mk(l, StragglerSlowSteps,
+		return newStraggler(l, StragglerSlowSteps,
 			fmt.Sprintf("rank %d takes %.3g s per step since %s (%s), %.1f× its peers' %.3g s (median over the last %s)",
-				p.rank, runPerStep, since.UTC().Format(time.TimeOnly), ShortDuration(t.Sub(since).Round(time.Second)), ratio, m, ShortDuration(span)),
-			map[string]any{"rank": p.rank, "step_s": round(runPerStep), "span_step_s": round(p.perStep), "peers_step_s_median": round(m),
-				"ratio": round(ratio), "since": since.UTC(), "slow_intervals": run, "span_s": span.Seconds()}), true
+				p.rank, runPerStep, since.UTC().Format(time.TimeOnly), hangfmt.ShortDuration(t.Sub(since).Round(time.Second)), ratio, m, hangfmt.ShortDuration(span)),
+			map[string]any{"rank": p.rank, "step_s": hangfmt.Round(runPerStep), "span_step_s": hangfmt.Round(p.perStep), "peers_step_s_median": hangfmt.Round(m),
+				"ratio": hangfmt.Round(ratio), "since": since.UTC(), "slow_intervals": run, "span_s": span.Seconds()}), true
 	})
 }
 

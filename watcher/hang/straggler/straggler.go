@@ -1,4 +1,12 @@
-package hang
+// Package straggler names the hosts that hold a progressing job back:
+// busy while their peers idle-wait, throttled, drawing little power, held
+// back (stopped or CPU-throttled), or slow in their own progress lines.
+// A Track per host gathers its readings and lines of the last window into
+// a HostLoad, and Stragglers compares the job's loads. watcher/hang's
+// episodes keep the tracks, decide when the job progresses (the rule runs
+// only then) and make events of what it names; this package never imports
+// watcher/hang.
+package straggler
 
 import (
 	"fmt"
@@ -7,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -73,11 +83,14 @@ type devPoint struct {
 // newUtilPoint is what the straggler rule keeps of the reading s; ok is
 // false when s has no devices.
 func newUtilPoint(s trace.Sample) (p utilPoint, ok bool) {
-	u, ok := meanUtil(s)
-	if !ok {
+	if len(s.Accel) == 0 {
 		return p, false
 	}
-	p = utilPoint{t: s.Time, util: u}
+	var util float64
+	for _, a := range s.Accel {
+		util += a.Util
+	}
+	p = utilPoint{t: s.Time, util: util / float64(len(s.Accel))}
 	var power float64
 	powered := 0
 	for i, a := range s.Accel {
@@ -175,7 +188,7 @@ func newHostLoad(host string, ps []utilPoint) HostLoad {
 type HostLoad struct {
 	Host string
 	// Util is the mean device utilisation over the window, percent; valid
-	// when Samples covers Config.MinCoverage of the window.
+	// when Samples covers watchcfg.Hang.MinCoverage of the window.
 	Util    float64
 	Samples int
 	// ClockPct is the median SM clock, over the window, of the host's
@@ -216,7 +229,7 @@ type HostLoad struct {
 }
 
 // Stragglers names the hosts of a progressing job that hold the others
-// back, as straggler events at time t:
+// back, as of time t (the job's latest record):
 //   - BusyWhilePeersIdle: mean device utilisation at least c.HighUtil and
 //     StragglerGap above the median of the other hosts', which is at most
 //     100 - StragglerGap - 10 (they idle-wait for it);
@@ -244,7 +257,7 @@ type HostLoad struct {
 // one-sided). The device rules name a host once, the first that matches.
 // A healthy, balanced job, however noisy, has none. The result is sorted
 // by host.
-func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
+func Stragglers(t time.Time, loads []HostLoad, c watchcfg.Hang) []Straggler {
 	ls := append([]HostLoad(nil), loads...)
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Host < ls[j].Host })
 	expected := float64(c.Window/c.Period) + 1
@@ -254,19 +267,16 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 			covered = append(covered, l)
 		}
 	}
-	mk := func(l HostLoad, reason, msg string, ev map[string]any) Event {
-		return Event{Time: t, Host: l.Host, Job: job, Event: EventStraggler, Reason: reason, Message: msg, Evidence: ev}
-	}
-	var out []Event
+	var out []Straggler
 	utils := sortedOf(covered, func(o HostLoad) float64 { return o.Util })
-	busy := minority(covered, func(l HostLoad) (Event, bool) {
+	busy := minority(covered, func(l HostLoad) (Straggler, bool) {
 		m := medianExcept(utils, l.Util)
 		if l.Util < c.HighUtil || l.Util-m < StragglerGap || m > 100-StragglerGap-10 {
-			return Event{}, false
+			return Straggler{}, false
 		}
-		return mk(l, StragglerBusyWhilePeersIdle,
+		return newStraggler(l, StragglerBusyWhilePeersIdle,
 			fmt.Sprintf("devices at %.0f%% over the window while its peers idle-wait at %.0f%% (median)", l.Util, m),
-			map[string]any{"util": round(l.Util), "peers_util_median": round(m), "window_s": c.Window.Seconds()}), true
+			map[string]any{"util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(m), "window_s": c.Window.Seconds()}), true
 	})
 	out = append(out, busy...)
 	named := map[string]bool{}
@@ -274,22 +284,33 @@ func Stragglers(t time.Time, job string, loads []HostLoad, c Config) []Event {
 		named[e.Host] = true
 	}
 	enough := func(n int) bool { return float64(n) >= c.MinCoverage*expected }
-	out = append(out, throttledWhilePeersNot(covered, enough, named, c, mk)...)
-	out = append(out, lowPowerWhileBusy(covered, enough, named, c, mk)...)
-	out = append(out, stoppedOrThrottled(ls, enough, named, c, mk)...)
-	out = append(out, slowSteps(t, ls, named, c, mk)...)
+	out = append(out, throttledWhilePeersNot(covered, enough, named, c)...)
+	out = append(out, lowPowerWhileBusy(covered, enough, named, c)...)
+	out = append(out, stoppedOrThrottled(ls, enough, named, c)...)
+	out = append(out, slowSteps(t, ls, named, c)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out
 }
 
-// maker makes a straggler event of a host.
-type maker func(l HostLoad, reason, msg string, ev map[string]any) Event
+// Straggler is a host the straggler rule names: why (one of the
+// Straggler reasons), in words for people, and the evidence.
+type Straggler struct {
+	Host     string
+	Reason   string
+	Message  string
+	Evidence map[string]any
+}
+
+// newStraggler names the host of l.
+func newStraggler(l HostLoad, reason, msg string, ev map[string]any) Straggler {
+	return Straggler{Host: l.Host, Reason: reason, Message: msg, Evidence: ev}
+}
 
 // throttledWhilePeersNot: busy, and the slowest device's clock well below
 // the others' median or a slowdown reason over most of the window while
 // the others have none. Hosts in named are skipped; the hosts it names
 // are added.
-func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map[string]bool, c Config, mk maker) []Event {
+func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map[string]bool, c watchcfg.Hang) []Straggler {
 	var clocked []HostLoad
 	for _, l := range covered {
 		if enough(l.ClockSamples) {
@@ -299,16 +320,16 @@ func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map
 	clocks := sortedOf(clocked, func(o HostLoad) float64 { return o.ClockPct })
 	share := func(o HostLoad) float64 { return float64(o.Slowed) / float64(max(o.Samples, 1)) }
 	shares := sortedOf(covered, share)
-	evs := minority(covered, func(l HostLoad) (Event, bool) {
+	evs := minority(covered, func(l HostLoad) (Straggler, bool) {
 		if named[l.Host] || l.Util < c.HighUtil {
-			return Event{}, false
+			return Straggler{}, false
 		}
-		ev := map[string]any{"util": round(l.Util), "window_s": c.Window.Seconds()}
+		ev := map[string]any{"util": hangfmt.Round(l.Util), "window_s": c.Window.Seconds()}
 		var why []string
 		if enough(l.ClockSamples) && len(clocked) >= 2 {
 			m := medianExcept(clocks, l.ClockPct)
-			ev["sm_clock_pct"], ev["sm_clock_mhz"], ev["sm_clock_max_mhz"] = round(l.ClockPct), math.Round(l.ClockMHz), math.Round(l.ClockMaxMHz)
-			ev["peers_sm_clock_pct_median"] = round(m)
+			ev["sm_clock_pct"], ev["sm_clock_mhz"], ev["sm_clock_max_mhz"] = hangfmt.Round(l.ClockPct), math.Round(l.ClockMHz), math.Round(l.ClockMaxMHz)
+			ev["peers_sm_clock_pct_median"] = hangfmt.Round(m)
 			if l.ClockPct < StragglerClockShare*m {
 				why = append(why, fmt.Sprintf("slowest device's SM clock at %.0f%% of its maximum (%.0f of %.0f MHz) over the window while its peers' run at %.0f%% (median)",
 					l.ClockPct, l.ClockMHz, l.ClockMaxMHz, m))
@@ -316,17 +337,17 @@ func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map
 		}
 		sh, m := share(l), medianExcept(shares, share(l))
 		if sh > StragglerSlowedShare && m <= StragglerPeersSlowedShare {
-			ev["slowed_share"], ev["peers_slowed_share_median"] = round(sh), round(m)
+			ev["slowed_share"], ev["peers_slowed_share_median"] = hangfmt.Round(sh), hangfmt.Round(m)
 			why = append(why, fmt.Sprintf("devices slowed down (%s) in %d of %d readings while its peers' are not",
 				strings.Join(trace.ThrottleNames(l.Reasons&trace.ThrottleSlowdown), ", "), l.Slowed, l.Samples))
 		}
 		if len(why) == 0 {
-			return Event{}, false
+			return Straggler{}, false
 		}
 		if r := l.Reasons &^ trace.ThrottleGpuIdle; r != 0 {
 			ev["reasons"] = trace.ThrottleNames(r)
 		}
-		return mk(l, StragglerThrottledWhilePeersNot, strings.Join(why, "; "), ev), true
+		return newStraggler(l, StragglerThrottledWhilePeersNot, strings.Join(why, "; "), ev), true
 	})
 	for _, e := range evs {
 		named[e.Host] = true
@@ -337,7 +358,7 @@ func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map
 // lowPowerWhileBusy: busy like the others, and drawing far less power
 // than their median. Hosts in named are skipped; the hosts it names are
 // added.
-func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[string]bool, c Config, mk maker) []Event {
+func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[string]bool, c watchcfg.Hang) []Straggler {
 	var powered []HostLoad
 	for _, l := range covered {
 		if enough(l.PowerSamples) {
@@ -346,14 +367,14 @@ func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[stri
 	}
 	powers := sortedOf(powered, func(o HostLoad) float64 { return o.PowerW })
 	utils := sortedOf(powered, func(o HostLoad) float64 { return o.Util })
-	evs := minority(powered, func(l HostLoad) (Event, bool) {
+	evs := minority(powered, func(l HostLoad) (Straggler, bool) {
 		mu, mp := medianExcept(utils, l.Util), medianExcept(powers, l.PowerW)
 		if named[l.Host] || l.Util < c.HighUtil || mu < c.HighUtil || l.PowerW >= StragglerPowerShare*mp {
-			return Event{}, false
+			return Straggler{}, false
 		}
-		return mk(l, StragglerLowPowerWhileBusy,
+		return newStraggler(l, StragglerLowPowerWhileBusy,
 			fmt.Sprintf("devices draw %.0f W at %.0f%% over the window while its peers draw %.0f W at %.0f%% (median)", l.PowerW, l.Util, mp, mu),
-			map[string]any{"power_w": round(l.PowerW), "peers_power_median_w": round(mp), "util": round(l.Util), "peers_util_median": round(mu), "window_s": c.Window.Seconds()}), true
+			map[string]any{"power_w": hangfmt.Round(l.PowerW), "peers_power_median_w": hangfmt.Round(mp), "util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(mu), "window_s": c.Window.Seconds()}), true
 	})
 	for _, e := range evs {
 		named[e.Host] = true
@@ -363,11 +384,11 @@ func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[stri
 
 // minority applies match to each host and keeps the matches when they are
 // a minority of hosts (or one of two).
-func minority(ls []HostLoad, match func(l HostLoad) (Event, bool)) []Event {
+func minority(ls []HostLoad, match func(l HostLoad) (Straggler, bool)) []Straggler {
 	if len(ls) < 2 {
 		return nil
 	}
-	var out []Event
+	var out []Straggler
 	for _, l := range ls {
 		if e, ok := match(l); ok {
 			out = append(out, e)

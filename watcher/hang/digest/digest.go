@@ -1,4 +1,11 @@
-package hang
+// Package digest says what caused a job's hang, on which hosts, and what
+// the job's user can do: Digest computes it from what the job's watchers
+// saw (the hosts' latest readings and states, their matched lines, the
+// step's layout), and Culprits names the outlier hosts of the telemetry
+// alone. It is a function of its input: watcher/hang's episodes gather
+// the input, decide when a digest is due, and import this package, which
+// never imports watcher/hang.
+package digest
 
 import (
 	"fmt"
@@ -8,14 +15,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
-// Event kinds of a job rather than of one host.
+// Event kinds of a digest (DigestEvent.Event): of a job rather than of
+// one host.
 const (
-	EventDigest    = "digest"    // one per hang episode per job: cause, culprits, hint
-	EventStraggler = "straggler" // a host holds its progressing peers back
+	EventDigest = "digest" // one per hang episode per job: cause, culprits, hint
 	// EventFailed: the digest of a job that ended with evidence of a
 	// failure in its last lines (a rank killed, tracebacks, srun's word
 	// that tasks exited badly) and no hang digest: what went wrong, and
@@ -169,7 +177,7 @@ const evidenceLines = 3
 // "unknown" and no host is named. A host is never named for its place in a
 // list: every culprit carries the evidence against it. The result depends
 // only on in and c.
-func Digest(in DigestInput, c Config) DigestEvent {
+func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 	d := DigestEvent{Time: in.Time, Job: in.Job, Event: EventDigest, Cause: CauseUnknown,
 		Culprits: []DigestCulprit{}, Hosts: digestHosts(in)}
 	if in.Ended {
@@ -266,7 +274,7 @@ func winner(hits []ruleHit) ruleHit {
 
 // ruleHits runs every rule and returns those that named culprits, in
 // digestRules' order, each with its anomaly's first time.
-func ruleHits(in DigestInput, ev evidence, c Config) []ruleHit {
+func ruleHits(in DigestInput, ev evidence, c watchcfg.Hang) []ruleHit {
 	var hits []ruleHit
 	for _, r := range digestRules {
 		cs := r.find(in, ev, c)

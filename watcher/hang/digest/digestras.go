@@ -1,11 +1,13 @@
-package hang
+package digest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -26,12 +28,12 @@ const (
 )
 
 // digestFind is what a digest rule runs to name culprits.
-type digestFind func(in DigestInput, ev evidence, c Config) []DigestCulprit
+type digestFind func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit
 
 // withRAS is find, then the culprits that NCCL's RAS answers name (ras)
 // among the hosts find did not name.
 func withRAS(find, ras digestFind) digestFind {
-	return func(in DigestInput, ev evidence, c Config) []DigestCulprit {
+	return func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		out := find(in, ev, c)
 		for _, cu := range ras(in, ev, c) {
 			if !slices.ContainsFunc(out, func(o DigestCulprit) bool { return o.Host == cu.Host }) {
@@ -97,10 +99,10 @@ func (s rasSeen) add(host, words string, at time.Time) {
 // each with those words (at most evidenceLines) and how many answers.
 func (s rasSeen) culprits(reason string, repeat int, extra map[string]map[string]any) []DigestCulprit {
 	var out []DigestCulprit
-	for _, h := range sortedKeys(s) {
+	for _, h := range slices.Sorted(maps.Keys(s)) {
 		var said []string
 		answers := 0
-		for _, w := range sortedKeys(s[h]) {
+		for _, w := range slices.Sorted(maps.Keys(s[h])) {
 			if n := len(s[h][w]); n >= repeat {
 				said = append(said, w)
 				answers = max(answers, n)
@@ -122,7 +124,7 @@ func (s rasSeen) culprits(reason string, repeat int, extra map[string]map[string
 // (one answer is enough: RAS waited 60 s before it said so), then those
 // whose processes or ranks gave it no data in two answers at different
 // times (a single answer can race a process that was only slow).
-func rasFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func rasFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	dead, silent := rasSeen{}, rasSeen{}
 	for _, a := range rasAnswers(ev) {
 		for _, p := range a.st.Dead {
@@ -164,7 +166,7 @@ func rasFailed(in DigestInput, ev evidence, c Config) []DigestCulprit {
 // count: the job does not move. RAS lists a group's ranks only when the
 // group is small, so a majority behind one rank that ran ahead names no
 // one (the rank ahead is no culprit).
-func rasBehind(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func rasBehind(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	behind := rasSeen{}
 	extra := map[string]map[string]any{}
 	for _, a := range rasAnswers(ev) {

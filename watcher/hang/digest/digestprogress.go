@@ -1,8 +1,9 @@
-package hang
+package digest
 
 import (
 	"sort"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 )
 
@@ -17,7 +18,7 @@ import (
 //
 // A host's place is that of its slowest rank (its lowest value among the
 // latest line of each rank). Each needs at least two hosts with lines.
-func differentProgress(in DigestInput, ev evidence, c Config) []DigestCulprit {
+func differentProgress(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	ops, completed, epoch, step := hostPlaces(ev)
 	for seq, byHost := range sortedSeqs(ops) {
 		if odd := oddCategorical(byHost); len(odd) > 0 {

@@ -1,10 +1,11 @@
-package hang
+package digest
 
 import (
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
@@ -41,7 +42,7 @@ type Culprit struct {
 }
 
 // Culprits names the hosts that likely cause a multi-host job's hang, from
-// the latest sample of each host (as Detector.Latest gives).
+// the latest sample of each host (as hang.Detector.Latest gives).
 //
 // Heuristic: a culprit is an outlier among its peers. The rules, tried in
 // this order, each name at most a minority of the hosts (fewer than half;
@@ -62,7 +63,7 @@ type Culprit struct {
 //
 // A single host has no peers: Culprits returns nil for fewer than two hosts.
 // The result is sorted by host name.
-func Culprits(latest map[string]trace.Sample, c Config) []Culprit {
+func Culprits(latest map[string]trace.Sample, c watchcfg.Hang) []Culprit {
 	if len(latest) < 2 {
 		return nil
 	}
@@ -91,7 +92,7 @@ type peers struct {
 }
 
 // newPeers gathers the facts of the hosts of latest.
-func newPeers(latest map[string]trace.Sample, c Config) peers {
+func newPeers(latest map[string]trace.Sample, c watchcfg.Hang) peers {
 	p := peers{latest: latest, hosts: make([]string, 0, len(latest)), procs: make([]float64, 0, len(latest))}
 	for h, s := range latest {
 		p.hosts = append(p.hosts, h)
@@ -146,7 +147,7 @@ func (p *peers) medianOthers(x float64) float64 {
 // heap on every call of Culprits.
 type culpritRule struct {
 	reason string
-	match  func(p peers, s trace.Sample, c Config) (msg string, ok bool)
+	match  func(p peers, s trace.Sample, c watchcfg.Hang) (msg string, ok bool)
 }
 
 // culpritRules are tried in this order; a host is named by the first that
@@ -163,7 +164,7 @@ var culpritRules = []culpritRule{
 // apply tries r on every host not yet named and, if the matches are a
 // minority of the hosts, names them: it marks them in named and appends
 // them to out, which it returns.
-func (p *peers) apply(r culpritRule, c Config, named map[string]bool, out []Culprit) []Culprit {
+func (p *peers) apply(r culpritRule, c watchcfg.Hang, named map[string]bool, out []Culprit) []Culprit {
 	var hits []Culprit
 	for _, h := range p.hosts {
 		if named[h] {
@@ -184,7 +185,7 @@ func (p *peers) apply(r culpritRule, c Config, named map[string]bool, out []Culp
 }
 
 // processesGone: no processes left while some peer has processes.
-func processesGone(p peers, s trace.Sample, c Config) (string, bool) {
+func processesGone(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	if s.Procs == 0 && p.withProcs > 0 {
 		return "no job processes left while peers still run theirs", true
 	}
@@ -193,7 +194,7 @@ func processesGone(p peers, s trace.Sample, c Config) (string, bool) {
 
 // fewerProcesses: fewer than half the median process count of the others,
 // when that median is at least 2.
-func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
+func fewerProcesses(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	m := p.medianOthers(float64(s.Procs))
 	if m >= 2 && float64(s.Procs) < m/2 {
 		return fmt.Sprintf("%d processes, peers have %.0f (median)", s.Procs, m), true
@@ -203,7 +204,7 @@ func fewerProcesses(p peers, s trace.Sample, c Config) (string, bool) {
 
 // processesStopped: more than half of the host's processes stopped or
 // traced while no peer has any stopped.
-func processesStopped(p peers, s trace.Sample, c Config) (string, bool) {
+func processesStopped(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	if s.ProcsT > 0 && p.withT == 1 {
 		return fmt.Sprintf("%d of %d processes stopped (T: SIGSTOP, a debugger, job control), peers none", s.ProcsT, s.Procs), true
 	}
@@ -212,7 +213,7 @@ func processesStopped(p peers, s trace.Sample, c Config) (string, bool) {
 
 // idleWhilePeersBusy: devices idle while more than half of the other hosts
 // with devices spin at high utilisation.
-func idleWhilePeersBusy(p peers, s trace.Sample, c Config) (string, bool) {
+func idleWhilePeersBusy(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	u, ok := meanUtil(s)
 	if !ok || u > c.IdleUtil {
 		return "", false
@@ -225,7 +226,7 @@ func idleWhilePeersBusy(p peers, s trace.Sample, c Config) (string, bool) {
 }
 
 // processesInD: processes in state D while no peer has any.
-func processesInD(p peers, s trace.Sample, c Config) (string, bool) {
+func processesInD(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	if s.ProcsD > 0 && p.withD == 1 {
 		return fmt.Sprintf("%d processes in uninterruptible sleep (D), peers none", s.ProcsD), true
 	}
@@ -234,7 +235,7 @@ func processesInD(p peers, s trace.Sample, c Config) (string, bool) {
 
 // staleSamples: latest sample older than the newest by more than two
 // periods.
-func staleSamples(p peers, s trace.Sample, c Config) (string, bool) {
+func staleSamples(p peers, s trace.Sample, c watchcfg.Hang) (string, bool) {
 	if age := p.newest.Sub(s.Time); age > 2*c.Period {
 		return fmt.Sprintf("latest sample %v older than its peers'", age), true
 	}
