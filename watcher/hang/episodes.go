@@ -316,7 +316,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		if from != "" {
 			h.load.ObserveProgress(s.Time, m, e.c.Window)
 		}
-		if j.pulse.lastLine.Equal(s.Time) && !j.strong.at.IsZero() && s.Time.After(j.strong.at) {
+		if j.pulse.lastLine.Equal(s.Time) && j.wentOnAfter(s.Time, e.c.Period) {
 			j.strong = strongEvidence{} // the job went on after it
 		}
 	}

@@ -108,6 +108,23 @@ func isStrong(m joblog.Match) bool {
 	return m.Fault || m.Kind == joblog.KindNCCLNet || m.Kind == joblog.KindWatchdog && m.Seq >= 0 || m.Kind == joblog.KindRASFailed
 }
 
+// wentOnAfter says whether a progress line stamped t shows that the job
+// went on after its strong evidence. Output is read once a period and
+// stamped when read, so a line read in the round after a device event
+// may have been printed before it: evidence that cannot heal, and is not
+// telemetry (a device fault, NCCL RAS naming dead ranks), is cleared only
+// by a line read more than a period after it.
+func (j *jobTrack) wentOnAfter(t time.Time, period time.Duration) bool {
+	ev := j.strong
+	switch {
+	case ev.at.IsZero() || !t.After(ev.at):
+		return false
+	case ev.final && !ev.telem:
+		return t.After(ev.at.Add(period))
+	}
+	return true
+}
+
 // noteStrongLine records a strong line at t of host as the job's strong
 // evidence (final: it cannot heal), unless earlier evidence is pending
 // that can heal no more than it.

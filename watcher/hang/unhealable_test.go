@@ -149,3 +149,51 @@ func TestGoneNeedsProcessesFirst(t *testing.T) {
 		t.Fatalf("a host whose processes are gone: evidence %+v, want gpu02's, final", j.strong)
 	}
 }
+
+// TestUnhealableOutputReadLate: the job's output is read once a period and
+// stamped when read, so progress lines printed just before a device
+// event can carry a later time than it. They do not clear evidence that
+// cannot heal: the digest still comes within 30 s. A line read more than
+// a period after the event does show the job went on.
+func TestUnhealableOutputReadLate(t *testing.T) {
+	c := pulseConfig()
+	stuckFrom := []phase{training, at30(stuck, 80)}
+	late := func(i int, after time.Duration, step int) trace.Sample {
+		s := progressAt(i, step)
+		s.Time = s.Time.Add(after)
+		return s
+	}
+	xid := deviceAt(80, 79)
+	logs := append(progressEvery(0, 80, 2), xid, late(80, 15*time.Second, 800))
+	r := replayPulse(t, c, pulseJob(160, logs, stuckFrom, stuckFrom))
+	if len(r.digests) != 1 || r.digests[0].Detection == nil || !r.digests[0].Detection.Unhealable {
+		t.Fatalf("digests %+v, want one from the XID that cannot heal", r.digests)
+	}
+	d := r.digests[0]
+	if after := d.Time.Sub(xid.Time); after < 0 || after > 30*time.Second {
+		t.Errorf("digest %s after the XID, want within 30 s although a progress line was read after it", after)
+	}
+	if len(d.Culprits) == 0 || d.Culprits[0].Host != "gpu02" {
+		t.Errorf("digest %s, culprits %+v, want gpu02", d.Cause, d.Culprits)
+	}
+
+	j := &jobTrack{strong: strongEvidence{at: xid.Time, final: true}}
+	for _, tc := range []struct {
+		after time.Duration
+		final bool
+		telem bool
+		want  bool
+	}{
+		{15 * time.Second, true, false, false},
+		{c.Period, true, false, false},
+		{c.Period + time.Second, true, false, true},
+		{15 * time.Second, false, false, true},
+		{15 * time.Second, true, true, true},
+		{-time.Second, false, false, false},
+	} {
+		j.strong.final, j.strong.telem = tc.final, tc.telem
+		if got := j.wentOnAfter(xid.Time.Add(tc.after), c.Period); got != tc.want {
+			t.Errorf("a line %v after evidence (final %v, telemetry %v): went on %v, want %v", tc.after, tc.final, tc.telem, got, tc.want)
+		}
+	}
+}
