@@ -146,7 +146,7 @@ FILES
         mem_change_mib, high_util, idle_util, cpu_stddev_cores,
         cpu_stddev_fraction, cpu_idle_cores, cpu_spin_is_hang,
         unused_mem_mib, pulse_factor, pulse_floor, pulse_beats,
-        confirm_periods, action,
+        confirm_periods, straggler_window, action,
         max_requeues, webhook_timeout, webhook_attempts, mail,
         mail_prog, comment, report_dir, slurm_bin_dir, port, munge_socket,
         takeover_periods. The file names no webhook (every user reads it;

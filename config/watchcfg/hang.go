@@ -91,6 +91,14 @@ type Hang struct {
 	// with a progress line, at least half a period apart) the job must
 	// have shown before its cadence counts. Default 5.
 	PulseBeats int `toml:"pulse_beats"`
+	// StragglerWindow is the stretch of the latest readings and progress
+	// lines the straggler rules judge (a host whose devices, steps or
+	// processes lag its peers'), cut to Window when that is shorter: a rank
+	// slowed for minutes is named within minutes, not after most of a
+	// 30-minute hang window. It is stretched to 4 periods when shorter, so
+	// that it holds a few readings. Its readings must cover MinCoverage of
+	// it. Default 10 minutes.
+	StragglerWindow time.Duration `toml:"straggler_window"`
 	// ConfirmPeriods is how many periods of flat I/O and usage confirm a
 	// hang after strong evidence (a fault XID or uncorrectable ECC error, a
 	// collective timeout, a transport error, a rank's processes gone or
@@ -121,8 +129,13 @@ func DefaultHang() Hang {
 		PulseFloor:        2 * time.Minute,
 		PulseBeats:        5,
 		ConfirmPeriods:    3,
+		StragglerWindow:   10 * time.Minute,
 	}
 }
+
+// StragglerSpan is the stretch the straggler rules judge: StragglerWindow,
+// at least 4 periods, and never more than Window.
+func (c Hang) StragglerSpan() time.Duration { return min(max(c.StragglerWindow, 4*c.Period), c.Window) }
 
 // FirstVerdict is how old a host's samples of a job must be (time since its
 // first sample) before the detector decides anything about it: the longer of
@@ -188,6 +201,8 @@ func (c Hang) Validate() error {
 		return bad("pulse_floor", "%v, want >= 0", c.PulseFloor)
 	case c.PulseBeats < 3 || c.PulseBeats > 1000:
 		return bad("pulse_beats", "%d, want 3 to 1000", c.PulseBeats)
+	case c.StragglerWindow <= 0 || c.StragglerWindow > 24*time.Hour:
+		return bad("straggler_window", "%v, want > 0 and at most 24h", c.StragglerWindow)
 	case c.ConfirmPeriods < 0 || c.ConfirmPeriods > 1000:
 		return bad("confirm_periods", "%d, want 0 (off) to 1000", c.ConfirmPeriods)
 	}

@@ -168,7 +168,7 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	if e.roundHost(j, s) {
 		j.round = s.Time
 	}
-	h.load.ObserveReading(s, e.c.Window)
+	h.load.ObserveReading(s, e.c.StragglerSpan())
 	for _, ev := range events {
 		e.observeEvent(j, h, ev)
 	}
@@ -314,7 +314,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if m.Kind == joblog.KindProgress {
 		j.pulse.observe(s.Time, from, m, e.c.Period)
 		if from != "" {
-			h.load.ObserveProgress(s.Time, m, e.c.Window)
+			h.load.ObserveProgress(s.Time, m, e.c.StragglerSpan())
 		}
 		if j.pulse.lastLine.Equal(s.Time) && j.wentOnAfter(s.Time, e.c.Period) {
 			j.strong = strongEvidence{} // the job went on after it
@@ -487,7 +487,7 @@ func (e *Episodes) stragglers(id string, j *jobTrack) []Event {
 		if !h.read {
 			continue
 		}
-		l := h.load.Load(name, j.last, e.c.Window)
+		l := h.load.Load(name, j.last, e.c.StragglerSpan())
 		h.slowest(&l)
 		loads = append(loads, l)
 	}

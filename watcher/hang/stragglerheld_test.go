@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang/straggler"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -18,6 +19,12 @@ import (
 // processes' count moves by one now and then. held, if set, changes a
 // host's reading at minute k (stops its processes, throttles its cgroup).
 func cpuJob(seed int64, hosts, n int, held func(host string, k int, r *rand.Rand, s *trace.Sample)) []trace.Sample {
+	return cpuJobEvery(seed, hosts, n, time.Minute, held)
+}
+
+// cpuJobEvery is cpuJob read once every period (n readings); the I/O and
+// CPU time it adds per reading are a minute's.
+func cpuJobEvery(seed int64, hosts, n int, period time.Duration, held func(host string, k int, r *rand.Rand, s *trace.Sample)) []trace.Sample {
 	r := rand.New(rand.NewSource(seed))
 	var out []trace.Sample
 	io := make([]uint64, hosts)
@@ -27,7 +34,7 @@ func cpuJob(seed int64, hosts, n int, held func(host string, k int, r *rand.Rand
 		for h := range hosts {
 			io[h] += uint64(200+r.Intn(100)) << 20
 			cpu[h] += uint64(50+r.Intn(10)) * 1e6
-			s := trace.Sample{V: 1, Time: t0.Add(time.Duration(k)*time.Minute + time.Duration(h)*time.Second), Host: fmt.Sprintf("gpu%02d", h+1), Job: "77",
+			s := trace.Sample{V: 1, Time: t0.Add(time.Duration(k)*period + time.Duration(h)*time.Second), Host: fmt.Sprintf("gpu%02d", h+1), Job: "77",
 				IO: trace.IO{RChar: io[h], WChar: io[h]}, CPUUsec: cpu[h], Procs: 4 + r.Intn(2)}
 			// A noisy job: a little throttling now and then on every host
 			// (a quota met for a moment), far below StragglerThrottledShare.
@@ -146,5 +153,56 @@ func TestStragglerStoppedOrThrottled(t *testing.T) {
 				t.Logf("seed %d: %s: %s", seed, got[0], e.Message)
 			}
 		})
+	}
+}
+
+// TestStragglerAtShippedDefaults: at the shipped settings (a 30-minute
+// window, a 30 s period) the straggler rules judge the last
+// straggler_window (10 minutes), not the whole window: a host duty-cycled
+// by SIGSTOP/SIGCONT from minute 12 is named within that span and a few
+// periods of its start, long before most of a 30-minute window is
+// covered; a healthy noisy job names nobody.
+func TestStragglerAtShippedDefaults(t *testing.T) {
+	c := watchcfg.DefaultHang()
+	if c.Window != 30*time.Minute || c.Period != 30*time.Second || c.StragglerSpan() != 10*time.Minute {
+		t.Fatalf("window %v, period %v, straggler span %v: the test assumes the shipped 30m, 30s and 10m", c.Window, c.Period, c.StragglerSpan())
+	}
+	from := 24 // readings: minute 12
+	stopped := func(h string, k int, r *rand.Rand, s *trace.Sample) {
+		if h == "gpu02" && k >= from && r.Float64() < 0.6 {
+			s.ProcsT = 1
+		}
+	}
+	for seed := range int64(5) {
+		for _, tc := range []struct {
+			held func(string, int, *rand.Rand, *trace.Sample)
+			want string
+		}{{nil, ""}, {stopped, "gpu02"}} {
+			var out bytes.Buffer
+			if err := Replay(bytes.NewReader(encode(t, cpuJobEvery(seed, 4, 100, c.Period, tc.held))), c, &out); err != nil {
+				t.Fatal(err)
+			}
+			var named []Event
+			for _, line := range strings.Split(out.String(), "\n") {
+				var e Event
+				if line != "" && json.Unmarshal([]byte(line), &e) == nil && e.Event == EventStraggler {
+					named = append(named, e)
+				}
+			}
+			if tc.want == "" {
+				if len(named) != 0 {
+					t.Errorf("seed %d: a healthy noisy job: stragglers %+v", seed, named)
+				}
+				continue
+			}
+			if len(named) != 1 || named[0].Host != tc.want {
+				t.Fatalf("seed %d: stragglers %+v, want one naming %s", seed, named, tc.want)
+			}
+			after := named[0].Time.Sub(t0.Add(time.Duration(from) * c.Period))
+			t.Logf("seed %d: %s named %v after its slowdown began: %s", seed, named[0].Host, after, named[0].Message)
+			if after > c.StragglerSpan()+3*c.Period {
+				t.Errorf("seed %d: named %v after the slowdown began, want within the straggler span (%v) and 3 periods", seed, after, c.StragglerSpan())
+			}
+		}
 	}
 }

@@ -260,7 +260,7 @@ type HostLoad struct {
 func Stragglers(t time.Time, loads []HostLoad, c watchcfg.Hang) []Straggler {
 	ls := append([]HostLoad(nil), loads...)
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Host < ls[j].Host })
-	expected := float64(c.Window/c.Period) + 1
+	expected := float64(c.StragglerSpan()/c.Period) + 1
 	var covered []HostLoad
 	for _, l := range ls {
 		if float64(l.Samples) >= c.MinCoverage*expected {
@@ -276,7 +276,7 @@ func Stragglers(t time.Time, loads []HostLoad, c watchcfg.Hang) []Straggler {
 		}
 		return newStraggler(l, StragglerBusyWhilePeersIdle,
 			fmt.Sprintf("devices at %.0f%% over the window while its peers idle-wait at %.0f%% (median)", l.Util, m),
-			map[string]any{"util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(m), "window_s": c.Window.Seconds()}), true
+			map[string]any{"util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(m), "window_s": c.StragglerSpan().Seconds()}), true
 	})
 	out = append(out, busy...)
 	named := map[string]bool{}
@@ -324,7 +324,7 @@ func throttledWhilePeersNot(covered []HostLoad, enough func(int) bool, named map
 		if named[l.Host] || l.Util < c.HighUtil {
 			return Straggler{}, false
 		}
-		ev := map[string]any{"util": hangfmt.Round(l.Util), "window_s": c.Window.Seconds()}
+		ev := map[string]any{"util": hangfmt.Round(l.Util), "window_s": c.StragglerSpan().Seconds()}
 		var why []string
 		if enough(l.ClockSamples) && len(clocked) >= 2 {
 			m := medianExcept(clocks, l.ClockPct)
@@ -374,7 +374,7 @@ func lowPowerWhileBusy(covered []HostLoad, enough func(int) bool, named map[stri
 		}
 		return newStraggler(l, StragglerLowPowerWhileBusy,
 			fmt.Sprintf("devices draw %.0f W at %.0f%% over the window while its peers draw %.0f W at %.0f%% (median)", l.PowerW, l.Util, mp, mu),
-			map[string]any{"power_w": hangfmt.Round(l.PowerW), "peers_power_median_w": hangfmt.Round(mp), "util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(mu), "window_s": c.Window.Seconds()}), true
+			map[string]any{"power_w": hangfmt.Round(l.PowerW), "peers_power_median_w": hangfmt.Round(mp), "util": hangfmt.Round(l.Util), "peers_util_median": hangfmt.Round(mu), "window_s": c.StragglerSpan().Seconds()}), true
 	})
 	for _, e := range evs {
 		named[e.Host] = true

@@ -13,7 +13,7 @@ import (
 // give no straggler.
 func TestStragglersBalanced(t *testing.T) {
 	c := testConfig()
-	full := int(c.Window/c.Period) + 1
+	full := int(c.StragglerSpan()/c.Period) + 1
 	loads := []HostLoad{
 		{Host: "a", Util: 95, Samples: full, Epoch: -1, Step: -1},
 		{Host: "b", Util: 55, Samples: full, Epoch: -1, Step: -1},
@@ -40,7 +40,7 @@ func TestStragglersBalanced(t *testing.T) {
 // peers (clocks, slowdown reasons, power), on whole-window loads.
 func TestStragglersBusyHosts(t *testing.T) {
 	c := testConfig()
-	full := int(c.Window/c.Period) + 1
+	full := int(c.StragglerSpan()/c.Period) + 1
 	// host is a busy host with full coverage: SM clock at clockPct of a
 	// 1980 MHz maximum, power watts per device.
 	host := func(name string, clockPct, power float64) HostLoad {
@@ -107,7 +107,7 @@ func TestStragglersBusyHosts(t *testing.T) {
 // TestStragglersEvidence: the events say what was measured against what.
 func TestStragglersEvidence(t *testing.T) {
 	c := testConfig()
-	full := int(c.Window/c.Period) + 1
+	full := int(c.StragglerSpan()/c.Period) + 1
 	ls := []HostLoad{
 		{Host: "a", Util: 99, Samples: full, ClockSamples: full, ClockPct: 97, ClockMHz: 1920, ClockMaxMHz: 1980, PowerSamples: full, PowerW: 640, Epoch: -1, Step: -1},
 		{Host: "b", Util: 99, Samples: full, ClockSamples: full, ClockPct: 96, ClockMHz: 1900, ClockMaxMHz: 1980, PowerSamples: full, PowerW: 630, Epoch: -1, Step: -1},

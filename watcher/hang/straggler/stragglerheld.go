@@ -133,7 +133,7 @@ func stoppedOrThrottled(ls []HostLoad, enough func(int) bool, named map[string]b
 			fmt.Sprintf("%s in %d of %d readings since %s while its peers' are not (%.0f%%, median): its peers wait for it",
 				what, n, l.HeldSamples, l.HeldSince.UTC().Format("15:04:05"), 100*m),
 			map[string]any{"stopped": l.Stopped, "throttled": l.Throttled, "samples": l.HeldSamples, "held_share": hangfmt.Round(sh),
-				"peers_held_share_median": hangfmt.Round(m), "since": l.HeldSince.UTC().Format(time.RFC3339), "window_s": c.Window.Seconds()}), true
+				"peers_held_share_median": hangfmt.Round(m), "since": l.HeldSince.UTC().Format(time.RFC3339), "window_s": c.StragglerSpan().Seconds()}), true
 	})
 	for _, e := range evs {
 		named[e.Host] = true

@@ -201,7 +201,7 @@ func slowSteps(t time.Time, ls []HostLoad, named map[string]bool, c watchcfg.Han
 			return Straggler{}, false
 		}
 		ratio := runPerStep / m
-		span := stepSpan(c.Window)
+		span := stepSpan(c.StragglerSpan())
 		return newStraggler(l, StragglerSlowSteps,
 			fmt.Sprintf("rank %d takes %.3g s per step since %s (%s), %.1f× its peers' %.3g s (median over the last %s)",
 				p.rank, runPerStep, since.UTC().Format(time.TimeOnly), hangfmt.ShortDuration(t.Sub(since).Round(time.Second)), ratio, m, hangfmt.ShortDuration(span)),
