@@ -48,20 +48,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	model := fs.String("model", "", "device model of plain directories")
 	html := fs.String("html", "", "HTML file to write")
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, commandUsage)
-				return ExitOK
-			}
-			fmt.Fprintf(stderr, "vigil-baseline: %v (see vigil-baseline --help)\n", err)
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
+	dirs, code, ok := parseInterleaved(fs, args, stdout, stderr, commandUsage, "vigil-baseline")
+	if !ok {
+		return code
 	}
 	if len(dirs) == 0 {
 		fmt.Fprintln(stderr, "vigil-baseline: no REPORT_DIR given (see vigil-baseline --help)")
@@ -117,4 +106,25 @@ func writeHTMLFile(path string, groups []*Group) error {
 		return err
 	}
 	return f.Close()
+}
+
+// parseInterleaved parses args with fs, flags and directories in any
+// order, and returns the directories. On --help it prints usage and
+// returns ExitOK, on a bad flag an error naming cmd and ExitUsage, with
+// ok false in both cases.
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, usage, cmd string) (dirs []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, usage)
+				return nil, ExitOK, false
+			}
+			fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", cmd, err, cmd)
+			return nil, ExitUsage, false
+		}
+		if fs.NArg() == 0 {
+			return dirs, 0, true
+		}
+		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
+	}
 }

@@ -1,7 +1,6 @@
 package baseline
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,20 +45,9 @@ func Fleet(args []string, stdout, stderr io.Writer) int {
 		rule.Window, err = parseWindow(s)
 		return err
 	})
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, fleetUsage)
-				return ExitOK
-			}
-			fmt.Fprintf(stderr, "vigil-baseline fleet: %v (see vigil-baseline fleet --help)\n", err)
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs, args = append(dirs, fs.Arg(0)), fs.Args()[1:]
+	dirs, code, ok := parseInterleaved(fs, args, stdout, stderr, fleetUsage, "vigil-baseline fleet")
+	if !ok {
+		return code
 	}
 	switch {
 	case len(dirs) == 0:
