@@ -73,7 +73,9 @@ echo "training exit $rc"
 exit $rc
 `, dir, freePort(t), bin)
 	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "2", "--mem=1500", "--ntasks-per-node=1", "--job-name", "rankmap")
+	t0 := time.Now()
 	state := c.WaitJob(t, id, 3*time.Minute, "FAILED", "COMPLETED", "CANCELLED", "TIMEOUT")
+	t.Logf("job %s %s %.0fs after submission", id, state, time.Since(t0).Seconds())
 	out, _ := c.Command(t, "scontrol", "show", "hostnames", c.JobInfo(t, id).NodeList)
 	hosts := strings.Fields(out)
 	if state != "FAILED" || len(hosts) != 2 {
