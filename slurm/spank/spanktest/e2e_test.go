@@ -79,8 +79,10 @@ type watcherProc struct {
 	uid  string // the process's real uid
 }
 
-// watchers lists the running processes of bin that belong to job id.
-func watchers(bin, id string) []watcherProc {
+// watchers lists the running processes of bin that belong to job id on
+// one of nodes (the other Slurm flavour's cluster may run a job of the
+// same id at the same time).
+func watchers(bin, id string, nodes []string) []watcherProc {
 	var out []watcherProc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -105,6 +107,9 @@ func watchers(bin, id string) []watcherProc {
 			if n, ok := strings.CutPrefix(v, "SLURMD_NODENAME="); ok {
 				w.node = n
 			}
+		}
+		if !slices.Contains(nodes, w.node) { // another cluster's job of the same id
+			continue
 		}
 		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status")); err == nil {
 			for _, l := range strings.Split(string(st), "\n") {
@@ -245,7 +250,7 @@ hang_actions = ["notify", "cancel"]
 	timingJob := c.Sbatch(t, "true\n", "--vigil-timing=after-requeue")
 	hangJob := c.Sbatch(t, "echo \"T=$VIGIL_HANG_DETECT_TIME A=$VIGIL_HANG_ACTION\"\nsleep 6\n",
 		append([]string{"--vigil-hang-time=2m", "--vigil-hang-action=cancel"}, nobody...)...)
-	multiJob := c.Sbatch(t, "sleep 6\n", "-N", "3")
+	multiJob := c.Sbatch(t, "sleep 12\n", "-N", "3")
 	offJob := c.Sbatch(t, "sleep 2\n", "--vigil-hang-time=off")
 	outDir := filepath.Join(c.Dir, "jobs", "logs")
 	if err := os.MkdirAll(outDir, 0o777); err != nil {
@@ -271,7 +276,7 @@ hang_actions = ["notify", "cancel"]
 		var ws []watcherProc
 		var nodes []string
 		ok := waitFor(20*time.Second, func() bool {
-			ws = watchers(watcher, multiJob)
+			ws = watchers(watcher, multiJob, c.Nodes)
 			nodes = nodes[:0]
 			for _, w := range ws {
 				nodes = append(nodes, w.node)
@@ -288,8 +293,8 @@ hang_actions = ["notify", "cancel"]
 			}
 		}
 		c.WaitJob(t, multiJob, 30*time.Second, "COMPLETED")
-		if !waitFor(10*time.Second, func() bool { return len(watchers(watcher, multiJob)) == 0 }) {
-			t.Fatalf("watchers left after job %s ended: %+v", multiJob, watchers(watcher, multiJob))
+		if !waitFor(10*time.Second, func() bool { return len(watchers(watcher, multiJob, c.Nodes)) == 0 }) {
+			t.Fatalf("watchers left after job %s ended: %+v", multiJob, watchers(watcher, multiJob, c.Nodes))
 		}
 	})
 
@@ -319,7 +324,7 @@ hang_actions = ["notify", "cancel"]
 		if out := c.JobOutput(hangJob); !strings.Contains(out, "T=2m A=cancel") {
 			t.Errorf("the job's step saw %q, want VIGIL_HANG_DETECT_TIME=2m and VIGIL_HANG_ACTION=cancel", out)
 		}
-		if !waitFor(10*time.Second, func() bool { return len(watchers(watcher, hangJob)) == 0 }) {
+		if !waitFor(10*time.Second, func() bool { return len(watchers(watcher, hangJob, c.Nodes)) == 0 }) {
 			t.Errorf("watcher left after job %s ended", hangJob)
 		}
 	})

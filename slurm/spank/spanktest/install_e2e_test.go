@@ -75,7 +75,7 @@ func TestE2EInstallPrefix(t *testing.T) {
 	t.Run("watch=auto starts the watcher from the prefix", func(t *testing.T) {
 		id := c.Sbatch(t, "sleep 6\n")
 		var ws []watcherProc
-		if !waitFor(20*time.Second, func() bool { ws = watchers(watcher, id); return len(ws) == 1 }) {
+		if !waitFor(20*time.Second, func() bool { ws = watchers(watcher, id, c.Nodes); return len(ws) == 1 }) {
 			t.Fatalf("watchers of job %s from %s: %+v, want 1\n%s", id, watcher, ws, c.Dump(id))
 		}
 		c.WaitJob(t, id, 30*time.Second, "COMPLETED")
