@@ -214,7 +214,7 @@ func BenchmarkReplay(b *testing.B) {
 	data := encode(b, jobTrace(gens...))
 	lines := bytes.Count(data, []byte{'\n'})
 	c := watchcfg.DefaultHang()
-	c.Window, c.Grace = 30*time.Minute, 10*time.Minute
+	c.Window, c.Grace, c.Period = 30*time.Minute, 10*time.Minute, time.Minute // the trace's period
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
