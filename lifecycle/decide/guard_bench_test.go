@@ -15,7 +15,7 @@ import (
 // (real 24.11 lines, one node in ten drained by vigil for gemm) and count
 // the nodes drained for the check within the hour.
 func BenchmarkFleetCount(b *testing.B) {
-	line, err := os.ReadFile("../slurm/testdata/scontrol/24.11/node-idle.txt")
+	line, err := os.ReadFile("../../slurm/testdata/scontrol/24.11/node-idle.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
