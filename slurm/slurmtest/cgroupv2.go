@@ -164,6 +164,21 @@ func (c *Cluster) startSlurmd(bin, node string, extra ...string) (*daemon, error
 	return d, nil
 }
 
+// waitRestartV2 waits, under CgroupV2, until node's restarted slurmd d
+// has started (its log's start lines past starts), 10 s at most: Slurm
+// 24.11's slurmd empties the namespace's root cgroup into system/ as it
+// starts and fails on a process that left it meanwhile (another node's
+// slurmd starting), and the scopes startSlurmd waits for are there
+// already at a restart.
+func (c *Cluster) waitRestartV2(node string, starts int, d *daemon) {
+	if c.opts.Cgroup != CgroupV2 {
+		return
+	}
+	_ = c.waitFor(10*time.Second, "slurmd to start again", func() (bool, error) {
+		return c.slurmdStarts(node) > starts, d.exited()
+	})
+}
+
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()

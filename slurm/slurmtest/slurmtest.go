@@ -514,12 +514,13 @@ func (c *Cluster) Restart(t testing.TB) {
 	}
 	stopAll(c.slurmds, 15*time.Second)
 	c.slurmds = nil
-	for _, n := range c.Nodes {
+	for i, n := range c.Nodes {
 		d, err := c.startSlurmd(bin, n)
 		if err != nil {
 			t.Fatalf("slurmtest: %v", err)
 		}
 		c.slurmds = append(c.slurmds, d)
+		c.waitRestartV2(n, starts[i], d)
 	}
 	err = c.waitFor(60*time.Second, "slurmd to start again", func() (bool, error) {
 		for i, d := range c.slurmds {

@@ -750,29 +750,35 @@ static void expand_log(char *out, size_t n, const char *pat, const char *job,
 /*
  * job_cgroups lists the job-level cgroup directories (.../job_<id>) of the
  * cgroup v1 controllers in which this slurmstepd sits, at the job's level
- * or in its extern step. The watcher moves itself there, out of the
- * extern step: the moment the step's sleep dies on the job's SIGTERM,
- * slurmstepd SIGKILLs every process of the step's cgroup, before it calls
- * slurm_spank_exit, which would leave the watcher no time to send the
- * digest of a job that failed. slurm_spank_exit ends it instead, and then
- * removes the job's directories that Slurm could not remove while it ran.
+ * or in its extern step, and, on cgroup v2, a leaf of the job's own beside
+ * its steps (.../job_<id>/vigil_watch, made here: a v2 process lives in a
+ * leaf). The watcher moves itself there, out of the extern step: the
+ * moment the step's sleep dies on the job's SIGTERM, slurmstepd SIGKILLs
+ * every process of the step's cgroup, before it calls slurm_spank_exit,
+ * which would leave the watcher no time to send the digest of a job that
+ * failed. slurm_spank_exit ends it instead, and then removes the
+ * directories (the v2 leaf, then its job directory) that Slurm could not
+ * remove while it ran.
  */
 #define CG_MAX 16
+#define CG_V2_LEAF "/vigil_watch"
 static char job_cgs[CG_MAX][VIGIL_PATH_MAX];
 static int njob_cgs;
 
-static int job_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
+/*
+ * job_cgroups_in reads /proc/PID/cgroup lines from f; mnt is where the
+ * cgroup file systems are mounted (/sys/fs/cgroup).
+ */
+static int job_cgroups_in(FILE *f, const char *mnt, uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 {
 	char line[VIGIL_PATH_MAX], comp[64];
-	FILE *f = fopen("/proc/self/cgroup", "re");
 	int n = 0;
 	size_t cl;
 
-	if (!f)
-		return 0;
 	cl = snprintf(comp, sizeof(comp), "/job_%u", job);
 	while (n < CG_MAX && fgets(line, sizeof(line), f)) {
 		char *ctl, *path, *c, *at;
+		int v2;
 
 		trim(line);
 		ctl = strchr(line, ':');
@@ -780,8 +786,9 @@ static int job_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 			continue;
 		ctl++;
 		path = strchr(ctl, ':');
-		if (!path || path == ctl) /* cgroup v2 ("0::/...") is left alone */
+		if (!path)
 			continue;
+		v2 = path == ctl; /* cgroup v2: "0::/..." */
 		*path++ = '\0';
 		for (at = strstr(path, comp); at; at = strstr(at + 1, comp))
 			if (at[cl] == '\0' || at[cl] == '/')
@@ -789,16 +796,51 @@ static int job_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
 		if (!at)
 			continue;
 		at[cl] = '\0';
-		if ((c = strchr(ctl, ','))) /* comounted: the first name is mounted too */
-			*c = '\0';
-		if (strncmp(ctl, "name=", 5) == 0)
-			continue;
-		snprintf(paths[n], VIGIL_PATH_MAX, "/sys/fs/cgroup/%s%s", ctl, path);
+		if (v2) {
+			if (snprintf(paths[n], VIGIL_PATH_MAX, "%s%s" CG_V2_LEAF, mnt, path) >= VIGIL_PATH_MAX)
+				continue;
+			if (mkdir(paths[n], 0755) < 0 && errno != EEXIST)
+				continue;
+		} else {
+			if ((c = strchr(ctl, ','))) /* comounted: the first name is mounted too */
+				*c = '\0';
+			if (strncmp(ctl, "name=", 5) == 0)
+				continue;
+			snprintf(paths[n], VIGIL_PATH_MAX, "%s/%s%s", mnt, ctl, path);
+		}
 		if (access(paths[n], W_OK) == 0)
 			n++;
 	}
+	return n;
+}
+
+static int job_cgroups(uint32_t job, char paths[CG_MAX][VIGIL_PATH_MAX])
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = job_cgroups_in(f, "/sys/fs/cgroup", job, paths);
 	fclose(f);
 	return n;
+}
+
+/* rmdir_job_cgroups removes the directories job_cgroups listed or made. */
+static void rmdir_job_cgroups(char paths[CG_MAX][VIGIL_PATH_MAX], int n)
+{
+	size_t ll = strlen(CG_V2_LEAF);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(paths[i]);
+
+		rmdir(paths[i]);
+		if (l > ll && strcmp(paths[i] + l - ll, CG_V2_LEAF) == 0) {
+			paths[i][l - ll] = '\0';
+			rmdir(paths[i]);
+		}
+	}
 }
 
 /* write_pid writes pid in decimal to dir's cgroup.procs (async-signal-safe). */
@@ -1037,8 +1079,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		waitpid(watcher_pid, &status, 0);
 	}
 	watcher_pid = 0;
-	for (i = 0; i < njob_cgs; i++)
-		rmdir(job_cgs[i]);
+	rmdir_job_cgroups(job_cgs, njob_cgs);
+	njob_cgs = 0;
 	return 0;
 }
 
@@ -1049,7 +1091,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
  * the part of policy-check's message the plugin shows, so the little C
  * that handles values is tested without Slurm; `selftest handoff-write PATH`
  * writes the hand-off file from the environment and `selftest handoff-read
- * PATH` prints the variables the watcher would get from it.
+ * PATH` prints the variables the watcher would get from it; `selftest
+ * job-cgroups FILE MNT JOB` prints the cgroups job_cgroups_in finds (or
+ * makes) for JOB from FILE's /proc/PID/cgroup lines under MNT, then
+ * removes them as slurm_spank_exit does.
  * Build: gcc -DVIGIL_SPANK_SELFTEST -o selftest vigil_spank.c
  */
 int main(int argc, char **argv)
@@ -1074,6 +1119,20 @@ int main(int argc, char **argv)
 		for (i = 0; i < e.n; i++)
 			printf("%s\n", e.v[i]);
 		env_free(&e);
+		return 0;
+	}
+	if (argc == 5 && strcmp(argv[1], "job-cgroups") == 0) {
+		char paths[CG_MAX][VIGIL_PATH_MAX];
+		FILE *f = fopen(argv[2], "re");
+		int n;
+
+		if (!f)
+			return 1;
+		n = job_cgroups_in(f, argv[3], (uint32_t)strtoul(argv[4], NULL, 10), paths);
+		fclose(f);
+		for (i = 0; i < n; i++)
+			printf("%s\n", paths[i]);
+		rmdir_job_cgroups(paths, n);
 		return 0;
 	}
 	if (argc != 3)
