@@ -48,20 +48,13 @@ slurm-root: ## build the Debian 13 root with Slurm 24.11 that the e2e tests also
 run: build ## run vigil's main job, the node sanity suite, on this machine without changing anything
 	$(BIN)/vigil-prolog --dry-run
 
-# The real PyTorch jobs (watcher/realjob) run beside the rest, in a go test
-# of their own: their paced training and the shipped 30 s period leave the
-# CPU mostly idle for some 12 minutes, which would hold one of go test's two
-# lanes. The rest starts with its longest package (prolog: real Slurm
-# clusters), so that the two lanes share out the others.
-REALJOB_TESTS = ./watcher/realjob
-LONGEST_TESTS = ./prolog
+# The two longest packages (real Slurm clusters, real PyTorch jobs) go
+# first, so that go test's two lanes start them at once and share out the
+# rest, instead of starting the longest last.
+LONGEST_TESTS = ./prolog ./watcher/realjob
 
 test: ## run every test: unit, fuzz seeds, and e2e on a real local Slurm (root)
-	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(REALJOB_TESTS) & realjob=$$!; rc=0; \
-	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(REALJOB_TESTS) (beside the rest)"; \
-	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./... (but $(REALJOB_TESTS))"; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) $$($(GO) list ./... | grep -vxF "$$($(GO) list $(REALJOB_TESTS))") || rc=$$?; \
-	wait $$realjob || rc=$$?; exit $$rc
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
 
 test-short: ## unit tests only: no Slurm cluster is started
 	$(GO) test -count=1 -short ./...

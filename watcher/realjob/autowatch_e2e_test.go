@@ -42,7 +42,6 @@ func TestE2EAutoWatchFailedJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster and real PyTorch jobs")
 	}
-	t.Parallel() // beside TestE2ERealPyTorch, whose clusters keep the CPUs mostly idle
 	watcher := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 	dir := jobsDir(t)
 	so := buildSpank(t, dir, "/usr/include")

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/notify/notifytest"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
@@ -33,7 +32,7 @@ type observed struct {
 
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
 	o := observed{state: state, hooks: len(hooks)}
-	for _, e := range events(j) {
+	for _, e := range events(j.dir) {
 		if (e.Event == "hung" || e.Event == "digest") && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
 			e := e
 			o.verdict = &e
@@ -150,8 +149,8 @@ func since(at time.Time, ok bool, then func() time.Time) string {
 
 func dump(t *testing.T, c *slurmtest.Cluster, j *job) {
 	t.Logf("job %s output:\n%s", j.id, tail(c.JobOutput(j.id), 4000))
-	errs, _ := filepath.Glob(filepath.Join(j.dir, "watch-*.err"))
-	for _, f := range append(j.watchLogs(), errs...) {
+	files, _ := filepath.Glob(filepath.Join(j.dir, "watch-*"))
+	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		t.Logf("%s:\n%s", f, tail(string(b), 3000))
 	}
@@ -187,12 +186,8 @@ func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := watchcfg.DefaultHang() // the shipped settings the watchers ran with
-	if w := replayConfig(meta{Window: j.window}).Window; d.Period > w/6 {
-		d.Period = w / 6 // the period follows a shorter window (vigil-watch: at most a sixth of it)
-	}
 	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window,
-		Period: d.Period.String(), PulseFloor: d.PulseFloor.String(), PulseBeats: d.PulseBeats}
+		Period: watchPeriod, PulseFloor: watchPulseFloor, PulseBeats: watchPulseBeats}
 	if at, ok := faultTime(j.dir); ok {
 		m.FaultAt = at.UTC().Format(time.RFC3339Nano)
 	}
@@ -203,10 +198,10 @@ func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
 		b, _ := os.ReadFile(f)
 		files[fmt.Sprintf("trace-%d.jsonl", i)] = b
 	}
-	for _, f := range j.watchLogs() {
+	srcs, _ = filepath.Glob(filepath.Join(j.dir, "watch-*.out"))
+	for _, f := range srcs {
 		b, _ := os.ReadFile(f)
-		name := strings.TrimPrefix(strings.TrimPrefix(filepath.Base(f), "watch-"), "vigil-watch-"+j.id+"-")
-		files["events-"+strings.TrimSuffix(strings.TrimSuffix(name, ".log"), ".out")+".out"] = b
+		files["events-"+strings.TrimPrefix(filepath.Base(f), "watch-")] = b
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

@@ -19,15 +19,12 @@ import (
 
 var recordTo = flag.String("record", "", "copy each job's output, events and traces to DIR/FAULT (refresh testdata/fixtures/VERSION)")
 
-// jobScript, for a cluster without the SPANK plugin's watch=auto (the
-// NVML test's, whose watchers need the fake library's environment),
-// starts the watcher the way docs/watch.md tells users (its own step,
-// --overlap, one task per node, VIGIL_HANG_DETECT_TIME for the window);
-// the table's jobs are autoJob's. It finds the master's address as Slurm
-// scripts do, and launches the training. USE_LIBUV=0: Debian 13's
-// PyTorch 2.6 is built without libuv, which its TCPStore asks for by
-// default ("use_libuv was requested but PyTorch was build without libuv
-// support"); 1.13 ignores it.
+// jobScript starts the watcher the way docs/watch.md tells users (its own
+// step, --overlap, one task per node, VIGIL_HANG_DETECT_TIME for the
+// window), finds the master's address as Slurm scripts do, and launches
+// the training. USE_LIBUV=0: Debian 13's PyTorch 2.6 is built without
+// libuv, which its TCPStore asks for by default ("use_libuv was requested
+// but PyTorch was build without libuv support"); 1.13 ignores it.
 // %[1]s: the job's directory; %[2]s: the window; %[3]s: the nodes' gloo
 // addresses; %[4]d: the master port; %[5]s: the watcher's
 // command; %[6]s: the training's launch.
@@ -59,7 +56,6 @@ func (f fault) command(dir string) string {
 type job struct {
 	fault
 	id, dir string
-	logs    string   // the glob of its watchers' logs, when the SPANK plugin started them
 	hosts   []string // the job's nodes in Slurm's order (SLURM_NODEID)
 	blocked bool     // the fault injected from outside (block, freeze) is in
 	undo    func()
@@ -79,39 +75,25 @@ func jobState(t *testing.T, c *slurmtest.Cluster, j *job) string {
 	return st
 }
 
-// TestE2ERealPyTorch runs the faults table as a site deploys vigil: on
-// each run's cluster the SPANK plugin (watch=auto) starts vigil-watch on
-// every node of every job, with the shipped [watch] settings; the batch
-// scripts hold the training only.
 func TestE2ERealPyTorch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster and real PyTorch jobs")
 	}
-	// Beside the package's other e2e tests (one at a time, -parallel 2 on
-	// a 2-core machine): the paced jobs leave the CPUs mostly idle.
-	t.Parallel()
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
-	// The three runs at once (t.Run from a goroutine each, not t.Parallel,
-	// whose -parallel would hold one back on a 2-core machine): the paced
-	// jobs leave the CPUs mostly idle.
-	var wg sync.WaitGroup
+	// Two runs at a time on a 2-core machine (-parallel): three clusters
+	// of 21 training jobs at once starve an evaluation phase of CPU until
+	// it looks hung.
 	for _, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.Run(r.name, func(t *testing.T) {
-				o := slurmtest.Options{Nodes: 3 * len(faults), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}
-				runFaults(t, bin, o, r.srunOnly)
-			})
-		}()
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(faults), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, r.srunOnly)
+		})
 	}
-	wg.Wait()
 }
 
-// A run is one cluster the table runs on; the runs go at once: Debian
+// A run is one cluster the table runs on; the runs go in parallel: Debian
 // 12's PyTorch 1.13 on its Slurm 22.05 under cgroup v1 and v2, and Debian
-// 13's PyTorch 2.6 on its Slurm 24.11 (the Slurm root) under cgroup v2,
-// each with the SPANK plugin built against its own Slurm's <slurm/spank.h>.
+// 13's PyTorch 2.6 on its Slurm 24.11 (the Slurm root) under cgroup v2.
 // Debian 13's torchrun cannot start (its rendezvous makes a TCPStore that
 // asks for libuv, which that build lacks, whatever USE_LIBUV says): that
 // run launches every job with srun, one task per rank (srunOnly).
@@ -132,56 +114,29 @@ func (r run) root() string {
 	return ""
 }
 
-// startDeployed starts o's cluster as a site runs it: the SPANK plugin,
-// built against the cluster's Slurm, starts bin on every node of each job
-// (watch=auto, PrologFlags=Contain), with Slurm's default KillWait (30 s);
-// vigil.toml holds only the webhooks a job may send to (url, within
-// [policy] webhooks): the [watch] settings are the shipped ones. With
-// -record, the watchers record their traces in the job's directory (their
-// working directory), through a wrapper that adds --record and nothing
-// else.
-func startDeployed(t *testing.T, bin, url string, o slurmtest.Options) *slurmtest.Cluster {
-	t.Helper()
-	dir := jobsDir(t)
-	so := buildSpank(t, dir, slurmtest.Flavour{Root: o.Root}.Include())
-	cfg := filepath.Join(dir, "vigil.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[policy]\nnotify = [\"webhook\"]\nwebhooks = [%q]\n", url+"/")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	watcher := bin
-	if *recordTo != "" {
-		watcher = filepath.Join(dir, "vigil-watch-recording")
-		script := fmt.Sprintf("#!/bin/sh\nexec %s --record \"$(pwd)/rec-$SLURM_JOB_ID-$SLURMD_NODENAME.jsonl\" \"$@\"\n", bin)
-		if err := os.WriteFile(watcher, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o.PlugStack = fmt.Sprintf("required %s config=%s watcher=%s watch=auto state_dir=%s\n", so, cfg, watcher, filepath.Join(dir, "state"))
-	o.PrologFlags = "Alloc,Contain"
-	o.ExtraConf = append(o.ExtraConf, "KillWait=30")
-	c := slurmtest.Start(t, o)
-	c.Restart(t) // slurmd runs slurm_spank_job_prolog only after a restart that loaded the plugin
-	return c
-}
-
 func runFaults(t *testing.T, bin string, o slurmtest.Options, srunOnly bool) {
-	url, hooksOf := notifytest.Recorder(t)
-	c := startDeployed(t, bin, url, o)
+	c := slurmtest.Start(t, o)
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
 	}
 	version := torchVersion(t, c, o.Root)
 	t.Logf("PyTorch %s, Slurm %s, %s", version, c.Version, c.CgroupPlugin)
+	url, hooksOf := notifytest.Recorder(t)
 	var addrs []string
 	for i, n := range c.Nodes {
 		addrs = append(addrs, n+"="+c.NodeAddrs[i])
+	}
+	cfg := filepath.Join(jobsDir(t), "vigil.toml")
+	if err := os.WriteFile(cfg, []byte(watchConfig), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	jobs := make([]*job, len(faults))
 	for i, f := range faults {
 		if srunOnly {
 			f.launch = "srun"
 		}
-		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","), "", "--vigil-webhook="+url+"/hook")
+		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","),
+			bin+" --config "+cfg+" --period "+watchPeriod+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl")
 	}
 	start := time.Now()
 	defer func() {
@@ -231,11 +186,7 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, srunOnly bool) {
 	}
 }
 
-// submit submits f's job on nodes. watch is the watcher's command for a
-// job that starts it itself (jobScript); "" for a job of a cluster whose
-// SPANK plugin starts it (autoJob), which sets its window, when it is not
-// the default, with --vigil-hang-time as a user does. args are sbatch's.
-func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string, args ...string) *job {
+func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string) *job {
 	t.Helper()
 	dir := filepath.Join(jobsDir(t), f.name)
 	for _, d := range []string{dir, filepath.Join(dir, "data")} {
@@ -255,39 +206,21 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t)
-	script := fmt.Sprintf(jobScript, dir, f.window, addrs, port, watch, f.command(dir))
-	if watch == "" {
-		script = fmt.Sprintf(autoJob, dir, addrs, port, f.command(dir), "exit $rc")
-		if f.window != faultWindow {
-			args = append(args, "--vigil-hang-time="+f.window)
-		}
-	}
+	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), watch, f.command(dir))
 	tasks := f.per
 	if f.launch == "torchrun" {
 		tasks = 1
 	}
-	args = append(args, "--chdir="+dir, "-N", "3", "--mem=2000", fmt.Sprintf("--ntasks-per-node=%d", tasks),
+	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "3", "--mem=2000", fmt.Sprintf("--ntasks-per-node=%d", tasks),
 		"-w", strings.Join(nodes, ","), "--job-name", f.name)
-	j := &job{fault: f, id: c.Sbatch(t, script, args...), dir: dir}
-	if watch == "" { // watch_log's default, %o/vigil-watch-%j-%n.log: beside the job's output
-		j.logs = filepath.Join(c.Dir, "jobs", "vigil-watch-"+j.id+"-*.log")
-	}
-	return j
+	return &job{fault: f, id: id, dir: dir}
 }
-
-// settleWithin bounds the time from submission until every job settled:
-// a few minutes to start (PyTorch 2.6 on a loaded 2-core machine: 3),
-// some 3 minutes of training, the slowest row's bound
-// (the straggler's duty cycle, or a healthy phase and the steps after it)
-// and slack.
-const settleWithin = 12 * time.Minute
 
 // waitAll polls the jobs until each has settled: ended, or given its
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
 func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook) {
-	deadline := time.Now().Add(settleWithin)
+	deadline := time.Now().Add(7 * time.Minute)
 	for time.Now().Before(deadline) {
 		done := 0
 		for _, j := range jobs {
@@ -321,7 +254,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 		}
 		time.Sleep(time.Second)
 	}
-	t.Errorf("the jobs did not settle within %v", settleWithin)
+	t.Errorf("the jobs did not settle within 7 minutes")
 }
 
 func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {

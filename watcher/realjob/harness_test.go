@@ -128,24 +128,11 @@ type event struct {
 	Cause  string    `json:"cause"`
 }
 
-// watchLogs are the job's watchers' outputs: watch-N.out in the job's
-// directory of a watcher started in the batch script, or the
-// vigil-watch-JOB-NODE.log of one the SPANK plugin started (its
-// watch_log, %o/vigil-watch-%j-%n.log: in the directory of the job's
-// output), j.logs.
-func (j *job) watchLogs() []string {
-	files, _ := filepath.Glob(filepath.Join(j.dir, "watch-*.out"))
-	if j.logs != "" {
-		logs, _ := filepath.Glob(j.logs)
-		files = append(files, logs...)
-	}
-	return files
-}
-
-// events reads the events of the job's watchers (watchLogs).
-func events(j *job) []event {
+// events reads the events of the job's watchers (watch-N.out).
+func events(dir string) []event {
 	var out []event
-	for _, f := range j.watchLogs() {
+	files, _ := filepath.Glob(filepath.Join(dir, "watch-*.out"))
+	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {

@@ -55,7 +55,6 @@ func TestE2ETorchrunRankMap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster and a real PyTorch job")
 	}
-	t.Parallel() // beside TestE2ERealPyTorch, whose clusters keep the CPUs mostly idle
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, NodeAddrs: true, Cgroup: slurmtest.CgroupV1})
 	t.Logf("PyTorch %s, Slurm %s", torchVersion(t, c, ""), c.Version)
