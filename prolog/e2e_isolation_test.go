@@ -107,7 +107,7 @@ func TestE2ENetIsolated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2ENetIsolated)
+	slurmtest.ForEachSlurmInTurn(t, testE2ENetIsolated)
 }
 
 func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {

@@ -73,6 +73,17 @@ func ForEachSlurm(t *testing.T, body func(t *testing.T, f Flavour)) {
 	}
 }
 
+// ForEachSlurmInTurn runs body as one subtest per Flavour, one after the
+// other: for a test that times its own phases against a bound (a healthy
+// cross-node phase well under its join deadline), which the other
+// flavour's cluster beside it would eat into on a 2-core machine.
+func ForEachSlurmInTurn(t *testing.T, body func(t *testing.T, f Flavour)) {
+	t.Helper()
+	for _, f := range Flavours() {
+		t.Run(f.Name, func(t *testing.T) { body(t, f) })
+	}
+}
+
 // rootPackages are the root's Debian packages whose programs the cluster runs.
 var rootPackages = []string{"munge", "slurmctld", "slurmd", "slurm-client"}
 
