@@ -87,10 +87,16 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(4 * e2ePeriod) // a second notification, if there were one, would come by now
+	// What the hung jobs announced, before the test ends their steps: the
+	// teardown that follows (every node's processes leaving) is the job's
+	// end, not the hang's.
 	comments := map[string]string{}
+	hung := map[string][]notifytest.Hook{}
 	for _, id := range []string{rankID, netID, takeID} {
 		comments[id] = c.JobInfo(t, id).Comment
+		hung[id] = hooksOf(id)
 	}
+	reps, _ := filepath.Glob(filepath.Join(rankDir, "vigil-hang-"+rankID+"-*.json"))
 	for _, d := range dirs {
 		if err := os.WriteFile(filepath.Join(d, "done"), nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -109,7 +115,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 
 	check := func(id, coordinator, cause, culprit, reason string) {
 		t.Helper()
-		hh := hooksOf(id)
+		hh := hung[id]
 		if len(hh) != 1 {
 			t.Errorf("job %s: %d webhooks, want exactly 1: %v", id, len(hh), hh)
 			return
@@ -132,7 +138,7 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	}
 	check(rankID, nodes[0], "rank-failed", nodes[2], "ProcessesGone")
 	check(netID, nodes[0], "network", nodes[1], "TransportErrors")
-	hh := hooksOf(takeID)
+	hh := hung[takeID]
 	if len(hh) != 1 || hh[0].Body["host"] != nodes[1] || hh[0].Body["digest"] == nil {
 		t.Errorf("job %s (coordinator killed): webhooks %v, want one digest from %s, the new coordinator", takeID, hh, nodes[1])
 	}
@@ -142,11 +148,10 @@ func TestE2ECoordinatedDigest(t *testing.T) {
 	}
 	// Every node of the rank-failed job recorded the digest in a report
 	// that blames the culprit only, for the epilog of each node.
-	reps, _ := filepath.Glob(filepath.Join(rankDir, "vigil-hang-"+rankID+"-*.json"))
 	if len(reps) != 3 {
 		t.Errorf("reports of the rank-failed job: %v, want one per node (the digest's)", reps)
 	}
-	checkLivePage(t, reps, nodes, nodes[2], hooksOf(rankID))
+	checkLivePage(t, reps, nodes, nodes[2], hung[rankID])
 }
 
 // meetingAddrs are c's nodes in name order and the --node-addrs entries
