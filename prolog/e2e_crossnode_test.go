@@ -196,7 +196,7 @@ func TestE2ENetConnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2ENetConnect)
+	slurmtest.ForEachSlurmInTurn(t, testE2ENetConnect)
 }
 
 func testE2ENetConnect(t *testing.T, f slurmtest.Flavour) {

@@ -24,7 +24,7 @@ func TestE2EDrainSticks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2EDrainSticks)
+	slurmtest.ForEachSlurmInTurn(t, testE2EDrainSticks)
 }
 
 func testE2EDrainSticks(t *testing.T, f slurmtest.Flavour) {

@@ -96,7 +96,7 @@ func TestE2EIdleValidation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2EIdleValidation)
+	slurmtest.ForEachSlurmInTurn(t, testE2EIdleValidation)
 }
 
 func testE2EIdleValidation(t *testing.T, f slurmtest.Flavour) {
@@ -182,7 +182,7 @@ func TestE2EIdleValidationYieldsToUsers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, func(t *testing.T, f slurmtest.Flavour) {
+	slurmtest.ForEachSlurmInTurn(t, func(t *testing.T, f slurmtest.Flavour) {
 		for _, mode := range []string{"CANCEL", "REQUEUE"} {
 			t.Run(mode, func(t *testing.T) { testE2EIdleValidationYieldsToUsers(t, f, mode) })
 		}

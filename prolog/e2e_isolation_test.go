@@ -273,7 +273,7 @@ func TestE2ENetUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2ENetUnderLoad)
+	slurmtest.ForEachSlurmInTurn(t, testE2ENetUnderLoad)
 }
 
 func testE2ENetUnderLoad(t *testing.T, f slurmtest.Flavour) {

@@ -34,7 +34,7 @@ func TestE2ERepairLadder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2ERepairLadder)
+	slurmtest.ForEachSlurmInTurn(t, testE2ERepairLadder)
 }
 
 // repairConf is the [checks.fault-inject] mode and a [repair] section

@@ -159,7 +159,7 @@ func TestE2EDrainAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a Slurm cluster")
 	}
-	slurmtest.ForEachSlurm(t, testE2EDrainAndResume)
+	slurmtest.ForEachSlurmInTurn(t, testE2EDrainAndResume)
 }
 
 func testE2EDrainAndResume(t *testing.T, f slurmtest.Flavour) {
