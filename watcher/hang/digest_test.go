@@ -263,3 +263,27 @@ func TestNoRevisionAfterTeardown(t *testing.T) {
 		t.Fatalf("job events %q, want only the first digest", got)
 	}
 }
+
+// TestNoRevisionFromProcessesLeaving: the processes of a hung job leave as
+// it is torn down or its own watchdog aborts it; that is a consequence of
+// the hang, not new evidence of its cause. gpu02's processes exit twenty
+// minutes after the digest (unknown) and a line comes after: the digest is
+// not revised to name gpu02 as the rank that failed.
+func TestNoRevisionFromProcessesLeaving(t *testing.T) {
+	host := func(name string, seed int64, ph ...phase) gen {
+		return gen{Host: name, Job: "4242", Seed: seed, Period: time.Minute, N: 60, Devs: 8, Phases: ph}
+	}
+	ss := withLogs(watchdogLine("gpu01", 0, 52, "ALLREDUCE", 1233),
+		host("gpu01", 71, training, at(stuck, 5)), host("gpu02", 72, training, at(stuck, 5), at(dead, 50)), host("gpu03", 73, training, at(stuck, 5)))
+	var got []string
+	for _, e := range replayJobEvents(t, ss) {
+		s := e.Event + " " + e.Cause
+		if !e.Revises.IsZero() {
+			s += " (revised)"
+		}
+		got = append(got, s)
+	}
+	if strings.Join(got, "; ") != "digest unknown" {
+		t.Fatalf("job events %q, want only the first digest", got)
+	}
+}

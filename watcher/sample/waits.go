@@ -3,6 +3,7 @@ package sample
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -261,6 +262,8 @@ type waitReader struct {
 	tcp    map[string]map[uint64]procnet.Socket // by network namespace
 	frozen map[string]bool                      // by freezer file
 	groups map[trace.Wait]int                   // the result's groups
+	// retransTo is every peer address with retransmitted data seen.
+	retransTo map[string]bool
 }
 
 // ReadWaits reads what the processes pids wait on under root's /proc (at
@@ -275,7 +278,7 @@ func readWaitsArch(root string, pids []int, arch string) trace.Waits {
 		root = "/"
 	}
 	r := &waitReader{root: root, arch: arch, mounts: map[string][]Mount{}, tcp: map[string]map[uint64]procnet.Socket{},
-		frozen: map[string]bool{}, groups: map[trace.Wait]int{}}
+		frozen: map[string]bool{}, groups: map[trace.Wait]int{}, retransTo: map[string]bool{}}
 	w := trace.Waits{Waits: []trace.Wait{}}
 	for i, pid := range pids {
 		if i >= MaxWaitProcs {
@@ -296,6 +299,11 @@ func readWaitsArch(root string, pids []int, arch string) trace.Waits {
 	for g, n := range r.groups {
 		g.Procs = n
 		w.Waits = append(w.Waits, g)
+	}
+	for _, a := range slices.Sorted(maps.Keys(r.retransTo)) {
+		if len(w.RetransTo) < trace.MaxRetransTo {
+			w.RetransTo = append(w.RetransTo, a)
+		}
 	}
 	slices.SortFunc(w.Waits, func(a, b trace.Wait) int {
 		if a.Procs != b.Procs {
@@ -353,14 +361,18 @@ func (r *waitReader) process(pid int) (trace.Wait, bool) {
 	case g.On == trace.WaitSocket:
 		if c, ok := r.tcpOf(dir)[t.Inode]; ok {
 			g.Peer, g.Retrans = c.Remote.Addr().String(), c.Retransmitting()
+			if g.Retrans {
+				r.retransTo[g.Peer] = true
+			}
 		}
 	}
 	return g, true
 }
 
 // withRetrans adds to g, a wait on no single fd, the other end of the
-// process's first TCP socket whose data is being retransmitted (at most
-// maxProcFDs of its fds, within MaxWaitFDs in all).
+// process's first TCP socket whose data is being retransmitted, and notes
+// the other end of every such socket (at most maxProcFDs of its fds,
+// within MaxWaitFDs in all).
 func (r *waitReader) withRetrans(dir string, g trace.Wait) trace.Wait {
 	if r.fds >= MaxWaitFDs {
 		return g
@@ -387,8 +399,11 @@ func (r *waitReader) withRetrans(dir string, g trace.Wait) trace.Wait {
 			tcp = r.tcpOf(dir)
 		}
 		if c, ok := tcp[t.Inode]; ok && c.Retransmitting() {
-			g.Peer, g.Retrans = c.Remote.Addr().String(), true
-			return g
+			peer := c.Remote.Addr().String()
+			r.retransTo[peer] = true
+			if !g.Retrans {
+				g.Peer, g.Retrans = peer, true
+			}
 		}
 	}
 	return g

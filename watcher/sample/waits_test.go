@@ -119,6 +119,9 @@ func TestReadWaitsFixtures(t *testing.T) {
 	if w.Procs != 8 || w.Frozen != 3 || w.Skipped != 1 || !slices.Equal(w.Waits, want) {
 		t.Fatalf("ReadWaits = %+v,\nwant 8 processes, 3 frozen, 1 skipped (vanished), groups %+v", w, want)
 	}
+	if !slices.Equal(w.RetransTo, []string{"127.0.0.2"}) {
+		t.Errorf("RetransTo = %q, want the one peer whose data is retransmitted", w.RetransTo)
+	}
 }
 
 // startBlocked starts a process and waits until the kernel shows it

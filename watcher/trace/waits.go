@@ -60,7 +60,15 @@ type Waits struct {
 	// Trimmed is set when WaitsRecord left groups out to keep the line
 	// within MaxWaitsLine.
 	Trimmed bool `json:"trimmed,omitempty"`
+	// RetransTo is every address (no port, sorted, at most MaxRetransTo)
+	// to which data of the processes' TCP sockets is unacknowledged and
+	// being retransmitted, whatever each process waits on: the links of
+	// this host that do not answer.
+	RetransTo []string `json:"retrans_to,omitempty"`
 }
+
+// MaxRetransTo bounds Waits.RetransTo.
+const MaxRetransTo = 16
 
 // WaitsRecord is the trace record of w, read on host for job at t. The
 // groups with the fewest processes are left out first when the line would

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -104,6 +105,11 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 			stall = append(stall, DigestCulprit{Host: t, Reason: DigestWaitsOnInput, Evidence: e})
 		}
 	}
+	if len(net) == 0 {
+		if c, ok := commonEnd(in, ws); ok {
+			net = append(net, c)
+		}
+	}
 	switch {
 	case len(net) > 0:
 		return CauseNetwork, net, true
@@ -114,6 +120,64 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 		return CauseDataStall, []DigestCulprit{c}, true
 	}
 	return "", nil, false
+}
+
+// commonEnd is the one host at an end of every link whose data is being
+// retransmitted (a host's Waits.RetransTo, or a group's retransmitted
+// Peer), when those links reach at least two other hosts: the host that
+// does not answer, though not every peer had data in flight to it. In a
+// ring collective over a host cut off, the host itself retransmits to its
+// right neighbour and its left neighbour to it, while the ranks further on
+// only wait: every link that fails has the cut host at one end. Two hosts
+// retransmitting to each other alone name nobody (either side may be the
+// one cut off).
+func commonEnd(in DigestInput, ws map[string]trace.Waits) (DigestCulprit, bool) {
+	type link struct{ from, to string }
+	seen := map[link]bool{}
+	for _, h := range slices.Sorted(maps.Keys(ws)) {
+		addrs := slices.Clone(ws[h].RetransTo)
+		for _, g := range ws[h].Waits {
+			if g.Retrans && g.Peer != "" {
+				addrs = append(addrs, g.Peer)
+			}
+		}
+		for _, a := range addrs {
+			if t, known := peerHost(in, a); known && t != h {
+				seen[link{h, t}] = true
+			}
+		}
+	}
+	ends := map[string]map[string]bool{} // host -> the other ends of its failing links
+	for l := range seen {
+		for _, p := range [][2]string{{l.from, l.to}, {l.to, l.from}} {
+			if ends[p[0]] == nil {
+				ends[p[0]] = map[string]bool{}
+			}
+			ends[p[0]][p[1]] = true
+		}
+	}
+	var common []string
+	for h := range ends {
+		every := true
+		for l := range seen {
+			every = every && (l.from == h || l.to == h)
+		}
+		if every && len(ends[h]) >= 2 {
+			common = append(common, h)
+		}
+	}
+	if len(common) != 1 {
+		return DigestCulprit{}, false
+	}
+	t := common[0]
+	var said []string
+	for _, l := range slices.SortedFunc(maps.Keys(seen), func(a, b link) int {
+		return strings.Compare(a.from+" "+a.to, b.from+" "+b.to)
+	}) {
+		said = append(said, fmt.Sprintf("%s: data to %s retransmitted", l.from, l.to))
+	}
+	e := map[string]any{"waiting": slices.Sorted(maps.Keys(ends[t])), "waits": said[:min(len(said), evidenceLines)]}
+	return DigestCulprit{Host: t, Reason: DigestRetransmitting, Evidence: e}, true
 }
 
 // loneReader is the one host whose processes wait to read a named input

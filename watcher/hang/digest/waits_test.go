@@ -31,6 +31,13 @@ func waitsLine(frozen int, gs ...trace.Wait) string {
 	return trace.WaitsRecord("", "", t0, trace.Waits{Procs: procs, Frozen: frozen, Waits: gs}).Log.Line
 }
 
+// retransLine is the line of a waits record of processes in a futex whose
+// data to addrs is being retransmitted.
+func retransLine(addrs ...string) string {
+	w := trace.Waits{Procs: 4, Waits: []trace.Wait{onFutex}, RetransTo: addrs}
+	return trace.WaitsRecord("", "", t0, w).Log.Line
+}
+
 func TestWaitsJudgement(t *testing.T) {
 	hosts := []string{"n1", "n2", "n3"}
 	tests := []struct {
@@ -42,6 +49,18 @@ func TestWaitsJudgement(t *testing.T) {
 		{"n3 cut off: every rank's data to it retransmitted", map[string]string{
 			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3Retrans)},
 			"network n3 Retransmitting", "cut off from the network", "NCCL reported"},
+		{"n3 cut off in a ring: it retransmits to n1, n2 to it, n1 only waits", map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": retransLine("10.0.0.3"), "n3": retransLine("10.0.0.1")},
+			"network n3 Retransmitting", "cut off from the network", ""},
+		{"n3 cut off: it retransmits to both, its peers only wait", map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": waitsLine(0, onFutex), "n3": retransLine("10.0.0.1", "10.0.0.2")},
+			"network n3 Retransmitting", "cut off from the network", ""},
+		{"n2 and n3 retransmit to each other alone: either may be cut off", map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": retransLine("10.0.0.3"), "n3": retransLine("10.0.0.2")},
+			"unknown", "", ""},
+		{"links that fail share no host: nobody", map[string]string{
+			"n1": retransLine("10.0.0.2"), "n2": waitsLine(0, onFutex), "n3": retransLine("10.0.0.1", "10.0.0.2")},
+			"unknown", "", ""},
 		{"n3 reads a pipe while its peers wait on it", map[string]string{
 			"n1": waitsLine(0, toN3), "n2": waitsLine(0, toN3), "n3": waitsLine(0, onPipe, onFutex)},
 			"data-stall n3 WaitsOnInput", "wait on a file or a pipe", ""},
