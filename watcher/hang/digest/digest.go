@@ -203,6 +203,12 @@ func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 		d.Cause, d.JobEvidence = root, lines(rootLines)
 		d.Culprits, d.Because = rooted(in, ev, c, root, rootLines, hits)
 	}
+	if d.Cause == CauseUnknown && len(in.Hosts) == 2 && !anyEvidenceLine(in) {
+		if cs := goneWhilePeersRun(in, c); len(cs) > 0 {
+			d.Cause, d.Culprits = CauseRankFailed, cs
+			d.Because = []string{cs[0].Host + ": " + CulpritProcessesGone + " (the other host's ranks still run and wait; no line says why)"}
+		}
+	}
 	for _, c := range d.Culprits {
 		if !slices.Contains(d.Hosts, c.Host) { // named by a peer's line only
 			d.Hosts = append(d.Hosts, c.Host)
@@ -212,6 +218,23 @@ func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 	d.Origin = origin(d)
 	d.Hint = hint(d, ev)
 	return d
+}
+
+// anyEvidenceLine says a line of the job's output or the kernel's matched a
+// rule beyond progress and addresses: a timeout, an error, an exit. With
+// none, a two-host job whose one host's ranks are gone while the other's
+// still run and wait is judged on that alone (the telemetry rules name
+// only a minority, never one host of two); a line that says the ranks
+// timed out first makes their exit the timeout's consequence.
+func anyEvidenceLine(in DigestInput) bool {
+	for _, l := range in.Logs {
+		switch l.Match.Kind {
+		case "", joblog.KindProgress, joblog.KindNCCLAddr, joblog.KindWaits:
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // origin is whose the trouble of d looks like: a device, the network or
