@@ -287,3 +287,42 @@ func TestNoRevisionFromProcessesLeaving(t *testing.T) {
 		t.Fatalf("job events %q, want only the first digest", got)
 	}
 }
+
+// TestHydraBannerPlacesExitCode: MPICH Hydra's "PID P RUNNING AT HOST"
+// places the "EXIT CODE" line printed after it on that host; the same
+// line with no banner before it, or a banner read on another node, names
+// nobody.
+func TestHydraBannerPlacesExitCode(t *testing.T) {
+	block := func(reader, banner string) []trace.Sample {
+		ss := []trace.Sample{layoutAt("gpu01", "gpu02", "gpu03"),
+			logAt(reader, 31, trace.StreamStdout, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES")}
+		if banner != "" {
+			ss = append(ss, logAt(banner, 31, trace.StreamStdout, "=   PID 9665 RUNNING AT gpu03"))
+		}
+		return append(ss, logAt(reader, 31, trace.StreamStdout, "=   EXIT CODE: 9"))
+	}
+	for _, tc := range []struct {
+		name, banner, want string
+	}{
+		{"banner before the exit code", "gpu01", "gpu03"},
+		{"no banner", "", ""},
+		{"banner read on another node", "gpu02", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewEpisodes(testConfig())
+			for _, x := range block("gpu01", tc.banner) {
+				e.Observe(x, nil)
+			}
+			in := e.digestInput("4242", e.jobs["4242"])
+			var got []string
+			for _, l := range in.Logs {
+				if l.Match.Kind == joblog.KindTaskExit {
+					got = append(got, l.Host)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("the EXIT CODE line is placed on %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

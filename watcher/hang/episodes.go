@@ -71,6 +71,7 @@ type jobTrack struct {
 	// the open episode was detected.
 	fast      bool
 	detection *digest.Detection
+	banner    hostBanner // a launcher's banner, placing the next matched line
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -263,6 +264,23 @@ func (j *jobTrack) anyHung() bool {
 	return false
 }
 
+// hostBanner is a launcher's line naming the host of the next matched
+// line of the same reader's same stream (joblog.KindHostBanner: MPICH
+// Hydra's "=   PID P RUNNING AT HOST" before "=   EXIT CODE: 9").
+type hostBanner struct {
+	host, reader, stream string
+	at                   time.Time
+}
+
+// bannerSpan bounds the time from a banner to the line it places: the
+// launcher prints them together.
+const bannerSpan = 5 * time.Second
+
+// places says b names the host of s, a matched line that names none.
+func (b hostBanner) places(s trace.Sample) bool {
+	return b.host != "" && b.reader == s.Host && b.stream == s.Log.Stream && !s.Time.Before(b.at) && s.Time.Sub(b.at) <= bannerSpan
+}
+
 func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	m, ok := joblog.LineIn(s.Log.Stream, s.Log.Line)
 	if !ok {
@@ -282,10 +300,18 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		}
 	default:
 		from = joblog.Attribute(s.Log.Line, j.attribution()).Host
+		if from == "" && j.banner.places(s) {
+			from = j.banner.host
+		}
 		if from != "" {
 			h = j.host(from)
 		}
 	}
+	if m.Kind == joblog.KindHostBanner {
+		j.banner = hostBanner{host: j.attribution().Node(m.Peer), reader: s.Host, stream: s.Log.Stream, at: s.Time}
+		return
+	}
+	j.banner = hostBanner{} // it places the next matched line only
 	if m.Kind == joblog.KindCancelled {
 		// Slurm's "*** STEP|JOB ... CANCELLED ***": the job is being torn
 		// down; what follows (processes gone) is the teardown's, not new

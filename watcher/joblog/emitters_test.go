@@ -193,10 +193,10 @@ var emitters = []emitter{
 		{line: "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly. Check the task logs for an earlier error to debug further. [type.googleapis.com/tensorflow.CoordinationServiceError='']",
 			rule: "jax-heartbeat-timeout", kind: KindPeerClosed, peer: "/job:jax_worker/replica:0/task:0", peerHost: "gpu01"},
 	}},
-	{"mpich-hydra", []string{"hydra-exit-code", "hydra-exit-string"}, []emitterLine{
+	{"mpich-hydra", []string{"hydra-exit-code", "hydra-exit-string", "hydra-running-at"}, []emitterLine{
 		// mpiexec's block names the host ("=   PID 9665 RUNNING AT
-		// NeuroRTX6000"), but no attribution reads it: the lines are
-		// job-level.
+		// NeuroRTX6000") of the EXIT CODE line after it: a host banner,
+		// which the digest uses to place that line (hang.hostBanner).
 		{line: "=   EXIT CODE: 9", rule: "hydra-exit-code", kind: KindTaskExit},
 		{line: "=   EXIT CODE: 139", rule: "hydra-exit-code", kind: KindTaskExit},
 		{line: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)", rule: "hydra-exit-string", kind: KindTaskExit},
@@ -205,7 +205,8 @@ var emitters = []emitter{
 		{line: "=   EXIT CODE: 15"},
 		{line: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Terminated (signal 15)"},
 		{line: "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"},
-		{line: "=   PID 9665 RUNNING AT gpu02"},
+		{line: "=   PID 9665 RUNNING AT gpu02", rule: "hydra-running-at", kind: KindHostBanner, peer: "gpu02"},
+		{line: "=   PID 108257 RUNNING AT jetson@gpu01", rule: "hydra-running-at", kind: KindHostBanner, peer: "gpu01"},
 	}},
 	{"deepspeed-launcher", []string{"deepspeed-launcher-exit"}, []emitterLine{
 		{line: "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/global/D1/homes/sushant/sushanta/venv/bin/python3.10', '-u', 'trainCLM.py', '--local_rank=1', '--deepspeed', '/home/sushant/D1/sushanta/try/nepaligpt/clm/config/deepspeed_config.json'] exits with return code = -11",

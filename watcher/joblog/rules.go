@@ -30,6 +30,10 @@ const (
 	// detected", Horovod's "[missing ranks: 0]"); Ranks are the ranks the
 	// line names as the odd ones out.
 	KindMismatch Kind = "collective-mismatch"
+	// KindHostBanner: a launcher's line that names the host (Peer) of the
+	// line it prints next (MPICH Hydra's "=   PID P RUNNING AT HOST" before
+	// "=   EXIT CODE: 9"): no evidence by itself, it only places that line.
+	KindHostBanner Kind = "host-banner"
 )
 
 // RuleKinds are the evidence kinds a line rule may name (linerules.Kinds:
