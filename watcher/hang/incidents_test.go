@@ -73,8 +73,9 @@ var incidentT0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 // kmsgPrefix is what a quoted kernel line carries beyond the message that
 // /dev/kmsg gives the live watcher: a syslog prefix ("Dec  2 10:43:35 host
 // kernel: ", "messages:" of a grep), a bare "kernel: ", dmesg's timestamp
-// (since boot, or -H's time since the previous line, "[  +0.000316] ").
-var kmsgPrefix = regexp.MustCompile(`^(?:messages:)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |kernel: )?(?:\[\s*\+?\d+\.\d+\] )?`)
+// (since boot, or -H's time since the previous line, "[  +0.000316] ",
+// or -T's wall-clock time, "[Fri Mar  3 04:44:24 2023] ").
+var kmsgPrefix = regexp.MustCompile(`^(?:messages:)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |kernel: )?(?:\[\s*\+?\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )?`)
 
 // incidentTrace turns in into the trace the live watchers would have
 // recorded: each host's readings (training until the stall, then flat as

@@ -168,7 +168,9 @@ var emitters = []emitter{
 		{line: "mpirun noticed that process rank 0 with PID 21183 on node host01 exited on signal 9 (Killed).", rule: "mpirun-rank-signalled", kind: KindTaskExit, host: "host01"},
 		{line: "mpiexec noticed that process rank 0 with PID 10313 on node proton exited on", rule: "mpirun-rank-signalled", kind: KindTaskExit, host: "proton"},
 	}},
-	{"openmpi", []string{"ompi-process-received-signal", "ompi-peer-disconnected", "ompi-peer-hung-up"}, []emitterLine{
+	{"openmpi", []string{"ompi-process-received-signal", "ompi-peer-disconnected", "ompi-peer-hung-up", "ompi-mpi-error-fatal"}, []emitterLine{
+		{line: "[gpu01:21445] *** An error occurred in MPI_Send", rule: "ompi-mpi-error-fatal", kind: KindTraceback, host: "gpu01"},
+		{line: "[gpu01:21445] *** reported by process [139981018365953,21474836480]"},
 		{line: "[JXQ-23-236-6:04113] *** Process received signal ***", rule: "ompi-process-received-signal", kind: KindTaskExit, host: "JXQ-23-236-6"},
 		{line: "  Peer host:  ip-172-31-1-32", rule: "ompi-peer-disconnected", kind: KindPeerClosed, peer: "ip-172-31-1-32", peerHost: "ip-172-31-1-32"},
 		{line: "An MPI communication peer process has unexpectedly disconnected.  This", rule: "ompi-peer-hung-up", kind: KindPeerClosed},
