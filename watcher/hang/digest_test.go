@@ -173,6 +173,8 @@ type jobEvent struct {
 	Event, Cause, Host, Reason string
 	Culprits                   []digest.DigestCulprit
 	Revises                    time.Time
+	Time                       time.Time
+	Detection                  *digest.Detection
 }
 
 func replayJobEvents(t *testing.T, ss []trace.Sample) []jobEvent {

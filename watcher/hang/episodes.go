@@ -72,6 +72,9 @@ type jobTrack struct {
 	fast      bool
 	detection *digest.Detection
 	banner    hostBanner // a launcher's banner, placing the next matched line
+	// lost are the hosts whose watcher a peer's watcher lost (a
+	// trace.StreamLost record), with when it was first said.
+	lost map[string]time.Time
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -122,7 +125,7 @@ func NewLiveEpisodes(c Config) *Episodes {
 func (e *Episodes) job(id string) *jobTrack {
 	j := e.jobs[id]
 	if j == nil {
-		j = &jobTrack{hosts: map[string]*hostTrack{}, addrs: map[string]string{}, stragglers: map[string]bool{}}
+		j = &jobTrack{hosts: map[string]*hostTrack{}, addrs: map[string]string{}, stragglers: map[string]bool{}, lost: map[string]time.Time{}}
 		e.jobs[id] = j
 	}
 	return j
@@ -146,6 +149,10 @@ func (e *Episodes) Observe(s trace.Sample, events []Event) {
 	}
 	if s.IsLog() && s.Log.Stream == trace.StreamLayout {
 		j.observeLayout(s.Log.Line)
+		return
+	}
+	if s.IsLog() && s.Log.Stream == trace.StreamLost {
+		j.observeLost(s)
 		return
 	}
 	if s.IsLog() && s.Log.Stream == trace.StreamEnd {
@@ -194,6 +201,24 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 		h.state = digest.StateOK
 		j.recovered = j.open
 		j.closeEpisode()
+	}
+}
+
+// observeLost takes a watcher's record that another host's watcher was
+// lost: the host is noted (the first word counts), and its address maps
+// to it, so that the peers' sockets to it name it.
+func (j *jobTrack) observeLost(s trace.Sample) {
+	l, ok := trace.ParseLost(s.Log.Line)
+	if !ok || l.Host == s.Host {
+		return
+	}
+	if _, said := j.lost[l.Host]; !said {
+		j.lost[l.Host] = s.Time
+	}
+	if l.Addr != "" {
+		if _, known := j.addrs[l.Addr]; !known {
+			j.addrs[l.Addr] = l.Host
+		}
 	}
 }
 
@@ -349,6 +374,9 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	if isStrong(m) {
 		j.noteStrongLine(s.Time, from, line, m, unhealable(s.Log.Stream, s.Log.Line, m))
 	}
+	if m.Kind == joblog.KindWaits && len(j.lost) > 0 {
+		j.noteLostPeer(s)
+	}
 	if len(line) > joblog.MaxLine {
 		line = line[:joblog.MaxLine]
 	}
@@ -424,7 +452,7 @@ func (e *Episodes) failure(id string, j *jobTrack) (digest.DigestEvent, bool) {
 	if j.open && j.digested {
 		return digest.DigestEvent{}, false // the hang's digest said it
 	}
-	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true}
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true, Lost: sortedKeys(j.lost)}
 	from := j.last.Add(-digest.DigestLookback * e.c.Window)
 	var first time.Time
 	for _, name := range j.layout.Nodes { // the job's nodes, read or not
@@ -447,10 +475,18 @@ func (e *Episodes) failure(id string, j *jobTrack) (digest.DigestEvent, bool) {
 			}
 		}
 	}
-	if first.IsZero() {
-		return digest.DigestEvent{}, false
-	}
 	sort.SliceStable(in.Logs, func(a, b int) bool { return in.Logs[a].Time.Before(in.Logs[b].Time) })
+	if first.IsZero() {
+		// No line says the job failed; a host cut off says it, when the
+		// others' data to it was being retransmitted (Slurm ends a job
+		// whose node stopped answering: NODE_FAIL).
+		d := digest.Digest(in, e.c)
+		if d.Cause != digest.CauseNetwork || len(in.Lost) == 0 {
+			return digest.DigestEvent{}, false
+		}
+		d.Since = j.lost[in.Lost[0]]
+		return d, true
+	}
 	d := digest.Digest(in, e.c)
 	d.Since = first
 	return d, true
@@ -483,7 +519,7 @@ func (e *Episodes) isRound(j *jobTrack) bool {
 
 // digestInput gathers what the digest of j's open episode is computed from.
 func (e *Episodes) digestInput(id string, j *jobTrack) digest.DigestInput {
-	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution()}
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Lost: sortedKeys(j.lost)}
 	from := j.opened.Add(-digest.DigestLookback * e.c.Window)
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]

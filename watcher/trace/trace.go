@@ -28,6 +28,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -175,7 +176,40 @@ const (
 	// left its node, or it was signalled as Slurm does at the job's end):
 	// Line is an End as JSON. Older readers see a line that matches nothing.
 	StreamEnd = "end"
+	// StreamLost marks a watcher's word that the job's coordinator
+	// stopped answering without saying it stops (no tick for the
+	// takeover's wait: its node is down or cut off from this one, or its
+	// watcher died): Line is a Lost as JSON. The record is the watcher's
+	// own, never a line of the job. Older readers see a line that matches
+	// nothing.
+	StreamLost = "lost"
 )
+
+// Lost is the line of a StreamLost record.
+type Lost struct {
+	Host string `json:"host"`           // the node whose watcher was lost
+	Addr string `json:"addr,omitempty"` // its address, as it announced it at the meeting (no port)
+	// AfterS is how long the record's watcher heard nothing from it, in
+	// seconds.
+	AfterS float64 `json:"after_s"`
+}
+
+// LostRecord is the record, read on host for job at t, that l.Host's
+// watcher was lost.
+func LostRecord(host, job string, t time.Time, l Lost) Sample {
+	b, _ := json.Marshal(l) // strings and a number
+	return Sample{V: Version, Time: t, Host: host, Job: job, Log: &Log{Stream: StreamLost, Line: string(b)}}
+}
+
+// ParseLost reads the line of a StreamLost record; false when it is not
+// one or names no host.
+func ParseLost(line string) (Lost, bool) {
+	var l Lost
+	if json.Unmarshal([]byte(line), &l) != nil || l.Host == "" {
+		return Lost{}, false
+	}
+	return l, true
+}
 
 // End is the line of a StreamEnd record.
 type End struct {

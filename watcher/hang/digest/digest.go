@@ -161,6 +161,10 @@ type DigestInput struct {
 	// hosts' last readings are of processes that were stopping, so the
 	// telemetry rules are not run; the lines alone say what went wrong.
 	Ended bool
+	// Lost are the hosts whose watcher a peer's watcher lost (no tick
+	// from the job's coordinator for the takeover's wait: its node down
+	// or cut off, or its watcher dead), sorted.
+	Lost []string
 }
 
 // DigestLookback is how far before the first hung verdict of an episode

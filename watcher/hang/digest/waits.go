@@ -67,6 +67,9 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 	if cs := frozenHosts(ws); len(cs) > 0 {
 		return CauseRankFailed, cs, true
 	}
+	if cs := lostAndRetransmitted(in, ws); len(cs) > 0 {
+		return CauseNetwork, cs, true
+	}
 	toward := map[string]map[string][]string{} // target host -> waiting host -> what it waits on there
 	retrans := map[string]map[string]bool{}    // target -> hosts whose data to it is retransmitted
 	for _, h := range slices.Sorted(maps.Keys(ws)) {
@@ -120,6 +123,42 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 		return CauseDataStall, []DigestCulprit{c}, true
 	}
 	return "", nil, false
+}
+
+// lostAndRetransmitted names the hosts whose watcher was lost (in.Lost)
+// and to which some other host's processes have data being retransmitted:
+// the host does not answer on the network, neither its watcher nor its
+// kernel (a host cut off, or down). Its own waits never arrive.
+func lostAndRetransmitted(in DigestInput, ws map[string]trace.Waits) []DigestCulprit {
+	var out []DigestCulprit
+	for _, t := range in.Lost {
+		var said []string
+		var waiting []string
+		for _, h := range slices.Sorted(maps.Keys(ws)) {
+			if h == t {
+				continue
+			}
+			addrs := slices.Clone(ws[h].RetransTo)
+			for _, g := range ws[h].Waits {
+				if g.Retrans && g.Peer != "" {
+					addrs = append(addrs, g.Peer)
+				}
+			}
+			for _, a := range addrs {
+				if p, known := peerHost(in, a); known && p == t {
+					waiting = append(waiting, h)
+					said = append(said, fmt.Sprintf("%s: data to %s (%s) retransmitted", h, t, a))
+					break
+				}
+			}
+		}
+		if len(waiting) > 0 {
+			out = append(out, DigestCulprit{Host: t, Reason: DigestRetransmitting, Evidence: map[string]any{
+				"lost": true, "waiting": waiting, "waits": said[:min(len(said), evidenceLines)],
+				"message": t + "'s watcher stopped answering and its peers' data to it is not acknowledged"}})
+		}
+	}
+	return out
 }
 
 // commonEnd is the one host at an end of every link whose data is being
@@ -288,10 +327,18 @@ func boolValues(m map[string]bool) []bool {
 // other rule: what the kernel says each process is blocked on is the
 // direct evidence. It carries no line time, so winner keeps its place.
 func withWaits(in DigestInput, hits []ruleHit) []ruleHit {
+	var cause string
+	var cs []DigestCulprit
+	var ok bool
 	if in.Ended {
-		return hits
+		// The job ended: its processes were stopping, so what they waited
+		// on says nothing, but for a host cut off before the end (Slurm
+		// ends a job whose node stopped answering).
+		cs = lostAndRetransmitted(in, hostWaits(in))
+		cause, ok = CauseNetwork, len(cs) > 0
+	} else {
+		cause, cs, ok = waitsJudgement(in)
 	}
-	cause, cs, ok := waitsJudgement(in)
 	if !ok {
 		return hits
 	}

@@ -1,6 +1,7 @@
 package digest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,20 +89,74 @@ func TestWaitsJudgement(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := DigestInput{Time: t0.Add(40 * time.Minute), Job: "7",
-				Layout: joblog.Layout{Nodes: hosts, Addrs: map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}},
-				Addrs:  map[string]string{"10.0.0.1": "n1", "10.0.0.2": "n2", "10.0.0.3": "n3"}}
-			for _, h := range hosts {
-				in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung,
-					Latest: trace.Sample{V: 1, Time: in.Time, Host: h, Job: "7", Procs: 4, CPUUsec: 1}})
+			d := judgeWaits(hosts, tc.waits, nil, false)
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
 			}
-			for _, h := range hosts {
-				if line, ok := tc.waits[h]; ok {
-					m, _ := joblog.LineIn(trace.StreamWaits, line)
-					in.Logs = append(in.Logs, LogEvidence{Time: in.Time, Reader: h, Stream: trace.StreamWaits, Line: line, Match: m})
-				}
+			if got != tc.want {
+				t.Fatalf("digest %q, want %q (hint %q)", got, tc.want, d.Hint)
 			}
-			d := Digest(in, testConfig())
+			if !strings.Contains(d.Hint, tc.hint) || tc.never != "" && strings.Contains(d.Hint, tc.never) {
+				t.Errorf("hint %q: want %q in it, and not %q", d.Hint, tc.hint, tc.never)
+			}
+		})
+	}
+}
+
+// judgeWaits is the digest of a job of hosts whose hosts' waits records
+// are waits (host -> line), with lost hosts' watchers lost, of a job that
+// ended when ended.
+func judgeWaits(hosts []string, waits map[string]string, lost []string, ended bool) DigestEvent {
+	in := DigestInput{Time: t0.Add(40 * time.Minute), Job: "7", Lost: lost, Ended: ended,
+		Layout: joblog.Layout{Nodes: hosts, Addrs: map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}},
+		Addrs:  map[string]string{"10.0.0.1": "n1", "10.0.0.2": "n2", "10.0.0.3": "n3"}}
+	for _, h := range hosts {
+		if slices.Contains(lost, h) {
+			continue // the new coordinator never heard from it
+		}
+		in.Hosts = append(in.Hosts, HostView{Host: h, State: StateHung,
+			Latest: trace.Sample{V: 1, Time: in.Time, Host: h, Job: "7", Procs: 4, CPUUsec: 1}})
+	}
+	for _, h := range hosts {
+		if line, ok := waits[h]; ok {
+			m, _ := joblog.LineIn(trace.StreamWaits, line)
+			in.Logs = append(in.Logs, LogEvidence{Time: in.Time, Reader: h, Stream: trace.StreamWaits, Line: line, Match: m})
+		}
+	}
+	return Digest(in, testConfig())
+}
+
+// TestLostHostJudgement: a host whose watcher was lost (its node cut off
+// entirely, management and data on one network) is named when a peer's
+// data to it is being retransmitted, in a hang's digest and in that of the
+// job Slurm ended (NODE_FAIL).
+func TestLostHostJudgement(t *testing.T) {
+	hosts := []string{"n1", "n2", "n3"}
+	tests := []struct {
+		name        string
+		waits       map[string]string
+		want        string
+		hint, never string
+		lost        []string
+		ended       bool
+	}{
+		{name: "n3 cut off entirely: its watcher lost, n2's data to it retransmitted, n1 only waits", waits: map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": retransLine("10.0.0.3")}, lost: []string{"n3"},
+			want: "network n3 Retransmitting", hint: "cut off from the network"},
+		{name: "the same as the job ends (Slurm's NODE_FAIL)", waits: map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": retransLine("10.0.0.3")}, lost: []string{"n3"}, ended: true,
+			want: "network n3 Retransmitting", hint: "cut off from the network"},
+		{name: "n3's watcher lost, nobody's data to it retransmitted: its watcher died, the job runs", waits: map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": waitsLine(0, onFutex)}, lost: []string{"n3"},
+			want: "unknown"},
+		{name: "a job that ended: what its stopping processes wait on names nobody", waits: map[string]string{
+			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3Retrans)}, ended: true,
+			want: "unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := judgeWaits(hosts, tc.waits, tc.lost, tc.ended)
 			got := d.Cause
 			for _, c := range d.Culprits {
 				got += " " + c.Host + " " + c.Reason
