@@ -155,7 +155,10 @@ type sim struct {
 	hook  *test.Hook
 }
 
-func startSim(t *testing.T, n int) *sim {
+func startSim(t *testing.T, n int) *sim { return startSimWith(t, n, testHang()) }
+
+// startSimWith is startSim with the watchers' hang settings c.
+func startSimWith(t *testing.T, n int, c hang.Config) *sim {
 	if testing.Short() {
 		t.Skip("meets watchers over loopback")
 	}
@@ -174,7 +177,7 @@ func startSim(t *testing.T, n int) *sim {
 		go func() {
 			defer wg.Done()
 			s.nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Ports: []int{port},
-				Addrs: addrs, Auth: rdvtest.New([]byte("the cluster's key"), 1000), Hang: testHang(), Join: 3 * time.Second,
+				Addrs: addrs, Auth: rdvtest.New([]byte("the cluster's key"), 1000), Hang: c, Join: 3 * time.Second,
 				Log: logger.WithField("node", names[i])})
 		}()
 	}

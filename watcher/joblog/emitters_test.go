@@ -40,7 +40,7 @@ type emitter struct {
 // addresses are those of the reports.
 var emitterLayout = Layout{
 	Nodes: []string{"gpu01", "gpu02", "gpu03", "gpu04", "ubuntu", "node1", "host01", "proton", "JXQ-23-236-6",
-		"ip-172-31-1-32", "tiger-i23g11", "orion-01-05", "n122-164-108"},
+		"ip-172-31-1-32", "tiger-i23g11", "orion-01-05", "n122-164-108", "A100-GPU-50"},
 	Addrs: map[string]string{"gpu02": "192.168.70.92", "gpu03": "127.0.0.1", "gpu04": "10.0.0.2"},
 	Ranks: map[int]string{0: "gpu01", 1: "gpu01", 2: "gpu02", 3: "gpu02"},
 }
@@ -78,7 +78,7 @@ var emitters = []emitter{
 		{line: "nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)"},
 	}},
 	{"nccl", []string{"nccl-cuda-failure", "nccl-retrying", "nccl-ib-port-down", "nccl-ib-completion-error", "nccl-socket-reset",
-		"nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective"}, []emitterLine{
+		"nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
 		{line: "gpu01:104934:104934 [1] init.cc:204 NCCL WARN Cuda failure 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "gpu01"},
 		{line: "n122-164-108:7400:7642 [1] include/alloc.h:125 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "n122-164-108"},
 		{line: "NCCL INFO Call to connect returned Connection refused, retrying", rule: "nccl-retrying", kind: KindNCCLRetry},
@@ -101,6 +101,14 @@ var emitters = []emitter{
 			rule: "nccl-socket-closed", kind: KindNCCLNet, host: "ubuntu", peer: "node1", peerHost: "node1"},
 		{line: "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
 			rule: "nccl-mismatched-collective", kind: KindMismatch},
+		// The proxy's service thread: a local rank of the printing host
+		// closed its connection. The peer is that local rank, never a
+		// host (no node resolves it); the warning that the socket could
+		// not be read is no such line.
+		{line: "A100-GPU-50:343:1213 [5] NCCL INFO [Service thread] Connection closed by localRank 7",
+			rule: "nccl-service-thread-closed", kind: KindPeerClosed, host: "A100-GPU-50", peer: "localRank 7"},
+		{line: "gpu01:1:2 [0] proxy.cc:1874 NCCL WARN [Service thread] Could not receive type from localRank 7, res=3, closed=1",
+			kind: KindNCCLWarn, host: "gpu01"},
 		// A CUDA failure NCCL reports at INFO it ignores and goes on
 		// (checks.h's CUDACHECKIGNORE): no evidence; a retry is read, as
 		// no evidence either.

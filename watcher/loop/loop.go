@@ -218,8 +218,11 @@ func (l *Loop) Step(ctx context.Context, now time.Time) (gone bool, err error) {
 	l.record(append(logs, s))
 	evs := l.Detector.Observe(s)
 	var ras []trace.Sample
+	if v, ok := l.Job.(lostRecorder); ok { // before the waits they make evidence of
+		ras = v.LostRecords(s.Host, s.Job, s.Time.Add(time.Nanosecond))
+	}
 	if l.Waits != nil { // before RAS's, whose records come later
-		ras = l.Waits.Poll(s, evs, l.jobSuspect())
+		ras = append(ras, l.Waits.Poll(s, evs, l.jobSuspect())...)
 	}
 	if l.RAS != nil {
 		ras = append(ras, l.RAS.Poll(ctx, s, evs, l.jobSuspect())...)
@@ -332,6 +335,13 @@ func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 			l.log().WithError(err).Error("some actions failed")
 		}
 	}
+}
+
+// lostRecorder is a job's view that says when this node lost the job's
+// coordinator (coord.Node): its records (trace.StreamLost) are recorded
+// and observed like the waits.
+type lostRecorder interface {
+	LostRecords(host, job string, at time.Time) []trace.Sample
 }
 
 // jobSuspect reports whether the job's view says the job may be hung

@@ -189,8 +189,9 @@ const (
 type Lost struct {
 	Host string `json:"host"`           // the node whose watcher was lost
 	Addr string `json:"addr,omitempty"` // its address, as it announced it at the meeting (no port)
-	// AfterS is how long the record's watcher heard nothing from it, in
-	// seconds.
+	// AfterS is the longest the record's watcher waits for its tick
+	// (the takeover's periods), in seconds: it heard nothing from it for
+	// at most that long (at once when the connection was reset).
 	AfterS float64 `json:"after_s"`
 }
 

@@ -1,0 +1,145 @@
+package coord
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// The coordinator's watcher vanishes without its farewell (its node cut
+// off, or down): the members take over, and each records that it lost it,
+// with the address it met at, once; until the record is in the job's view
+// the member reads what its processes wait on.
+func TestLostCoordinatorIsRecorded(t *testing.T) {
+	c := testHang()
+	c.Period = time.Second // the takeover's wait: 3 periods and a gather
+	s := startSimWith(t, 3, c)
+	_, addrs := rdvtest.Cluster(3)
+	s.nodes[0].mu.Lock()
+	s.nodes[0].byeSaid = true // no farewell: it is lost, not stopping
+	s.nodes[0].mu.Unlock()
+	s.nodes[0].Close()
+	s.waitCoordinator(1)
+	for _, i := range []int{1, 2} {
+		n := s.nodes[i]
+		if !n.Suspect() {
+			t.Errorf("%s: not suspect before its lost record went in", s.names[i])
+		}
+		recs := n.LostRecords(s.names[i], "42", t0)
+		if len(recs) != 1 || recs[0].Log.Stream != trace.StreamLost {
+			t.Fatalf("%s: lost records %+v, want one", s.names[i], recs)
+		}
+		l, ok := trace.ParseLost(recs[0].Log.Line)
+		if !ok || l.Host != s.names[0] || l.Addr != addrs[s.names[0]] || l.AfterS != 3 {
+			t.Errorf("%s: lost %+v, want %s at %s after 3s", s.names[i], l, s.names[0], addrs[s.names[0]])
+		}
+		if again := n.LostRecords(s.names[i], "42", t0); len(again) != 0 {
+			t.Errorf("%s: lost records again: %+v", s.names[i], again)
+		}
+	}
+}
+
+// A coordinator stopped by its farewell is not lost: no record.
+func TestStoppedCoordinatorIsNotLost(t *testing.T) {
+	c := testHang()
+	c.Period = time.Second
+	s := startSimWith(t, 3, c)
+	s.nodes[0].Close()
+	s.waitCoordinator(1)
+	if recs := s.nodes[1].LostRecords(s.names[1], "42", t0); len(recs) != 0 {
+		t.Fatalf("lost records %+v after the coordinator's farewell, want none", recs)
+	}
+}
+
+// quiet: a coordinator that hears no member holds its announcements; a
+// member's answer releases them; after the takeover's count of deaf rounds
+// it is cut off and announces nothing more, its digests kept on its disk.
+func TestQuietCoordinatorHoldsWhileDeaf(t *testing.T) {
+	logger, _ := test.NewNullLogger()
+	n := &Node{cfg: Config{Self: "a", Takeover: 3}, log: logger}
+	dig := func(k int) []Out {
+		return []Out{{Event: digest.DigestEvent{Job: "42", Event: digest.EventDigest, Cause: "network", Time: t0.Add(time.Duration(k) * time.Minute)}, Notify: true}}
+	}
+	self := map[string]Summary{"a": {}}
+	both := map[string]Summary{"a": {}, "b": {}}
+	count := func(outs []Out) (notified, kept int) {
+		for _, o := range outs {
+			if o.Notify {
+				notified++
+			} else {
+				kept++
+			}
+		}
+		return
+	}
+	if a, k := count(n.quiet(dig(0), 1, both)); a != 1 || k != 0 {
+		t.Fatalf("a member answered: %d announced, %d kept; want 1, 0", a, k)
+	}
+	if a, k := count(n.quiet(dig(1), 1, self)); a != 0 || k != 0 || len(n.held) != 1 {
+		t.Fatalf("no member answered: %d announced, %d kept, %d held; want the digest held", a, k, len(n.held))
+	}
+	if a, k := count(n.quiet(nil, 1, both)); a != 1 || k != 0 {
+		t.Fatalf("a member answers again: %d announced, %d kept; want the held digest announced", a, k)
+	}
+	var kept int
+	for r := range 3 {
+		a, k := count(n.quiet(dig(2+r), 1, self))
+		if a != 0 {
+			t.Fatalf("deaf round %d announced %d", r+1, a)
+		}
+		kept += k
+	}
+	if !n.cutOff || kept != 3 {
+		t.Fatalf("after 3 deaf rounds: cut off %v, %d kept on disk; want cut off, 3 kept", n.cutOff, kept)
+	}
+	if a, k := count(n.quiet(dig(9), 1, both)); a != 0 || k != 1 {
+		t.Fatalf("cut off, a late answer: %d announced, %d kept; want none announced", a, k)
+	}
+	lone := &Node{cfg: Config{Self: "a", Takeover: 3}, log: logger}
+	if a, _ := count(lone.quiet(dig(0), 0, self)); a != 1 {
+		t.Fatalf("a meeting without members announced %d, want its digest", a)
+	}
+}
+
+// The coordinator's node is cut off: the members take over, record that
+// they lost it, read their waits (sim0003's ranks' data to sim0001 is
+// being retransmitted) and the new coordinator announces one digest:
+// network, sim0001.
+func TestCutOffCoordinatorNamedByTheOthers(t *testing.T) {
+	s := startSim(t, 3) // a farewell-less Close resets the connections: the takeover comes at once
+	_, addrs := rdvtest.Cluster(3)
+	var all []Out
+	for k := range 2 {
+		all = append(all, s.period(k, []int{0, 1, 2}, func(int) hostState { return hostState{procs: 4} })...)
+	}
+	s.nodes[0].mu.Lock()
+	s.nodes[0].byeSaid = true
+	s.nodes[0].mu.Unlock()
+	s.nodes[0].Close()
+	s.waitCoordinator(1)
+	live := []int{1, 2}
+	for k := 2; k < 8; k++ {
+		at := t0.Add(time.Duration(k)*time.Minute + time.Nanosecond)
+		for _, i := range live {
+			n := s.nodes[i]
+			for _, r := range n.LostRecords(s.names[i], "42", at) {
+				n.Observe(r, nil)
+			}
+			w := trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}}}
+			if i == 2 {
+				w.RetransTo = []string{addrs[s.names[0]]}
+			}
+			n.Observe(trace.WaitsRecord(s.names[i], "42", at, w), nil)
+		}
+		all = append(all, s.period(k, live, func(int) hostState { return hostState{procs: 4} })...)
+	}
+	n, _ := digests(append(all, s.settle(live)...))
+	if len(n) != 1 || n[0].Cause != digest.CauseNetwork || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != s.names[0] {
+		t.Fatalf("announced %+v, want one network digest naming %s", n, s.names[0])
+	}
+}
