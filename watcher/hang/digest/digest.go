@@ -9,6 +9,7 @@ package digest
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -207,10 +208,21 @@ func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 		d.Cause, d.JobEvidence = root, lines(rootLines)
 		d.Culprits, d.Because = rooted(in, ev, c, root, rootLines, hits)
 	}
+	if d.Cause == CauseUnknown {
+		if byHost := crashedEverywhere(in, ev); len(byHost) > 0 {
+			d.Cause, d.Because = CauseRankFailed, everywhereBecause(byHost)
+			d.Hint = fmt.Sprintf("The ranks on every host (%s) died of a crash signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT) "+
+				"with no device, network or timeout error before: a fault of the program or of a library it loads, not of one host; "+
+				"read the first stack trace in the job's output, and rerun with core dumps (ulimit -c unlimited).", strings.Join(slices.Sorted(maps.Keys(byHost)), ","))
+		}
+	}
 	if d.Cause == CauseUnknown && len(in.Hosts) == 2 && !anyEvidenceLine(in) {
 		if cs := goneWhilePeersRun(in, c); len(cs) > 0 {
 			d.Cause, d.Culprits = CauseRankFailed, cs
 			d.Because = []string{cs[0].Host + ": " + CulpritProcessesGone + " (the other host's ranks still run and wait; no line says why)"}
+		} else if cs := inDWhilePeersRun(in); len(cs) > 0 {
+			d.Cause, d.Culprits = CauseDataStall, cs
+			d.Because = []string{cs[0].Host + ": " + CulpritProcessesInD + " (the other host's ranks run with none in D; no line says why)"}
 		}
 	}
 	for _, c := range d.Culprits {
@@ -220,7 +232,9 @@ func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 		}
 	}
 	d.Origin = origin(d)
-	d.Hint = hint(d, ev)
+	if d.Hint == "" {
+		d.Hint = hint(d, ev)
+	}
 	return d
 }
 
@@ -228,14 +242,18 @@ func Digest(in DigestInput, c watchcfg.Hang) DigestEvent {
 // rule beyond progress and addresses: a timeout, an error, an exit. With
 // none, a two-host job whose one host's ranks are gone while the other's
 // still run and wait is judged on that alone (the telemetry rules name
-// only a minority, never one host of two); a line that says the ranks
-// timed out first makes their exit the timeout's consequence.
+// only a minority, never one host of two), and so is one whose one host
+// has processes in uninterruptible sleep (D) while the other's have none
+// (data-stall; the gone ranks are tried first); a line that says the
+// ranks timed out first makes their exit the timeout's consequence.
 func anyEvidenceLine(in DigestInput) bool {
 	for _, l := range in.Logs {
 		switch l.Match.Kind {
 		case "", joblog.KindProgress, joblog.KindNCCLAddr, joblog.KindWaits:
 		default:
-			return true
+			if !isLocalRankClosed(l.Match) { // NCCL's INFO, printed at every exit too
+				return true
+			}
 		}
 	}
 	return false
@@ -356,7 +374,9 @@ func jobLevelCause(ev evidence) (string, []LogEvidence) {
 	}{
 		{CauseBadDevice, func(m joblog.Match) bool { return m.Fault }},
 		{CauseNetwork, isNet},
-		{CauseRankFailed, func(m joblog.Match) bool { return isCrash(m) || m.Kind == joblog.KindPeerClosed }},
+		{CauseRankFailed, func(m joblog.Match) bool {
+			return isCrash(m) || m.Kind == joblog.KindPeerClosed && !isLocalRankClosed(m)
+		}},
 	} {
 		var ls []LogEvidence
 		for _, l := range ev.job {

@@ -3,9 +3,14 @@ package digest
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
+	"github.com/vigil-hpc/vigil/watcher/joblog"
 )
 
 // Culprit reasons that come from evidence other than the cause's own
@@ -136,6 +141,100 @@ func goneWhilePeersRun(in DigestInput, c watchcfg.Hang) []DigestCulprit {
 	for _, h := range gone {
 		out = append(out, DigestCulprit{Host: h.Host, Reason: CulpritProcessesGone, Evidence: map[string]any{
 			"message": "no processes left while a peer still has processes", "procs": 0}})
+	}
+	return out
+}
+
+// inDWhilePeersRun names the hosts with processes in uninterruptible
+// sleep (D: waiting on storage or a driver) while another host has
+// processes and none in D: the telemetry rule ProcessesInD without its
+// minority bar, so that a two-host job is judged too. It is asked only
+// when no line says anything (anyEvidenceLine).
+func inDWhilePeersRun(in DigestInput) []DigestCulprit {
+	if in.Ended {
+		return nil
+	}
+	var inD []HostView
+	clear := false
+	for _, h := range in.Hosts {
+		switch {
+		case h.Latest.ProcsD > 0:
+			inD = append(inD, h)
+		case h.Latest.Procs > 0:
+			clear = true
+		}
+	}
+	if !clear || len(inD) == 0 || len(inD) >= len(in.Hosts) {
+		return nil
+	}
+	out := make([]DigestCulprit, 0, len(inD))
+	for _, h := range inD {
+		e := map[string]any{"message": fmt.Sprintf("%d processes in uninterruptible sleep (D) while a peer's run with none", h.Latest.ProcsD),
+			"procs": h.Latest.Procs, "procs_d": h.Latest.ProcsD}
+		if u, ok := meanUtil(h.Latest); ok {
+			e["util"] = hangfmt.Round(u)
+		}
+		out = append(out, DigestCulprit{Host: h.Host, Reason: CulpritProcessesInD, Evidence: e})
+	}
+	return out
+}
+
+// reCrashSignal is a task that died of a signal the program raises on
+// itself: a fault of its own code or a library's (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL) or an abort (SIGABRT), never the teardown's SIGTERM nor
+// SIGKILL (a launcher's kill, the OOM killer): srun's strsignal names,
+// torchrun's negative exit code and signal name, mpirun's "exited on
+// signal N", and Open MPI's own handler's "*** Process received signal
+// ***", which it installs for SIGABRT, SIGBUS, SIGFPE and SIGSEGV only
+// (open-mpi/ompi opal/runtime/opal_params_core.c, the opal_signal
+// parameter's default).
+var reCrashSignal = regexp.MustCompile(`: tasks? [\d,-]+: (?:Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception)|` +
+	`exitcode\s*:\s*-(?:4|6|7|8|11)\b|` +
+	`(?i)\bsignal (?:4|6|7|8|11) \(SIG(?:ILL|ABRT|BUS|FPE|SEGV)\)|exited on signal (?:4|6|7|8|11)\b|` +
+	`^\[[A-Za-z][A-Za-z0-9._-]*:\d+\] \*\*\* Process received signal \*\*\*`)
+
+// crashedEverywhere is, by host, the lines that say a task died of a
+// crash signal (reCrashSignal), when every host of the job (at least two)
+// has one and nothing deeper explains them: no device fault, no transport
+// error, no collective that timed out at or before the first of them. Ranks
+// that crash on every host are the program's failure, no host's: the
+// digest says rank-failed and names none. Nil otherwise.
+func crashedEverywhere(in DigestInput, ev evidence) map[string][]LogEvidence {
+	hosts := digestHosts(in)
+	if len(hosts) < 2 {
+		return nil
+	}
+	isSignal := func(m joblog.Match) bool { return m.Kind == joblog.KindTaskExit }
+	byHost := map[string][]LogEvidence{}
+	var first time.Time
+	for _, h := range hosts {
+		for _, l := range ev.of(h, isSignal) {
+			if reCrashSignal.MatchString(l.Line) {
+				byHost[h] = append(byHost[h], l)
+				if first.IsZero() || l.Time.Before(first) {
+					first = l.Time
+				}
+			}
+		}
+		if len(byHost[h]) == 0 {
+			return nil
+		}
+	}
+	for _, l := range ev.all() {
+		if l.Match.Fault || isNet(l.Match) || l.Match.Kind == joblog.KindWatchdog && !l.Time.After(first) {
+			return nil
+		}
+	}
+	return byHost
+}
+
+// everywhereBecause is the chain of a digest whose ranks crashed on every
+// host: the cause, then each host's first line.
+func everywhereBecause(byHost map[string][]LogEvidence) []string {
+	hosts := slices.Sorted(maps.Keys(byHost))
+	out := []string{fmt.Sprintf("%s on every host (%s): a crash signal, and no device, network or timeout error before it", CauseRankFailed, strings.Join(hosts, ","))}
+	for _, h := range hosts {
+		out = append(out, h+": "+byHost[h][0].Line)
 	}
 	return out
 }

@@ -1,10 +1,14 @@
 package digest
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // TestRootOutranksItsConsequence: a device fault or a transport error
@@ -51,5 +55,157 @@ func TestRootOutranksItsConsequence(t *testing.T) {
 				t.Errorf("because %q: want the root, then what names the culprit", d.Because)
 			}
 		})
+	}
+}
+
+// TestTwoHostJobJudgedOnItsReadings: a two-host job whose lines say
+// nothing is judged on its readings, which the telemetry rules leave
+// blank (they name a minority, never one host of two): one host's ranks
+// gone while the other's run is rank-failed there, checked first; one
+// host's processes in uninterruptible sleep (D) while the other's have
+// none is data-stall there. Both alike, a line that says more, or a job
+// that ended name nobody.
+func TestTwoHostJobJudgedOnItsReadings(t *testing.T) {
+	inD := func(vs []HostView, host string) []HostView {
+		for i := range vs {
+			if vs[i].Host == host {
+				vs[i].Latest.ProcsD, vs[i].Latest.Accel = 4, []trace.Accel{{ID: "0", Util: 0}}
+			}
+		}
+		return vs
+	}
+	gone := func(vs []HostView, host string) []HostView {
+		for i := range vs {
+			if vs[i].Host == host {
+				vs[i].Latest.Procs, vs[i].Latest.Accel = 0, []trace.Accel{{ID: "0", Util: 0}}
+			}
+		}
+		return vs
+	}
+	timeout := lg("gpu01", "[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 0] Timeout at NCCL work: 15734, last enqueued NCCL work: 15735, last completed NCCL work: 15733.")
+	for _, tt := range []struct {
+		name  string
+		hosts []HostView
+		logs  []LogEvidence
+		ended bool
+		want  string
+	}{
+		{"one host in D, the other none", inD(views(2), "gpu02"), nil, false, "data-stall gpu02 ProcessesInD"},
+		{"both hosts in D", inD(inD(views(2), "gpu01"), "gpu02"), nil, false, "unknown"},
+		{"gone first, then D", inD(gone(views(2), "gpu02"), "gpu01"), nil, false, "rank-failed gpu02 ProcessesGone"},
+		{"one host gone", gone(views(2), "gpu01"), nil, false, "rank-failed gpu01 ProcessesGone"},
+		{"in D after a collective timed out", inD(views(2), "gpu02"), []LogEvidence{timeout}, false, "unknown"},
+		{"in D in a job that ended", inD(views(2), "gpu02"), nil, true, "unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: tt.hosts, Logs: tt.logs, Ended: tt.ended}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+			if len(d.Culprits) > 0 && d.Cause == CauseDataStall && (d.Culprits[0].Evidence["procs_d"] != 4 || len(d.Because) != 1) {
+				t.Errorf("evidence %v, because %q", d.Culprits[0].Evidence, d.Because)
+			}
+		})
+	}
+}
+
+// TestCrashSignalOnEveryHost: tasks that died of a crash signal on every
+// host of the job (Open MPI's "*** Process received signal ***", srun's
+// "Segmentation fault") are the program's failure, no host's: rank-failed,
+// naming nobody. SIGKILL everywhere is a teardown; a crash on one host
+// names it; a device fault or a collective that timed out first explains
+// the crashes.
+func TestCrashSignalOnEveryHost(t *testing.T) {
+	ompi1 := lg("gpu01", "[gpu01:07215] *** Process received signal ***")
+	ompi2 := lg("gpu02", "[gpu02:15288] *** Process received signal ***")
+	segv1 := lg("gpu01", "srun: error: gpu01: task 0: Segmentation fault")
+	segv2 := lg("gpu02", "srun: error: gpu02: task 2: Segmentation fault")
+	killed1 := lg("gpu01", "srun: error: gpu01: task 0: Killed")
+	killed2 := lg("gpu02", "srun: error: gpu02: task 2: Killed")
+	ecc := lg("", "RuntimeError: CUDA error: uncorrectable ECC error encountered")
+	wd1, wd2 := lg("gpu01", wd(0, "ALLREDUCE", 76)), lg("gpu02", wd(2, "ALLREDUCE", 76))
+	late := func(l LogEvidence) LogEvidence { l.Time = t0.Add(time.Minute); return l }
+	for _, tt := range []struct {
+		name string
+		logs []LogEvidence
+		want string
+	}{
+		{"Open MPI's handler on both hosts", []LogEvidence{ompi1, ompi2}, "rank-failed"},
+		{"srun's segfaults on both hosts", []LogEvidence{segv1, segv2}, "rank-failed"},
+		{"killed on both hosts: a teardown", []LogEvidence{killed1, killed2}, "unknown"},
+		{"a segfault on one host", []LogEvidence{segv2}, "rank-failed gpu02 RankKilled"},
+		{"after a device fault", []LogEvidence{ecc, ompi1, ompi2}, "bad-device"},
+		{"after a collective timed out", []LogEvidence{wd1, wd2, late(ompi1), late(ompi2)}, "unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+			if tt.want == CauseRankFailed && (len(d.Because) != 3 || !strings.Contains(d.Because[0], "every host (gpu01,gpu02)") ||
+				!strings.Contains(d.Hint, "every host") || d.Origin != OriginJob) {
+				t.Errorf("because %q, hint %q, origin %q", d.Because, d.Hint, d.Origin)
+			}
+		})
+	}
+}
+
+// TestLocalRankClosedNamesItsHost: NCCL's service-thread INFO line
+// "Connection closed by localRank 7", printed by several processes of one
+// host, all naming the same local rank, with no collective timed out: that
+// process left first, and its host is rank-failed. The same line at every
+// exit or after a timeout (processes naming different local ranks, one
+// process alone, every host alike, a timeout in the job) names nobody, and
+// is no failure by itself.
+func TestLocalRankClosedNamesItsHost(t *testing.T) {
+	closed := func(host string, pid, dev, local int) LogEvidence {
+		return lg(host, fmt.Sprintf("%s:%d:%d [%d] NCCL INFO [Service thread] Connection closed by localRank %d", host, pid, pid+870, dev, local))
+	}
+	seven := []LogEvidence{ // sgl-project/sglang#5013's, on gpu01
+		lg("gpu01", "gpu01:343:1213 [5] NCCL INFO [Service thread] Connection closed by localRank 7"),
+		lg("gpu01", "gpu01:344:1208 [6] NCCL INFO [Service thread] Connection closed by localRank 7"),
+		lg("gpu01", "gpu01:341:1216 [3] NCCL INFO [Service thread] Connection closed by localRank 7"),
+	}
+	threeFour := []LogEvidence{ // modelscope/FunASR#2006's, on gpu02
+		lg("gpu02", "gpu02:14051:14895 [0] NCCL INFO [Service thread] Connection closed by localRank 3"),
+		lg("gpu02", "gpu02:14053:14893 [2] NCCL INFO [Service thread] Connection closed by localRank 3"),
+		lg("gpu02", "gpu02:14051:14895 [0] NCCL INFO [Service thread] Connection closed by localRank 4"),
+	}
+	timeout := lg("gpu02", "[rank11]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: 15735, last completed NCCL work: 15733.")
+	for _, tt := range []struct {
+		name string
+		logs []LogEvidence
+		want string
+	}{
+		{"three processes name local rank 7", seven, "rank-failed gpu01 LocalRankClosed"},
+		{"they name local ranks 3 and 4", threeFour, "unknown"},
+		{"one process alone", []LogEvidence{seven[0], closed("gpu01", 343, 5, 7)}, "unknown"},
+		{"every host alike", append(slices.Clone(seven), closed("gpu02", 51, 0, 1), closed("gpu02", 52, 2, 1)), "unknown"},
+		{"a collective timed out", append(slices.Clone(seven), timeout), "unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+			if len(d.Culprits) == 1 && (d.Culprits[0].Evidence["local_rank"] != 7 || d.Culprits[0].Evidence["reported_by"] != 3) {
+				t.Errorf("evidence %v", d.Culprits[0].Evidence)
+			}
+		})
+	}
+	if IsFailure(seven[0].Match) {
+		t.Errorf("%q is a failure by itself", seven[0].Line)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
@@ -32,6 +33,10 @@ const (
 	DigestPeerClosed       = "PeerClosed"       // its peers' connections to it closed or reset: its rank left first
 	DigestLeftEarly        = "LeftEarly"        // a failed job's host that printed no error while all its peers failed
 	DigestOOMKilled        = "OOMKilled"        // srun, slurmstepd or the kernel says the OOM killer killed its rank
+	// DigestLocalRankClosed: the host's other processes say one local rank
+	// of theirs closed its connections (NCCL's service thread), with no
+	// collective timed out: that process left first.
+	DigestLocalRankClosed = "LocalRankClosed"
 	// DigestCollectiveMismatch: the host holds a rank that PyTorch, NCCL or
 	// Horovod names as running another collective, or missing from one.
 	DigestCollectiveMismatch = "CollectiveMismatch"
@@ -98,11 +103,12 @@ func badDevice(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 
 // IsFailure is a line that says something failed: a device fault, a
-// crash, a task that ended badly, a transport error, a peer that left, a
-// collective that timed out. A job that ended with one gets a digest
-// (EventFailed).
+// crash, a task that ended badly, a transport error, a peer that left (not
+// NCCL's service-thread line that a local rank closed its connection,
+// printed at every exit), a collective that timed out. A job that ended
+// with one gets a digest (EventFailed).
 func IsFailure(m joblog.Match) bool {
-	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed || isMismatch(m) ||
+	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed && !isLocalRankClosed(m) || isMismatch(m) ||
 		m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
@@ -119,7 +125,8 @@ func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Ki
 
 // rankFailed names the hosts whose processes are gone, few or stopped, or
 // whose watcher fell silent (the telemetry culprit rules); then the hosts whose
-// rank left first (firstToLeave); failing those, the hosts with a
+// rank left first (firstToLeave), or whose other processes say one local
+// rank closed its connections (localRankGone); failing those, the hosts with a
 // traceback or CUDA error when those are not every host (a watchdog that
 // aborts every rank prints tracebacks everywhere, and ranks whose peer
 // left exit with errors too). A host that reported transport errors
@@ -148,6 +155,9 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	}
 	if first := firstToLeave(in, ev, named); len(first) > 0 {
 		return append(out, first...)
+	}
+	if gone := localRankGone(in, ev, named); len(gone) > 0 {
+		return append(out, gone...)
 	}
 	// A host that reported transport errors (other than a socket its
 	// peer closed, which its own crash explains) is the network rule's,
@@ -255,6 +265,70 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 			e["failed_after"] = slices.Sorted(maps.Keys(errored))
 		}
 		out = append(out, DigestCulprit{Host: h, Reason: reason, Evidence: e})
+	}
+	return out
+}
+
+// localRankPeer is the local rank that a peer-closed line names (NCCL's
+// service thread: "Connection closed by localRank 7"), and whether it
+// names one: a process of the host that printed the line, never a host.
+func localRankPeer(m joblog.Match) (int, bool) {
+	n, ok := strings.CutPrefix(m.Peer, "localRank ")
+	if m.Kind != joblog.KindPeerClosed || !ok {
+		return -1, false
+	}
+	r, err := strconv.Atoi(n)
+	return r, err == nil && r >= 0
+}
+
+// isLocalRankClosed is NCCL's service-thread line that a local rank
+// closed its connection: printed at every exit too, it is evidence only
+// as localRankGone reads several of them.
+func isLocalRankClosed(m joblog.Match) bool {
+	_, ok := localRankPeer(m)
+	return ok
+}
+
+// reNCCLPID is the PID in NCCL's prefix ("HOST:PID:TID [dev] NCCL INFO").
+var reNCCLPID = regexp.MustCompile(`:(\d+):\d+ \[\d+\] NCCL INFO `)
+
+// localRankGone names the hosts where one local rank closed its
+// connections to the other processes' NCCL proxies: at least two
+// processes of the host (NCCL's prefix: distinct PIDs) print "[Service
+// thread] Connection closed by localRank N", all naming the same N, and no
+// collective timed out anywhere in the job. Those that print it still
+// run; the one they name left first (it crashed or was killed). At a
+// normal exit the processes name one another, and after a timeout every
+// communicator aborts: neither names one local rank alone. When every
+// host of the job shows it, none stands out. Hosts in named are left out.
+func localRankGone(in DigestInput, ev evidence, named map[string]bool) []DigestCulprit {
+	timedOut := func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }
+	if ev.any(timedOut) || slices.ContainsFunc(ev.job, func(l LogEvidence) bool { return timedOut(l.Match) }) {
+		return nil
+	}
+	var out []DigestCulprit
+	for _, h := range ev.hosts {
+		if named[h] {
+			continue
+		}
+		ls := ev.of(h, isLocalRankClosed)
+		ranks, pids := map[int]bool{}, map[string]bool{}
+		for _, l := range ls {
+			r, _ := localRankPeer(l.Match)
+			ranks[r] = true
+			if m := reNCCLPID.FindStringSubmatch(l.Line); m != nil {
+				pids[m[1]] = true
+			}
+		}
+		if len(ranks) != 1 || len(pids) < 2 {
+			continue
+		}
+		r, _ := localRankPeer(ls[0].Match)
+		out = append(out, DigestCulprit{Host: h, Reason: DigestLocalRankClosed, Evidence: map[string]any{
+			"local_rank": r, "reported_by": len(pids), "lines": lines(ls), "count": len(ls)}})
+	}
+	if all := len(digestHosts(in)); all > 1 && len(out) >= all {
+		return nil
 	}
 	return out
 }
