@@ -1,12 +1,14 @@
 package coord
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/vigil-hpc/vigil/rendezvous/rdvtest"
+	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -141,5 +143,41 @@ func TestCutOffCoordinatorNamedByTheOthers(t *testing.T) {
 	n, _ := digests(append(all, s.settle(live)...))
 	if len(n) != 1 || n[0].Cause != digest.CauseNetwork || len(n[0].Culprits) != 1 || n[0].Culprits[0].Host != s.names[0] {
 		t.Fatalf("announced %+v, want one network digest naming %s", n, s.names[0])
+	}
+}
+
+// Members that stop before the coordinator (the job's end) are no
+// partition: a digest held in a round no member answered goes out at the
+// coordinator's end.
+func TestHeldDigestGoesOutAtTheEnd(t *testing.T) {
+	s := startSim(t, 3)
+	var all []Out
+	for k := range 6 {
+		live := []int{0, 1, 2}
+		if k >= 4 {
+			if k == 4 {
+				s.nodes[1].Close()
+				s.nodes[2].Close()
+			}
+			live = []int{0}
+		}
+		all = append(all, s.period(k, live, func(i int) hostState {
+			st := hostState{procs: 4}
+			if i == 2 && k >= 3 {
+				st.procs = 0
+			}
+			if k >= 4 {
+				st.event = hang.EventHung
+			}
+			return st
+		})...)
+	}
+	if n, _ := digests(all); len(n) != 0 {
+		t.Fatalf("announced %+v while no member answered, want it held", n)
+	}
+	end := s.nodes[0].End(context.Background(), t0.Add(7*time.Minute))
+	n, _ := digests(end)
+	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed {
+		t.Fatalf("announced at the end %+v, want the held rank-failed digest", n)
 	}
 }

@@ -332,6 +332,13 @@ func (n *Node) End(ctx context.Context, now time.Time) []Out {
 			for i := range outs {
 				outs[i].Notify = false // cut off: the other side announces
 			}
+		} else if len(n.held) > 0 {
+			// Members that stopped before this node (the job's end) are
+			// not a partition: what was held goes out.
+			for i := range n.held {
+				n.held[i].Notify = true
+			}
+			outs, n.held = append(n.held, outs...), nil
 		}
 		var last []byte
 		for _, o := range outs {
