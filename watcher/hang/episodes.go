@@ -204,24 +204,6 @@ func (e *Episodes) observeEvent(j *jobTrack, h *hostTrack, ev Event) {
 	}
 }
 
-// observeLost takes a watcher's record that another host's watcher was
-// lost: the host is noted (the first word counts), and its address maps
-// to it, so that the peers' sockets to it name it.
-func (j *jobTrack) observeLost(s trace.Sample) {
-	l, ok := trace.ParseLost(s.Log.Line)
-	if !ok || l.Host == s.Host {
-		return
-	}
-	if _, said := j.lost[l.Host]; !said {
-		j.lost[l.Host] = s.Time
-	}
-	if l.Addr != "" {
-		if _, known := j.addrs[l.Addr]; !known {
-			j.addrs[l.Addr] = l.Host
-		}
-	}
-}
-
 // observeLayout takes the step's layout record (joblog.Layout as JSON); a
 // record that does not decode is ignored.
 func (j *jobTrack) observeLayout(text string) {
@@ -289,23 +271,6 @@ func (j *jobTrack) anyHung() bool {
 	return false
 }
 
-// hostBanner is a launcher's line naming the host of the next matched
-// line of the same reader's same stream (joblog.KindHostBanner: MPICH
-// Hydra's "=   PID P RUNNING AT HOST" before "=   EXIT CODE: 9").
-type hostBanner struct {
-	host, reader, stream string
-	at                   time.Time
-}
-
-// bannerSpan bounds the time from a banner to the line it places: the
-// launcher prints them together.
-const bannerSpan = 5 * time.Second
-
-// places says b names the host of s, a matched line that names none.
-func (b hostBanner) places(s trace.Sample) bool {
-	return b.host != "" && b.reader == s.Host && b.stream == s.Log.Stream && !s.Time.Before(b.at) && s.Time.Sub(b.at) <= bannerSpan
-}
-
 func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 	m, ok := joblog.LineIn(s.Log.Stream, s.Log.Line)
 	if !ok {
@@ -324,19 +289,13 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 			line = e.Text()
 		}
 	default:
-		from = joblog.Attribute(s.Log.Line, j.attribution()).Host
-		if from == "" && j.banner.places(s) {
-			from = j.banner.host
-		}
-		if from != "" {
+		if from = j.placeLine(s); from != "" {
 			h = j.host(from)
 		}
 	}
-	if m.Kind == joblog.KindHostBanner {
-		j.banner = hostBanner{host: j.attribution().Node(m.Peer), reader: s.Host, stream: s.Log.Stream, at: s.Time}
+	if j.takeBanner(s, m) {
 		return
 	}
-	j.banner = hostBanner{} // it places the next matched line only
 	if m.Kind == joblog.KindCancelled {
 		// Slurm's "*** STEP|JOB ... CANCELLED ***": the job is being torn
 		// down; what follows (processes gone) is the teardown's, not new

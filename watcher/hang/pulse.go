@@ -145,35 +145,6 @@ func (j *jobTrack) noteStrongLine(t time.Time, host, line string, m joblog.Match
 	j.strong = strongEvidence{at: t, by: by, what: host + ": " + line, final: final}
 }
 
-// noteLostPeer takes a waits record s of a host (its reader): when its
-// processes' data to a host whose watcher was lost is being retransmitted,
-// that host is cut off or down: strong evidence, confirmed like any other
-// (a link may come back), unless stronger evidence is pending.
-func (j *jobTrack) noteLostPeer(s trace.Sample) {
-	if !j.strong.at.IsZero() {
-		return
-	}
-	w, ok := trace.ParseWaits(s.Log.Line)
-	if !ok {
-		return
-	}
-	addrs := slices.Clone(w.RetransTo)
-	for _, g := range w.Waits {
-		if g.Retrans && g.Peer != "" {
-			addrs = append(addrs, g.Peer)
-		}
-	}
-	for _, a := range addrs {
-		if h := j.addrs[a]; h != "" && h != s.Host {
-			if _, lost := j.lost[h]; lost {
-				j.strong = strongEvidence{at: s.Time, by: digest.DetectedEvidence, host: h,
-					what: fmt.Sprintf("%s: its watcher stopped answering and %s's data to it (%s) is being retransmitted", h, s.Host, a)}
-				return
-			}
-		}
-	}
-}
-
 // noteTelemetry updates the job's telemetry evidence after a reading of
 // host: a host whose processes are all gone while a peer still has some,
 // or some of whose processes are stopped (state T: SIGSTOP, a debugger)

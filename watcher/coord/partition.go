@@ -1,0 +1,140 @@
+package coord
+
+import (
+	"net"
+	"time"
+
+	"github.com/vigil-hpc/vigil/watcher/hang/digest"
+	"github.com/vigil-hpc/vigil/watcher/trace"
+)
+
+// What a node does when the meeting splits: a member that lost its
+// coordinator records it, and a coordinator that hears no member stays
+// quiet (docs/watch.md, "A coordinator lost is evidence").
+
+// recentlyLost says this node lost its coordinator and its record is not
+// yet in the job's view, or went in within the last two periods: until the
+// new coordinator's view has it.
+func (n *Node) recentlyLost() bool {
+	n.mu.Lock()
+	pending, at := len(n.lost) > 0, n.lostAt
+	n.mu.Unlock()
+	return pending || !at.IsZero() && time.Since(at) < 2*n.cfg.Hang.Period
+}
+
+// LostRecords returns, once, the records of the coordinators this node
+// lost since the last call (trace.StreamLost), read on host for job at at:
+// the loop records them and gives them to the job's view, so that the new
+// coordinator's digest knows which host stopped answering.
+func (n *Node) LostRecords(host, job string, at time.Time) []trace.Sample {
+	n.mu.Lock()
+	lost := n.lost
+	n.lost = nil
+	if len(lost) > 0 {
+		n.lostAt = time.Now()
+	}
+	n.mu.Unlock()
+	out := make([]trace.Sample, 0, len(lost))
+	for _, l := range lost {
+		out = append(out, trace.LostRecord(host, job, at, l))
+	}
+	return out
+}
+
+// hostOnly is addr without its port ("10.0.0.3:7321" → "10.0.0.3").
+func hostOnly(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// quiet holds the round's announcements while no member of the meeting
+// answered: a coordinator that hears none of its peers may be the side of
+// a partition that is cut off, and both sides must not announce the same
+// job (the other side, its members, meet again without it and announce).
+// Held digests are announced once a member answers again; after the
+// takeover's count of deaf rounds this node counts itself cut off and
+// announces nothing more: its digests are written to its own disk only.
+// members is how many other nodes are in the meeting.
+func (n *Node) quiet(outs []Out, members int, sums map[string]Summary) []Out {
+	heard := 0
+	for host := range sums {
+		if host != n.cfg.Self {
+			heard++
+		}
+	}
+	deaf := members > 0 && heard == 0
+	if !deaf && !n.cutOff {
+		if len(n.held) > 0 {
+			n.log.WithField("rounds", n.deaf).Info("coordinator: members answer again; the held announcements go out")
+			for i := range n.held {
+				n.held[i].Notify = true
+			}
+			outs = append(n.held, outs...)
+			n.held = nil
+		}
+		n.deaf = 0
+		return outs
+	}
+	if deaf {
+		n.deaf++
+		if n.deaf == 1 {
+			n.log.Warn("coordinator: no member answered this round; announcements are held until one does")
+		}
+		if n.deaf >= n.cfg.Takeover && !n.cutOff {
+			n.cutOff = true
+			n.log.WithField("rounds", n.deaf).Warn("coordinator: no member answered for the takeover's count of rounds: " +
+				"this node is cut off from its peers (or they are all down); their side announces the job's digest, " +
+				"this node keeps its own on its disk and announces nothing")
+			outs = append(n.held, outs...) // written here, not announced
+			n.held = nil
+		}
+	}
+	kept := make([]Out, 0, len(outs))
+	for _, o := range outs {
+		if _, ok := o.Event.(digest.DigestEvent); ok && o.Notify {
+			o.Notify = false
+			if !n.cutOff {
+				n.held = append(n.held, o)
+				continue
+			}
+		}
+		kept = append(kept, o)
+	}
+	return kept
+}
+
+// partition is what a Node keeps of a split meeting.
+type partition struct {
+	// lost are the coordinators this node lost (no tick for the takeover's
+	// wait, without a farewell), not yet recorded (LostRecords); lostAt is
+	// when the latest records were taken.
+	lost   []trace.Lost
+	lostAt time.Time
+	// deaf counts, on the coordinator, the rounds in a row in which no
+	// member's summary came; held are the digests not announced meanwhile
+	// (one side of a partition stays quiet); cutOff is set once deaf
+	// reached the takeover's count: this node is cut off from every peer,
+	// whose side announces.
+	deaf   int
+	held   []Out
+	cutOff bool
+}
+
+// atEnd is the coordinator's last outs: not announced when it is cut off
+// (the other side announces); else with what it held, since members that
+// stopped before it (the job's end) are no partition.
+func (n *Node) atEnd(outs []Out) []Out {
+	if n.cutOff {
+		for i := range outs {
+			outs[i].Notify = false
+		}
+		return outs
+	}
+	for i := range n.held {
+		n.held[i].Notify = true
+	}
+	outs, n.held = append(n.held, outs...), nil
+	return outs
+}
