@@ -296,6 +296,9 @@ func (s *Session) Coordinator() bool { return s.cfg.Self == s.coord }
 // CoordinatorName is the coordinator's node name.
 func (s *Session) CoordinatorName() string { return s.coord }
 
+// Port is the port the session's coordinator listens on.
+func (s *Session) Port() int { return s.cfg.Port }
+
 // Roster is who joined, the same on every node.
 func (s *Session) Roster() Roster { return s.roster }
 

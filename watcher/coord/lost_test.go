@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -37,8 +38,8 @@ func TestLostCoordinatorIsRecorded(t *testing.T) {
 			t.Fatalf("%s: lost records %+v, want one", s.names[i], recs)
 		}
 		l, ok := trace.ParseLost(recs[0].Log.Line)
-		if !ok || l.Host != s.names[0] || l.Addr != addrs[s.names[0]] || l.AfterS != 3 {
-			t.Errorf("%s: lost %+v, want %s at %s after 3s", s.names[i], l, s.names[0], addrs[s.names[0]])
+		if !ok || l.Host != s.names[0] || l.Addr != addrs[s.names[0]] || l.AfterS != 3 || l.Unreachable {
+			t.Errorf("%s: lost %+v, want %s at %s after 3s, reachable (its kernel refuses the connection)", s.names[i], l, s.names[0], addrs[s.names[0]])
 		}
 		if again := n.LostRecords(s.names[i], "42", t0); len(again) != 0 {
 			t.Errorf("%s: lost records again: %+v", s.names[i], again)
@@ -179,5 +180,29 @@ func TestHeldDigestGoesOutAtTheEnd(t *testing.T) {
 	n, _ := digests(end)
 	if len(n) != 1 || n[0].Cause != digest.CauseRankFailed {
 		t.Fatalf("announced at the end %+v, want the held rank-failed digest", n)
+	}
+}
+
+// answers: a listener answers, a closed port refuses (the kernel is
+// there), a connection that does not complete in time does not.
+func TestAnswers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := l.Addr().String()
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	refused := closed.Addr().String()
+	closed.Close()
+	defer l.Close()
+	ctx := context.Background()
+	if !answers(ctx, open, time.Second) || !answers(ctx, refused, time.Second) {
+		t.Fatalf("a listening or closed port on a live host: answers %v, %v; want both", answers(ctx, open, time.Second), answers(ctx, refused, time.Second))
+	}
+	// A connection that does not complete within the wait is no answer
+	// (the realjob e2e's row i cuts a node off for real: its peers' lost
+	// records say unreachable).
+	if answers(ctx, open, 0) {
+		t.Fatal("a connection given no time answers")
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -406,6 +408,9 @@ func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 			if m, ok := s.Roster().Member(lost); ok {
 				l.Addr = hostOnly(m.Addr)
 			}
+			n.mu.Unlock()
+			l.Unreachable = l.Addr != "" && !answers(ctx, net.JoinHostPort(l.Addr, strconv.Itoa(s.Port())), probeWait)
+			n.mu.Lock()
 			n.lost = append(n.lost, l)
 		}
 		n.mu.Unlock()

@@ -1,7 +1,10 @@
 package coord
 
 import (
+	"context"
+	"errors"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/vigil-hpc/vigil/watcher/hang/digest"
@@ -137,4 +140,22 @@ func (n *Node) atEnd(outs []Out) []Out {
 	}
 	outs, n.held = append(n.held, outs...), nil
 	return outs
+}
+
+// probeWait bounds the connection that tells whether a lost
+// coordinator's node answers at all.
+const probeWait = 5 * time.Second
+
+// answers says whether the node at addr (host:port) answers a TCP
+// connection within wait: accepted or refused, its kernel is there. A
+// connection that times out, or whose packets go nowhere, is no answer.
+func answers(ctx context.Context, addr string, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

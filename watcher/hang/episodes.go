@@ -75,6 +75,9 @@ type jobTrack struct {
 	// lost are the hosts whose watcher a peer's watcher lost (a
 	// trace.StreamLost record), with when it was first said.
 	lost map[string]time.Time
+	// unreachable are those of the lost hosts whose address did not
+	// answer a connection (trace.Lost.Unreachable).
+	unreachable map[string]bool
 }
 
 // hostTrack is what Episodes keeps of one host of a job.
@@ -125,7 +128,8 @@ func NewLiveEpisodes(c Config) *Episodes {
 func (e *Episodes) job(id string) *jobTrack {
 	j := e.jobs[id]
 	if j == nil {
-		j = &jobTrack{hosts: map[string]*hostTrack{}, addrs: map[string]string{}, stragglers: map[string]bool{}, lost: map[string]time.Time{}}
+		j = &jobTrack{hosts: map[string]*hostTrack{}, addrs: map[string]string{}, stragglers: map[string]bool{}, lost: map[string]time.Time{},
+			unreachable: map[string]bool{}}
 		e.jobs[id] = j
 	}
 	return j
@@ -411,7 +415,8 @@ func (e *Episodes) failure(id string, j *jobTrack) (digest.DigestEvent, bool) {
 	if j.open && j.digested {
 		return digest.DigestEvent{}, false // the hang's digest said it
 	}
-	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true, Lost: sortedKeys(j.lost)}
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Ended: true, Lost: sortedKeys(j.lost),
+		Unreachable: sortedKeys(j.unreachable)}
 	from := j.last.Add(-digest.DigestLookback * e.c.Window)
 	var first time.Time
 	for _, name := range j.layout.Nodes { // the job's nodes, read or not
@@ -478,7 +483,8 @@ func (e *Episodes) isRound(j *jobTrack) bool {
 
 // digestInput gathers what the digest of j's open episode is computed from.
 func (e *Episodes) digestInput(id string, j *jobTrack) digest.DigestInput {
-	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Lost: sortedKeys(j.lost)}
+	in := digest.DigestInput{Time: j.last, Job: id, Addrs: j.addrs, Layout: j.attribution(), Lost: sortedKeys(j.lost),
+		Unreachable: sortedKeys(j.unreachable)}
 	from := j.opened.Add(-digest.DigestLookback * e.c.Window)
 	for _, name := range sortedKeys(j.hosts) {
 		h := j.hosts[name]

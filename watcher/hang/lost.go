@@ -19,6 +19,13 @@ func (j *jobTrack) observeLost(s trace.Sample) {
 	if _, said := j.lost[l.Host]; !said {
 		j.lost[l.Host] = s.Time
 	}
+	if l.Unreachable && !j.unreachable[l.Host] {
+		j.unreachable[l.Host] = true
+		if j.strong.at.IsZero() {
+			j.strong = strongEvidence{at: s.Time, by: digest.DetectedEvidence, host: l.Host,
+				what: fmt.Sprintf("%s: its watcher stopped answering and its address does not answer a connection from %s", l.Host, s.Host)}
+		}
+	}
 	if l.Addr != "" {
 		if _, known := j.addrs[l.Addr]; !known {
 			j.addrs[l.Addr] = l.Host

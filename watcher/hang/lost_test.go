@@ -14,17 +14,26 @@ import (
 // gpu03's watcher is lost, and from minute 6 both hosts' waits show
 // gpu02's data to gpu03 being retransmitted while gpu01's ranks only
 // wait (a ring collective). gpu03 is never heard again.
-func cutOffTrace(n int) []trace.Sample {
+func cutOffTrace(n int) []trace.Sample { return cutOffTraceWith(n, false, true) }
+
+// cutOffTraceWith is cutOffTrace with the lost record's word that gpu03's
+// address answered no connection (unreachable), and with gpu02's data to
+// it retransmitted or not (retrans).
+func cutOffTraceWith(n int, unreachable, retrans bool) []trace.Sample {
 	host := func(name string, seed int64, ph ...phase) gen {
 		return gen{Host: name, Job: "4242", Seed: seed, Period: time.Minute, N: n, Devs: 8, Phases: ph}
 	}
 	at := func(m int) time.Time { return t0.Add(time.Duration(m)*time.Minute + time.Second) }
-	logs := []trace.Sample{trace.LostRecord("gpu01", "4242", at(5), trace.Lost{Host: "gpu03", Addr: "10.0.0.3", AfterS: 90})}
+	logs := []trace.Sample{trace.LostRecord("gpu01", "4242", at(5), trace.Lost{Host: "gpu03", Addr: "10.0.0.3", AfterS: 90, Unreachable: unreachable})}
+	var to []string
+	if retrans {
+		to = []string{"10.0.0.3"}
+	}
 	for m := 6; m < n; m++ {
 		logs = append(logs,
 			trace.WaitsRecord("gpu01", "4242", at(m), trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}}}),
 			trace.WaitsRecord("gpu02", "4242", at(m), trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}},
-				RetransTo: []string{"10.0.0.3"}}))
+				RetransTo: to}))
 	}
 	return withLogs(logs, host("gpu01", 1, training, at0(stuck, 5)), host("gpu02", 2, training, at0(stuck, 5)))
 }
@@ -78,5 +87,29 @@ func TestCutOffHostEndsTheJob(t *testing.T) {
 	}
 	if strings.Join(got, "; ") != "failed network gpu03" {
 		t.Fatalf("job events %q, want the failed job's digest naming gpu03", got)
+	}
+}
+
+// TestUnreachableHostNamed: no data was in flight to gpu03 when it was cut
+// off (a ring whose sends had all been acknowledged), but its address
+// answered no connection from the peer that lost it: one digest,
+// network, gpu03, Unreachable. A lost watcher whose node answers names
+// nobody before the window.
+func TestUnreachableHostNamed(t *testing.T) {
+	for _, tc := range []struct {
+		unreachable bool
+		want        string
+	}{{true, "digest network gpu03:Unreachable"}, {false, ""}} {
+		var got []string
+		for _, e := range replayJobEvents(t, cutOffTraceWith(14, tc.unreachable, false)) {
+			s := e.Event + " " + e.Cause
+			for _, c := range e.Culprits {
+				s += " " + c.Host + ":" + c.Reason
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, "; ") != tc.want {
+			t.Errorf("unreachable %v: job events %q, want %q", tc.unreachable, got, tc.want)
+		}
 	}
 }

@@ -90,7 +90,7 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	if !faulted {
 		t.Errorf("the job never reached its fault (no %s/fault)", j.dir)
 	}
-	if o.state != w.state {
+	if w.state != "" && o.state != w.state { // "": Slurm's end of a job whose node stopped answering varies (NODE_FAIL, requeued)
 		t.Errorf("job state %s, want %s", o.state, w.state)
 	}
 	if (o.verdict != nil) != w.verdict {
@@ -101,9 +101,9 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 		t.Errorf("%d webhooks (%d with a digest), want exactly one, with the digest", o.hooks, len(o.digest))
 	case w.digest && (o.cause != w.cause || !slices.Equal(o.culprits, w.culprits)):
 		t.Errorf("digest cause %q culprits %v (of %v), want %q %v", o.cause, o.culprits, j.hosts, w.cause, w.culprits)
-	case w.digest && w.failed != (o.event == "failed"):
+	case w.digest && !w.eitherEnd && w.failed != (o.event == "failed"):
 		t.Errorf("the digest's report is of event %q, want a failed job's: %v", o.event, w.failed)
-	case w.digest && !w.failed && !strings.Contains(comment, "vigil: hung since"):
+	case w.digest && !w.failed && o.event != "failed" && !strings.Contains(comment, "vigil: hung since"):
 		t.Errorf("job comment %q, want vigil's hang note", comment)
 	case !w.digest && o.hooks != 0:
 		t.Errorf("%d webhooks, want none", o.hooks)

@@ -232,7 +232,11 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 			}
 			if j.block && !j.blocked && j.hosts != nil && strings.Contains(c.JobOutput(j.id), fmt.Sprintf("step %d/", blockAt)) {
 				i := slices.Index(c.Nodes, j.hosts[j.node])
-				j.undo = blockNode(t, c.NodeAddrs[i], c.NodePorts[i], watchcfg.Default().JobPorts(j.id)) // vigil-watch's default ports
+				if j.cutOff {
+					j.undo = blockNode(t, c.NodeAddrs[i], 0, nil) // every port
+				} else {
+					j.undo = blockNode(t, c.NodeAddrs[i], c.NodePorts[i], watchcfg.Default().JobPorts(j.id)) // vigil-watch's default ports
+				}
 				j.blocked = true
 				writeFaultTime(t, j.dir, time.Now())
 				t.Logf("job %s: blocked %s (%s)", j.id, j.hosts[j.node], c.NodeAddrs[i])

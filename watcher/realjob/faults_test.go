@@ -23,6 +23,9 @@ type fault struct {
 	// and its peers connect from 127.0.0.1, so only the node of the lowest
 	// address (node 0) has all its pairs on its own address.
 	block bool
+	// cutOff: the block takes every port, slurmd's and the watchers' too
+	// (management and data on one network): node 0 is cut off entirely.
+	cutOff bool
 	// freeze: the test freezes the step of the fault rank (on node) through
 	// its cgroup freezer once the job's output shows step blockAt.
 	freeze bool
@@ -34,14 +37,18 @@ type fault struct {
 // digest (cause and culprits, as indexes of the job's sorted nodes) and a
 // line the job's output must hold.
 type outcome struct {
-	state    string // "FAILED" (died), "COMPLETED", "RUNNING" (hung until the test cancels it)
-	verdict  bool   // some watcher printed a hung event, or the digest of a hang
-	digest   bool   // one webhook from the coordinator, with a digest
-	failed   bool   // the digest is of a failed job (event "failed"), not of a hang
-	cause    string
-	culprits []int
-	output   string // in the job's output (PyTorch's, gloo's or the launcher's own words)
-	hintNot  string // words the digest's hint must not hold
+	state   string // "FAILED" (died), "COMPLETED", "RUNNING" (hung until the test cancels it), "" (not asserted)
+	verdict bool   // some watcher printed a hung event, or the digest of a hang
+	digest  bool   // one webhook from the coordinator, with a digest
+	failed  bool   // the digest is of a failed job (event "failed"), not of a hang
+	// eitherEnd: the digest may be of a hang or of the failed job (Slurm
+	// ends a job whose node stopped answering, NODE_FAIL, about when the
+	// evidence is confirmed).
+	eitherEnd bool
+	cause     string
+	culprits  []int
+	output    string // in the job's output (PyTorch's, gloo's or the launcher's own words)
+	hintNot   string // words the digest's hint must not hold
 	// straggler: the nodes the watchers' straggler events name (none for
 	// every other row).
 	straggler []int
@@ -94,6 +101,12 @@ const (
 	// stragglerWithin bounds the time from the start of a rank's duty
 	// cycle to its straggler event.
 	stragglerWithin = 180 * time.Second
+	// cutOffWithin bounds the time from node 0's cut to the digest: its
+	// peers' watchers miss its ticks for the takeover's wait (3 periods
+	// and a gather), meet again, read their waits, and either confirm the
+	// evidence (a period and 3 more) or see Slurm end the job (SlurmdTimeout
+	// 60 s: NODE_FAIL), with slack for a loaded 2-core machine.
+	cutOffWithin = 150 * time.Second
 )
 
 // faults: one job per row, all at once on one cluster of 3 nodes per job.
@@ -104,6 +117,8 @@ var faults = []fault{
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "rank-failed", culprits: []int{1}, within: hungWithin}},
 	{name: "c-network", launch: "srun", per: 1, args: "", window: faultWindow, node: 0, block: true,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "network", culprits: []int{0}, within: hungWithin}},
+	{name: "i-cutoff", launch: "srun", per: 1, args: "", window: faultWindow, node: 0, block: true, cutOff: true,
+		want: outcome{verdict: true, digest: true, eitherEnd: true, cause: "network", culprits: []int{0}, within: cutOffWithin}},
 	{name: "d-desync", launch: "torchrun", per: 1, args: "--fault desync --fault-step 150 --steps 250", window: faultWindow, node: 1,
 		want: outcome{state: "FAILED", digest: true, failed: true, cause: "rank-failed", culprits: []int{1}, output: "gloo/transport/tcp/pair.cc", within: failedWithin}},
 	{name: "e-data", launch: "srun", per: 2, args: "--fault data --fault-step 400", window: faultWindow, node: 1,
@@ -127,6 +142,9 @@ func (f fault) rankOn() int { return f.per*f.node + f.per - 1 }
 // off); for a healthy one, a window, the coordinator's digest a period
 // later, and slack.
 func (f fault) settle() time.Duration {
+	if f.cutOff {
+		return cutOffWithin + 20*time.Second
+	}
 	if f.window == faultWindow {
 		return 110 * time.Second
 	}

@@ -78,7 +78,9 @@ func freePort(t *testing.T) int {
 // blockNode drops node addr's traffic to and from every other address,
 // except its slurmd port and the job's watchers' port (Slurm and the
 // watchers keep talking to it, as a data network fails while the
-// management network stays), in a chain of the test's own.
+// management network stays), in a chain of the test's own; with
+// slurmdPort 0, every port (management and data on one network: the node
+// is cut off entirely).
 // The rules are removed by the returned function and, on every path, in
 // t.Cleanup.
 func blockNode(t *testing.T, addr string, slurmdPort int, watchPorts []int) (undo func()) {
@@ -106,12 +108,16 @@ func blockNode(t *testing.T, addr string, slurmdPort int, watchPorts []int) (und
 	for _, p := range watchPorts {
 		ports += "," + strconv.Itoa(p)
 	}
-	for _, r := range [][]string{
+	rules := [][]string{
 		{"-N", chain},
 		{"-A", chain, "-d", addr, "-p", "tcp", "-m", "multiport", "!", "--dports", ports, "-j", "DROP"},
 		{"-A", chain, "-s", addr, "-p", "tcp", "-m", "multiport", "!", "--sports", ports, "-j", "DROP"},
 		{"-I", "OUTPUT", "-j", chain},
-	} {
+	}
+	if slurmdPort == 0 { // every port: the node is cut off entirely
+		rules[1], rules[2] = []string{"-A", chain, "-d", addr, "-j", "DROP"}, []string{"-A", chain, "-s", addr, "-j", "DROP"}
+	}
+	for _, r := range rules {
 		if err := ipt(r...); err != nil {
 			t.Fatalf("%v (iptables is a Debian package: apt-get install -y iptables)", err)
 		}

@@ -189,6 +189,12 @@ const (
 type Lost struct {
 	Host string `json:"host"`           // the node whose watcher was lost
 	Addr string `json:"addr,omitempty"` // its address, as it announced it at the meeting (no port)
+	// Unreachable is set when the node's address did not answer a TCP
+	// connection (to the meeting's port) within the probe's time: its
+	// kernel does not answer, so the node is down or cut off from this
+	// one; a node whose kernel answers (a refused or accepted connection)
+	// is reachable, only its watcher is gone.
+	Unreachable bool `json:"unreachable,omitempty"`
 	// AfterS is the longest the record's watcher waits for its tick
 	// (the takeover's periods), in seconds: it heard nothing from it for
 	// at most that long (at once when the connection was reset).

@@ -166,6 +166,9 @@ type DigestInput struct {
 	// from the job's coordinator for the takeover's wait: its node down
 	// or cut off, or its watcher dead), sorted.
 	Lost []string
+	// Unreachable are those of Lost whose address did not answer a TCP
+	// connection from the peer that lost it: down, or cut off.
+	Unreachable []string
 }
 
 // DigestLookback is how far before the first hung verdict of an episode

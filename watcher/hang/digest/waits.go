@@ -21,6 +21,10 @@ const (
 	// DigestWaitsOnInput: the host's processes wait on a file or a pipe
 	// while its peers' wait on sockets to it.
 	DigestWaitsOnInput = "WaitsOnInput"
+	// DigestUnreachable: the host's watcher stopped answering and its
+	// address does not answer a TCP connection from its peers' watchers:
+	// the node is down or cut off from them.
+	DigestUnreachable = "Unreachable"
 	// DigestFrozen: the host's processes are in a frozen cgroup (the v1
 	// freezer, v2 cgroup.freeze) while its peers' are not.
 	DigestFrozen = "Frozen"
@@ -62,6 +66,9 @@ func hostWaits(in DigestInput) map[string]trace.Waits {
 func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok bool) {
 	ws := hostWaits(in)
 	if len(ws) == 0 {
+		if cs := lostAndRetransmitted(in, ws); len(cs) > 0 {
+			return CauseNetwork, cs, true // no waits, but a lost host that does not answer
+		}
 		return "", nil, false
 	}
 	if cs := frozenHosts(ws); len(cs) > 0 {
@@ -126,9 +133,10 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 }
 
 // lostAndRetransmitted names the hosts whose watcher was lost (in.Lost)
-// and to which some other host's processes have data being retransmitted:
-// the host does not answer on the network, neither its watcher nor its
-// kernel (a host cut off, or down). Its own waits never arrive.
+// and to which some other host's processes have data being retransmitted,
+// or whose address answered no connection (in.Unreachable): the host does
+// not answer on the network, neither its watcher nor its kernel (a host
+// cut off, or down). Its own waits never arrive.
 func lostAndRetransmitted(in DigestInput, ws map[string]trace.Waits) []DigestCulprit {
 	var out []DigestCulprit
 	for _, t := range in.Lost {
@@ -152,10 +160,16 @@ func lostAndRetransmitted(in DigestInput, ws map[string]trace.Waits) []DigestCul
 				}
 			}
 		}
-		if len(waiting) > 0 {
+		unreachable := slices.Contains(in.Unreachable, t)
+		switch {
+		case len(waiting) > 0:
 			out = append(out, DigestCulprit{Host: t, Reason: DigestRetransmitting, Evidence: map[string]any{
-				"lost": true, "waiting": waiting, "waits": said[:min(len(said), evidenceLines)],
+				"lost": true, "unreachable": unreachable, "waiting": waiting, "waits": said[:min(len(said), evidenceLines)],
 				"message": t + "'s watcher stopped answering and its peers' data to it is not acknowledged"}})
+		case unreachable:
+			out = append(out, DigestCulprit{Host: t, Reason: DigestUnreachable, Evidence: map[string]any{
+				"lost": true, "unreachable": true,
+				"message": t + "'s watcher stopped answering and its address does not answer a connection from its peers"}})
 		}
 	}
 	return out
@@ -370,6 +384,10 @@ func evidenceHint(d DigestEvent, who string) (string, bool) {
 		return fmt.Sprintf("The other hosts' ranks wait on sockets to %s and the data they sent there is not acknowledged "+
 			"(TCP retransmits): %s is cut off from the network or down; ask the admins to check its network link, "+
 			"and requeue the job without it (--exclude=%s).", who, who, who), true
+	case DigestUnreachable:
+		return fmt.Sprintf("vigil's watcher on %s stopped answering and %s's address does not answer a connection from "+
+			"the other hosts: %s is cut off from the network or down; ask the admins to check it (sinfo -R, its network "+
+			"link), and requeue the job without it (--exclude=%s).", who, who, who, who), true
 	case DigestWaitsOnInput:
 		return fmt.Sprintf("The ranks on %s wait on a file or a pipe while their peers wait on them: check what that rank "+
 			"reads (the input file system from that host, a DataLoader worker or a subprocess writing the pipe), and "+

@@ -107,8 +107,8 @@ func TestWaitsJudgement(t *testing.T) {
 // judgeWaits is the digest of a job of hosts whose hosts' waits records
 // are waits (host -> line), with lost hosts' watchers lost, of a job that
 // ended when ended.
-func judgeWaits(hosts []string, waits map[string]string, lost []string, ended bool) DigestEvent {
-	in := DigestInput{Time: t0.Add(40 * time.Minute), Job: "7", Lost: lost, Ended: ended,
+func judgeWaits(hosts []string, waits map[string]string, lost []string, ended bool, unreachable ...string) DigestEvent {
+	in := DigestInput{Time: t0.Add(40 * time.Minute), Job: "7", Lost: lost, Ended: ended, Unreachable: unreachable,
 		Layout: joblog.Layout{Nodes: hosts, Addrs: map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}},
 		Addrs:  map[string]string{"10.0.0.1": "n1", "10.0.0.2": "n2", "10.0.0.3": "n3"}}
 	for _, h := range hosts {
@@ -139,6 +139,7 @@ func TestLostHostJudgement(t *testing.T) {
 		want        string
 		hint, never string
 		lost        []string
+		unreachable []string
 		ended       bool
 	}{
 		{name: "n3 cut off entirely: its watcher lost, n2's data to it retransmitted, n1 only waits", waits: map[string]string{
@@ -150,13 +151,18 @@ func TestLostHostJudgement(t *testing.T) {
 		{name: "n3's watcher lost, nobody's data to it retransmitted: its watcher died, the job runs", waits: map[string]string{
 			"n1": waitsLine(0, onFutex), "n2": waitsLine(0, onFutex)}, lost: []string{"n3"},
 			want: "unknown"},
+		{name: "n3 cut off, nobody's data in flight to it, but its address answers no connection", waits: map[string]string{
+			"n1": waitsLine(0, onFutex), "n2": waitsLine(0, onFutex)}, lost: []string{"n3"}, unreachable: []string{"n3"},
+			want: "network n3 Unreachable", hint: "does not answer a connection"},
+		{name: "the same with no waits at all, as the job ends", waits: map[string]string{}, lost: []string{"n3"},
+			unreachable: []string{"n3"}, ended: true, want: "network n3 Unreachable", hint: "cut off from the network"},
 		{name: "a job that ended: what its stopping processes wait on names nobody", waits: map[string]string{
 			"n1": waitsLine(0, toN3Retrans), "n2": waitsLine(0, toN3Retrans)}, ended: true,
 			want: "unknown"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := judgeWaits(hosts, tc.waits, tc.lost, tc.ended)
+			d := judgeWaits(hosts, tc.waits, tc.lost, tc.ended, tc.unreachable...)
 			got := d.Cause
 			for _, c := range d.Culprits {
 				got += " " + c.Host + " " + c.Reason
