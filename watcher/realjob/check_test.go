@@ -79,8 +79,8 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 			measure += ", fault→straggler " + since(at, true, func() time.Time { return o.straggler.Time }) + " (" + o.straggler.Reason + ")"
 		}
 	}
-	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v cause %q culprits %v stragglers %v",
-		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.cause, o.culprits, o.stragglers)
+	t.Logf("MEASURED %s (job %s, %s launch, %d/node): %s; ended %s; observed row: state %q verdict %v digest %v (%s) cause %q culprits %v stragglers %v",
+		j.name, j.id, j.fault.launch, j.per, measure, state, o.state, o.verdict != nil, len(o.digest) > 0, o.event, o.cause, o.culprits, o.stragglers)
 	defer func() {
 		if t.Failed() {
 			dump(t, c, j)
