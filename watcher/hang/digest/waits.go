@@ -118,6 +118,8 @@ func waitsJudgement(in DigestInput) (cause string, culprits []DigestCulprit, ok 
 	if len(net) == 0 {
 		if c, ok := commonEnd(in, ws); ok {
 			net = append(net, c)
+		} else if c, ok := loneRetransmitter(in, ws); ok {
+			net = append(net, c)
 		}
 	}
 	switch {
@@ -231,6 +233,44 @@ func commonEnd(in DigestInput, ws map[string]trace.Waits) (DigestCulprit, bool) 
 	}
 	e := map[string]any{"waiting": slices.Sorted(maps.Keys(ends[t])), "waits": said[:min(len(said), evidenceLines)]}
 	return DigestCulprit{Host: t, Reason: DigestRetransmitting, Evidence: e}, true
+}
+
+// loneRetransmitter is the one host whose processes have data that is
+// not acknowledged, to addresses that are no host of the job, while at
+// least two other hosts report their waits with nothing unacknowledged:
+// the far end is out of vigil's sight (another network's address, the
+// loopback a test's node aliases connect from), and the peers that do
+// report are reachable and have nothing in flight, so the side vigil sees
+// failing is the host's own. A far end that is a host of the job is left
+// to commonEnd: a link seen from one side only could have failed at either.
+func loneRetransmitter(in DigestInput, ws map[string]trace.Waits) (DigestCulprit, bool) {
+	var senders, quiet []string
+	var to []string
+	for _, h := range slices.Sorted(maps.Keys(ws)) {
+		addrs := slices.Clone(ws[h].RetransTo)
+		for _, g := range ws[h].Waits {
+			if g.Retrans && g.Peer != "" {
+				addrs = append(addrs, g.Peer)
+			}
+		}
+		if len(addrs) == 0 {
+			quiet = append(quiet, h)
+			continue
+		}
+		for _, a := range addrs {
+			if p, known := peerHost(in, a); known && p != h {
+				return DigestCulprit{}, false
+			}
+		}
+		senders, to = append(senders, h), addrs
+	}
+	if len(senders) != 1 || len(quiet) < 2 {
+		return DigestCulprit{}, false
+	}
+	to = slices.Compact(slices.Sorted(slices.Values(to)))
+	return DigestCulprit{Host: senders[0], Reason: DigestRetransmitting, Evidence: map[string]any{
+		"retransmitting_to": to[:min(len(to), evidenceLines)], "waiting": quiet,
+		"message": senders[0] + "'s data is not acknowledged while its peers have nothing in flight"}}, true
 }
 
 // loneReader is the one host whose processes wait to read a named input
@@ -381,6 +421,11 @@ func evidenceHint(d DigestEvent, who string) (string, bool) {
 		return fmt.Sprintf("The job's processes on %s are frozen (their cgroup's freezer), not exited: the node's admins or "+
 			"Slurm froze them; ask the admins why, or requeue the job without that node (--exclude=%s).", who, who), true
 	case DigestRetransmitting:
+		if _, own := d.Culprits[0].Evidence["retransmitting_to"]; own {
+			return fmt.Sprintf("The job's ranks on %s have data to other hosts that is not acknowledged (TCP retransmits) while "+
+				"the other hosts have nothing in flight: %s's network link, or the path from it, fails; ask the admins to check "+
+				"it, and requeue the job without it (--exclude=%s).", who, who, who), true
+		}
 		return fmt.Sprintf("The other hosts' ranks wait on sockets to %s and the data they sent there is not acknowledged "+
 			"(TCP retransmits): %s is cut off from the network or down; ask the admins to check its network link, "+
 			"and requeue the job without it (--exclude=%s).", who, who, who), true

@@ -59,6 +59,15 @@ func TestWaitsJudgement(t *testing.T) {
 		{"n2 and n3 retransmit to each other alone: either may be cut off", map[string]string{
 			"n1": waitsLine(0, onFutex), "n2": retransLine("10.0.0.3"), "n3": retransLine("10.0.0.2")},
 			"unknown", "", ""},
+		{"n1 alone has data unacknowledged, to an address of no job host, its peers nothing in flight", map[string]string{
+			"n1": retransLine("127.0.0.1"), "n2": waitsLine(0, onFutex), "n3": waitsLine(0, onFutex)},
+			"network n1 Retransmitting", "", ""},
+		{"n1 alone has data unacknowledged to n2: either end of the link may have failed", map[string]string{
+			"n1": retransLine("10.0.0.2"), "n2": waitsLine(0, onFutex), "n3": waitsLine(0, onFutex)},
+			"unknown", "", ""},
+		{"two hosts have data unacknowledged to unknown addresses: nobody", map[string]string{
+			"n1": retransLine("127.0.0.1"), "n2": retransLine("127.0.0.1"), "n3": waitsLine(0, onFutex)},
+			"unknown", "", ""},
 		{"links that fail share no host: nobody", map[string]string{
 			"n1": retransLine("10.0.0.2"), "n2": waitsLine(0, onFutex), "n3": retransLine("10.0.0.1", "10.0.0.2")},
 			"unknown", "", ""},
