@@ -63,8 +63,10 @@ type Options struct {
 	// its arguments to Cluster.MailLog.
 	MailProg string
 	// NodeAddrs gives each node its own loopback address, NodeAddr=
-	// 127.0.K.N for node N (K drawn per cluster, 1 to 250, so that
-	// clusters started in parallel do not share addresses), listed in
+	// 127.0.K.N for node N (K drawn per cluster, 10 to 250, so that
+	// clusters started in parallel do not share addresses, and none
+	// shares those of rendezvous/rdvtest's simulated nodes, 127.0.1-9.N,
+	// whose tests meet on the same job ports), listed in
 	// Cluster.NodeAddrs. Slurm reaches each slurmd there (on its own
 	// port), and a fault injected on one address (iptables, tc) hits one
 	// node only. False keeps every node on 127.0.0.1.
@@ -333,7 +335,7 @@ func newCluster(o Options) (*Cluster, error) {
 		PlugStackConf: filepath.Join(dir, "etc", "plugstack.conf"),
 		opts:          o,
 	}
-	k := 1 + rand.IntN(250)
+	k := 10 + rand.IntN(241) // 127.0.1-9.N are rdvtest's
 	for i := 1; i <= o.Nodes; i++ {
 		c.Nodes = append(c.Nodes, fmt.Sprintf("%s%d", prefix, i))
 		addr := "127.0.0.1"

@@ -115,6 +115,11 @@ func startSquatter(t *testing.T, mode string, addrs []string) {
 
 // startOn starts the watchers of job 42 on names, meeting on ports, and
 // returns them with their log.
+// squatJoin is the meeting's deadline in these tests: the members try
+// every candidate port of the squatted node, reject what answers there,
+// and meet on the next node's within it, on a loaded 2-core machine too.
+const squatJoin = 6 * time.Second
+
 func startOn(t *testing.T, names []string, addrs map[string]string, ports []int) ([]*Node, *test.Hook) {
 	logger, hook := test.NewNullLogger()
 	nodes := make([]*Node, len(names))
@@ -124,7 +129,7 @@ func startOn(t *testing.T, names []string, addrs map[string]string, ports []int)
 		go func() {
 			defer wg.Done()
 			nodes[i] = Start(context.Background(), Config{Job: "42", Self: names[i], Nodes: names, UID: 1000, Ports: ports,
-				Addrs: addrs, Auth: rdvtest.New(squatKey, 1000), Hang: testHang(), Join: 3 * time.Second,
+				Addrs: addrs, Auth: rdvtest.New(squatKey, 1000), Hang: testHang(), Join: squatJoin,
 				Log: logger.WithField("node", names[i])})
 		}()
 	}
