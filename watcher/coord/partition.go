@@ -59,7 +59,10 @@ func hostOnly(addr string) string {
 // Held digests are announced once a member answers again; after the
 // takeover's count of deaf rounds this node counts itself cut off and
 // announces nothing more: its digests are written to its own disk only.
-// members is how many other nodes are in the meeting.
+// members is how many other nodes are in the meeting. With one member,
+// its silence is as likely its own node's death as this node's cut, and
+// the coordinator announces as before: only the loss of two or more
+// members at once reads as this node cut off.
 func (n *Node) quiet(outs []Out, members int, sums map[string]Summary) []Out {
 	heard := 0
 	for host := range sums {
@@ -67,7 +70,7 @@ func (n *Node) quiet(outs []Out, members int, sums map[string]Summary) []Out {
 			heard++
 		}
 	}
-	deaf := members > 0 && heard == 0
+	deaf := members > 1 && heard == 0
 	if !deaf && !n.cutOff {
 		if len(n.held) > 0 {
 			n.log.WithField("rounds", n.deaf).Info("coordinator: members answer again; the held announcements go out")
