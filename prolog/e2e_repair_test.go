@@ -92,7 +92,11 @@ func repairRebootThenResume(t *testing.T, c *slurmtest.Cluster, bin string, s e2
 	if out, err := c.Command(t, "scontrol", "update", "JobId="+job, "StartTime=now"); err != nil {
 		t.Fatalf("start now: %v\n%s", err, out)
 	}
-	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
+	// The job starts at the scheduler's next pass: the resume's own pass,
+	// or, when that one came before the node's state settled on a loaded
+	// machine (the job still says ReqNodeNotAvail), the periodic one a
+	// sched_interval (60 s) later.
+	c.WaitJob(t, job, 150*time.Second, "COMPLETED")
 	if got := c.JobOutput(job); !strings.Contains(got, "ran on "+node) {
 		t.Errorf("job output %q", got)
 	}
