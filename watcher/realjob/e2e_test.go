@@ -86,7 +86,8 @@ func TestE2ERealPyTorch(t *testing.T) {
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
-			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(faults), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, r.srunOnly)
+			fs := r.faults()
+			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs, r.srunOnly)
 		})
 	}
 }
@@ -107,6 +108,15 @@ type run struct {
 var runs = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false}, {"cgroup-v2", slurmtest.CgroupV2, false, false},
 	{"slurm24.11-cgroup-v2", slurmtest.CgroupV2, true, true}}
 
+// faults are the run's rows: every row, but row i (a node cut off
+// entirely) on one cluster only, 22.05 under cgroup v2: it measured right
+// on all three (docs/testing.md), and its three more nodes and ranks on
+// every cluster loaded the 2-core CI machine enough to upset the timed
+// tests beside it.
+func (r run) faults() []fault {
+	return slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.cutOff && r.name != "cgroup-v2" })
+}
+
 func (r run) root() string {
 	if r.inRoot {
 		return slurmtest.SlurmRoot()
@@ -114,7 +124,7 @@ func (r run) root() string {
 	return ""
 }
 
-func runFaults(t *testing.T, bin string, o slurmtest.Options, srunOnly bool) {
+func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, srunOnly bool) {
 	c := slurmtest.Start(t, o)
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
