@@ -2,7 +2,6 @@ package hang
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -45,12 +44,7 @@ func (j *jobTrack) noteLostPeer(s trace.Sample) {
 	if !ok {
 		return
 	}
-	addrs := slices.Clone(w.RetransTo)
-	for _, g := range w.Waits {
-		if g.Retrans && g.Peer != "" {
-			addrs = append(addrs, g.Peer)
-		}
-	}
+	addrs := w.Retransmitted()
 	for _, a := range addrs {
 		if h := j.addrs[a]; h != "" && h != s.Host {
 			if _, lost := j.lost[h]; lost {

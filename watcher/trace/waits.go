@@ -92,3 +92,16 @@ func ParseWaits(line string) (Waits, bool) {
 	}
 	return w, true
 }
+
+// Retransmitted is every address the processes' data is being
+// retransmitted to: RetransTo and each group's retransmitted Peer
+// (records of older versions have only the latter), with repeats.
+func (w Waits) Retransmitted() []string {
+	out := slices.Clone(w.RetransTo)
+	for _, g := range w.Waits {
+		if g.Retrans && g.Peer != "" {
+			out = append(out, g.Peer)
+		}
+	}
+	return out
+}

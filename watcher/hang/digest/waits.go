@@ -148,12 +148,7 @@ func lostAndRetransmitted(in DigestInput, ws map[string]trace.Waits) []DigestCul
 			if h == t {
 				continue
 			}
-			addrs := slices.Clone(ws[h].RetransTo)
-			for _, g := range ws[h].Waits {
-				if g.Retrans && g.Peer != "" {
-					addrs = append(addrs, g.Peer)
-				}
-			}
+			addrs := ws[h].Retransmitted()
 			for _, a := range addrs {
 				if p, known := peerHost(in, a); known && p == t {
 					waiting = append(waiting, h)
@@ -190,12 +185,7 @@ func commonEnd(in DigestInput, ws map[string]trace.Waits) (DigestCulprit, bool) 
 	type link struct{ from, to string }
 	seen := map[link]bool{}
 	for _, h := range slices.Sorted(maps.Keys(ws)) {
-		addrs := slices.Clone(ws[h].RetransTo)
-		for _, g := range ws[h].Waits {
-			if g.Retrans && g.Peer != "" {
-				addrs = append(addrs, g.Peer)
-			}
-		}
+		addrs := ws[h].Retransmitted()
 		for _, a := range addrs {
 			if t, known := peerHost(in, a); known && t != h {
 				seen[link{h, t}] = true
@@ -247,12 +237,7 @@ func loneRetransmitter(in DigestInput, ws map[string]trace.Waits) (DigestCulprit
 	var senders, quiet []string
 	var to []string
 	for _, h := range slices.Sorted(maps.Keys(ws)) {
-		addrs := slices.Clone(ws[h].RetransTo)
-		for _, g := range ws[h].Waits {
-			if g.Retrans && g.Peer != "" {
-				addrs = append(addrs, g.Peer)
-			}
-		}
+		addrs := ws[h].Retransmitted()
 		if len(addrs) == 0 {
 			quiet = append(quiet, h)
 			continue
