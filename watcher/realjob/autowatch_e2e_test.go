@@ -149,13 +149,7 @@ func jobDir(t *testing.T, dir, name string) string {
 			t.Fatal(err)
 		}
 	}
-	src, err := os.ReadFile("testdata/train.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "train.py"), src, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyTestdata(t, d, "train.py", "nolibuv.py")
 	return d
 }
 

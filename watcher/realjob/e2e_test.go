@@ -43,14 +43,39 @@ exit $rc
 `
 
 // launch is the training's command line: srun with one task per rank, or
-// srun with one torchrun per node.
-func (f fault) command(dir string) string {
+// srun with one torchrun per node (torchrun: its command, torchrunCmd).
+func (f fault) command(dir, torchrun string) string {
 	train := fmt.Sprintf("%s/train.py --data %s/data --ckpt %s/ckpt.pt --fault-rank %d %s", dir, dir, dir, f.rankOn(), f.args)
 	if f.launch == "srun" {
 		return fmt.Sprintf("srun --ntasks-per-node=%d %s %s", f.per, python, train)
 	}
-	return fmt.Sprintf(`srun --ntasks-per-node=1 sh -c 'exec /usr/bin/torchrun --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=%d `+
-		`--node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --redirects 1 --tee 1 --log_dir %s/torchrun %s'`, f.per, dir, train)
+	return fmt.Sprintf(`srun --ntasks-per-node=1 sh -c 'exec %s --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=%d `+
+		`--node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --redirects 1 --tee 1 --log_dir %s/torchrun %s'`, torchrun, f.per, dir, train)
+}
+
+// torchrunCmd is torchrun's command for a job whose directory is dir:
+// Debian 12's /usr/bin/torchrun, or, where PyTorch is built without
+// libuv (Debian 13), torchrun through testdata/nolibuv.py, which gives
+// its stores the backend the build has (the same torch.distributed.run).
+func torchrunCmd(dir string, noLibuv bool) string {
+	if noLibuv {
+		return python + " " + dir + "/nolibuv.py"
+	}
+	return "/usr/bin/torchrun"
+}
+
+// copyTestdata copies testdata's files names into dir.
+func copyTestdata(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		src, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 type job struct {
@@ -87,7 +112,7 @@ func TestE2ERealPyTorch(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			fs := r.faults()
-			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs, r.srunOnly)
+			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs, r.noLibuv)
 		})
 	}
 }
@@ -95,14 +120,14 @@ func TestE2ERealPyTorch(t *testing.T) {
 // A run is one cluster the table runs on; the runs go in parallel: Debian
 // 12's PyTorch 1.13 on its Slurm 22.05 under cgroup v1 and v2, and Debian
 // 13's PyTorch 2.6 on its Slurm 24.11 (the Slurm root) under cgroup v2.
-// Debian 13's torchrun cannot start (its rendezvous makes a TCPStore that
-// asks for libuv, which that build lacks, whatever USE_LIBUV says): that
-// run launches every job with srun, one task per rank (srunOnly).
+// Debian 13's PyTorch is built without libuv, which torchrun's stores ask
+// for whatever USE_LIBUV says: that run's torchrun goes through
+// testdata/nolibuv.py (noLibuv).
 type run struct {
-	name     string
-	cgroup   slurmtest.CgroupMode
-	inRoot   bool
-	srunOnly bool
+	name    string
+	cgroup  slurmtest.CgroupMode
+	inRoot  bool
+	noLibuv bool
 }
 
 var runs = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false}, {"cgroup-v2", slurmtest.CgroupV2, false, false},
@@ -124,7 +149,7 @@ func (r run) root() string {
 	return ""
 }
 
-func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, srunOnly bool) {
+func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, noLibuv bool) {
 	c := slurmtest.Start(t, o)
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
@@ -142,11 +167,8 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, sr
 	}
 	jobs := make([]*job, len(faults))
 	for i, f := range faults {
-		if srunOnly {
-			f.launch = "srun"
-		}
 		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","),
-			bin+" --config "+cfg+" --period "+watchPeriod+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl")
+			bin+" --config "+cfg+" --period "+watchPeriod+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl", noLibuv)
 	}
 	start := time.Now()
 	defer func() {
@@ -196,7 +218,7 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, sr
 	}
 }
 
-func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string) *job {
+func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string, noLibuv bool) *job {
 	t.Helper()
 	dir := filepath.Join(jobsDir(t), f.name)
 	for _, d := range []string{dir, filepath.Join(dir, "data")} {
@@ -204,19 +226,13 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 			t.Fatal(err)
 		}
 	}
-	src, err := os.ReadFile("testdata/train.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "train.py"), src, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyTestdata(t, dir, "train.py", "nolibuv.py")
 	if strings.Contains(f.args, "--fault data") { // the input shard of the fault rank's epoch dataEpoch
 		if err := syscall.Mkfifo(filepath.Join(dir, "data", fmt.Sprintf("shard-%d-%d", f.rankOn(), dataEpoch)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), watch, f.command(dir))
+	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), watch, f.command(dir, torchrunCmd(dir, noLibuv)))
 	tasks := f.per
 	if f.launch == "torchrun" {
 		tasks = 1

@@ -24,6 +24,7 @@ import (
 // stderr: 1.13's torchrun on Python 3.11 reads "3", both streams, as none).
 const raiseScript = `import os, sys, time, traceback
 import torch, torch.distributed as dist
+import nolibuv  # torchrun's stores where PyTorch lacks libuv
 rank = int(os.environ["RANK"])
 torch.set_num_threads(1)
 dist.init_process_group("gloo")
@@ -56,22 +57,32 @@ func TestE2ETorchrunRankMap(t *testing.T) {
 		t.Skip("starts a Slurm cluster and a real PyTorch job")
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, NodeAddrs: true, Cgroup: slurmtest.CgroupV1})
-	t.Logf("PyTorch %s, Slurm %s", torchVersion(t, c, ""), c.Version)
+	for _, r := range []run{runs[0], runs[2]} { // PyTorch 1.13 on Slurm 22.05, 2.6 on 24.11
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			torchrunRankMap(t, bin, r)
+		})
+	}
+}
+
+func torchrunRankMap(t *testing.T, bin string, r run) {
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()})
+	t.Logf("PyTorch %s, Slurm %s", torchVersion(t, c, r.root()), c.Version)
 	dir := jobsDir(t)
 	if err := os.WriteFile(filepath.Join(dir, "raise.py"), []byte(raiseScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	copyTestdata(t, dir, "nolibuv.py")
 	script := fmt.Sprintf(`#!/bin/sh
 export D=%[1]s USE_LIBUV=0 MASTER_PORT=%[2]d
 first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_ADDR=$(scontrol show node -o "$first" | sed 's/.* NodeAddr=\([^ ]*\).*/\1/')
 srun --overlap --ntasks-per-node=1 --output=$D/watch-%%n.out --error=$D/watch-%%n.err %[3]s --period 3s --record $D/rec-%%j-%%N.jsonl &
-srun --ntasks-per-node=1 sh -c 'exec /usr/bin/torchrun --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=2 --node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --redirects 2 --tee 2 --log_dir %[1]s/torchrun %[1]s/raise.py'
+srun --ntasks-per-node=1 sh -c 'exec %[4]s --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=2 --node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --redirects 2 --tee 2 --log_dir %[1]s/torchrun %[1]s/raise.py'
 rc=$?
 echo "training exit $rc"
 exit $rc
-`, dir, freePort(t), bin)
+`, dir, freePort(t), bin, torchrunCmd(dir, r.noLibuv))
 	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "2", "--mem=1500", "--ntasks-per-node=1", "--job-name", "rankmap")
 	t0 := time.Now()
 	state := c.WaitJob(t, id, 3*time.Minute, "FAILED", "COMPLETED", "CANCELLED", "TIMEOUT")

@@ -39,6 +39,8 @@ import time
 import torch
 import torch.distributed as dist
 
+import nolibuv  # noqa: F401 (torchrun's stores where PyTorch lacks libuv)
+
 
 def layout():
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
