@@ -92,6 +92,14 @@ func TestLauncherWordsDigest(t *testing.T) {
 		{"Horovod's missing rank", trace.StreamStderr, []string{
 			"[1,0]<stderr>:[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_bias_Momentum_0 [missing ranks: 5]",
 		}, digest.CauseDifferentProgress, []string{"gpu02"}, digest.DigestCollectiveMismatch, ""},
+		// https://github.com/pytorch/pytorch/issues/152623 (TraceUtils.h's desync report)
+		{"PyTorch's desync report: a rank that did not join the next collective", trace.StreamStderr, []string{
+			"[rank0]:[E515 18:36:47.341808597 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=241, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.",
+			"         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+			"             [9] finished collective #182, but didn't join collective #183 (count from 1)",
+			"             [9] finished ALLREDUCE",
+			"             [0, 1, 2] started ALLREDUCE",
+		}, digest.CauseDifferentProgress, []string{"gpu03"}, digest.DigestCollectiveMismatch, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := endedJob(t, tt.stream, tt.lines...)
@@ -113,8 +121,8 @@ func TestLauncherWordsDigest(t *testing.T) {
 }
 
 // TestLauncherLooksAlike: a torchrun rank terminated by the job's own
-// teardown (SIGTERM), and a mismatch naming ranks the layout cannot
-// place, name nobody.
+// teardown (SIGTERM), a mismatch naming ranks the layout cannot place,
+// and one naming every rank, name nobody.
 func TestLauncherLooksAlike(t *testing.T) {
 	d := endedJob(t, trace.StreamStderr, "traceback : Signal 15 (SIGTERM) received by PID 2410413")
 	if len(d.Culprits) != 0 {
@@ -123,5 +131,11 @@ func TestLauncherLooksAlike(t *testing.T) {
 	d = endedJob(t, trace.StreamStderr, "HorovodBroadcast_global_step_0 [missing ranks: 40]")
 	if len(d.Culprits) != 0 {
 		t.Errorf("an unplaced rank: %+v", d)
+	}
+	// https://github.com/hiyouga/LlamaFactory/issues/9496: every rank
+	// joined the collective none finished.
+	d = endedJob(t, trace.StreamStderr, "\t   - [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] joined but didn't finish collective #730 (count from 1)")
+	if len(d.Culprits) != 0 {
+		t.Errorf("every rank named: %+v", d)
 	}
 }

@@ -42,6 +42,11 @@ type incident struct {
 	Hosts     []string          `toml:"hosts"`
 	BatchHost string            `toml:"batch_host"`
 	Layout    map[string]string `toml:"layout"` // host -> ranks it holds ("0-7")
+	// Addrs are the hosts' addresses as the report's lines show them
+	// (host -> address), which the live watcher's layout record holds:
+	// lines that name a host only by its address (a transport error's
+	// peer, Ray's "ip=", mpirun's "on node ADDR") resolve through them.
+	Addrs map[string]string `toml:"addrs"`
 	// After says how a host's readings look after the stall: "stuck"
 	// (the default: processes there, devices flat at 100% and low power,
 	// waiting in a collective), "gone" (processes exited), "idle"
@@ -160,7 +165,7 @@ func incidentTrace(in incident) []trace.Sample {
 // incidentLayout is the layout record of the incident's step: its hosts,
 // and the ranks each holds ("0-7", "3", "0,2").
 func incidentLayout(in incident) trace.Sample {
-	l := joblog.Layout{Nodes: in.Hosts, Ranks: map[int]string{}}
+	l := joblog.Layout{Nodes: in.Hosts, Ranks: map[int]string{}, Addrs: in.Addrs}
 	for h, spec := range in.Layout {
 		for _, part := range strings.Split(spec, ",") {
 			lo, hi, found := strings.Cut(strings.TrimSpace(part), "-")
@@ -205,7 +210,7 @@ func replayIncident(t *testing.T, in incident) verdict {
 		if err := w.Write(s); err != nil {
 			t.Fatal(err)
 		}
-		if s.IsLog() {
+		if s.IsLog() && s.Log.Stream != trace.StreamLayout {
 			v.Recorded = append(v.Recorded, s)
 		}
 	}
@@ -377,6 +382,12 @@ var lookAlikesNamingNobodyToday = []string{
 	"vllm-1957-every-worker-seqnum1",
 	"vllm-ascend-486-ei0006-victim",
 	"zetta-671-job-time-limit",
+	"megatron-bridge-1656-time-limit-after-training",
+	"pytorch-150916-elastic-peer-killed-by-user",
+	"pytorch-67742-elastic-rendezvous-host-ctrl-c",
+	"sglang-3752-scheduler-watchdog-every-tp",
+	"slurm-parlai-3084-tasks-exit1-both-nodes",
+	"vllm-13437-sigterm-at-ray-teardown",
 }
 
 func loadIncidents(t *testing.T) (names []string, incs map[string]incident) {
@@ -425,6 +436,11 @@ func checkIncident(t *testing.T, name string, in incident) {
 	for h := range in.Layout {
 		if !slices.Contains(in.Hosts, h) {
 			bad("layout host %s is not one of the job's hosts", h)
+		}
+	}
+	for h := range in.Addrs {
+		if !slices.Contains(in.Hosts, h) {
+			bad("addrs host %s is not one of the job's hosts", h)
 		}
 	}
 	if in.Kind == "look-alike" && (in.Expect.Cause != digest.CauseUnknown || len(in.Expect.Culprits)+len(in.Expect.MayName) > 0) {

@@ -75,8 +75,12 @@ var (
 	// pdsh's prefix (DeepSpeed's multi-node launcher): "gpu01: ".
 	reHostPrefix = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9._-]*): `)
 	// Ray's prefix of a worker's line: "(pid=123, ip=10.0.0.3)",
-	// "(RayTrainWorker pid=123, ip=10.0.0.3)".
-	reRay = regexp.MustCompile(`^\((?:[A-Za-z_][\w.]* )?pid=\d+, ip=([0-9A-Fa-f.:]+)\)`)
+	// "(RayTrainWorker pid=123, ip=10.0.0.3)", and of a node's raylet:
+	// "(raylet, ip=10.0.0.3)" (python/ray/_private/worker.py,
+	// print_worker_logs: prefix_for gives "pid=" but for the raylet and
+	// the autoscaler; the autoscaler's lines are the head node's and not
+	// about it, so they are not placed).
+	reRay = regexp.MustCompile(`^\((?:(?:[A-Za-z_][\w.]* )?pid=\d+|raylet), ip=([0-9A-Fa-f.:]+)\)`)
 	// mpirun's word on a signalled rank (PRRTE's help-prun.txt).
 	reMPIRun = regexp.MustCompile(`noticed that process rank \d+ with PID \d+ on node ([A-Za-z0-9][A-Za-z0-9._:-]*) exited on`)
 	// Open MPI's "[host:pid] " (opal's stacktrace, its errors).

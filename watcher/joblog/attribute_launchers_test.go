@@ -74,6 +74,10 @@ func TestAttributeLauncherPrefixes(t *testing.T) {
 		{"Ray's plain worker prefix", addrs,
 			"(pid=8760, ip=10.0.0.1) RuntimeError: boom",
 			Source{"gpu01", ByRay}},
+		// https://github.com/ray-project/ray/issues/29412 (a node's raylet)
+		{"Ray's raylet prefix", addrs,
+			"(raylet, ip=10.0.0.3) [2022-10-27 16:30:03,850 E 98551 98592] (raylet) agent_manager.cc:134: The raylet exited immediately because the Ray agent failed. The raylet fate shares with the agent. This can happen because the Ray agent was unexpectedly killed or failed. See `dashboard_agent.log` for the root cause.",
+			Source{"gpu03", ByRay}},
 		{"Ray's address that is no node's", addrs,
 			"(RayTrainWorker pid=43515, ip=10.9.9.9) RuntimeError: boom",
 			Source{}},

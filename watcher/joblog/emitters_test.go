@@ -77,8 +77,16 @@ var emitters = []emitter{
 		{line: "pcieport 0000:00:03.0: AER: Multiple Uncorrected (Fatal) error received: 0000:00:03.0", stream: kmsgStream},
 		{line: "nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)"},
 	}},
-	{"nccl", []string{"nccl-cuda-failure", "nccl-retrying", "nccl-ib-port-down", "nccl-ib-completion-error", "nccl-socket-reset",
-		"nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
+	{"nccl", []string{"nccl-cuda-failure", "nccl-cuda-calloc-failed", "nccl-retrying", "nccl-ib-port-down", "nccl-ib-completion-error", "nccl-socket-reset",
+		"nccl-socket-unreachable", "nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
+		{line: "gpu01:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu01"},
+		{line: "gpu02: Failed to CUDA calloc async 1920 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu02"},
+		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)",
+			rule: "nccl-socket-unreachable", kind: KindNCCLNet, peer: "10.0.0.4"},
+		{line: "gpu02:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.2<56849> returned 113(No route to host) errno 115(Operation now in progress)",
+			rule: "nccl-socket-unreachable", kind: KindNCCLNet, host: "gpu02", peer: "10.0.0.2", peerHost: "gpu04"},
+		// A refused connection is a peer not listening yet: no evidence.
+		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 111(Connection refused) errno 115(Operation now in progress)", kind: KindNCCLWarn},
 		{line: "gpu01:104934:104934 [1] init.cc:204 NCCL WARN Cuda failure 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "gpu01"},
 		{line: "n122-164-108:7400:7642 [1] include/alloc.h:125 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "n122-164-108"},
 		{line: "NCCL INFO Call to connect returned Connection refused, retrying", rule: "nccl-retrying", kind: KindNCCLRetry},
@@ -136,7 +144,12 @@ var emitters = []emitter{
 		// The summary's host line names the host (ByTorchrun).
 		{line: "  host      : gpu03", host: "gpu03"},
 	}},
-	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier"}, []emitterLine{
+	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier", "c10d-desync-lagging-ranks"}, []emitterLine{
+		{line: "             [7] finished collective #182, but didn't join collective #183 (count from 1)", rule: "c10d-desync-lagging-ranks", kind: KindMismatch},
+		{line: "\t   - [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] joined but didn't finish collective #730 (count from 1)", rule: "c10d-desync-lagging-ranks", kind: KindMismatch},
+		// The snapshot of the ranks' latest states lists every rank: no accusation.
+		{line: "             [7] finished ALLREDUCE"},
+		{line: "             [0, 1, 2] started ALLREDUCE"},
 		{line: "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=_ALLGATHER_BASE, TensorShape=[359, 1, 1435, 16]), but Rank 2 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=_ALLGATHER_BASE, TensorShape=[359, 1, 1436, 16]).",
 			rule: "c10d-collective-mismatch", kind: KindMismatch},
 		// Rank 0 prints who failed the barrier: the line is rank 0's.
@@ -191,7 +204,13 @@ var emitters = []emitter{
 		{line: " WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.",
 			rule: "horovod-stall-warning", kind: KindMismatch},
 	}},
-	{"hccl", []string{"hccl-transport-init", "hccl-connect-timeout"}, []emitterLine{
+	{"hccl", []string{"hccl-transport-init", "hccl-connect-timeout", "hccl-roce-error-cqe"}, []emitterLine{
+		{line: "(VllmWorker TP0 pid=975) ERROR 09-04 09:44:06 [multiproc_executor.py:596]         Transport init error. Reason: [Create][DestLink]Create Dest error! creakLink para:rank[0]-localUserrank[0]-localIpAddr[192.168.1.3], dst_rank[8]-remoteUserrank[8]-remote_ip_addr[192.168.1.4]",
+			rule: "hccl-transport-init", kind: KindNCCLNet},
+		{line: "[rank8]:[E313 06:55:05.872961040 compiler_depend.ts:1693] [Rank 1] HCCL watchdog thread terminated with exception: [PID: 222] 2026-03-13-06:55:05.267.372 Execution_Error_ROCE_CQE(EI0013): An error CQE occurred during operator execution. Local information: server xx.xx.xx.199, device ID 0, device IP 10.20.10.9. Peer information: server xx.xx.xx.195, device ID 0, device IP 10.20.10.5.",
+			rule: "hccl-roce-error-cqe", kind: KindNCCLNet, peer: "xx.xx.xx.195"},
+		{line: "[rank8]:[E313 06:55:05.872961040 compiler_depend.ts:1693] [Rank 1] HCCL watchdog thread terminated with exception: [PID: 222] 2026-03-13-06:55:05.267.372 Execution_Error_ROCE_CQE(EI0013): An error CQE occurred during operator execution. Local information: server 10.0.0.1, device ID 0, device IP 10.20.10.9. Peer information: server 10.0.0.2, device ID 0, device IP 10.20.10.5.",
+			rule: "hccl-roce-error-cqe", kind: KindNCCLNet, peer: "10.0.0.2", peerHost: "gpu04"},
 		{line: "[ERROR] HCCL(80812,):2026-06-17-02:21:43.853.333 [transport_manager.cc:954] [86231][InitChannelStage][RunFailed]Transport init error! createLink para:rank[7]-localUserrank[7]-localIpAddr[80.5.5.39/7], remoteRank[15]-remoteUserrank[15]-remoteIpAddr[80.5.5.67/7], machineType[0], linkMode[1], isUsedRdma[1], tag[AllGather_group_name_119]",
 			rule: "hccl-transport-init", kind: KindNCCLNet},
 		{line: "[rank1]: EI0009: [PID: 2225827] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]Create Dest error! createLink para:rank[1]-localUserrank[1]-localIpAddr[172.16.0.114], dst_rank[0]-remoteUserrank[0]-remote_ip_addr[172.16.0.114]",

@@ -103,6 +103,11 @@ type Match struct {
 	// odd ones out are the complement over the job's ranks, which only
 	// the digest knows.
 	Ready string `json:"ready,omitempty"`
+	// Stuck: the ranks the line names are those stuck in the earliest
+	// collective (PyTorch's desync report, "[0, 1] joined but didn't
+	// finish collective #730"), not one side of a disagreement: a list of
+	// every rank says no rank is behind another.
+	Stuck bool `json:"stuck,omitempty"`
 	// PortDown: a transport error about the printing host's own adapter
 	// (an InfiniBand async event: its port went down, a catastrophic
 	// error of the adapter), not about a link to a peer.
@@ -348,11 +353,17 @@ func progress(line string, m *Match) bool { return progressIn(line, m) }
 // running collective: ..., but Rank 2 is running collective: ...", its
 // monitored barrier's "Ranks 1, 2 failed to pass monitoredBarrier",
 // Horovod's "[missing ranks: 0, 3]" and its stall inspector's "1: [ops]"
-// under "Missing ranks:", NCCL's "at and around rank 39".
+// under "Missing ranks:", NCCL's "at and around rank 39", PyTorch's desync
+// report's "[7] finished collective #182, but didn't join collective #183",
+// "[3, 5] joined but didn't finish collective #9" and "ranks [4] are the
+// lagging ranks".
 var (
 	reRunning = regexp.MustCompile(`\bRank (\d+) is running`)
-	reRankSet = regexp.MustCompile(`\bRanks? ((?:\d+, ?)*\d+) failed to pass monitoredBarrier|\[missing ranks: ((?:\d+, ?)*\d+)\]|at and around rank (\d+)|^(\d+): \[[^\]]*Horovod`)
+	reRankSet = regexp.MustCompile(`\bRanks? ((?:\d+, ?)*\d+) failed to pass monitoredBarrier|\[missing ranks: ((?:\d+, ?)*\d+)\]|at and around rank (\d+)|^(\d+): \[[^\]]*Horovod|` +
+		`\[((?:\d+, )*\d+)\] (?:joined but didn't finish collective #|finished collective #\d+, but didn't join collective #)|ranks \[((?:\d+, )*\d+)\] are the lagging ranks`)
 )
+
+var reStuck = regexp.MustCompile(`\] joined but didn't finish collective #`)
 
 var reReady = regexp.MustCompile(`\[ready ranks: ((?:\d+, ?)*\d+)\]`)
 
@@ -394,13 +405,19 @@ func (m Match) RankList() []int {
 	return out
 }
 
-// accusedRanks lists the ranks line names as the odd ones out, at most
-// maxAccused, each once, comma-separated.
+// accusedRanks lists the ranks line names as the odd ones out, each once,
+// comma-separated; a line that names more than maxAccused accuses none
+// (cut short, the list would read as a few ranks out of many).
 func accusedRanks(line string) string {
 	var out []int
+	over := false
 	add := func(s string) {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 && n < 1<<20 &&
-			len(out) < maxAccused && !slices.Contains(out, n) {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		switch {
+		case err != nil || n < 0 || n >= 1<<20 || slices.Contains(out, n):
+		case len(out) == maxAccused:
+			over = true
+		default:
 			out = append(out, n)
 		}
 	}
@@ -415,6 +432,9 @@ func accusedRanks(line string) string {
 				}
 			}
 		}
+	}
+	if over {
+		return ""
 	}
 	s := make([]string, len(out))
 	for i, n := range out {

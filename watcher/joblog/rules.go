@@ -137,7 +137,7 @@ func byRule(line, stream string, m *Match) (ok, keep bool) {
 	m.Kind, m.Fault, m.Peer = Kind(r.Kind), r.Fault, peer
 	m.Rule = r.Name
 	if m.Kind == KindMismatch {
-		m.Ranks, m.Ready = accusedRanks(line), readyRanks(line)
+		m.Ranks, m.Ready, m.Stuck = accusedRanks(line), readyRanks(line), reStuck.MatchString(line)
 	}
 	m.GDR = m.Kind == KindNCCLNet && (strings.Contains(line, "GDR") || containsFold(line, "GPUDirect"))
 	if m.Kind == KindNCCLNet {

@@ -2,6 +2,8 @@ package digest
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
@@ -20,10 +22,18 @@ import (
 // latest line of each rank). Each needs at least two hosts with lines.
 func differentProgress(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	ops, completed, epoch, step := hostPlaces(ev)
-	for seq, byHost := range sortedSeqs(ops) {
-		if odd := oddCategorical(byHost); len(odd) > 0 {
-			return placeCulprits(odd, DigestOtherCollective, ev, func(h string) map[string]any {
-				return map[string]any{"seq": seq, "op": byHost[h], "others_op": commonOther(byHost, h)}
+	for seq, byRank := range sortedSeqs(ops) {
+		if odd := oddCategorical(byRank); len(odd) > 0 {
+			first := map[string]string{} // host -> its first odd rank's key
+			var hosts []string
+			for _, k := range odd {
+				if h := rankHost(k); first[h] == "" {
+					first[h] = k
+					hosts = append(hosts, h)
+				}
+			}
+			return placeCulprits(hosts, DigestOtherCollective, ev, func(h string) map[string]any {
+				return map[string]any{"seq": seq, "op": byRank[first[h]], "others_op": commonOther(byRank, first[h])}
 			})
 		}
 	}
@@ -47,8 +57,10 @@ func differentProgress(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCul
 	return nil
 }
 
-// hostPlaces gathers, per host, the op type reported at each sequence
-// number, and the slowest rank's last completed work, epoch and step.
+// hostPlaces gathers the op type each rank reported at each sequence
+// number (keyed by rankKey: ranks, not hosts, are compared, since one
+// host may hold ranks in different collectives), and per host the slowest
+// rank's last completed work, epoch and step.
 func hostPlaces(ev evidence) (ops map[int64]map[string]string, completed, epoch, step map[string]int64) {
 	ops = map[int64]map[string]string{}
 	completed, epoch, step = map[string]int64{}, map[string]int64{}, map[string]int64{}
@@ -68,7 +80,7 @@ func hostPlaces(ev evidence) (ops map[int64]map[string]string, completed, epoch,
 					if ops[m.Seq] == nil {
 						ops[m.Seq] = map[string]string{}
 					}
-					ops[m.Seq][h] = m.Op
+					ops[m.Seq][rankKey(h, m.Rank)] = m.Op
 				}
 				if m.Completed >= 0 {
 					p.completed = m.Completed
@@ -90,6 +102,12 @@ func hostPlaces(ev evidence) (ops map[int64]map[string]string, completed, epoch,
 	return ops, completed, epoch, step
 }
 
+// rankKey keys a rank of host h (a line without a rank: the host's
+// unranked lines, one key); rankHost gives the host back.
+func rankKey(h string, rank int) string { return h + "\x00" + strconv.Itoa(rank) }
+
+func rankHost(k string) string { h, _, _ := strings.Cut(k, "\x00"); return h }
+
 // lowest keeps in m[h] the lowest non-negative v.
 func lowest(m map[string]int64, h string, v int64) {
 	if v < 0 {
@@ -102,7 +120,7 @@ func lowest(m map[string]int64, h string, v int64) {
 
 // sortedSeqs returns ops as a list ordered by sequence number, so that the
 // rule looks at sequence numbers in a fixed order. It yields, like a map
-// range, the sequence number and the op per host.
+// range, the sequence number and the op per rank.
 func sortedSeqs(ops map[int64]map[string]string) func(yield func(int64, map[string]string) bool) {
 	seqs := make([]int64, 0, len(ops))
 	for s := range ops {

@@ -492,12 +492,14 @@ func isMismatch(m joblog.Match) bool { return m.Kind == joblog.KindMismatch }
 // NCCL's "at and around rank 39", Horovod's "[missing ranks: 0]"), placed
 // through the step's layout, job-level lines too: the ranks' own words
 // prove where they run. A line naming ranks the layout cannot place names
-// nobody; find's culprits stand then.
+// nobody, and so does a list of the ranks stuck in the earliest collective
+// that holds every rank of the layout (none is behind another); find's
+// culprits stand then.
 func withMismatch(find func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit) func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit {
 	return func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		byHost, ranks := map[string][]LogEvidence{}, map[string][]int{}
 		for _, l := range ev.all() {
-			if !isMismatch(l.Match) {
+			if !isMismatch(l.Match) || l.Match.Stuck && len(in.Layout.Ranks) > 0 && len(l.Match.RankList()) >= len(in.Layout.Ranks) {
 				continue
 			}
 			for _, r := range append(l.Match.RankList(), notReady(l.Match, in.Layout)...) {
