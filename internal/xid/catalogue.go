@@ -75,6 +75,21 @@ func (r Remedy) Fault() bool {
 	return r != RemedyNone && r != RemedyRestartApp
 }
 
+// ContainedECC is XID 94, a contained ECC error: the GPU stopped the
+// process whose memory an uncorrectable error hit and goes on (a row
+// remap pending). Not a fault to take the device out of service for
+// (RESTART_APP), but a device memory error was what ended that process.
+const ContainedECC = 94
+
+// AppError reports whether the XID is the driver's word that an
+// application's work on the GPU failed (RESTART_APP, ContainedECC aside:
+// a graphics engine exception, a memory page fault, ...): that process
+// crashed on the GPU it ran on.
+func AppError(code int) bool {
+	i, ok := Lookup(code)
+	return ok && i.Remedy == RemedyRestartApp && code != ContainedECC
+}
+
 // Info is one XID of the catalogue.
 type Info struct {
 	// Code is the XID number.

@@ -53,3 +53,14 @@ func TestFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestAppError: the XIDs of an application's failed GPU work are
+// RESTART_APP ones other than a contained ECC error; a fault, a follow-up
+// (45) and an unknown code are not.
+func TestAppError(t *testing.T) {
+	for code, want := range map[int]bool{13: true, 31: true, 94: false, 79: false, 48: false, 45: false, 9999: false} {
+		if got := AppError(code); got != want {
+			t.Errorf("AppError(%d) = %v, want %v", code, got, want)
+		}
+	}
+}

@@ -79,8 +79,12 @@ var incidentT0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 // /dev/kmsg gives the live watcher: a syslog prefix ("Dec  2 10:43:35 host
 // kernel: ", "messages:" of a grep), a bare "kernel: ", dmesg's timestamp
 // (since boot, or -H's time since the previous line, "[  +0.000316] ",
-// or -T's wall-clock time, "[Fri Mar  3 04:44:24 2023] ").
-var kmsgPrefix = regexp.MustCompile(`^(?:messages:)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |kernel: )?(?:\[\s*\+?\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )?`)
+// or -T's wall-clock time, "[Fri Mar  3 04:44:24 2023] ", with one space
+// where a web page collapsed two), or Talos's talosctl dmesg prefix
+// ("10.0.0.2: kern: warning: [2026-04-22T21:26:20.599488292Z]: ",
+// siderolabs/talos cmd/talosctl/cmd/talos/dmesg.go).
+var kmsgPrefix = regexp.MustCompile(`^(?:messages:)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |kernel: |\S+: kern: +[a-z]+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: )?` +
+	`(?:\[\s*\+?\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}\] )?`)
 
 // incidentTrace turns in into the trace the live watchers would have
 // recorded: each host's readings (training until the stall, then flat as
@@ -388,6 +392,9 @@ var lookAlikesNamingNobodyToday = []string{
 	"sglang-3752-scheduler-watchdog-every-tp",
 	"slurm-parlai-3084-tasks-exit1-both-nodes",
 	"vllm-13437-sigterm-at-ray-teardown",
+	"ascend-pytorch-54-hccl-exec-timeout-idle-service",
+	"gpu-fuser-2497-driver-shutting-down-at-exit",
+	"nccl-653-collnet-no-algorithm-every-rank",
 }
 
 func loadIncidents(t *testing.T) (names []string, incs map[string]incident) {

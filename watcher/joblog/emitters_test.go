@@ -144,7 +144,13 @@ var emitters = []emitter{
 		// The summary's host line names the host (ByTorchrun).
 		{line: "  host      : gpu03", host: "gpu03"},
 	}},
-	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier", "c10d-desync-lagging-ranks"}, []emitterLine{
+	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier", "c10d-desync-lagging-ranks", "c10d-nccl-unhandled-cuda-error", "c10d-watchdog-exit-cuda-shutdown"}, []emitterLine{
+		{line: "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.17.1",
+			rule: "c10d-nccl-unhandled-cuda-error", kind: KindCUDAError},
+		{line: "Test NCCL failure common.cu:497 'unhandled cuda error'"},
+		// A process's normal exit: its CUDA error is the driver unloading.
+		{line: "[I628 20:15:42.000370615 ProcessGroupNCCL.cpp:1501] [PG  Rank 1] main process destroyed cuda before watchdog loop exited, terminating watchdog. (Watchdog caught exception: CUDA error: driver shutting down",
+			rule: "c10d-watchdog-exit-cuda-shutdown"},
 		{line: "             [7] finished collective #182, but didn't join collective #183 (count from 1)", rule: "c10d-desync-lagging-ranks", kind: KindMismatch},
 		{line: "\t   - [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] joined but didn't finish collective #730 (count from 1)", rule: "c10d-desync-lagging-ranks", kind: KindMismatch},
 		// The snapshot of the ranks' latest states lists every rank: no accusation.
@@ -203,6 +209,15 @@ var emitters = []emitter{
 			rule: "horovod-missing-rank-tensors", kind: KindMismatch},
 		{line: " WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.",
 			rule: "horovod-stall-warning", kind: KindMismatch},
+	}},
+	{"cann-runtime", []string{"ascend-device-lost-heartbeat"}, []emitterLine{
+		{line: "        Device[0] lost heartbeat.[FUNC:SyncTask][FILE:direct_hwts_engine.cc][LINE:407]", rule: "ascend-device-lost-heartbeat", kind: KindNPUError, fault: true},
+		{line: "        rtDeviceSynchronizeWithTimeout execution failed, reason=lost heartbeat[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]"},
+	}},
+	{"mindspore-msrun", []string{"msrun-worker-exit"}, []emitterLine{
+		{line: "[WARNING] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:12.444.000 [mindspore/parallel/cluster/process_entity/_api.py:318] There's worker exits with exception, kill all other workers.",
+			rule: "msrun-worker-exit", kind: KindTaskExit},
+		{line: "[WARNING] ME(162078:281473590168608,MainProcess):2025-03-10-09:40:38.721.000 [mindspore/parallel/cluster/process_entity/_api.py:334] Analyzing exception log..."},
 	}},
 	{"hccl", []string{"hccl-transport-init", "hccl-connect-timeout", "hccl-roce-error-cqe"}, []emitterLine{
 		{line: "(VllmWorker TP0 pid=975) ERROR 09-04 09:44:06 [multiproc_executor.py:596]         Transport init error. Reason: [Create][DestLink]Create Dest error! creakLink para:rank[0]-localUserrank[0]-localIpAddr[192.168.1.3], dst_rank[8]-remoteUserrank[8]-remote_ip_addr[192.168.1.4]",

@@ -67,7 +67,7 @@ func TestDigestRAS(t *testing.T) {
 		{"behind, stuck", []LogEvidence{behindAt(1, 811, 812), behindAt(2, 811, 812)}, "different-progress gpu02 RASBehind"},
 		{"behind once is not enough", []LogEvidence{behindAt(1, 811, 812)}, "unknown"},
 		{"behind but moving", []LogEvidence{behindAt(1, 811, 812), behindAt(2, 900, 901)}, "unknown"},
-		{"the earlier transport error wins", []LogEvidence{net(0), rasAt(1, dead)}, "network gpu02 TransportErrors"},
+		{"the earlier transport error wins", []LogEvidence{net(0), rasAt(1, dead)}, "network gpu03 NamedAsPeer"},
 		{"the earlier dead rank wins", []LogEvidence{rasAt(1, dead), net(2)}, "rank-failed gpu04 RASDeadRank"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -248,3 +248,26 @@ func deeper(root, cause string) bool { return rootDepth[root] > rootDepth[cause]
 func explained(w ruleHit, root string) bool {
 	return consequenceOnly(w) && deeper(root, w.cause) && slices.Contains([]string{CauseBadDevice, CauseNetwork}, root)
 }
+
+// appXIDGone names the hosts whose processes are all gone and whose kernel
+// logged an application XID (isAppXID: the GPU stopped that process's
+// work), when not every host of the job did: the rank there crashed on its
+// GPU (a two-host job too, where the telemetry rules name no minority).
+func appXIDGone(in DigestInput, ev evidence, named map[string]bool) []DigestCulprit {
+	var out []DigestCulprit
+	with := 0
+	for _, h := range in.Hosts {
+		ls := ev.of(h.Host, isAppXID)
+		if len(ls) == 0 {
+			continue
+		}
+		with++
+		if !named[h.Host] && h.Latest.Procs == 0 && !h.Latest.HasMissing("pids") {
+			out = append(out, DigestCulprit{Host: h.Host, Reason: DigestCrashed, Evidence: map[string]any{"lines": lines(ls), "count": len(ls), "procs": 0}})
+		}
+	}
+	if with >= len(in.Hosts) {
+		return nil
+	}
+	return out
+}

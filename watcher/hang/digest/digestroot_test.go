@@ -137,7 +137,7 @@ func TestCrashSignalOnEveryHost(t *testing.T) {
 		{"Open MPI's handler on both hosts", []LogEvidence{ompi1, ompi2}, "rank-failed"},
 		{"srun's segfaults on both hosts", []LogEvidence{segv1, segv2}, "rank-failed"},
 		{"killed on both hosts: a teardown", []LogEvidence{killed1, killed2}, "unknown"},
-		{"a segfault on one host", []LogEvidence{segv2}, "rank-failed gpu02 RankKilled"},
+		{"a segfault on one host: its crash, not a kill", []LogEvidence{segv2}, "rank-failed gpu02 Crashed"},
 		{"after a device fault", []LogEvidence{ecc, ompi1, ompi2}, "bad-device"},
 		{"after a collective timed out", []LogEvidence{wd1, wd2, late(ompi1), late(ompi2)}, "unknown"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
+	"github.com/vigil-hpc/vigil/internal/xid"
 	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -56,7 +57,7 @@ type digestRule struct {
 // strictly earlier (winner): the earliest anomaly explains what follows (a
 // transport error, then ranks that exit because of it, is network).
 var digestRules = []digestRule{
-	{CauseBadDevice, badDevice, func(m joblog.Match) bool { return m.Fault }},
+	{CauseBadDevice, badDevice, isDeviceFault},
 	{CauseRankFailed, withRAS(rankFailed, rasFailed), orRAS(isCrash, joblog.KindRASFailed)},
 	{CauseNetwork, network, isNet},
 	{CauseDataStall, dataStall, isStall},
@@ -64,14 +65,15 @@ var digestRules = []digestRule{
 		orRAS(func(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog || isMismatch(m) }, joblog.KindRASBehind)},
 }
 
-// badDevice names every host with a fault XID, an Ascend NPU error code
-// raised in a major or critical alarm, or an uncorrectable ECC error: an
-// application XID (13, 31, ...) or an NPU code in a minor alarm is not a
+// badDevice names every host with a fault XID, an XID 94 (a contained ECC
+// error), an Ascend NPU error code raised in a major or critical alarm, or
+// an uncorrectable ECC error: an application XID (13, 31, ...: that
+// process's crash, isCrash) or an NPU code in a minor alarm is not a
 // fault.
 func badDevice(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	var out []DigestCulprit
 	for _, h := range ev.hosts {
-		ls := ev.of(h, func(m joblog.Match) bool { return m.Fault })
+		ls := ev.of(h, isDeviceFault)
 		if len(ls) == 0 {
 			continue
 		}
@@ -83,7 +85,9 @@ func badDevice(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 				xids = append(xids, l.Match.XID)
 			case joblog.KindNPUError:
 				reason = DigestDeviceFault
-				codes = append(codes, l.Match.Code)
+				if l.Match.Code != "" { // a runtime's line (lost heartbeat) carries none
+					codes = append(codes, l.Match.Code)
+				}
 			}
 		}
 		e := map[string]any{"lines": lines(ls), "count": len(ls)}
@@ -107,7 +111,7 @@ func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 // printed at every exit), a collective that timed out. A job that ended
 // with one gets a digest (EventFailed).
 func IsFailure(m joblog.Match) bool {
-	return m.Fault || isCrash(m) || isNet(m) || m.Kind == joblog.KindPeerClosed && !isLocalRankClosed(m) || isMismatch(m) ||
+	return isDeviceFault(m) || isCrash(m) || isAppXID(m) || isNet(m) || m.Kind == joblog.KindPeerClosed && !isLocalRankClosed(m) || isMismatch(m) ||
 		m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
@@ -116,6 +120,22 @@ func IsFailure(m joblog.Match) bool {
 func isCrash(m joblog.Match) bool {
 	return m.Kind == joblog.KindTraceback || m.Kind == joblog.KindCUDAError || m.Kind == joblog.KindTaskExit ||
 		m.Kind == joblog.KindOOMKill
+}
+
+// isAppXID is the driver's XID that a process's work on the GPU failed
+// (xid.AppError: a graphics engine exception, a memory page fault), on
+// the host whose kernel logged it: no device fault, and no cause that
+// outranks another either (a job's ranks may go on after one), but the
+// word of why a host's processes went.
+func isAppXID(m joblog.Match) bool {
+	return m.Kind == joblog.KindXID && !m.Fault && xid.AppError(m.XID)
+}
+
+// isDeviceFault is a device fault (m.Fault), or XID 94, a contained ECC
+// error: no fault to drain the node for, but a device memory error ended
+// the job's process there (xid.ContainedECC).
+func isDeviceFault(m joblog.Match) bool {
+	return m.Fault || m.Kind == joblog.KindXID && m.XID == xid.ContainedECC
 }
 
 // isStall is the kernel's word that the host's I/O is stuck: a task
@@ -158,6 +178,9 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	if gone := localRankGone(in, ev, named); len(gone) > 0 {
 		return append(out, gone...)
 	}
+	if gone := appXIDGone(in, ev, named); len(gone) > 0 {
+		return append(out, gone...)
+	}
 	// A host that reported transport errors (other than a socket its
 	// peer closed, which its own crash explains) is the network rule's,
 	// but it counts among the hosts whose ranks crashed: when every host's did,
@@ -189,7 +212,9 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 // firstToLeave names the hosts whose rank left before its peers:
 //   - RankKilled: a host whose task died of a signal (srun's "Killed",
 //     torchrun's negative exitcode) while other hosts' tasks exited with
-//     an error code (every task signalled is the job's teardown);
+//     an error code (every task signalled is the job's teardown); Crashed
+//     when every such signal is one the program raises itself
+//     (reCrashSignal: a segfault, an illegal instruction, an abort);
 //   - LeftEarly: in a job that ended (in.Ended), the hosts whose ranks
 //     printed no error at all while every other host's, at least two,
 //     failed: they finished or left a collective early (a rank that skipped
@@ -253,6 +278,8 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 		switch {
 		case len(oom[h]) > 0:
 			reason = DigestOOMKilled
+		case len(k) > 0 && !slices.ContainsFunc(k, func(l LogEvidence) bool { return !reCrashSignal.MatchString(l.Line) }):
+			reason = DigestCrashed // a signal the program raised itself (SIGSEGV, SIGILL, ...), not a kill
 		case len(k) > 0:
 			reason = DigestRankKilled
 		case len(a) > 0:
@@ -281,22 +308,6 @@ func signalled(line string) bool {
 	return m != nil && m[1] != "15" && !strings.Contains(line, "(SIGTERM)") && !strings.Contains(line, "exitcode: -15")
 }
 
-// peerHost is the host a peer-closed line names: by address (in.Addrs,
-// the layout's), by the rank a coordinated task's name carries (JAX's
-// "/job:jax_worker/replica:0/task:3", through the layout's ranks), or by
-// the node's own name (Open MPI's "Peer host:").
-func peerHost(in DigestInput, peer string) (string, bool) {
-	if h, ok := in.Addrs[peer]; ok {
-		return h, true
-	}
-	if r, ok := joblog.CoordinatedTask(peer); ok {
-		h := in.Layout.RankHost(r)
-		return h, h != ""
-	}
-	h := in.Layout.Node(peer)
-	return h, h != ""
-}
-
 // hostCulprit is a telemetry culprit with the sample that named it.
 type hostCulprit struct {
 	Culprit
@@ -318,134 +329,6 @@ func telemetryCulprits(in DigestInput, c watchcfg.Hang) []hostCulprit {
 		out = append(out, hostCulprit{cu, latest[cu.Host]})
 	}
 	return out
-}
-
-// network names, from the NCCL transport errors, the host that is an end
-// of several bad links (peers resolved through in.Addrs); when no end is
-// in more than one link, the hosts that reported the errors; GPUDirect
-// RDMA warnings name the hosts that printed them.
-func network(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
-	links := map[[2]string]bool{}
-	reporters := map[string][]string{} // end -> hosts whose lines name the link
-	var gdr []DigestCulprit
-	for _, h := range ev.hosts {
-		ls := ev.of(h, isNet)
-		if g := ev.of(h, func(m joblog.Match) bool { return isNet(m) && m.GDR }); len(g) > 0 {
-			gdr = append(gdr, DigestCulprit{Host: h, Reason: DigestGDRUnavailable, Evidence: map[string]any{"lines": lines(g)}})
-		}
-		for _, l := range ls {
-			if l.Match.Peer == "" {
-				continue
-			}
-			peer := l.Match.Peer
-			if host, ok := in.Addrs[peer]; ok {
-				peer = host
-			}
-			k := [2]string{min(h, peer), max(h, peer)}
-			if !links[k] {
-				links[k] = true
-				reporters[h] = append(reporters[h], h)
-				reporters[peer] = append(reporters[peer], h)
-			}
-		}
-	}
-	if len(gdr) > 0 {
-		return gdr
-	}
-	if out := portsDown(ev); len(out) > 0 {
-		return out
-	}
-	if out := inSeveralLinks(reporters, ev); len(out) > 0 {
-		return out
-	}
-	var out []DigestCulprit
-	for _, h := range ev.hosts {
-		if ls := ev.of(h, isNet); len(ls) > 0 {
-			out = append(out, DigestCulprit{Host: h, Reason: DigestTransportErrors,
-				Evidence: map[string]any{"lines": lines(ls), "count": len(ls), "peers": peersOf(ls, in.Addrs)}})
-		}
-	}
-	return out
-}
-
-// portsDown names the hosts whose own adapter reported its port down (an
-// InfiniBand async port error, a catastrophic adapter error): the event is
-// the host's own, and the errors its peers report on links to it are its
-// consequence, so those peers are not named.
-func portsDown(ev evidence) []DigestCulprit {
-	var out []DigestCulprit
-	for _, h := range ev.hosts {
-		if ls := ev.of(h, isPortDown); len(ls) > 0 {
-			out = append(out, DigestCulprit{Host: h, Reason: DigestPortDown, Evidence: map[string]any{"lines": lines(ls), "count": len(ls)}})
-		}
-	}
-	return out
-}
-
-// isPortDown is a transport error about the host's own adapter.
-func isPortDown(m joblog.Match) bool { return isNet(m) && m.PortDown }
-
-// isLinkNet is a transport error other than a TCP socket's: a socket
-// closed or reset by the other end is what a peer that exited causes too.
-func isLinkNet(m joblog.Match) bool { return isNet(m) && !m.Socket }
-
-// inSeveralLinks names the ends of the most bad links when that is at
-// least two links and not every end has as many.
-func inSeveralLinks(reporters map[string][]string, ev evidence) []DigestCulprit {
-	most := 0
-	for _, rs := range reporters {
-		most = max(most, len(rs))
-	}
-	if most < 2 {
-		return nil
-	}
-	var ends []string
-	for end, rs := range reporters {
-		if len(rs) == most {
-			ends = append(ends, end)
-		}
-	}
-	if len(ends) == len(reporters) {
-		return nil
-	}
-	var out []DigestCulprit
-	for _, end := range ends {
-		by := uniqueSorted(reporters[end])
-		var ls []LogEvidence
-		for _, r := range by {
-			ls = append(ls, ev.of(r, isNet)...)
-		}
-		out = append(out, DigestCulprit{Host: end, Reason: DigestBadLinks,
-			Evidence: map[string]any{"links": most, "reported_by": by, "lines": lines(ls)}})
-	}
-	return out
-}
-
-// peersOf lists the peers named in ls, as hosts where the address is known.
-func peersOf(ls []LogEvidence, addrs map[string]string) []string {
-	var out []string
-	for _, l := range ls {
-		if p := l.Match.Peer; p != "" {
-			if h, ok := addrs[p]; ok {
-				p = h
-			}
-			out = append(out, p)
-		}
-	}
-	return uniqueSorted(out)
-}
-
-func uniqueSorted(xs []string) []string {
-	out := append([]string{}, xs...)
-	sort.Strings(out)
-	k := 0
-	for i, x := range out {
-		if i == 0 || x != out[k-1] {
-			out[k] = x
-			k++
-		}
-	}
-	return out[:k]
 }
 
 // dataStall names the hosts the telemetry culprit rules find idle while

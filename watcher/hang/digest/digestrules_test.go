@@ -50,6 +50,12 @@ func TestDigestRules(t *testing.T) {
 		v.Latest.Accel[0].Util, v.Latest.Procs = 0, procs
 		return v
 	}
+	idleAll := func(vs []HostView) []HostView {
+		for i := range vs {
+			vs[i] = idle(vs[i], 0)
+		}
+		return vs
+	}
 	tests := []struct {
 		name  string
 		hosts []HostView
@@ -58,6 +64,14 @@ func TestDigestRules(t *testing.T) {
 		want  string // "cause host reason, ..."
 	}{
 		{"application xid only", views(3), []LogEvidence{lg("gpu02", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception")}, nil, "unknown"},
+		// https://github.com/NVIDIA/TensorRT-LLM/issues/15610: a two-host job.
+		{"application xid where the processes are gone", func() []HostView { vs := views(2); vs[1] = idle(vs[1], 0); return vs }(),
+			[]LogEvidence{lg("gpu02", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception")}, nil, "rank-failed gpu02 Crashed"},
+		{"application xid on every host", func() []HostView { vs := idleAll(views(2)); return vs }(),
+			[]LogEvidence{lg("gpu01", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception"),
+				lg("gpu02", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception")}, nil, "unknown"},
+		// https://sulao.cn/post/1165: a contained ECC error ends the process.
+		{"contained ecc error (xid 94)", views(3), []LogEvidence{lg("gpu02", "NVRM: Xid (PCI:0000:cb:00): 94, pid=538578, name=python, channel 0x0000000b")}, nil, "bad-device gpu02 DeviceFault"},
 		{"uncorrectable ecc", views(3), []LogEvidence{lg("gpu01", "NVRM: Uncorrectable ECC error detected on GPU 0")}, nil, "bad-device gpu01 UncorrectableECC"},
 		{"single host with a fault", views(1), []LogEvidence{lg("gpu01", "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE")}, nil, "bad-device gpu01 DeviceFault"},
 		{"npu fault code", views(3), []LogEvidence{lg("gpu02", "dcmi: npu2 (PCI:0000:c3:00.0) error code 0x80e18005, critical alarm (fault)")}, nil, "bad-device gpu02 DeviceFault"},
