@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,7 +111,7 @@ func realMain(ctx context.Context, args []string, lookup func(string) (string, b
 		return exitUsage
 	}
 	err = loop.Watch(ctx, loop.Options{
-		Settings: inv.settings, Record: inv.record, AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
+		Settings: inv.settings, Record: cmp.Or(inv.record, inv.settings.Record), AccelTrace: inv.accelTrace, DryRun: inv.dryRun,
 		Root: inv.root, Lookup: lookup, Stdout: stdout, Log: log, NodeAddrs: addrs,
 	})
 	if err != nil {
@@ -302,7 +303,7 @@ func flags(replay bool, c *cli, out io.Writer) (*flag.FlagSet, func() config.Val
 		fs.StringVar(&c.html, "html", "", "also write the replay as one self-contained HTML `file`: the digests and culprits on top, one chart per host of I/O rate, CPU, device utilisation and power")
 		return fs, given
 	}
-	fs.StringVar(&c.record, "record", "", "append every sample as one JSON line to `file` (for replay); %N is replaced by the node name, %j by the job id")
+	fs.StringVar(&c.record, "record", "", "append every sample as one JSON line to `file` (for replay); %N is replaced by the node name, %j by the job id ([watch] record)")
 	fs.StringVar(&c.accelTrace, "accel-trace", "", "read accelerator samples from a recorded trace `file` instead of NVML/DCMI")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "act on nothing; log what would be done")
 	fs.StringVar(&c.root, "root", "/", "root `dir`ectory of /proc and /sys (for tests on fixture trees)")

@@ -82,6 +82,11 @@ type Settings struct {
 	// ReportDir receives the JSON hang reports; "" means the step's
 	// working directory.
 	ReportDir string `toml:"report_dir" flag:"report-dir" arg:"dir" usage:"directory for the JSON hang reports (default: the working directory); the log, webhook and mail name them by absolute path"`
+	// Record, when set, appends every sample as a trace line to this file
+	// (%j: the job id, %N: the node name; a relative path is the job's
+	// working directory's), for replay and post-mortems; the --record flag
+	// overrides it.
+	Record string `toml:"record"`
 	// SlurmBinDir is where scontrol and scancel live ("/usr/bin").
 	SlurmBinDir string `toml:"slurm_bin_dir"`
 	// Port is the base TCP port of the job's watchers' meeting: a job's

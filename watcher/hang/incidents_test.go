@@ -82,9 +82,10 @@ var incidentT0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 // or -T's wall-clock time, "[Fri Mar  3 04:44:24 2023] ", with one space
 // where a web page collapsed two), or Talos's talosctl dmesg prefix
 // ("10.0.0.2: kern: warning: [2026-04-22T21:26:20.599488292Z]: ",
-// siderolabs/talos cmd/talosctl/cmd/talos/dmesg.go).
+// siderolabs/talos cmd/talosctl/cmd/talos/dmesg.go), and the "host: "
+// a collecting shell (pdsh, clush) puts before dmesg's timestamp.
 var kmsgPrefix = regexp.MustCompile(`^(?:messages:)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: |kernel: |\S+: kern: +[a-z]+: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: )?` +
-	`(?:\[\s*\+?\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}\] )?`)
+	`(?:(?:[A-Za-z][A-Za-z0-9._-]*: )?(?:\[\s*\+?\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}\] ))?`)
 
 // incidentTrace turns in into the trace the live watchers would have
 // recorded: each host's readings (training until the stall, then flat as
@@ -395,6 +396,10 @@ var lookAlikesNamingNobodyToday = []string{
 	"ascend-pytorch-54-hccl-exec-timeout-idle-service",
 	"gpu-fuser-2497-driver-shutting-down-at-exit",
 	"nccl-653-collnet-no-algorithm-every-rank",
+	"mce-rasdaemon-95-corrected-events-healthy-host",
+	"jax-grain-802-worker-reinit-different-incarnation",
+	"mpich-libfabric-11307-ofi-canceled-sigterm",
+	"sglang-3932-rank3-timeout-dist-timeout",
 }
 
 func loadIncidents(t *testing.T) (names []string, incs map[string]incident) {

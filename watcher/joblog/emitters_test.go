@@ -49,6 +49,10 @@ const kmsgStream = trace.StreamKmsg
 
 // emitters are the shipped rules by the program that prints their lines.
 var emitters = []emitter{
+	{"abseil-failure-signal-handler", []string{"abseil-fatal-signal"}, []emitterLine{
+		{line: "(RayWorkerWrapper pid=376235, ip=10.0.0.2) *** SIGSEGV received at time=1745722347 on cpu 48 ***", rule: "abseil-fatal-signal", kind: KindTaskExit, host: "gpu04"},
+		{line: "*** SIGTERM received at time=1739523108 on cpu 0 ***"},
+	}},
 	{"cpython", []string{"traceback"}, []emitterLine{
 		{line: "[rank2]: Traceback (most recent call last):", rule: "traceback", kind: KindTraceback, host: "gpu02"},
 		{line: "Traceback (most recent call last):", rule: "traceback", kind: KindTraceback},
@@ -78,13 +82,15 @@ var emitters = []emitter{
 		{line: "nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)"},
 	}},
 	{"nccl", []string{"nccl-cuda-failure", "nccl-cuda-calloc-failed", "nccl-retrying", "nccl-ib-port-down", "nccl-ib-completion-error", "nccl-socket-reset",
-		"nccl-socket-unreachable", "nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
+		"nccl-socket-unreachable", "nccl-socket-connect-failed", "nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
 		{line: "gpu01:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu01"},
 		{line: "gpu02: Failed to CUDA calloc async 1920 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu02"},
 		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)",
 			rule: "nccl-socket-unreachable", kind: KindNCCLNet, peer: "10.0.0.4"},
 		{line: "gpu02:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.2<56849> returned 113(No route to host) errno 115(Operation now in progress)",
 			rule: "nccl-socket-unreachable", kind: KindNCCLNet, host: "gpu02", peer: "10.0.0.2", peerHost: "gpu04"},
+		{line: "socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.82<38455> failed : Software caused connection abort",
+			rule: "nccl-socket-connect-failed", kind: KindNCCLNet, peer: "10.0.0.82"},
 		// A refused connection is a peer not listening yet: no evidence.
 		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 111(Connection refused) errno 115(Operation now in progress)", kind: KindNCCLWarn},
 		{line: "gpu01:104934:104934 [1] init.cc:204 NCCL WARN Cuda failure 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "gpu01"},
@@ -162,7 +168,9 @@ var emitters = []emitter{
 		{line: "RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms", rule: "c10d-monitored-barrier", kind: KindMismatch, host: "gpu01"},
 		{line: "[Rank 0]: Ranks 2, 5 failed to pass monitoredBarrier in 30000 ms", rule: "c10d-monitored-barrier", kind: KindMismatch, host: "gpu01"},
 	}},
-	{"gloo", []string{"gloo-connection-closed", "gloo-connection-reset"}, []emitterLine{
+	{"gloo", []string{"gloo-connection-closed", "gloo-connection-reset", "gloo-connect-full-mesh-failed"}, []emitterLine{
+		{line: "(RayWorkerWrapper pid=1061) ERROR 02-12 02:14:01 worker_base.py:574] RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+			rule: "gloo-connect-full-mesh-failed", kind: KindNCCLNet},
 		{line: "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895",
 			rule: "gloo-connection-closed", kind: KindPeerClosed, peer: "127.0.0.1", peerHost: "gpu03"},
 		{line: "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [192.168.70.92]:25266: Connection reset by peer",
@@ -186,6 +194,10 @@ var emitters = []emitter{
 	{"kernel-nfs-client", []string{"nfs-not-responding"}, []emitterLine{
 		{line: "nfs: server ease not responding, still trying", stream: kmsgStream, rule: "nfs-not-responding", kind: KindNFS},
 		{line: "nfs: server ease OK", stream: kmsgStream},
+	}},
+	{"kernel-mlx5", []string{"mlx5-health-compromised"}, []emitterLine{
+		{line: "mlx5_core 0000:5e:00.0: device's health compromised - reached miss count", stream: kmsgStream, rule: "mlx5-health-compromised", kind: KindNCCLNet},
+		{line: "mlx5_core 0000:5e:00.0: irisc_index 0", stream: kmsgStream},
 	}},
 	{"lustre-client", []string{"lustre-connection-lost"}, []emitterLine{
 		{line: "Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) was lost; in progress operations using this service will wait for recovery to complete",
@@ -233,11 +245,18 @@ var emitters = []emitter{
 		{line: "[ERROR] HCCL(80812,):2026-06-17-02:21:43.853.226 [detect_connect_anomalies.cc:126] [86231]-------------------CONNECT TIMEOUT DETECT RESULT-----------------------",
 			rule: "hccl-connect-timeout", kind: KindNCCLNet},
 	}},
-	{"xla-coordination-service", []string{"jax-heartbeat-timeout"}, []emitterLine{
+	{"xla-coordination-service", []string{"jax-heartbeat-timeout", "xla-barrier-timed-out"}, []emitterLine{
+		{line: ":{\"created\":\"@1706211255.371885374\",\"description\":\"Error received from peer ipv4:10.142.0.55:8476\",\"file\":\"external/com_github_grpc_grpc/src/core/lib/surface/call.cc\",\"file_line\":1056,\"grpc_message\":\"Barrier timed out. Barrier_id: multihost_broadcast_sync0. Timed out task names:\\n/job:jax_worker/replica:0/task:3\\n/job:jax_worker/replica:0/task:0\\n\",\"grpc_status\":4}",
+			rule: "xla-barrier-timed-out", kind: KindMismatch},
+		{line: "The first task at the barrier: /job:jax_worker/replica:0/task:13."},
 		{line: "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly. Check the task logs for an earlier error to debug further. [type.googleapis.com/tensorflow.CoordinationServiceError='']",
 			rule: "jax-heartbeat-timeout", kind: KindPeerClosed, peer: "/job:jax_worker/replica:0/task:0", peerHost: "gpu01"},
 	}},
-	{"mpich-hydra", []string{"hydra-exit-code", "hydra-exit-string", "hydra-running-at"}, []emitterLine{
+	{"mpich-hydra", []string{"hydra-exit-code", "hydra-exit-string", "hydra-running-at", "impi-killed-by-signal"}, []emitterLine{
+		// Intel MPI's Hydra: its banner names the rank too.
+		{line: "=   RANK 2 PID 30362 RUNNING AT node2", rule: "hydra-running-at", kind: KindHostBanner, peer: "node2"},
+		{line: "=   KILLED BY SIGNAL: 9 (Killed)", rule: "impi-killed-by-signal", kind: KindTaskExit},
+		{line: "=   KILLED BY SIGNAL: 15 (Terminated)"},
 		// mpiexec's block names the host ("=   PID 9665 RUNNING AT
 		// NeuroRTX6000") of the EXIT CODE line after it: a host banner,
 		// which the digest uses to place that line (hang.hostBanner).

@@ -130,7 +130,7 @@ var (
 	reCompleted = regexp.MustCompile(`last completed NCCL work: (-?\d+)`)
 	rePeer      = regexp.MustCompile(`from peer ([^\s<,]+)`)
 	reStatus    = regexp.MustCompile(`(?:status=|with error )(\d+)`)
-	rePortDown  = regexp.MustCompile(`Got async (?:error )?event ?: (?:port error|local catastrophic error)`)
+	rePortDown  = regexp.MustCompile(`Got async (?:error )?event ?: (?:port error|local catastrophic error)|^mlx5_core \S+ (?:poll_health:\d+:\(pid \d+\): )?device.s health compromised`)
 	reSocket    = regexp.MustCompile(`Connection (?:closed by remote peer|reset by peer)|Broken pipe`)
 	reOOB       = regexp.MustCompile(`OOB [^:\s]+:([^\s<]+)<`)
 	reEpoch     = regexp.MustCompile(`(?i)\bepoch\b[\s:=\[#]*(\d+)`)
@@ -363,6 +363,10 @@ var (
 		`\[((?:\d+, )*\d+)\] (?:joined but didn't finish collective #|finished collective #\d+, but didn't join collective #)|ranks \[((?:\d+, )*\d+)\] are the lagging ranks`)
 )
 
+// reTask is a coordinated task's name, "/job:jax_worker/replica:0/task:3"
+// (its number is the JAX process id).
+var reTask = regexp.MustCompile(`/job:[\w-]+/replica:\d+/task:(\d+)`)
+
 var reStuck = regexp.MustCompile(`\] joined but didn't finish collective #`)
 
 var reReady = regexp.MustCompile(`\[ready ranks: ((?:\d+, ?)*\d+)\]`)
@@ -423,6 +427,11 @@ func accusedRanks(line string) string {
 	}
 	for _, g := range reRunning.FindAllStringSubmatch(line, -1) {
 		add(g[1])
+	}
+	if _, names, ok := strings.Cut(line, "imed out task names:"); ok { // XLA's barrier: the tasks that never came
+		for _, g := range reTask.FindAllStringSubmatch(names, -1) {
+			add(g[1])
+		}
 	}
 	for _, g := range reRankSet.FindAllStringSubmatch(line, -1) {
 		for _, set := range g[1:] {

@@ -184,14 +184,15 @@ func inDWhilePeersRun(in DigestInput) []DigestCulprit {
 // SIGFPE, SIGILL) or an abort (SIGABRT), never the teardown's SIGTERM nor
 // SIGKILL (a launcher's kill, the OOM killer): srun's strsignal names,
 // torchrun's negative exit code and signal name, mpirun's "exited on
-// signal N", and Open MPI's own handler's "*** Process received signal
+// signal N", Open MPI's own handler's "*** Process received signal
 // ***", which it installs for SIGABRT, SIGBUS, SIGFPE and SIGSEGV only
 // (open-mpi/ompi opal/runtime/opal_params_core.c, the opal_signal
-// parameter's default).
+// parameter's default), and abseil's failure signal handler's "*** SIGSEGV
+// received at time=..." (Ray, TensorFlow, XLA).
 var reCrashSignal = regexp.MustCompile(`: tasks? [\d,-]+: (?:Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception)|` +
 	`exitcode\s*:\s*-(?:4|6|7|8|11)\b|` +
 	`(?i)\bsignal (?:4|6|7|8|11) \(SIG(?:ILL|ABRT|BUS|FPE|SEGV)\)|exited on signal (?:4|6|7|8|11)\b|` +
-	`^\[[A-Za-z][A-Za-z0-9._-]*:\d+\] \*\*\* Process received signal \*\*\*`)
+	`^\[[A-Za-z][A-Za-z0-9._-]*:\d+\] \*\*\* Process received signal \*\*\*|\*\*\* SIG(?:SEGV|ILL|FPE|ABRT|BUS) received at time=\d+`)
 
 // crashedEverywhere is, by host, the lines that say a task died of a
 // crash signal (reCrashSignal), when every host of the job (at least two)

@@ -170,7 +170,11 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		if ls := ev.of(cu.Host, isCrash); len(ls) > 0 {
 			e["lines"] = lines(ls)
 		}
-		out = append(out, DigestCulprit{Host: cu.Host, Reason: cu.Reason, Evidence: e})
+		reason := cu.Reason
+		if cu.Reason == CulpritProcessesGone && len(ev.of(cu.Host, func(m joblog.Match) bool { return m.Kind == joblog.KindOOMKill })) > 0 {
+			reason = DigestOOMKilled // its own line says why they went
+		}
+		out = append(out, DigestCulprit{Host: cu.Host, Reason: reason, Evidence: e})
 	}
 	if first := firstToLeave(in, ev, named); len(first) > 0 {
 		return append(out, first...)
@@ -299,7 +303,8 @@ func firstToLeave(in DigestInput, ev evidence, named map[string]bool) []DigestCu
 // a signal (a task ended by the job's own teardown says "Terminated", or
 // signal 15: not that).
 var reSignalled = regexp.MustCompile(`: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted|Bus error)|exitcode\s*:\s*-\d+|` +
-	`(?i)\bsignal \d+ \(SIG[A-Z]+\) received by PID|noticed that process rank \d+ with PID \d+ on node \S+ exited on(?:$| signal (\d+))`)
+	`(?i)\bsignal \d+ \(SIG[A-Z]+\) received by PID|noticed that process rank \d+ with PID \d+ on node \S+ exited on(?:$| signal (\d+))|` +
+	`\*\*\* SIG(?:SEGV|ILL|FPE|ABRT|BUS|TRAP) received at time=`)
 
 // signalled reports whether line says a task died of a signal other than
 // the teardown's SIGTERM (15).

@@ -70,6 +70,10 @@ func TestDigestRules(t *testing.T) {
 		{"application xid on every host", func() []HostView { vs := idleAll(views(2)); return vs }(),
 			[]LogEvidence{lg("gpu01", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception"),
 				lg("gpu02", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception")}, nil, "unknown"},
+		// https://github.com/NOAA-EMC/global-workflow/issues/1361: the readings
+		// name the host, its own line says why its processes went.
+		{"processes gone after an OOM kill", func() []HostView { vs := views(3); vs[1] = idle(vs[1], 0); return vs }(),
+			[]LogEvidence{lg("gpu02", "srun: error: gpu02: task 300: Out Of Memory")}, nil, "rank-failed gpu02 OOMKilled"},
 		// https://sulao.cn/post/1165: a contained ECC error ends the process.
 		{"contained ecc error (xid 94)", views(3), []LogEvidence{lg("gpu02", "NVRM: Xid (PCI:0000:cb:00): 94, pid=538578, name=python, channel 0x0000000b")}, nil, "bad-device gpu02 DeviceFault"},
 		{"uncorrectable ecc", views(3), []LogEvidence{lg("gpu01", "NVRM: Uncorrectable ECC error detected on GPU 0")}, nil, "bad-device gpu01 UncorrectableECC"},
