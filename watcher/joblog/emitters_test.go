@@ -245,7 +245,9 @@ var emitters = []emitter{
 		{line: "[ERROR] HCCL(80812,):2026-06-17-02:21:43.853.226 [detect_connect_anomalies.cc:126] [86231]-------------------CONNECT TIMEOUT DETECT RESULT-----------------------",
 			rule: "hccl-connect-timeout", kind: KindNCCLNet},
 	}},
-	{"xla-coordination-service", []string{"jax-heartbeat-timeout", "xla-barrier-timed-out"}, []emitterLine{
+	{"xla-coordination-service", []string{"jax-heartbeat-timeout", "xla-barrier-timed-out", "xla-barrier-deadline"}, []emitterLine{
+		{line: "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete.0.1. This usually happens because a task triggered the barrier too early or too slowly. Please look at the task logs (both timed out and first task) to debug further.",
+			rule: "xla-barrier-deadline", kind: KindWatchdog},
 		{line: ":{\"created\":\"@1706211255.371885374\",\"description\":\"Error received from peer ipv4:10.142.0.55:8476\",\"file\":\"external/com_github_grpc_grpc/src/core/lib/surface/call.cc\",\"file_line\":1056,\"grpc_message\":\"Barrier timed out. Barrier_id: multihost_broadcast_sync0. Timed out task names:\\n/job:jax_worker/replica:0/task:3\\n/job:jax_worker/replica:0/task:0\\n\",\"grpc_status\":4}",
 			rule: "xla-barrier-timed-out", kind: KindMismatch},
 		{line: "The first task at the barrier: /job:jax_worker/replica:0/task:13."},

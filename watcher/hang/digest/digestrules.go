@@ -122,6 +122,11 @@ func isCrash(m joblog.Match) bool {
 		m.Kind == joblog.KindOOMKill
 }
 
+// isWaitTimeout is a rank's word that a collective it waited in timed out
+// (PyTorch's watchdog, XLA's barrier): a host whose processes left after
+// it left because its peers did not come, and its readings name no cause.
+func isWaitTimeout(m joblog.Match) bool { return m.Kind == joblog.KindWatchdog }
+
 // isAppXID is the driver's XID that a process's work on the GPU failed
 // (xid.AppError: a graphics engine exception, a memory page fault), on
 // the host whose kernel logged it: no device fault, and no cause that
@@ -149,7 +154,9 @@ func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Ki
 // traceback or CUDA error when those are not every host (a watchdog that
 // aborts every rank prints tracebacks everywhere, and ranks whose peer
 // left exit with errors too). A host that reported transport errors
-// itself is left to the network rule.
+// itself is left to the network rule, and one whose own lines say a
+// collective it waited in timed out (isWaitTimeout) is not named by its
+// readings.
 func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	named := map[string]bool{}
 	var out []DigestCulprit
@@ -159,7 +166,7 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		default:
 			continue
 		}
-		if len(ev.of(cu.Host, isNet)) > 0 {
+		if len(ev.of(cu.Host, isNet)) > 0 || len(ev.of(cu.Host, isWaitTimeout)) > 0 {
 			continue
 		}
 		named[cu.Host] = true

@@ -70,6 +70,10 @@ func TestDigestRules(t *testing.T) {
 		{"application xid on every host", func() []HostView { vs := idleAll(views(2)); return vs }(),
 			[]LogEvidence{lg("gpu01", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception"),
 				lg("gpu02", "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics SM Warp Exception")}, nil, "unknown"},
+		// A host whose processes left after its own collective timed out
+		// waited for the others: its readings do not name it.
+		{"processes gone after their own watchdog timeout", func() []HostView { vs := views(3); vs[1] = idle(vs[1], 0); return vs }(),
+			[]LogEvidence{lg("gpu02", wd(4, "ALLREDUCE", 76))}, nil, "unknown"},
 		// https://github.com/NOAA-EMC/global-workflow/issues/1361: the readings
 		// name the host, its own line says why its processes went.
 		{"processes gone after an OOM kill", func() []HostView { vs := views(3); vs[1] = idle(vs[1], 0); return vs }(),
