@@ -400,6 +400,10 @@ var lookAlikesNamingNobodyToday = []string{
 	"jax-grain-802-worker-reinit-different-incarnation",
 	"mpich-libfabric-11307-ofi-canceled-sigterm",
 	"sglang-3932-rank3-timeout-dist-timeout",
+	"nccl-sharp-151-streaming-tree-lock-fallback",
+	"pytorch-147064-elastic-peer-agent-restarted",
+	"slurm-dagster-slurm-72-ray-worker-step-cancelled-teardown",
+	"tcpx-1-rx-ctrl-timeout-slow-init",
 }
 
 func loadIncidents(t *testing.T) (names []string, incs map[string]incident) {

@@ -49,6 +49,11 @@ const kmsgStream = trace.StreamKmsg
 
 // emitters are the shipped rules by the program that prints their lines.
 var emitters = []emitter{
+	{"aws-ofi-nccl", []string{"ofi-request-completed-with-error"}, []emitterLine{
+		{line: "[1,13]<stdout>:gpu02:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: 20. Error: unknown error. Completed length: 0, Request: { buffer_index: 255, dev: 1, size: 0, state: CREATED, direction: SEND }",
+			rule: "ofi-request-completed-with-error", kind: KindNCCLNet},
+		{line: "NET/OFI Selected Provider is efa"},
+	}},
 	{"abseil-failure-signal-handler", []string{"abseil-fatal-signal"}, []emitterLine{
 		{line: "(RayWorkerWrapper pid=376235, ip=10.0.0.2) *** SIGSEGV received at time=1745722347 on cpu 48 ***", rule: "abseil-fatal-signal", kind: KindTaskExit, host: "gpu04"},
 		{line: "*** SIGTERM received at time=1739523108 on cpu 0 ***"},
@@ -82,7 +87,7 @@ var emitters = []emitter{
 		{line: "nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)"},
 	}},
 	{"nccl", []string{"nccl-cuda-failure", "nccl-cuda-calloc-failed", "nccl-retrying", "nccl-ib-port-down", "nccl-ib-completion-error", "nccl-socket-reset",
-		"nccl-socket-unreachable", "nccl-socket-connect-failed", "nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
+		"nccl-socket-unreachable", "nccl-socket-connect-failed", "nccl-socket-timed-out", "nccl-nvls-bind-failed", "nccl-ib-dmabuf-reg-failed", "nccl-socket-closed", "nccl-mismatched-collective", "nccl-service-thread-closed"}, []emitterLine{
 		{line: "gpu01:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu01"},
 		{line: "gpu02: Failed to CUDA calloc async 1920 bytes", rule: "nccl-cuda-calloc-failed", kind: KindCUDAError, host: "gpu02"},
 		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)",
@@ -91,6 +96,9 @@ var emitters = []emitter{
 			rule: "nccl-socket-unreachable", kind: KindNCCLNet, host: "gpu02", peer: "10.0.0.2", peerHost: "gpu04"},
 		{line: "socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.82<38455> failed : Software caused connection abort",
 			rule: "nccl-socket-connect-failed", kind: KindNCCLNet, peer: "10.0.0.82"},
+		{line: "[15]gpu02:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.0.3<41468> failed : Connection timed out",
+			rule: "nccl-socket-timed-out", kind: KindNCCLNet, host: "gpu02", peer: "10.0.0.3"},
+		{line: "gpu02:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error", rule: "nccl-nvls-bind-failed", kind: KindXID, fault: true, host: "gpu02"},
 		// A refused connection is a peer not listening yet: no evidence.
 		{line: "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 111(Connection refused) errno 115(Operation now in progress)", kind: KindNCCLWarn},
 		{line: "gpu01:104934:104934 [1] init.cc:204 NCCL WARN Cuda failure 'an illegal memory access was encountered'", rule: "nccl-cuda-failure", kind: KindCUDAError, host: "gpu01"},
@@ -128,7 +136,11 @@ var emitters = []emitter{
 		// no evidence either.
 		{line: "gpu01:1:2 [0] NCCL INFO Cuda failure 2 'out of memory'", host: "gpu01"},
 	}},
-	{"slurm-srun", []string{"srun-task-exit", "srun-task-oom"}, []emitterLine{
+	{"slurm-srun", []string{"srun-task-exit", "srun-task-oom", "srun-node-failure"}, []emitterLine{
+		{line: "srun: error: Node failure on jean-zay-iam37", rule: "srun-node-failure", kind: KindPeerClosed, peer: "jean-zay-iam37"},
+		{line: "srun: error: Node failure on gpu02", rule: "srun-node-failure", kind: KindPeerClosed, peer: "gpu02", peerHost: "gpu02"},
+		// srun signalled from outside (a cancel), not a task's failure.
+		{line: "srun: forcing job termination", kind: KindCancelled},
 		{line: "srun: error: gpu03: task 2: Exited with exit code 1", rule: "srun-task-exit", kind: KindTaskExit, host: "gpu03"},
 		{line: "srun: error: gpu04: tasks 3,7: Killed", rule: "srun-task-exit", kind: KindTaskExit, host: "gpu04"},
 		{line: "srun: error: orion-01-05: task 289: Bus error", rule: "srun-task-exit", kind: KindTaskExit, host: "orion-01-05"},

@@ -343,7 +343,12 @@ var reSlurmLine = regexp.MustCompile(`^\s*(?:\d+: )?(?:srun|slurmstepd|salloc|sb
 // PREEMPTION" or " DUE TO JOB REQUEUE" before the closing stars; not " DUE
 // TO NODE FAILURE, ...": a node that failed is a cause, not the
 // scheduler's decision.
-var reCancelled = regexp.MustCompile(`\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO (?:TIME LIMIT|PREEMPTION|JOB REQUEUE))? \*\*\*`)
+// srun's "forcing job termination" (SchedMD/slurm src/srun/srun_job.c,
+// job_force_termination) is printed when srun itself was signalled from
+// outside (src/srun/signals.c: SIGTERM, SIGHUP, SIGQUIT, a second ^C): a
+// cancel from outside the job, like the scheduler's; a failing task never
+// prints it.
+var reCancelled = regexp.MustCompile(`\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO (?:TIME LIMIT|PREEMPTION|JOB REQUEUE))? \*\*\*|\bsrun: forcing job termination\s*$`)
 
 // progress matches a line with an epoch or a step number (progressIn);
 // a line of Slurm's own is none.

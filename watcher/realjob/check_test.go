@@ -3,6 +3,7 @@ package realjob
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ type observed struct {
 
 func observe(j *job, state string, hooks []notifytest.Hook) observed {
 	o := observed{state: state, hooks: len(hooks)}
-	for _, e := range events(j.dir) {
+	for _, e := range events(j.dir, j.logs) {
 		if (e.Event == "hung" || e.Event == "digest") && (o.verdict == nil || e.Time.Before(o.verdict.Time)) {
 			e := e
 			o.verdict = &e
@@ -150,6 +151,10 @@ func since(at time.Time, ok bool, then func() time.Time) string {
 func dump(t *testing.T, c *slurmtest.Cluster, j *job) {
 	t.Logf("job %s output:\n%s", j.id, tail(c.JobOutput(j.id), 4000))
 	files, _ := filepath.Glob(filepath.Join(j.dir, "watch-*"))
+	if j.logs != "" {
+		more, _ := filepath.Glob(j.logs)
+		files = append(files, more...)
+	}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		t.Logf("%s:\n%s", f, tail(string(b), 3000))
@@ -188,6 +193,12 @@ func record(t *testing.T, c *slurmtest.Cluster, j *job, dir, torch string) {
 	}
 	m := meta{Fault: j.name, Torch: torch, Slurm: c.Version, Cgroup: c.CgroupPlugin, Job: j.id, Hosts: j.hosts, Window: j.window,
 		Period: watchPeriod, PulseFloor: watchPulseFloor, PulseBeats: watchPulseBeats}
+	if j.auto { // the shipped settings, the period as vigil-watch derives it from the job's window
+		s := watchcfg.Default()
+		s.Window = replayConfig(meta{Window: j.window}).Window
+		s = s.Final()
+		m.Period, m.PulseFloor, m.PulseBeats = s.Period.String(), s.PulseFloor.String(), s.PulseBeats
+	}
 	if at, ok := faultTime(j.dir); ok {
 		m.FaultAt = at.UTC().Format(time.RFC3339Nano)
 	}

@@ -26,8 +26,9 @@ var recordTo = flag.String("record", "", "copy each job's output, events and tra
 // libuv, which its TCPStore asks for by default ("use_libuv was requested
 // but PyTorch was build without libuv support"); 1.13 ignores it.
 // %[1]s: the job's directory; %[2]s: the window; %[3]s: the nodes' gloo
-// addresses; %[4]d: the master port; %[5]s: the watcher's
-// command; %[6]s: the training's launch.
+// addresses; %[4]d: the master port; %[5]s: the line that starts the
+// watchers (watchStep; none where the SPANK plugin starts them); %[6]s:
+// the training's launch.
 const jobScript = `#!/bin/sh
 export D=%[1]s FAULT_DIR=%[1]s
 export VIGIL_HANG_DETECT_TIME=%[2]s
@@ -35,12 +36,18 @@ export GLOO_NODE_ADDRS=%[3]s MASTER_PORT=%[4]d
 export USE_LIBUV=0
 first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_ADDR=$(scontrol show node -o "$first" | sed 's/.* NodeAddr=\([^ ]*\).*/\1/')
-srun --overlap --ntasks-per-node=1 --output=$D/watch-%%n.out --error=$D/watch-%%n.err %[5]s &
+%[5]s
 %[6]s
 rc=$?
 echo "training exit $rc"
 exit $rc
 `
+
+// watchStep is the batch script's line that starts the watchers, one task
+// per node in a step of their own, as docs/watch.md tells users.
+func watchStep(watch string) string {
+	return "srun --overlap --ntasks-per-node=1 --output=$D/watch-%n.out --error=$D/watch-%n.err " + watch + " &"
+}
 
 // launch is the training's command line: srun with one task per rank, or
 // srun with one torchrun per node (torchrun: its command, torchrunCmd).
@@ -82,6 +89,7 @@ type job struct {
 	fault
 	id, dir string
 	hosts   []string // the job's nodes in Slurm's order (SLURM_NODEID)
+	logs    string   // the SPANK plugin's watchers' logs (a glob), beside the job's output
 	blocked bool     // the fault injected from outside (block, freeze) is in
 	undo    func()
 	state   string // the job's state once it ended (Slurm forgets ended jobs after MinJobAge)
@@ -112,7 +120,7 @@ func TestE2ERealPyTorch(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			fs := r.faults()
-			runFaults(t, bin, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs, r.noLibuv)
+			runFaults(t, bin, r, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs)
 		})
 	}
 }
@@ -123,23 +131,34 @@ func TestE2ERealPyTorch(t *testing.T) {
 // Debian 13's PyTorch is built without libuv, which torchrun's stores ask
 // for whatever USE_LIBUV says: that run's torchrun goes through
 // testdata/nolibuv.py (noLibuv).
+//
+// The 22.05 cgroup v2 run is the deployed path (auto): the SPANK plugin
+// starts the watchers (watch=auto) with the shipped [watch] settings, the
+// jobs ask for their webhook and window with sbatch's --vigil-webhook and
+// --vigil-hang-time, and they train at a pace that gives the shipped
+// pulse its beats (5 polls at 30 s) before the faults (autoStepSleep).
+// The other two start their watchers in the batch script with a 10 s
+// period and a 30 s pulse floor (watchConfig), as a site may set them.
 type run struct {
 	name    string
 	cgroup  slurmtest.CgroupMode
 	inRoot  bool
 	noLibuv bool
+	auto    bool
 }
 
-var runs = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false}, {"cgroup-v2", slurmtest.CgroupV2, false, false},
-	{"slurm24.11-cgroup-v2", slurmtest.CgroupV2, true, true}}
+var runs = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false, false}, {"cgroup-v2-watch-auto", slurmtest.CgroupV2, false, false, true},
+	{"slurm24.11-cgroup-v2", slurmtest.CgroupV2, true, true, false}}
 
 // faults are the run's rows: every row, but row i (a node cut off
-// entirely) on one cluster only, 22.05 under cgroup v2: it measured right
-// on all three (docs/testing.md), and its three more nodes and ranks on
-// every cluster loaded the 2-core CI machine enough to upset the timed
-// tests beside it.
+// entirely) on one cluster only, 22.05 under cgroup v1: it measured right
+// on all three with the batch script's watchers (docs/testing.md), and
+// its three more nodes and ranks on every cluster loaded the 2-core CI
+// machine enough to upset the timed tests beside it. Through watch=auto at
+// the shipped settings it is a known gap (Slurm ends the job, NODE_FAIL,
+// before the members' takeover, and the members' end sends no digest).
 func (r run) faults() []fault {
-	return slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.cutOff && r.name != "cgroup-v2" })
+	return slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.cutOff && r.name != "cgroup-v1" })
 }
 
 func (r run) root() string {
@@ -149,26 +168,45 @@ func (r run) root() string {
 	return ""
 }
 
-func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, noLibuv bool) {
+func runFaults(t *testing.T, bin string, r run, o slurmtest.Options, faults []fault) {
+	url, hooksOf := notifytest.Recorder(t)
+	cfg := filepath.Join(jobsDir(t), "vigil.toml")
+	conf := watchConfig
+	if r.auto {
+		// [watch]: the shipped settings, and a trace of each watcher in the
+		// job's directory (record, relative to the job's working directory).
+		conf = fmt.Sprintf("[watch]\nrecord = \"rec-%%j-%%N.jsonl\"\n[policy]\nnotify = [\"webhook\"]\nwebhooks = [%q]\n", url+"/")
+		o.PrologFlags = "Alloc,Contain"
+		o.PlugStack = fmt.Sprintf("required %s config=%s watcher=%s watch=auto state_dir=%s\n",
+			buildSpank(t, jobsDir(t), "/usr/include"), cfg, bin, filepath.Join(jobsDir(t), "state"))
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := slurmtest.Start(t, o)
+	if r.auto {
+		c.Restart(t) // slurmd runs slurm_spank_job_prolog only after a restart that loaded the plugin
+	}
 	if c.CgroupPlugin == "" {
 		t.Fatalf("the test cluster runs without proctrack/cgroup: vigil-watch finds a job's processes through its cgroup")
 	}
 	version := torchVersion(t, c, o.Root)
 	t.Logf("PyTorch %s, Slurm %s, %s", version, c.Version, c.CgroupPlugin)
-	url, hooksOf := notifytest.Recorder(t)
 	var addrs []string
 	for i, n := range c.Nodes {
 		addrs = append(addrs, n+"="+c.NodeAddrs[i])
 	}
-	cfg := filepath.Join(jobsDir(t), "vigil.toml")
-	if err := os.WriteFile(cfg, []byte(watchConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	jobs := make([]*job, len(faults))
 	for i, f := range faults {
-		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","),
-			bin+" --config "+cfg+" --period "+watchPeriod+" --webhook-url "+url+" --record $D/rec-%j-%N.jsonl", noLibuv)
+		w := watching{step: watchStep(bin + " --config " + cfg + " --period " + watchPeriod + " --webhook-url " + url + " --record $D/rec-%j-%N.jsonl")}
+		if r.auto {
+			f = f.atShippedSettings()
+			w = watching{sbatch: []string{"--vigil-webhook=" + url + "/hook"}}
+			if f.window != faultWindow {
+				w.sbatch = append(w.sbatch, "--vigil-hang-time="+f.window)
+			}
+		}
+		jobs[i] = submit(t, c, f, c.Nodes[3*i:3*i+3], strings.Join(addrs, ","), w, r.noLibuv)
 	}
 	start := time.Now()
 	defer func() {
@@ -179,7 +217,7 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, no
 			c.Command(t, "scancel", j.id)
 		}
 	}()
-	waitAll(t, c, jobs, hooksOf)
+	waitAll(t, c, jobs, hooksOf, r.auto)
 	t.Logf("all jobs settled %.0fs after submission", time.Since(start).Seconds())
 	states := map[string]string{}
 	undone := map[string][]notifytest.Hook{} // a job's webhooks before its fault was undone (a thawed job recovers)
@@ -212,13 +250,23 @@ func runFaults(t *testing.T, bin string, o slurmtest.Options, faults []fault, no
 			check(t, c, j, states[j.id], states[j.id+"/comment"], hooks)
 			if *recordTo != "" {
 				run := "torch" + version + "-slurm" + c.Version + "-" + strings.TrimPrefix(c.CgroupPlugin, "cgroup/")
+				if r.auto {
+					run += "-watch-auto"
+				}
 				record(t, c, j, filepath.Join(*recordTo, run, j.name), version)
 			}
 		})
 	}
 }
 
-func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, watch string, noLibuv bool) *job {
+// watching is how a job's watchers start: a line of the batch script
+// (step), or the SPANK plugin, with the job's own options (sbatch).
+type watching struct {
+	step   string
+	sbatch []string
+}
+
+func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs string, w watching, noLibuv bool) *job {
 	t.Helper()
 	dir := filepath.Join(jobsDir(t), f.name)
 	for _, d := range []string{dir, filepath.Join(dir, "data")} {
@@ -232,21 +280,29 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs, 
 			t.Fatal(err)
 		}
 	}
-	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), watch, f.command(dir, torchrunCmd(dir, noLibuv)))
+	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), w.step, f.command(dir, torchrunCmd(dir, noLibuv)))
 	tasks := f.per
 	if f.launch == "torchrun" {
 		tasks = 1
 	}
-	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "3", "--mem=2000", fmt.Sprintf("--ntasks-per-node=%d", tasks),
-		"-w", strings.Join(nodes, ","), "--job-name", f.name)
-	return &job{fault: f, id: id, dir: dir}
+	id := c.Sbatch(t, script, append([]string{"--chdir=" + dir, "-N", "3", "--mem=2000", fmt.Sprintf("--ntasks-per-node=%d", tasks),
+		"-w", strings.Join(nodes, ","), "--job-name", f.name}, w.sbatch...)...)
+	j := &job{fault: f, id: id, dir: dir}
+	if f.auto {
+		j.logs = filepath.Join(c.Dir, "jobs", "vigil-watch-"+id+"-*.log") // watch_log's default, %o/vigil-watch-%j-%n.log
+	}
+	return j
 }
 
 // waitAll polls the jobs until each has settled: ended, or given its
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
-func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook) {
-	deadline := time.Now().Add(7 * time.Minute)
+func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook, auto bool) {
+	limit := 7 * time.Minute
+	if auto {
+		limit = 12 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		done := 0
 		for _, j := range jobs {
@@ -284,7 +340,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 		}
 		time.Sleep(time.Second)
 	}
-	t.Errorf("the jobs did not settle within 7 minutes")
+	t.Errorf("the jobs did not settle within %v", limit)
 }
 
 func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {

@@ -29,6 +29,8 @@ type fault struct {
 	// freeze: the test freezes the step of the fault rank (on node) through
 	// its cgroup freezer once the job's output shows step blockAt.
 	freeze bool
+	// auto: the row of the watch=auto run (atShippedSettings).
+	auto bool
 
 	want outcome
 }
@@ -136,16 +138,55 @@ var faults = []fault{
 // rankOn is the rank the fault hits: the last rank of the node.
 func (f fault) rankOn() int { return f.per*f.node + f.per - 1 }
 
+// At the shipped [watch] settings (the watch=auto run), the jobs train at
+// 2 steps a second (autoStepSleep), so that the hangs of step blockAt
+// come some 200 s in, after the 5 polls at 30 s that give the pulse its
+// cadence; the pulse then waits 2 minutes of silence (pulse_floor), and
+// strong evidence 3 flat periods of 30 s. The bounds grow with them:
+// a hang's digest within the floor, two periods, the coordinator's
+// gather and slack for a loaded 2-core machine; a failed job's, whose
+// watchers meet at 30 s periods, within 90 s; a straggler within the
+// 2-minute window (--vigil-hang-time 2, sampled every 20 s) and slack.
+const (
+	autoStepSleep       = "0.5"
+	autoFailedWithin    = 90 * time.Second
+	autoHungWithin      = 240 * time.Second
+	autoStragglerWithin = 300 * time.Second
+	autoCutOffWithin    = 240 * time.Second
+)
+
+// atShippedSettings is the row for the watch=auto run: the job trains at
+// autoStepSleep, and its bounds are those of the shipped settings.
+func (f fault) atShippedSettings() fault {
+	f.args += " --step-sleep " + autoStepSleep
+	f.auto = true
+	switch {
+	case f.cutOff:
+		f.want.within = autoCutOffWithin
+	case len(f.want.straggler) > 0:
+		f.want.within = autoStragglerWithin
+	case f.want.within == hungWithin:
+		f.want.within = autoHungWithin
+	case f.want.within == failedWithin:
+		f.want.within = autoFailedWithin
+	}
+	return f
+}
+
 // settle is how long after its fault a job is given to show its answer:
 // for a fault job, the pulse's 40 s, the confirmation of strong evidence
 // and slack for a loaded 2-core machine (the window, 30 minutes, is far
 // off); for a healthy one, a window, the coordinator's digest a period
 // later, and slack.
 func (f fault) settle() time.Duration {
-	if f.cutOff {
+	switch {
+	case f.auto && (f.cutOff || f.window == faultWindow):
+		return f.want.within + 20*time.Second
+	case f.auto:
+		return autoStragglerWithin + 30*time.Second
+	case f.cutOff:
 		return cutOffWithin + 20*time.Second
-	}
-	if f.window == faultWindow {
+	case f.window == faultWindow:
 		return 110 * time.Second
 	}
 	w := 2 * time.Minute

@@ -135,9 +135,13 @@ type event struct {
 }
 
 // events reads the events of the job's watchers (watch-N.out).
-func events(dir string) []event {
+func events(dir, logs string) []event {
 	var out []event
-	files, _ := filepath.Glob(filepath.Join(dir, "watch-*.out"))
+	files, _ := filepath.Glob(filepath.Join(dir, "watch-*.out")) // the batch script's watchers
+	if logs != "" {
+		more, _ := filepath.Glob(logs) // the SPANK plugin's
+		files = append(files, more...)
+	}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		sc := bufio.NewScanner(bytes.NewReader(b))

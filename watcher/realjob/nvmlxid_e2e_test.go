@@ -72,7 +72,7 @@ func TestE2ENVMLXIDUnhealable(t *testing.T) {
 	}
 	watch := fmt.Sprintf(`sh -c '%s=%s/nvml/$SLURMD_NODENAME LD_LIBRARY_PATH=%s exec %s --webhook-url %s --record $D/rec-%%j-%%N.jsonl'`,
 		nvmlfake.EnvDir, jobsDir(t), lib, bin, url)
-	j := submit(t, c, xidFault, c.Nodes, strings.Join(addrs, ","), watch, false)
+	j := submit(t, c, xidFault, c.Nodes, strings.Join(addrs, ","), watching{step: watchStep(watch)}, false)
 	defer c.Command(t, "scancel", j.id)
 	start := time.Now()
 	at := injectXID(t, c, j, gpus)

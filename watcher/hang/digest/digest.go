@@ -553,17 +553,17 @@ func hint(d DigestEvent, ev evidence) string {
 
 // cancels are the times of the first cancel of the step or the job that
 // slurmstepd reported: plain ("*** STEP 7.0 ON n1 CANCELLED AT ... ***":
-// scancel, or srun's own teardown after a task failed) and the
-// scheduler's ("... DUE TO TIME LIMIT ***", a requeue, a preemption);
-// zero for none.
+// scancel, or srun's own teardown after a task failed) and from outside
+// ("... DUE TO TIME LIMIT ***", a requeue, a preemption, and srun's
+// "forcing job termination" when it was signalled); zero for none.
 func cancels(ls []LogEvidence) (plain, sched time.Time) {
 	for _, l := range ls {
 		if l.Match.Kind != joblog.KindCancelled {
 			continue
 		}
 		t := &plain
-		if strings.Contains(l.Line, " DUE TO ") {
-			t = &sched
+		if strings.Contains(l.Line, " DUE TO ") || strings.Contains(l.Line, "forcing job termination") {
+			t = &sched // the scheduler's, or srun signalled from outside (joblog's reCancelled)
 		}
 		if t.IsZero() || l.Time.Before(*t) {
 			*t = l.Time
