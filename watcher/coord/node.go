@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -585,15 +585,4 @@ func (n *Node) sayBye(s *rendezvous.Session, last []byte) {
 	}
 }
 
-func distinct(nodes []string) []string {
-	out := append([]string(nil), nodes...)
-	sort.Strings(out)
-	j := 0
-	for i, x := range out {
-		if i == 0 || x != out[j-1] {
-			out[j] = x
-			j++
-		}
-	}
-	return out[:j]
-}
+func distinct(nodes []string) []string { return slices.Compact(slices.Sorted(slices.Values(nodes))) }

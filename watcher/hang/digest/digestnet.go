@@ -1,7 +1,7 @@
 package digest
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
@@ -142,18 +142,8 @@ func peersOf(ls []LogEvidence, addrs map[string]string) []string {
 	return uniqueSorted(out)
 }
 
-func uniqueSorted(xs []string) []string {
-	out := append([]string{}, xs...)
-	sort.Strings(out)
-	k := 0
-	for i, x := range out {
-		if i == 0 || x != out[k-1] {
-			out[k] = x
-			k++
-		}
-	}
-	return out[:k]
-}
+// uniqueSorted is xs sorted, each value once.
+func uniqueSorted(xs []string) []string { return slices.Compact(slices.Sorted(slices.Values(xs))) }
 
 // onePeer names the peer that every transport error naming a peer names,
 // when it is one host of the job that reported no transport error of its

@@ -11,6 +11,7 @@ import (
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/watcher/hang/hangfmt"
 	"github.com/vigil-hpc/vigil/watcher/joblog"
+	"github.com/vigil-hpc/vigil/watcher/trace"
 )
 
 // Culprit reasons that come from evidence other than the cause's own
@@ -121,26 +122,31 @@ func namedByRootLines(in DigestInput, root string, ls []LogEvidence) []DigestCul
 // minority bar, so that a two-host job is judged too. It is asked only
 // when a root says a rank failed and names no host.
 func goneWhilePeersRun(in DigestInput, c watchcfg.Hang) []DigestCulprit {
+	return whilePeersRun(in, func(s trace.Sample) bool { return s.Procs == 0 && !s.HasMissing("pids") }, func(h HostView) DigestCulprit {
+		return DigestCulprit{Host: h.Host, Reason: CulpritProcessesGone, Evidence: map[string]any{
+			"message": "no processes left while a peer still has processes", "procs": 0}}
+	})
+}
+
+// whilePeersRun names, with culprit, the hosts whose latest reading is odd
+// while another host has processes and is not: none in a job that ended,
+// or when every host is odd.
+func whilePeersRun(in DigestInput, odd func(trace.Sample) bool, culprit func(HostView) DigestCulprit) []DigestCulprit {
 	if in.Ended {
 		return nil
 	}
-	var gone []HostView
-	running := false
+	var out []DigestCulprit
+	others := false
 	for _, h := range in.Hosts {
 		switch {
-		case h.Latest.Procs == 0 && !h.Latest.HasMissing("pids"):
-			gone = append(gone, h)
+		case odd(h.Latest):
+			out = append(out, culprit(h))
 		case h.Latest.Procs > 0:
-			running = true
+			others = true
 		}
 	}
-	if !running || len(gone) == 0 || len(gone) >= len(in.Hosts) {
+	if !others || len(out) >= len(in.Hosts) {
 		return nil
-	}
-	out := make([]DigestCulprit, 0, len(gone))
-	for _, h := range gone {
-		out = append(out, DigestCulprit{Host: h.Host, Reason: CulpritProcessesGone, Evidence: map[string]any{
-			"message": "no processes left while a peer still has processes", "procs": 0}})
 	}
 	return out
 }
@@ -151,32 +157,14 @@ func goneWhilePeersRun(in DigestInput, c watchcfg.Hang) []DigestCulprit {
 // minority bar, so that a two-host job is judged too. It is asked only
 // when no line says anything (anyEvidenceLine).
 func inDWhilePeersRun(in DigestInput) []DigestCulprit {
-	if in.Ended {
-		return nil
-	}
-	var inD []HostView
-	clear := false
-	for _, h := range in.Hosts {
-		switch {
-		case h.Latest.ProcsD > 0:
-			inD = append(inD, h)
-		case h.Latest.Procs > 0:
-			clear = true
-		}
-	}
-	if !clear || len(inD) == 0 || len(inD) >= len(in.Hosts) {
-		return nil
-	}
-	out := make([]DigestCulprit, 0, len(inD))
-	for _, h := range inD {
+	return whilePeersRun(in, func(s trace.Sample) bool { return s.ProcsD > 0 }, func(h HostView) DigestCulprit {
 		e := map[string]any{"message": fmt.Sprintf("%d processes in uninterruptible sleep (D) while a peer's run with none", h.Latest.ProcsD),
 			"procs": h.Latest.Procs, "procs_d": h.Latest.ProcsD}
 		if u, ok := meanUtil(h.Latest); ok {
 			e["util"] = hangfmt.Round(u)
 		}
-		out = append(out, DigestCulprit{Host: h.Host, Reason: CulpritProcessesInD, Evidence: e})
-	}
-	return out
+		return DigestCulprit{Host: h.Host, Reason: CulpritProcessesInD, Evidence: e}
+	})
 }
 
 // reCrashSignal is a task that died of a signal the program raises on
