@@ -132,6 +132,16 @@ func (c *Cluster) restartSlurmd(i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.slurmds[i].stop(10 * time.Second)
+	// slurmctld reckons a node's boot time as its own clock less the
+	// uptime slurmd reports, both in whole seconds, and takes a boot time
+	// after the node's last response for a reboot it did not ask for
+	// ("Node unexpectedly rebooted": DOWN). With -b the uptime counts from
+	// slurmd's start, so a second registration read in the next second
+	// (slurmd registers, then answers the controller's ping) looks like
+	// another reboot. Starting slurmd just after a second begins keeps its
+	// first registrations within that second on all but a very loaded
+	// machine.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
 	d, err := c.startSlurmd(bin, c.Nodes[i], "-b")
 	if err != nil {
 		return err

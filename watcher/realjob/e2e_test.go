@@ -114,8 +114,8 @@ func TestE2ERealPyTorch(t *testing.T) {
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 	// Two runs at a time on a 2-core machine (-parallel): three clusters
-	// of 21 training jobs at once starve an evaluation phase of CPU until
-	// it looks hung.
+	// of training jobs at once starve them of CPU and memory until jobs
+	// stay pending and a straggler looks hung (measured).
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
