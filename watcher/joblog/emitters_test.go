@@ -153,7 +153,11 @@ var emitters = []emitter{
 			rule: "slurmstepd-oom-kill", kind: KindOOMKill},
 		{line: "slurmstepd: error: Detected 1 oom_kill event in StepId=42.0. Some of the step tasks have been OOM Killed.", rule: "slurmstepd-oom-kill", kind: KindOOMKill},
 	}},
-	{"torch-elastic", []string{"torchrun-child-exit", "torchrun-child-signal"}, []emitterLine{
+	{"torch-elastic", []string{"torchrun-child-exit", "torchrun-child-signal", "torchrun-exit-barrier"}, []emitterLine{
+		// The agent's exit barrier at a job's normal end: no failure.
+		{line: "E1202 16:06:45.876000 28574 torch/distributed/elastic/agent/server/api.py:954] Error waiting on exit barrier. Elapsed: 0.010487079620361328 seconds",
+			rule: "torchrun-exit-barrier"},
+		{line: "E1202 16:06:45.876000 28574 torch/distributed/elastic/agent/server/api.py:954] Traceback (most recent call last):", rule: "torchrun-exit-barrier"},
 		{line: "  exitcode  : -9 (pid: 14750)", rule: "torchrun-child-exit", kind: KindTaskExit},
 		{line: "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 16) of binary: /opt/conda/bin/python",
 			rule: "torchrun-child-exit", kind: KindTaskExit},
