@@ -8,6 +8,7 @@ require (
 	github.com/ncw/directio v1.0.5
 	github.com/sirupsen/logrus v1.10.2
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.13.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -20,6 +21,5 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.13.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

@@ -137,18 +137,20 @@ func (c *Cluster) prepareV2() error {
 	return os.WriteFile(script, []byte(fmt.Sprintf(nsEnterScript, shellQuote(c.CgroupRoot))), 0o755)
 }
 
-// startSlurmd starts node's slurmd from bin with extra arguments and
-// EnvNode: directly, or under CgroupV2 through the namespace script with
-// the preload library.
-func (c *Cluster) startSlurmd(bin, node string, extra ...string) (*daemon, error) {
+// startSlurmd starts node's slurmd from bin with EnvNode: directly, or
+// under CgroupV2 through the namespace script with the preload library;
+// boot, when not empty, is the command that runs it in a time namespace
+// (rebootNamespace).
+func (c *Cluster) startSlurmd(bin, node string, boot []string) (*daemon, error) {
 	logFile := filepath.Join(c.Dir, "log", "slurmd-"+node+".out")
-	args := append([]string{"-D", "-N", node, "-f", c.Conf}, extra...)
+	args := []string{"-D", "-N", node, "-f", c.Conf}
 	env := []string{EnvNode + "=" + node}
 	if c.opts.Cgroup != CgroupV2 {
-		return startDaemon("slurmd-"+node, logFile, env, bin, args...)
+		cmd := append(append(boot, bin), args...)
+		return startDaemon("slurmd-"+node, logFile, env, cmd[0], cmd[1:]...)
 	}
-	d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload),
-		"/bin/sh", append([]string{filepath.Join(c.Dir, "etc", "cgroupns"), bin}, args...)...)
+	cmd := append(append(boot, "/bin/sh", filepath.Join(c.Dir, "etc", "cgroupns"), bin), args...)
+	d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload), cmd[0], cmd[1:]...)
 	if err != nil {
 		return nil, err
 	}

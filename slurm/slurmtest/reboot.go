@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A reboot in the test cluster (Options.Reboot). slurmd runs slurm.conf's
@@ -17,12 +20,13 @@ import (
 // leaves a request file for the node (it knows which from SLURMTEST_NODE,
 // which the harness gives each slurmd) and returns at once. The harness
 // watches for requests and restarts that node's slurmd, and only that
-// one, with -b: slurmd then reports its boot time as now, so slurmctld
-// sees the reboot it issued complete (it waits for a boot time after the
-// request; a plain restart keeps the machine's boot time and the node
-// stays "reboot issued" until ResumeTimeout marks it DOWN, "reboot timed
-// out"). It appends "NODE restarted TIME" to the log when the new slurmd
-// runs.
+// one, in a time namespace whose boot clock starts a few seconds before
+// (rebootNamespace), so slurmd reports the uptime of a machine that has
+// just booted and slurmctld sees the reboot it issued complete (it waits
+// for a boot time after the request; a plain restart keeps the machine's
+// boot time and the node stays "reboot issued" until ResumeTimeout marks
+// it DOWN, "reboot timed out"). It appends "NODE restarted TIME" to the
+// log when the new slurmd runs.
 
 // EnvNode is the variable each slurmd of the harness runs with: its node name.
 const EnvNode = "SLURMTEST_NODE"
@@ -81,23 +85,29 @@ func (c *Cluster) watchReboots() {
 					continue
 				}
 				_ = os.Remove(req)
-				// slurmd -b reports a boot time of now less its uptime (a
-				// second or so), in whole seconds, and slurmctld takes the
-				// reboot as done only when that is after the moment it
-				// issued it (before the RebootProgram ran): a restart within
-				// a second of the call can look older, and the node then
-				// waits for ResumeTimeout. Restart no sooner than rebootLag
-				// after the call.
 				sleepUntil(st.ModTime().Add(rebootLag), c.rebootQuit)
-				c.rebootLine(n, c.restartSlurmd(i))
+				c.rebootLine(n, c.restartSlurmd(i, st.ModTime().Add(bootAfterCall)))
 			}
 		}
 	}()
 }
 
-// rebootLag is how long after its RebootProgram ran a node's slurmd is
-// restarted (watchReboots).
-const rebootLag = 2500 * time.Millisecond
+// The simulated boot's timing. slurmctld reckons a node's boot time as
+// its own clock less the uptime slurmd reports (the kernel's, rounded up
+// to a whole second), both in whole seconds, so one boot reads a second or
+// two apart from one registration to the next, later still by however
+// long the message took. It takes a reboot as done when that boot time is
+// after the request (issued before the RebootProgram ran), and a boot time
+// after the node's last response as a reboot nobody asked for ("Node
+// unexpectedly rebooted": DOWN, the job on it killed). So the boot is put
+// bootAfterCall after the RebootProgram's call (two seconds more than the
+// rounding can take off) and slurmd starts rebootLag after the call: its
+// registrations then read a boot time after the request and, with up to
+// two seconds for a message, before the responses that follow the first.
+const (
+	bootAfterCall = 2750 * time.Millisecond
+	rebootLag     = 6500 * time.Millisecond
+)
 
 // sleepUntil waits until t, or until quit is closed.
 func sleepUntil(t time.Time, quit <-chan struct{}) {
@@ -123,8 +133,9 @@ func (c *Cluster) stopReboots() {
 	c.rebootQuit = nil
 }
 
-// restartSlurmd stops node i's slurmd and starts it again with -b.
-func (c *Cluster) restartSlurmd(i int) error {
+// restartSlurmd stops node i's slurmd and starts it again as if its
+// machine had booted at boot.
+func (c *Cluster) restartSlurmd(i int, boot time.Time) error {
 	bin, err := c.lookBin("slurmd")
 	if err != nil {
 		return err
@@ -132,22 +143,36 @@ func (c *Cluster) restartSlurmd(i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.slurmds[i].stop(10 * time.Second)
-	// slurmctld reckons a node's boot time as its own clock less the
-	// uptime slurmd reports, both in whole seconds, and takes a boot time
-	// after the node's last response for a reboot it did not ask for
-	// ("Node unexpectedly rebooted": DOWN). With -b the uptime counts from
-	// slurmd's start, so a second registration read in the next second
-	// (slurmd registers, then answers the controller's ping) looks like
-	// another reboot. Starting slurmd just after a second begins keeps its
-	// first registrations within that second on all but a very loaded
-	// machine.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
-	d, err := c.startSlurmd(bin, c.Nodes[i], "-b")
+	ns, err := rebootNamespace(boot)
+	if err != nil {
+		return err
+	}
+	d, err := c.startSlurmd(bin, c.Nodes[i], ns)
 	if err != nil {
 		return err
 	}
 	c.slurmds[i] = d
 	return nil
+}
+
+// rebootNamespace is the command prefix that runs a program in a new time
+// namespace whose boot clock (CLOCK_BOOTTIME: the uptime sysinfo(2) and
+// /proc/uptime give) reads the time since boot, to the nearest second.
+// The kernel applies the namespace to the program unshare(1) executes.
+// slurmd's -b (uptime counted from slurmd's first registration) would do
+// without one, but puts the boot within a second of that registration:
+// the next one, read in the next second, looked like another reboot.
+func rebootNamespace(boot time.Time) ([]string, error) {
+	if _, err := os.Stat("/proc/self/ns/time"); err != nil {
+		return nil, fmt.Errorf("simulated reboot: this kernel has no time namespaces (%v); it needs Linux 5.6 or later built with CONFIG_TIME_NS", err)
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return nil, fmt.Errorf("simulated reboot: reading the boot clock: %w", err)
+	}
+	up := time.Since(boot).Round(time.Second)
+	offset := int64(up/time.Second) - ts.Sec
+	return []string{"unshare", "--time", "--boottime", strconv.FormatInt(offset, 10), "--"}, nil
 }
 
 func (c *Cluster) rebootLine(node string, err error) {

@@ -79,8 +79,8 @@ type Options struct {
 	// again; 0 keeps Slurm's default (120 s).
 	CredExpire int
 	// Reboot sets slurm.conf's RebootProgram to the harness's, which
-	// "reboots" a node by restarting its slurmd, and only its own, with -b
-	// (see reboot.go): scontrol reboot then runs its whole cycle, and
+	// "reboots" a node by restarting its slurmd, and only its own, in a
+	// time namespace that has just booted (see reboot.go): scontrol reboot then runs its whole cycle, and
 	// Cluster.RebootLog and Reboots tell what ran when.
 	Reboot bool
 	// ResumeTimeout is slurm.conf's ResumeTimeout in seconds: how long
@@ -410,7 +410,7 @@ func (c *Cluster) startCtld(bins map[string]string) error {
 func (c *Cluster) startSlurmds(bins map[string]string, ports []*port) error {
 	for i, n := range c.Nodes {
 		ports[i].release()
-		d, err := c.startSlurmd(bins["slurmd"], n)
+		d, err := c.startSlurmd(bins["slurmd"], n, nil)
 		if err != nil {
 			return err
 		}
@@ -517,7 +517,7 @@ func (c *Cluster) Restart(t testing.TB) {
 	stopAll(c.slurmds, 15*time.Second)
 	c.slurmds = nil
 	for i, n := range c.Nodes {
-		d, err := c.startSlurmd(bin, n)
+		d, err := c.startSlurmd(bin, n, nil)
 		if err != nil {
 			t.Fatalf("slurmtest: %v", err)
 		}

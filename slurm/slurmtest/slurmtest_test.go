@@ -183,7 +183,7 @@ func TestParallelClusters(t *testing.T) {
 // TestReboot: with Options.Reboot, scontrol reboot runs its whole cycle on
 // one node of several on the machine: slurmctld issues the reboot, slurmd
 // runs the harness's RebootProgram, which restarts that node's slurmd
-// alone (with -b), and the node is back, its drain kept (no ASAP, no
+// alone (in a time namespace that has just booted), and the node is back, its drain kept (no ASAP, no
 // nextstate), with Slurm's notes on its reason.
 func TestReboot(t *testing.T) {
 	if testing.Short() {
@@ -216,6 +216,18 @@ func TestReboot(t *testing.T) {
 		}
 		if n := c.WaitNode(t, other, time.Second, func(slurm.Node) bool { return true }); n.State != "IDLE" || n.Drained() {
 			t.Errorf("the other node: %+v", n)
+		}
+		// The boot Slurm records lies between the RebootProgram's call and
+		// the restart, and the registrations that follow do not read as
+		// another reboot ("Node unexpectedly rebooted", DOWN).
+		time.Sleep(5 * time.Second)
+		n := c.WaitNode(t, node, time.Second, func(slurm.Node) bool { return true })
+		boot, err := time.ParseInLocation("2006-01-02T15:04:05", n.Fields["BootTime"], time.Local)
+		if err != nil || len(rb) != 2 || boot.Before(rb[0].At.Truncate(time.Second)) || boot.After(rb[1].At) {
+			t.Errorf("BootTime %q (%v), want between the call and the restart %+v", n.Fields["BootTime"], err, rb)
+		}
+		if n.State != "IDLE" || strings.Contains(n.Reason, "unexpectedly rebooted") {
+			t.Errorf("5 s after the reboot: %s %q", n.State, n.Reason)
 		}
 	})
 }
