@@ -358,6 +358,7 @@ var lookAlikesNamingNobodyToday = []string{
 	"accelerate-2246-ib-init-info-three-nodes",
 	"basicsr-737-every-rank-times-out",
 	"cleanrl-338-jax-disconnect-deadline-at-exit",
+	"cuhksz-51-srun-tasks-killed-run-too-long",
 	"desitarget-628-step-time-limit-all-tasks",
 	"detectron2-4730-libibverbs-warn-slow",
 	"diffusers-12422-every-rank-blocking-wait-seq2521",

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -432,13 +433,17 @@ type evidence struct {
 // newEvidence sorts in's lines by host. A task's exit is no evidence that its rank failed when something else
 // ended it: a task killed by SIGTERM (srun's "Terminated", torchrun's
 // exit code -15), the signal of a cancel, of a time limit and of a
-// launcher that tears the job down, and a task that srun reports ended
-// after slurmstepd said the step or the job was cancelled (afterCancel).
+// launcher that tears the job down, a task that srun reports ended
+// after slurmstepd said the step or the job was cancelled (afterCancel),
+// and tasks srun reports killed when it says so of several on one host
+// with no out-of-memory word there (outsideKills).
 func newEvidence(in DigestInput) evidence {
 	e := evidence{byHost: map[string][]LogEvidence{}}
 	plain, sched := cancels(in.Logs)
+	outside := outsideKills(in.Logs)
 	for _, l := range in.Logs {
-		if l.Match.Kind == joblog.KindTaskExit && (teardown(l.Line) || afterCancel(l.Time, plain, sched)) {
+		if l.Match.Kind == joblog.KindTaskExit && (teardown(l.Line) || afterCancel(l.Time, plain, sched) ||
+			outside[l.Host] && reSrunKilled.MatchString(l.Line)) {
 			continue
 		}
 		if l.Host == "" {
@@ -550,6 +555,45 @@ func hint(d DigestEvent, ev evidence) string {
 	return "The job stopped making progress but no host stands out: look at the job's output around the time of the hang; " +
 		"`py-spy dump` of a rank shows where it waits."
 }
+
+// outsideKills are the hosts where srun says several tasks were killed
+// (SIGKILL: "task 3: Killed", "tasks 0-7: Killed") and no line of the
+// host's is an out-of-memory kill. The kernel's OOM killer takes one
+// process at a time, and a memory limit Slurm enforces is reported as
+// "Out Of Memory" or an oom_kill event, so several tasks killed without
+// that are the work of a signal from outside: a time limit, scancel, or
+// srun tearing the step down after another task failed
+// (--kill-on-bad-exit). One task killed may be the OOM killer's victim.
+func outsideKills(ls []LogEvidence) map[string]bool {
+	n, oom := map[string]int{}, map[string]bool{}
+	for _, l := range ls {
+		if l.Match.Kind == joblog.KindOOMKill {
+			oom[l.Host] = true
+		}
+		m := reSrunKilled.FindStringSubmatch(l.Line)
+		if m == nil || l.Match.Kind != joblog.KindTaskExit {
+			continue
+		}
+		for _, r := range strings.Split(m[1], ",") {
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, errA := strconv.Atoi(lo)
+			b, errB := strconv.Atoi(hi)
+			switch {
+			case isRange && errA == nil && errB == nil && b >= a:
+				n[l.Host] += b - a + 1
+			case !isRange && errA == nil:
+				n[l.Host]++
+			}
+		}
+	}
+	out := map[string]bool{}
+	for h, k := range n {
+		out[h] = k >= 2 && !oom[h]
+	}
+	return out
+}
+
+var reSrunKilled = regexp.MustCompile(`: tasks? ([\d,-]+): Killed\b`)
 
 // cancels are the times of the first cancel of the step or the job that
 // slurmstepd reported: plain ("*** STEP 7.0 ON n1 CANCELLED AT ... ***":

@@ -209,3 +209,37 @@ func TestLocalRankClosedNamesItsHost(t *testing.T) {
 		t.Errorf("%q is a failure by itself", seven[0].Line)
 	}
 }
+
+// TestSeveralTasksKilled: srun's word that several tasks of one host were
+// killed (SIGKILL) with no out-of-memory word there is a kill from
+// outside (a time limit, scancel, srun tearing the step down after another
+// task failed), no fault of that host's; one task killed may be the OOM
+// killer's victim and names its host.
+func TestSeveralTasksKilled(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		logs []LogEvidence
+		want string
+	}{
+		{"one task killed", []LogEvidence{lg("gpu01", "srun: error: gpu01: task 0: Killed")}, "rank-failed gpu01 RankKilled"},
+		{"tasks 0-3 killed in one line", []LogEvidence{lg("gpu01", "srun: error: gpu01: tasks 0-3: Killed")}, "unknown"},
+		{"two tasks killed, a line each", []LogEvidence{lg("gpu01", "srun: error: gpu01: task 11: Killed"),
+			lg("gpu01", "srun: error: gpu01: task 19: Killed")}, "unknown"},
+		{"tasks killed beside the host's oom-kill event", []LogEvidence{lg("gpu01", "srun: error: gpu01: tasks 0-3: Killed"),
+			lg("gpu01", "slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.")},
+			"rank-failed gpu01 OOMKilled"},
+		{"srun kills the rest after one task failed", []LogEvidence{lg("gpu02", "srun: error: gpu02: task 5: Exited with exit code 1"),
+			lg("gpu01", "srun: error: gpu01: tasks 0-3: Killed")}, "rank-failed gpu02 Crashed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs, Ended: true}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+		})
+	}
+}
