@@ -34,7 +34,7 @@ const KindIgnore = "ignore"
 // matcher and digest know (watcher/joblog's Kind constants).
 var Kinds = []string{"nccl-net", "nccl-retry", "nccl-warn", "watchdog", "traceback", "cuda-error", "progress",
 	"xid", "ecc", "npu-error", "task-exit", "oom-kill", "hung-task", "nfs", "peer-closed",
-	"collective-mismatch", "host-banner"}
+	"collective-mismatch", "host-banner", "rendezvous"}
 
 // ErrRule is wrapped by every error about a rule.
 var ErrRule = errors.New("invalid line rule")

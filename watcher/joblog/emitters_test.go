@@ -166,7 +166,12 @@ var emitters = []emitter{
 		// The summary's host line names the host (ByTorchrun).
 		{line: "  host      : gpu03", host: "gpu03"},
 	}},
-	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier", "c10d-desync-lagging-ranks", "c10d-nccl-unhandled-cuda-error", "c10d-watchdog-exit-cuda-shutdown"}, []emitterLine{
+	{"torch-c10d", []string{"c10d-collective-mismatch", "c10d-monitored-barrier", "c10d-desync-lagging-ranks", "c10d-nccl-unhandled-cuda-error", "c10d-watchdog-exit-cuda-shutdown", "c10d-store-connect-failed"}, []emitterLine{
+		// A rank that could not reach the store to meet its peers.
+		{line: "gpu02: torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (192.168.121.122, 1040). The client socket has failed to connect to 192.168.121.122:1040 (errno: 113 - No route to host).",
+			rule: "c10d-store-connect-failed", kind: KindRendezvous, host: "gpu02"},
+		{line: "The client socket has failed to connect to any network address of ( x.x.x.x, 48247)", rule: "c10d-store-connect-failed", kind: KindRendezvous},
+		{line: "[I socket.cpp:787] [c10d] The client socket will attempt to connect to an IPv4 or IPv6 address of (10.0.0.1, 29500)."},
 		{line: "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.17.1",
 			rule: "c10d-nccl-unhandled-cuda-error", kind: KindCUDAError},
 		{line: "Test NCCL failure common.cu:497 'unhandled cuda error'"},
@@ -261,7 +266,9 @@ var emitters = []emitter{
 		{line: "[ERROR] HCCL(80812,):2026-06-17-02:21:43.853.226 [detect_connect_anomalies.cc:126] [86231]-------------------CONNECT TIMEOUT DETECT RESULT-----------------------",
 			rule: "hccl-connect-timeout", kind: KindNCCLNet},
 	}},
-	{"xla-coordination-service", []string{"jax-heartbeat-timeout", "xla-barrier-timed-out", "xla-barrier-deadline"}, []emitterLine{
+	{"xla-coordination-service", []string{"jax-heartbeat-timeout", "xla-barrier-timed-out", "xla-barrier-deadline", "xla-listed-task"}, []emitterLine{
+		// The barrier's list of the tasks that never came, one per line.
+		{line: "/job:jax_worker/replica:0/task:6", rule: "xla-listed-task", kind: KindMismatch},
 		{line: "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete.0.1. This usually happens because a task triggered the barrier too early or too slowly. Please look at the task logs (both timed out and first task) to debug further.",
 			rule: "xla-barrier-deadline", kind: KindWatchdog},
 		{line: ":{\"created\":\"@1706211255.371885374\",\"description\":\"Error received from peer ipv4:10.142.0.55:8476\",\"file\":\"external/com_github_grpc_grpc/src/core/lib/surface/call.cc\",\"file_line\":1056,\"grpc_message\":\"Barrier timed out. Barrier_id: multihost_broadcast_sync0. Timed out task names:\\n/job:jax_worker/replica:0/task:3\\n/job:jax_worker/replica:0/task:0\\n\",\"grpc_status\":4}",

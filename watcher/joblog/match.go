@@ -438,6 +438,9 @@ func accusedRanks(line string) string {
 			add(g[1])
 		}
 	}
+	if r, ok := CoordinatedTask(strings.TrimSpace(line)); ok { // an entry of the coordination service's list, alone on its line
+		add(strconv.Itoa(r))
+	}
 	for _, g := range reRankSet.FindAllStringSubmatch(line, -1) {
 		for _, set := range g[1:] {
 			for _, r := range strings.Split(set, ",") {

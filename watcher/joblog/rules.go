@@ -34,6 +34,11 @@ const (
 	// line it prints next (MPICH Hydra's "=   PID P RUNNING AT HOST" before
 	// "=   EXIT CODE: 9"): no evidence by itself, it only places that line.
 	KindHostBanner Kind = "host-banner"
+	// KindRendezvous: a rank could not reach the job's rendezvous (the
+	// TCPStore at MASTER_ADDR:MASTER_PORT) to meet its peers: the job
+	// never started; its exit follows from that, and no line of it shows
+	// whose fault it is (a wrong address, the master gone, a route).
+	KindRendezvous Kind = "rendezvous"
 )
 
 // RuleKinds are the evidence kinds a line rule may name (linerules.Kinds:

@@ -65,7 +65,7 @@ func TestSiteRules(t *testing.T) {
 // validation uses, names exactly the kinds a rule can give here.
 func TestRuleKindsAreThisPackagesKinds(t *testing.T) {
 	mine := []Kind{KindNCCLNet, KindNCCLRetry, KindNCCLWarn, KindWatchdog, KindTraceback, KindCUDAError, KindProgress,
-		KindXID, KindECC, KindNPUError, KindTaskExit, KindOOMKill, KindHungTask, KindNFS, KindPeerClosed, KindMismatch, KindHostBanner}
+		KindXID, KindECC, KindNPUError, KindTaskExit, KindOOMKill, KindHungTask, KindNFS, KindPeerClosed, KindMismatch, KindHostBanner, KindRendezvous}
 	if len(mine) != len(linerules.Kinds) {
 		t.Fatalf("%d kinds here, %d in linerules.Kinds", len(mine), len(linerules.Kinds))
 	}

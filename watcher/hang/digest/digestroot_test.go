@@ -243,3 +243,73 @@ func TestSeveralTasksKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestRendezvousFailureNamesNobody: a rank that could not reach the job's
+// TCPStore exits for that (its task's exit and traceback follow): the
+// job's rendezvous failed, no host's fault shows, and the hint says what
+// to check; another host's own crash is still named.
+func TestRendezvousFailureNamesNobody(t *testing.T) {
+	unmet := lg("gpu02", "gpu02: torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (10.0.0.1, 1040). The client socket has failed to connect to 10.0.0.1:1040 (errno: 113 - No route to host).")
+	exit := lg("gpu02", "gpu02: [2024-02-24 04:37:51,021] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'train.py'] exits with return code = 1")
+	tb := lg("gpu02", "gpu02: Traceback (most recent call last):")
+	cuda := lg("gpu01", "srun: error: gpu01: task 0: Segmentation fault")
+	for _, tt := range []struct {
+		name string
+		logs []LogEvidence
+		want string
+	}{
+		{"the store unreachable, the rank's exit after", []LogEvidence{tb, unmet, exit}, "unknown"},
+		{"beside another host's crash", []LogEvidence{unmet, exit, cuda}, "rank-failed gpu01 Crashed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs, Ended: true}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+			if d.Cause == CauseUnknown && (d.Event != EventFailed || !strings.Contains(d.Hint, "MASTER_ADDR") || !strings.Contains(d.Hint, "10.0.0.1, 1040")) {
+				t.Errorf("event %s, hint %q", d.Event, d.Hint)
+			}
+		})
+	}
+}
+
+// TestWaiterThatLeftAfterTimeout: a coordination-service barrier timed
+// out and its list names the tasks that never came (0 and 1); the host of
+// task 3, gone after, waited at the barrier and left for the timeout: the
+// tasks named are the odd ones out, not the host that left. Without the
+// list, or without the timeout, the host whose processes are gone is
+// named, as before.
+func TestWaiterThatLeftAfterTimeout(t *testing.T) {
+	layout := joblog.Layout{Nodes: []string{"gpu01", "gpu02", "gpu03", "gpu04"}, Ranks: map[int]string{0: "gpu01", 1: "gpu02", 2: "gpu03", 3: "gpu04"}}
+	hosts := func() []HostView {
+		vs := views(4)
+		vs[3].Latest.Procs = 0
+		return vs
+	}
+	deadline := lg("", "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete.0.1. This usually happens because a task triggered the barrier too early or too slowly.")
+	task0, task1 := lg("", "/job:jax_worker/replica:0/task:0"), lg("", "/job:jax_worker/replica:0/task:1")
+	for _, tt := range []struct {
+		name string
+		logs []LogEvidence
+		want string
+	}{
+		{"the barrier names who never came", []LogEvidence{deadline, task0, task1}, "different-progress gpu01 CollectiveMismatch gpu02 CollectiveMismatch"},
+		{"a timeout, no list", []LogEvidence{deadline}, "rank-failed gpu04 ProcessesGone"},
+		{"a list, no timeout", []LogEvidence{task0, task1}, "rank-failed gpu04 ProcessesGone"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: hosts(), Logs: tt.logs, Layout: layout}, testConfig())
+			got := d.Cause
+			for _, c := range d.Culprits {
+				got += " " + c.Host + " " + c.Reason
+			}
+			if got != tt.want {
+				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+		})
+	}
+}

@@ -106,12 +106,14 @@ func badDevice(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 func isNet(m joblog.Match) bool { return m.Kind == joblog.KindNCCLNet }
 
 // IsFailure is a line that says something failed: a device fault, a
-// crash, a task that ended badly, a transport error, a peer that left (not
+// crash, a task that ended badly, a transport error, a rank that could not
+// reach the job's rendezvous, a peer that left (not
 // NCCL's service-thread line that a local rank closed its connection,
 // printed at every exit), a collective that timed out. A job that ended
 // with one gets a digest (EventFailed).
 func IsFailure(m joblog.Match) bool {
 	return isDeviceFault(m) || isCrash(m) || isAppXID(m) || isNet(m) || m.Kind == joblog.KindPeerClosed && !isLocalRankClosed(m) || isMismatch(m) ||
+		m.Kind == joblog.KindRendezvous ||
 		m.Kind == joblog.KindWatchdog && m.Seq >= 0
 }
 
@@ -156,10 +158,13 @@ func isStall(m joblog.Match) bool { return m.Kind == joblog.KindHungTask || m.Ki
 // left exit with errors too). A host that reported transport errors
 // itself is left to the network rule, and one whose own lines say a
 // collective it waited in timed out (isWaitTimeout) is not named by its
-// readings.
+// readings; nor, when a collective timed out and lines name the ranks it
+// waited for (mismatchHosts), is a host of none of those ranks.
 func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	named := map[string]bool{}
 	var out []DigestCulprit
+	behind, _ := mismatchHosts(in, ev)
+	timedOut := slices.ContainsFunc(ev.all(), func(l LogEvidence) bool { return isWaitTimeout(l.Match) })
 	for _, cu := range telemetryCulprits(in, c) {
 		switch cu.Reason {
 		case CulpritProcessesGone, CulpritFewerProcesses, CulpritProcessesStopped, CulpritStaleSamples:
@@ -168,6 +173,9 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 		}
 		if len(ev.of(cu.Host, isNet)) > 0 || len(ev.of(cu.Host, isWaitTimeout)) > 0 {
 			continue
+		}
+		if len(behind) > 0 && behind[cu.Host] == nil && timedOut {
+			continue // it waited for the ranks a timed-out collective names, and left after the timeout
 		}
 		named[cu.Host] = true
 		e := map[string]any{"message": cu.Message, "procs": cu.sample.Procs}
@@ -392,24 +400,7 @@ func isMismatch(m joblog.Match) bool { return m.Kind == joblog.KindMismatch }
 // culprits stand then.
 func withMismatch(find func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit) func(DigestInput, evidence, watchcfg.Hang) []DigestCulprit {
 	return func(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
-		byHost, ranks := map[string][]LogEvidence{}, map[string][]int{}
-		for _, l := range ev.all() {
-			if !isMismatch(l.Match) || l.Match.Stuck && len(in.Layout.Ranks) > 0 && len(l.Match.RankList()) >= len(in.Layout.Ranks) {
-				continue
-			}
-			for _, r := range append(l.Match.RankList(), notReady(l.Match, in.Layout)...) {
-				h := in.Layout.RankHost(r)
-				if h == "" {
-					continue
-				}
-				if !slices.Contains(ranks[h], r) {
-					ranks[h] = append(ranks[h], r)
-				}
-				if n := len(byHost[h]); n == 0 || byHost[h][n-1].Line != l.Line {
-					byHost[h] = append(byHost[h], l)
-				}
-			}
-		}
+		byHost, ranks := mismatchHosts(in, ev)
 		if len(byHost) == 0 {
 			return find(in, ev, c)
 		}
@@ -420,6 +411,30 @@ func withMismatch(find func(DigestInput, evidence, watchcfg.Hang) []DigestCulpri
 		}
 		return out
 	}
+}
+
+// mismatchHosts are the hosts of the ranks that collective-mismatch lines
+// name as the odd ones out (over the layout), with those lines and ranks.
+func mismatchHosts(in DigestInput, ev evidence) (map[string][]LogEvidence, map[string][]int) {
+	byHost, ranks := map[string][]LogEvidence{}, map[string][]int{}
+	for _, l := range ev.all() {
+		if !isMismatch(l.Match) || l.Match.Stuck && len(in.Layout.Ranks) > 0 && len(l.Match.RankList()) >= len(in.Layout.Ranks) {
+			continue
+		}
+		for _, r := range append(l.Match.RankList(), notReady(l.Match, in.Layout)...) {
+			h := in.Layout.RankHost(r)
+			if h == "" {
+				continue
+			}
+			if !slices.Contains(ranks[h], r) {
+				ranks[h] = append(ranks[h], r)
+			}
+			if n := len(byHost[h]); n == 0 || byHost[h][n-1].Line != l.Line {
+				byHost[h] = append(byHost[h], l)
+			}
+		}
+	}
+	return byHost, ranks
 }
 
 // notReady are the odd ones out of a Horovod stall line that names the
