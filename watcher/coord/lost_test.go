@@ -2,7 +2,9 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +214,64 @@ func TestAnswers(t *testing.T) {
 	// records say unreachable).
 	if answers(ctx, open, 0) {
 		t.Fatal("a connection given no time answers")
+	}
+}
+
+// TestMemberSpeaksWhenTheJobEndsWithItsCoordinatorSilent: the
+// coordinator's node is cut off (it falls silent, no connection reset) and
+// Slurm ends the job (NODE_FAIL) before the takeover's wait has passed.
+// The member next in line records the coordinator's loss at its end and
+// gives the failed job's digest from its own view: network, the cut-off
+// node, whose data its ranks were retransmitting. The other member stays
+// quiet: one digest.
+func TestMemberSpeaksWhenTheJobEndsWithItsCoordinatorSilent(t *testing.T) {
+	c := testHang()
+	c.Period = 4 * time.Second // silent after 6 s (a period and the gather); the takeover at 14 s
+	s := startSimWith(t, 3, c)
+	_, addrs := rdvtest.Cluster(3)
+	all := []int{0, 1, 2}
+	for k := range 2 {
+		s.period(k, all, func(int) hostState { return hostState{procs: 4} })
+	}
+	time.Sleep(200 * time.Millisecond) // the members take in the last tick
+	for _, i := range []int{1, 2} {
+		observe(s.nodes[i], s.names[i], 2, hostState{procs: 4})
+	}
+	time.Sleep(6500 * time.Millisecond) // node 0 ticks no more
+	end := t0.Add(3 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	recs := make([][]trace.Sample, 3)
+	var wg sync.WaitGroup
+	for _, i := range []int{1, 2} {
+		wg.Add(1)
+		go func() { defer wg.Done(); recs[i] = s.nodes[i].EndRecords(ctx, s.names[i], "42", end) }()
+	}
+	wg.Wait()
+	if len(recs[2]) != 0 {
+		t.Errorf("%s, not next in line: end records %+v, want none", s.names[2], recs[2])
+	}
+	if len(recs[1]) != 1 {
+		t.Fatalf("%s: end records %+v, want its coordinator's loss", s.names[1], recs[1])
+	}
+	if l, ok := trace.ParseLost(recs[1][0].Log.Line); !ok || l.Host != s.names[0] || l.Addr != addrs[s.names[0]] || l.AfterS < 6 {
+		t.Errorf("lost %+v, want %s at %s, silent 6 s or more", l, s.names[0], addrs[s.names[0]])
+	}
+	for _, i := range []int{1, 2} {
+		for _, r := range recs[i] {
+			s.nodes[i].Observe(r, nil)
+		}
+		// what its ranks wait on, read at the end (the loop's last poll)
+		w := trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}}, RetransTo: []string{addrs[s.names[0]]}}
+		s.nodes[i].Observe(trace.WaitsRecord(s.names[i], "42", end, w), nil)
+		b, _ := json.Marshal(trace.End{Role: s.nodes[i].Role(), Why: trace.EndSignalled})
+		s.nodes[i].Observe(trace.Sample{V: trace.Version, Time: end, Host: s.names[i], Job: "42", Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
+	}
+	n1, _ := digests(s.nodes[1].End(ctx, end.Add(time.Second)))
+	if len(n1) != 1 || n1[0].Event != digest.EventFailed || n1[0].Cause != digest.CauseNetwork || len(n1[0].Culprits) != 1 || n1[0].Culprits[0].Host != s.names[0] {
+		t.Errorf("%s announced %+v, want the failed job's digest naming %s (network)", s.names[1], n1, s.names[0])
+	}
+	if n2, _ := digests(s.nodes[2].End(ctx, end.Add(time.Second))); len(n2) != 0 {
+		t.Errorf("%s announced %+v, want nothing", s.names[2], n2)
 	}
 }

@@ -98,8 +98,10 @@ type Node struct {
 	stopOnce sync.Once
 
 	// suspect is, on a member, the coordinator's word in its latest tick
-	// that the job may be hung (tickSuspect).
-	suspect bool
+	// that the job may be hung (tickSuspect); lastTick is when that tick
+	// came.
+	suspect  bool
+	lastTick time.Time
 
 	partition
 }
@@ -269,54 +271,14 @@ func (n *Node) Suspect() bool {
 func (n *Node) Role() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch n.role {
-	case roleCoordinator:
+	switch {
+	case n.role == roleCoordinator:
 		return trace.RoleCoordinator
-	case roleMember:
+	case n.role == roleMember && !n.alone: // alone: it speaks for the job at its end (EndRecords)
 		return trace.RoleMember
 	}
 	return trace.RoleLone
 }
-
-// End returns the job's events due at this watcher's stop, once its last
-// records (its end record among them) are observed: on the coordinator,
-// its own last summary joins the members' latest (the members are
-// stopping too: no round is held) and the digest of a failed job is
-// announced; a lone watcher gives its own view's; a member, none.
-func (n *Node) End(ctx context.Context, now time.Time) []Out {
-	role, out := n.takeQueue()
-	switch role {
-	case roleCoordinator:
-		outs := n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})
-		outs = n.atEnd(outs)
-		var last []byte
-		for _, o := range outs {
-			if d, ok := o.Event.(digest.DigestEvent); ok && d.Event == digest.EventFailed {
-				last, _ = json.Marshal(d)
-			}
-		}
-		n.mu.Lock()
-		s := n.sess
-		n.byeSaid = true
-		n.mu.Unlock()
-		n.sayBye(s, last) // before notifying: the members write their reports meanwhile
-		return append(out, outs...)
-	case roleLone:
-		return append(out, n.lone.End(ctx, now)...)
-	case roleMember:
-		select { // the coordinator's farewell, with the failed job's digest
-		case <-n.stopped:
-		case <-ctx.Done():
-		case <-time.After(endWait):
-		}
-		_, more := n.takeQueue()
-		return append(out, more...)
-	}
-	return out
-}
-
-// endWait bounds a member's wait at End for the coordinator's farewell.
-const endWait = 5 * time.Second
 
 // takeQueue returns the node's role and the events queued for the loop
 // (a member's copies of the coordinator's digests), and empties the queue.
@@ -456,6 +418,7 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 		rest, suspect := strings.CutPrefix(string(tick), tickSuspect)
 		n.mu.Lock()
 		n.suspect = suspect
+		n.lastTick = time.Now()
 		n.mu.Unlock()
 		if r, ok := strings.CutPrefix(rest, tickRanks); ok {
 			if m, ok := tickRankMap(r); ok {

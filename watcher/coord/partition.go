@@ -126,6 +126,9 @@ type partition struct {
 	deaf   int
 	held   []Out
 	cutOff bool
+	// alone is set on a member whose coordinator fell silent before the
+	// job's end, next in line to speak for it (EndRecords).
+	alone bool
 }
 
 // atEnd is the coordinator's last outs: not announced when it is cut off

@@ -278,6 +278,14 @@ func (l *Loop) finish(why string) {
 	if l.Logs != nil {
 		recs = l.Logs.Poll(now)
 	}
+	if v, ok := l.Job.(endRecorder); ok { // a coordinator silent at the end: its loss
+		if lost := v.EndRecords(ctx, l.host, l.job, now); len(lost) > 0 {
+			recs = append(recs, lost...)
+			if l.Waits != nil { // and what the processes still here wait on: data to it in flight
+				recs = append(recs, l.Waits.Poll(trace.Sample{Host: l.host, Job: l.job, Time: now}, nil, true)...)
+			}
+		}
+	}
 	line, _ := json.Marshal(trace.End{Role: l.Job.Role(), Why: why})
 	recs = append(recs, trace.Sample{V: trace.Version, Time: now, Host: l.host, Job: l.job,
 		Log: &trace.Log{Stream: trace.StreamEnd, Line: string(line)}})
@@ -342,6 +350,13 @@ func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
 // and observed like the waits.
 type lostRecorder interface {
 	LostRecords(host, job string, at time.Time) []trace.Sample
+}
+
+// endRecorder is a job's view that may have records to add at the job's
+// end, before its end record (coord.Node: the loss of a coordinator that
+// fell silent before the job ended).
+type endRecorder interface {
+	EndRecords(ctx context.Context, host, job string, at time.Time) []trace.Sample
 }
 
 // jobSuspect reports whether the job's view says the job may be hung
