@@ -216,11 +216,9 @@ func TestLocalRankClosedNamesItsHost(t *testing.T) {
 // task failed), no fault of that host's; one task killed may be the OOM
 // killer's victim and names its host.
 func TestSeveralTasksKilled(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		logs []LogEvidence
-		want string
-	}{
+	runDigestCases(t, func(logs []LogEvidence) DigestInput {
+		return DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: logs, Ended: true}
+	}, nil, []digestCase{
 		{"one task killed", []LogEvidence{lg("gpu01", "srun: error: gpu01: task 0: Killed")}, "rank-failed gpu01 RankKilled"},
 		{"tasks 0-3 killed in one line", []LogEvidence{lg("gpu01", "srun: error: gpu01: tasks 0-3: Killed")}, "unknown"},
 		{"two tasks killed, a line each", []LogEvidence{lg("gpu01", "srun: error: gpu01: task 11: Killed"),
@@ -230,18 +228,7 @@ func TestSeveralTasksKilled(t *testing.T) {
 			"rank-failed gpu01 OOMKilled"},
 		{"srun kills the rest after one task failed", []LogEvidence{lg("gpu02", "srun: error: gpu02: task 5: Exited with exit code 1"),
 			lg("gpu01", "srun: error: gpu01: tasks 0-3: Killed")}, "rank-failed gpu02 Crashed"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs, Ended: true}, testConfig())
-			got := d.Cause
-			for _, c := range d.Culprits {
-				got += " " + c.Host + " " + c.Reason
-			}
-			if got != tt.want {
-				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
-			}
-		})
-	}
+	})
 }
 
 // TestRendezvousFailureNamesNobody: a rank that could not reach the job's
@@ -253,28 +240,16 @@ func TestRendezvousFailureNamesNobody(t *testing.T) {
 	exit := lg("gpu02", "gpu02: [2024-02-24 04:37:51,021] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'train.py'] exits with return code = 1")
 	tb := lg("gpu02", "gpu02: Traceback (most recent call last):")
 	cuda := lg("gpu01", "srun: error: gpu01: task 0: Segmentation fault")
-	for _, tt := range []struct {
-		name string
-		logs []LogEvidence
-		want string
-	}{
+	runDigestCases(t, func(logs []LogEvidence) DigestInput {
+		return DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: logs, Ended: true}
+	}, func(t *testing.T, d DigestEvent) {
+		if d.Cause == CauseUnknown && (d.Event != EventFailed || !strings.Contains(d.Hint, "MASTER_ADDR") || !strings.Contains(d.Hint, "10.0.0.1, 1040")) {
+			t.Errorf("event %s, hint %q", d.Event, d.Hint)
+		}
+	}, []digestCase{
 		{"the store unreachable, the rank's exit after", []LogEvidence{tb, unmet, exit}, "unknown"},
 		{"beside another host's crash", []LogEvidence{unmet, exit, cuda}, "rank-failed gpu01 Crashed"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: views(2), Logs: tt.logs, Ended: true}, testConfig())
-			got := d.Cause
-			for _, c := range d.Culprits {
-				got += " " + c.Host + " " + c.Reason
-			}
-			if got != tt.want {
-				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
-			}
-			if d.Cause == CauseUnknown && (d.Event != EventFailed || !strings.Contains(d.Hint, "MASTER_ADDR") || !strings.Contains(d.Hint, "10.0.0.1, 1040")) {
-				t.Errorf("event %s, hint %q", d.Event, d.Hint)
-			}
-		})
-	}
+	})
 }
 
 // TestWaiterThatLeftAfterTimeout: a coordination-service barrier timed
@@ -292,23 +267,38 @@ func TestWaiterThatLeftAfterTimeout(t *testing.T) {
 	}
 	deadline := lg("", "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete.0.1. This usually happens because a task triggered the barrier too early or too slowly.")
 	task0, task1 := lg("", "/job:jax_worker/replica:0/task:0"), lg("", "/job:jax_worker/replica:0/task:1")
-	for _, tt := range []struct {
-		name string
-		logs []LogEvidence
-		want string
-	}{
+	runDigestCases(t, func(logs []LogEvidence) DigestInput {
+		return DigestInput{Time: t0, Job: "1", Hosts: hosts(), Logs: logs, Layout: layout}
+	}, nil, []digestCase{
 		{"the barrier names who never came", []LogEvidence{deadline, task0, task1}, "different-progress gpu01 CollectiveMismatch gpu02 CollectiveMismatch"},
 		{"a timeout, no list", []LogEvidence{deadline}, "rank-failed gpu04 ProcessesGone"},
 		{"a list, no timeout", []LogEvidence{task0, task1}, "rank-failed gpu04 ProcessesGone"},
-	} {
+	})
+}
+
+// digestCase is a table case of runDigestCases: the lines, and the digest
+// as "cause host reason ...".
+type digestCase struct {
+	name string
+	logs []LogEvidence
+	want string
+}
+
+// runDigestCases runs Digest over in(case's lines) for each case and
+// compares its cause and culprits; more, when set, checks the rest.
+func runDigestCases(t *testing.T, in func([]LogEvidence) DigestInput, more func(*testing.T, DigestEvent), cases []digestCase) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Digest(DigestInput{Time: t0, Job: "1", Hosts: hosts(), Logs: tt.logs, Layout: layout}, testConfig())
+			d := Digest(in(tt.logs), testConfig())
 			got := d.Cause
 			for _, c := range d.Culprits {
 				got += " " + c.Host + " " + c.Reason
 			}
 			if got != tt.want {
 				t.Fatalf("digest %q, want %q (because %q)", got, tt.want, d.Because)
+			}
+			if more != nil {
+				more(t, d)
 			}
 		})
 	}
