@@ -407,7 +407,7 @@ func (e *Episodes) Due(now time.Time) []any {
 
 // failure is the digest of job id, which ended (its coordinator's or lone
 // watcher's end record): when the job's lines of its last digest.DigestLookback
-// windows hold evidence that something failed (digest.IsFailure) and no hang
+// windows hold evidence that something failed (digest.FirstFailure) and no hang
 // digest of the job was given for an episode still open, a digest of
 // event digest.EventFailed, computed from those lines alone (DigestInput.Ended),
 // whose Since is the earliest of them.
@@ -430,16 +430,15 @@ func (e *Episodes) failure(id string, j *jobTrack) (digest.DigestEvent, bool) {
 			in.Hosts = append(in.Hosts, digest.HostView{Host: name, State: h.state, Reason: h.reason, Latest: h.latest})
 		}
 		for _, l := range h.logs {
-			if l.Time.Before(from) {
-				continue
-			}
-			in.Logs = append(in.Logs, l)
-			if digest.IsFailure(l.Match) && (first.IsZero() || l.Time.Before(first)) {
-				first = l.Time
+			if !l.Time.Before(from) {
+				in.Logs = append(in.Logs, l)
 			}
 		}
 	}
 	sort.SliceStable(in.Logs, func(a, b int) bool { return in.Logs[a].Time.Before(in.Logs[b].Time) })
+	if l, ok := digest.FirstFailure(in.Logs); ok {
+		first = l.Time
+	}
 	if first.IsZero() {
 		// No line says the job failed; a host cut off says it, when the
 		// others' data to it was being retransmitted (Slurm ends a job

@@ -81,6 +81,13 @@ func TestFailedJobDigest(t *testing.T) {
 		{"every task terminated", trace.RoleCoordinator, []string{
 			"srun: error: gpu01: task 0: Killed", "srun: error: gpu02: task 1: Killed", "srun: error: gpu03: task 2: Killed",
 		}, false, digest.CauseUnknown, digest.OriginUnknown, "", ""},
+		// watcher/realjob row h, cancelled by its user: slurmstepd's
+		// cancel, then srun's word of the task its SIGTERM ended.
+		{"a job cancelled", trace.RoleCoordinator, []string{
+			"slurmstepd-gpu01: error: *** STEP 8.0 ON gpu01 CANCELLED AT 2026-12-02T17:37:12 ***",
+			"slurmstepd-gpu01: error: *** JOB 8 ON gpu01 CANCELLED AT 2026-12-02T17:37:13 ***",
+			"srun: error: gpu03: task 2: Terminated",
+		}, true, "", "", "", ""},
 		{"a clean end", trace.RoleCoordinator, []string{"[rank0]: epoch 3 step 250/250 loss 0.01"}, true, "", "", "", ""},
 		{"a member's end", trace.RoleMember, []string{"srun: error: gpu02: task 1: Killed"}, true, "", "", "", ""},
 	} {

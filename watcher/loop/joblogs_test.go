@@ -227,3 +227,29 @@ func TestJobLogsPollOrder(t *testing.T) {
 		t.Errorf("order %v, want the layout, the kernel's and devices' lines, then the job's output", order)
 	}
 }
+
+// ctxRecorder records whether the context it was handed was done.
+type ctxRecorder struct{ errs []error }
+
+func (d *ctxRecorder) HandleJobRecovered(context.Context, time.Time, time.Time, time.Time) error {
+	return nil
+}
+
+func (d *ctxRecorder) HandleDigest(ctx context.Context, _ digest.DigestEvent, _ bool) error {
+	d.errs = append(d.errs, ctx.Err())
+	return nil
+}
+
+// TestDigestActionsOutliveTheStop: the loop told to stop (Slurm ended the
+// job, the watcher signalled) just as a digest comes: its actions (the
+// webhook) still run with a live context, bounded by FinishTimeout.
+func TestDigestActionsOutliveTheStop(t *testing.T) {
+	rec := &ctxRecorder{}
+	l := &Loop{Digests: rec, Events: &bytes.Buffer{}, Log: logrus.New()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l.jobEvents(ctx, []coord.Out{{Event: digest.DigestEvent{Job: "7", Event: digest.EventDigest, Cause: digest.CauseNetwork}, Notify: true}})
+	if len(rec.errs) != 1 || rec.errs[0] != nil {
+		t.Fatalf("the digest's actions ran with %v, want one live context", rec.errs)
+	}
+}

@@ -325,6 +325,13 @@ func (l *Loop) print(ev any) {
 
 // jobEvents prints the job's own events and acts on its digests.
 func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
+	// A digest's actions (the comment, the webhook, the mail) finish even
+	// when the loop is told to stop meanwhile: Slurm often ends a job
+	// seconds after its verdict (a node cut off: NODE_FAIL), and the
+	// webhook of a digest already announced must not die with the watcher's
+	// signal. FinishTimeout bounds them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinishTimeout)
+	defer cancel()
 	for _, o := range outs {
 		l.print(o.Event)
 		if l.Digests == nil {

@@ -134,9 +134,12 @@ func ReadRanks(root string, pids []int, launched bool) (ranks []int, launchedNow
 }
 
 // rankCache is what each process's environment said of its rank, by pid:
-// the environment a process was started with does not change, so it is
-// read once while the process lives (a pid that leaves the list is
-// forgotten, so a pid the kernel hands out again is read anew).
+// the environment a process was started with does not change, so a rank
+// is read once while the process lives (a pid that leaves the list is
+// forgotten, so a pid the kernel hands out again is read anew). An
+// environment that names no rank is read again next time: a process
+// caught between its fork and its exec (torchrun starting a rank) still
+// shows its parent's environment, which has none.
 type rankCache map[int]rankEntry
 
 type rankEntry struct {
@@ -168,7 +171,9 @@ func readRanks(root string, pids []int, launched bool, c rankCache) (ranks []int
 				continue // gone, or not ours to read: tried again next time
 			}
 			e.env, e.ok = ParseRankEnv(b)
-			c[pid] = e
+			if e.ok {
+				c[pid] = e
+			}
 		}
 		if e.ok {
 			envs = append(envs, e.env)

@@ -181,3 +181,28 @@ func TestRankCacheReadsOnce(t *testing.T) {
 		t.Errorf("cache %v: pid 8 left the list and must be forgotten", c)
 	}
 }
+
+// TestRankCacheRereadsNoRank: an environment that named no rank (a rank
+// read between torchrun's fork and its exec shows torchrun's) is read
+// again, and the rank it names after the exec is found.
+func TestRankCacheRereadsNoRank(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "proc", "7")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(env string) {
+		if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(env), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := rankCache{}
+	write("PATH=/usr/bin\x00SLURM_JOB_ID=9\x00")
+	if ranks, _ := readRanks(root, []int{7}, false, c); len(ranks) != 0 {
+		t.Fatalf("ranks %v before the exec, want none", ranks)
+	}
+	write("PATH=/usr/bin\x00RANK=3\x00LOCAL_RANK=1\x00WORLD_SIZE=4\x00")
+	if ranks, _ := readRanks(root, []int{7}, false, c); len(ranks) != 1 || ranks[0] != 3 {
+		t.Fatalf("ranks %v after the exec, want [3]", ranks)
+	}
+}

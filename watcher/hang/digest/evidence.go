@@ -97,6 +97,21 @@ func lines(ls []LogEvidence) []string {
 	return out
 }
 
+// FirstFailure is the earliest of ls that says something failed
+// (IsFailure), less the task exits something else ended (newEvidence's
+// rules: a teardown's SIGTERM, an exit after a cancel, several tasks of a
+// host killed at once): a job cancelled by its user (srun's "task 2:
+// Terminated" after slurmstepd's "STEP ... CANCELLED") has none. False for
+// none.
+func FirstFailure(ls []LogEvidence) (LogEvidence, bool) {
+	for _, l := range newEvidence(DigestInput{Logs: ls}).all() {
+		if IsFailure(l.Match) {
+			return l, true
+		}
+	}
+	return LogEvidence{}, false
+}
+
 // outsideKills are the hosts where srun says several tasks were killed
 // (SIGKILL: "task 3: Killed", "tasks 0-7: Killed") and no line of the
 // host's is an out-of-memory kill. The kernel's OOM killer takes one
