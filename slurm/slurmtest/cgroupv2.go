@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,20 +151,37 @@ func (c *Cluster) startSlurmd(bin, node string, boot []string) (*daemon, error) 
 		return startDaemon("slurmd-"+node, logFile, env, cmd[0], cmd[1:]...)
 	}
 	cmd := append(append(boot, "/bin/sh", filepath.Join(c.Dir, "etc", "cgroupns"), bin), args...)
-	d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload), cmd[0], cmd[1:]...)
-	if err != nil {
-		return nil, err
-	}
-	// Slurm 24.11's slurmds, started together, race making their scopes:
-	// start the next one when this one's is there (or after 5 s).
-	scope := filepath.Join(c.CgroupRoot, "system.slice", node+"_slurmstepd.scope", "slurmd")
-	_ = c.waitFor(5*time.Second, "slurmd's scope", func() (bool, error) {
-		if err := d.exited(); err != nil {
-			return false, err
+	for attempt := 1; ; attempt++ {
+		d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload), cmd[0], cmd[1:]...)
+		if err != nil {
+			return nil, err
 		}
-		return isDir(scope), nil
+		// Slurm 24.11's slurmds, started together, race making their scopes:
+		// start the next one when this one's is there (or after 5 s).
+		scope := filepath.Join(c.CgroupRoot, "system.slice", node+"_slurmstepd.scope", "slurmd")
+		_ = c.waitFor(5*time.Second, "slurmd's scope", func() (bool, error) {
+			if err := d.exited(); err != nil {
+				return false, err
+			}
+			return isDir(scope), nil
+		})
+		// On a loaded machine the next one may start before the scope is
+		// there, and a slurmd that empties the namespace's root cgroup
+		// fails on a process that left it meanwhile ("cannot empty the false
+		// root cgroup": No such process): started again, it finds it empty.
+		if d.exited() == nil || attempt == 3 || !c.lostRootRace(node) {
+			return d, nil
+		}
+	}
+}
+
+// lostRootRace says node's slurmd log ends with Slurm 24.11's failure to
+// empty the namespace's root cgroup (a process left it while it moved it).
+func (c *Cluster) lostRootRace(node string) bool {
+	lines := readLines(filepath.Join(c.Dir, "log", "slurmd-"+node+".log"))
+	return slices.ContainsFunc(lines[max(0, len(lines)-8):], func(l string) bool {
+		return strings.Contains(l, "cannot empty the false root cgroup")
 	})
-	return d, nil
 }
 
 // waitRestartV2 waits, under CgroupV2, until node's restarted slurmd d
