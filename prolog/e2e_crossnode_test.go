@@ -149,7 +149,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 		}
 	})
 	job := c.Sbatch(t, "sleep 8; echo ran on $SLURM_JOB_NODELIST\n", "-N", strconv.Itoa(nodes))
-	n := c.WaitNode(t, faulty, 40*time.Second, func(n slurm.Node) bool { return n.Drained() })
+	n := c.WaitNode(t, faulty, 90*time.Second, func(n slurm.Node) bool { return n.Drained() }) // the prologs' budget (60 s) and slack for a loaded machine
 	if !strings.HasPrefix(n.Reason, wantReason) {
 		t.Fatalf("%s drained with %q, want %q...", faulty, n.Reason, wantReason)
 	}

@@ -151,28 +151,45 @@ func (c *Cluster) startSlurmd(bin, node string, boot []string) (*daemon, error) 
 		return startDaemon("slurmd-"+node, logFile, env, cmd[0], cmd[1:]...)
 	}
 	cmd := append(append(boot, "/bin/sh", filepath.Join(c.Dir, "etc", "cgroupns"), bin), args...)
-	for attempt := 1; ; attempt++ {
-		d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload), cmd[0], cmd[1:]...)
-		if err != nil {
-			return nil, err
-		}
-		// Slurm 24.11's slurmds, started together, race making their scopes:
-		// start the next one when this one's is there (or after 5 s).
-		scope := filepath.Join(c.CgroupRoot, "system.slice", node+"_slurmstepd.scope", "slurmd")
-		_ = c.waitFor(5*time.Second, "slurmd's scope", func() (bool, error) {
-			if err := d.exited(); err != nil {
-				return false, err
-			}
-			return isDir(scope), nil
-		})
-		// On a loaded machine the next one may start before the scope is
-		// there, and a slurmd that empties the namespace's root cgroup
-		// fails on a process that left it meanwhile ("cannot empty the false
-		// root cgroup": No such process): started again, it finds it empty.
-		if d.exited() == nil || attempt == 3 || !c.lostRootRace(node) {
-			return d, nil
-		}
+	d, err := startDaemon("slurmd-"+node, logFile, append(env, "LD_PRELOAD="+c.preload), cmd[0], cmd[1:]...)
+	if err != nil {
+		return nil, err
 	}
+	// Slurm 24.11's slurmds, started together, race making their scopes:
+	// start the next one when this one's is there (or after 5 s).
+	scope := filepath.Join(c.CgroupRoot, "system.slice", node+"_slurmstepd.scope", "slurmd")
+	_ = c.waitFor(5*time.Second, "slurmd's scope", func() (bool, error) {
+		if err := d.exited(); err != nil {
+			return false, err
+		}
+		return isDir(scope), nil
+	})
+	return d, nil
+}
+
+// restartLostRace starts again, under CgroupV2, the slurmds that exited
+// after losing the race to empty their namespace's root cgroup: on a
+// loaded machine the next node's slurmd may start before one's scope is
+// done, and a slurmd that moves the root cgroup's processes fails on one
+// that left meanwhile ("cannot empty the false root cgroup": No such
+// process); started again, it finds the root empty. It reports whether
+// it restarted any.
+func (c *Cluster) restartLostRace(bin string) (bool, error) {
+	if c.opts.Cgroup != CgroupV2 {
+		return false, nil
+	}
+	again := false
+	for i, d := range c.slurmds {
+		if d.exited() == nil || !c.lostRootRace(c.Nodes[i]) {
+			continue
+		}
+		nd, err := c.startSlurmd(bin, c.Nodes[i], nil)
+		if err != nil {
+			return again, err
+		}
+		c.slurmds[i], again = nd, true
+	}
+	return again, nil
 }
 
 // lostRootRace says node's slurmd log ends with Slurm 24.11's failure to

@@ -416,7 +416,15 @@ func (c *Cluster) startSlurmds(bins map[string]string, ports []*port) error {
 		}
 		c.slurmds = append(c.slurmds, d)
 	}
-	if err := c.waitIdle(60 * time.Second); err != nil {
+	err := c.waitIdle(60 * time.Second)
+	for try := 0; err != nil && try < 2; try++ {
+		again, rerr := c.restartLostRace(bins["slurmd"])
+		if rerr != nil || !again {
+			break
+		}
+		err = c.waitIdle(60 * time.Second)
+	}
+	if err != nil {
 		return c.startErr(err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func environ(vars ...string) []byte { return []byte(strings.Join(vars, "\x00") + "\x00") }
@@ -90,6 +92,12 @@ func TestReadRanksOfRealProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// Until its exec is done, the child's /proc environ is the test's.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); strings.HasPrefix(string(b), "sleep\x00") {
+				break
+			}
+		}
 		return cmd
 	}
 	launcher := start("SLURM_PROCID=1", "SLURM_STEP_ID=0")
