@@ -167,6 +167,20 @@ func (c *Cluster) startSlurmd(bin, node string, boot []string) (*daemon, error) 
 	return d, nil
 }
 
+// waitIdleRestarting waits until every node is idle, starting again (twice
+// at most) the slurmds that lost the root cgroup's race (restartLostRace).
+func (c *Cluster) waitIdleRestarting(bin string) error {
+	err := c.waitIdle(60 * time.Second)
+	for try := 0; err != nil && try < 2; try++ {
+		again, rerr := c.restartLostRace(bin)
+		if rerr != nil || !again {
+			break
+		}
+		err = c.waitIdle(60 * time.Second)
+	}
+	return err
+}
+
 // restartLostRace starts again, under CgroupV2, the slurmds that exited
 // after losing the race to empty their namespace's root cgroup: on a
 // loaded machine the next node's slurmd may start before one's scope is

@@ -416,15 +416,7 @@ func (c *Cluster) startSlurmds(bins map[string]string, ports []*port) error {
 		}
 		c.slurmds = append(c.slurmds, d)
 	}
-	err := c.waitIdle(60 * time.Second)
-	for try := 0; err != nil && try < 2; try++ {
-		again, rerr := c.restartLostRace(bins["slurmd"])
-		if rerr != nil || !again {
-			break
-		}
-		err = c.waitIdle(60 * time.Second)
-	}
-	if err != nil {
+	if err := c.waitIdleRestarting(bins["slurmd"]); err != nil {
 		return c.startErr(err)
 	}
 	return nil
