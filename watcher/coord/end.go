@@ -3,8 +3,6 @@ package coord
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/vigil-hpc/vigil/rendezvous"
@@ -113,11 +111,7 @@ func (n *Node) EndRecords(ctx context.Context, host, job string, at time.Time) [
 	if len(rest) == 0 || rendezvous.Coordinator(rest) != n.cfg.Self {
 		return nil
 	}
-	l := trace.Lost{Host: lost, AfterS: silent.Round(time.Second).Seconds()}
-	if m, ok := s.Roster().Member(lost); ok {
-		l.Addr = hostOnly(m.Addr)
-	}
-	l.Unreachable = l.Addr != "" && !answers(ctx, net.JoinHostPort(l.Addr, strconv.Itoa(s.Port())), probeWait)
+	l := lostCoordinator(ctx, s, silent.Round(time.Second))
 	n.log.WithFields(map[string]any{"coordinator": lost, "silent_s": l.AfterS, "unreachable": l.Unreachable}).
 		Warn("the job ended while its coordinator was silent: this watcher, next in line, gives the job's digest from its own view")
 	n.mu.Lock()

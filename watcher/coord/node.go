@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -365,17 +363,13 @@ func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 		stopped := errors.Is(err, errCoordinatorStopped)
 		n.mu.Lock()
 		n.excluded[lost] = true
+		n.mu.Unlock()
 		if !stopped {
-			l := trace.Lost{Host: lost, AfterS: (time.Duration(n.cfg.Takeover) * n.cfg.Hang.Period).Seconds()}
-			if m, ok := s.Roster().Member(lost); ok {
-				l.Addr = hostOnly(m.Addr)
-			}
-			n.mu.Unlock()
-			l.Unreachable = l.Addr != "" && !answers(ctx, net.JoinHostPort(l.Addr, strconv.Itoa(s.Port())), probeWait)
+			l := lostCoordinator(ctx, s, time.Duration(n.cfg.Takeover)*n.cfg.Hang.Period)
 			n.mu.Lock()
 			n.lost = append(n.lost, l)
+			n.mu.Unlock()
 		}
-		n.mu.Unlock()
 		s, err = n.meet(ctx, stopped)
 		if err != nil {
 			switch {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/vigil-hpc/vigil/rendezvous"
 	"github.com/vigil-hpc/vigil/watcher/hang/digest"
 	"github.com/vigil-hpc/vigil/watcher/trace"
 )
@@ -42,6 +44,18 @@ func (n *Node) LostRecords(host, job string, at time.Time) []trace.Sample {
 		out = append(out, trace.LostRecord(host, job, at, l))
 	}
 	return out
+}
+
+// lostCoordinator is the record of session s's coordinator, silent for
+// after: its address as the meeting knew it, and whether that address
+// answered a connection to the meeting's port within probeWait.
+func lostCoordinator(ctx context.Context, s *rendezvous.Session, after time.Duration) trace.Lost {
+	l := trace.Lost{Host: s.CoordinatorName(), AfterS: after.Seconds()}
+	if m, ok := s.Roster().Member(l.Host); ok {
+		l.Addr = hostOnly(m.Addr)
+	}
+	l.Unreachable = l.Addr != "" && !answers(ctx, net.JoinHostPort(l.Addr, strconv.Itoa(s.Port())), probeWait)
+	return l
 }
 
 // hostOnly is addr without its port ("10.0.0.3:7321" → "10.0.0.3").

@@ -325,6 +325,9 @@ func (l *Loop) print(ev any) {
 
 // jobEvents prints the job's own events and acts on its digests.
 func (l *Loop) jobEvents(ctx context.Context, outs []coord.Out) {
+	if len(outs) == 0 {
+		return
+	}
 	// A digest's actions (the comment, the webhook, the mail) finish even
 	// when the loop is told to stop meanwhile: Slurm often ends a job
 	// seconds after its verdict (a node cut off: NODE_FAIL), and the

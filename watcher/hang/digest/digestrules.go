@@ -164,7 +164,7 @@ func rankFailed(in DigestInput, ev evidence, c watchcfg.Hang) []DigestCulprit {
 	named := map[string]bool{}
 	var out []DigestCulprit
 	behind, _ := mismatchHosts(in, ev)
-	timedOut := slices.ContainsFunc(ev.all(), func(l LogEvidence) bool { return isWaitTimeout(l.Match) })
+	timedOut := !ev.firstAll(isWaitTimeout).IsZero()
 	for _, cu := range telemetryCulprits(in, c) {
 		switch cu.Reason {
 		case CulpritProcessesGone, CulpritFewerProcesses, CulpritProcessesStopped, CulpritStaleSamples:
