@@ -66,6 +66,10 @@ type jobTrack struct {
 	endDone    bool              // the end was judged
 	pulse      pulseTrack        // the beats of the job's progress lines
 	strong     strongEvidence    // strong evidence since the last progress, pending confirmation
+	// failing is the first line since the last progress line that says
+	// something failed (digest.IsFailure): the launcher is likely ending
+	// the job (teardownHold).
+	failing time.Time
 	// fast is set while the open episode is one the pulse or evidence
 	// rule opened and the job has not moved since; detection says how
 	// the open episode was detected.
@@ -325,6 +329,7 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		}
 		p.epoch, p.step = m.Epoch, m.Step
 	}
+	j.noteFailing(s.Time, m)
 	if m.Kind == joblog.KindProgress {
 		j.pulse.observe(s.Time, from, m, e.c.Period)
 		if from != "" {
@@ -350,6 +355,17 @@ func (e *Episodes) observeLog(j *jobTrack, h *hostTrack, s trace.Sample) {
 		i++
 	}
 	h.logs = h.logs[i:]
+}
+
+// noteFailing keeps j.failing: the first line since the last progress
+// line that says something failed.
+func (j *jobTrack) noteFailing(at time.Time, m joblog.Match) {
+	switch {
+	case m.Kind == joblog.KindProgress:
+		j.failing = time.Time{}
+	case j.failing.IsZero() && digest.IsFailure(m):
+		j.failing = at
+	}
 }
 
 // Due returns, in job order, the digests and straggler events due once

@@ -195,7 +195,7 @@ func (e *Episodes) fastVerdict(id string, j *jobTrack) *digest.Detection {
 			return det
 		}
 	}
-	if e.c.PulseFactor == 0 || p.beats < e.c.PulseBeats {
+	if e.c.PulseFactor == 0 || p.beats < e.c.PulseBeats || j.endingNow(e.c) {
 		return nil
 	}
 	cadence, spread := p.cadence()
@@ -211,6 +211,17 @@ func (e *Episodes) fastVerdict(id string, j *jobTrack) *digest.Detection {
 		Beats: p.beats, CadenceS: cadence.Seconds(), SpreadS: spread.Seconds(), DeadlineS: deadline.Seconds(), Flat: flat}
 }
 
+// endingNow reports whether j's pulse and confirmation rules wait: a line
+// since its last progress said something failed less than teardownHold
+// ago. A rank that failed is usually followed within seconds by its
+// launcher ending the job (srun, torchrun: its peers' errors, the tasks'
+// exits), and that job failed, which its end's digest says; a job that
+// stays after the hold is judged as before. Evidence that cannot heal
+// does not wait (unhealableVerdict).
+func (j *jobTrack) endingNow(c Config) bool {
+	return !j.failing.IsZero() && j.last.Sub(j.failing) < teardownHold(c)
+}
+
 // evidenceVerdict confirms j's strong evidence: no progress line since it,
 // and every host flat from one period after it (the ranks may still finish
 // what they were doing) for Config.ConfirmPeriods periods. Evidence followed
@@ -224,7 +235,7 @@ func (e *Episodes) evidenceVerdict(id string, j *jobTrack) *digest.Detection {
 	}
 	from := ev.at.Add(e.c.Period)
 	confirm := time.Duration(e.c.ConfirmPeriods) * e.c.Period
-	if j.last.Sub(from) < confirm {
+	if j.last.Sub(from) < confirm || j.endingNow(e.c) {
 		return nil
 	}
 	flat, ok := e.allFlat(id, j, from, j.last)

@@ -76,6 +76,10 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	if faulted {
 		measure = "fault→verdict " + since(at, o.verdict != nil, func() time.Time { return o.verdict.Time }) +
 			", fault→digest " + since(at, len(o.digest) > 0, func() time.Time { return o.digest[0].At })
+		if !j.ended.IsZero() {
+			measure += fmt.Sprintf(", fault→end %.0fs, end→digest %s", j.ended.Sub(at).Seconds(),
+				since(j.ended, len(o.digest) > 0, func() time.Time { return o.digest[0].At }))
+		}
 		if o.straggler != nil {
 			measure += ", fault→straggler " + since(at, true, func() time.Time { return o.straggler.Time }) + " (" + o.straggler.Reason + ")"
 		}
@@ -109,7 +113,12 @@ func check(t *testing.T, c *slurmtest.Cluster, j *job, state, comment string, ho
 	case !w.digest && o.hooks != 0:
 		t.Errorf("%d webhooks, want none", o.hooks)
 	}
-	if took := o.digestAfter(at); w.within > 0 && faulted && len(o.digest) > 0 && took > w.within {
+	switch took := o.digestAfter(at); {
+	case w.fromEnd && w.within > 0 && j.ended.IsZero():
+		t.Errorf("the job's end time is unknown (Slurm's EndTime)")
+	case w.fromEnd && w.within > 0 && len(o.digest) > 0 && o.digestAfter(j.ended) > w.within:
+		t.Errorf("the digest came %.1fs after the job's end, want within %v", o.digestAfter(j.ended).Seconds(), w.within)
+	case !w.fromEnd && w.within > 0 && faulted && len(o.digest) > 0 && took > w.within:
 		t.Errorf("the digest came %.1fs after the fault, want within %v", took.Seconds(), w.within)
 	}
 	if !slices.Equal(o.stragglers, w.straggler) {

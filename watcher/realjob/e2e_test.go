@@ -92,7 +92,8 @@ type job struct {
 	logs    string   // the SPANK plugin's watchers' logs (a glob), beside the job's output
 	blocked bool     // the fault injected from outside (block, freeze) is in
 	undo    func()
-	state   string // the job's state once it ended (Slurm forgets ended jobs after MinJobAge)
+	state   string    // the job's state once it ended (Slurm forgets ended jobs after MinJobAge)
+	ended   time.Time // when it ended, Slurm's EndTime (to the second); zero when not read
 }
 
 // jobState is the job's state, remembered once it has ended.
@@ -100,10 +101,12 @@ func jobState(t *testing.T, c *slurmtest.Cluster, j *job) string {
 	if j.state != "" {
 		return j.state
 	}
-	st := c.JobInfo(t, j.id).State
+	info := c.JobInfo(t, j.id)
+	st := info.State
 	switch st {
 	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
 		j.state = st
+		j.ended, _ = time.ParseInLocation("2006-01-02T15:04:05", info.Fields["EndTime"], time.Local)
 	}
 	return st
 }
@@ -297,9 +300,9 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs s
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
 func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook, auto bool) {
-	limit := 7 * time.Minute
+	limit := 9 * time.Minute
 	if auto {
-		limit = 12 * time.Minute
+		limit = 13 * time.Minute
 	}
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -339,7 +342,13 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 		}
 		time.Sleep(time.Second)
 	}
-	t.Errorf("the jobs did not settle within %v", limit)
+	var left []string
+	for _, j := range jobs {
+		if !settled(t, c, j, hooksOf) {
+			left = append(left, j.name)
+		}
+	}
+	t.Errorf("the jobs did not settle within %v: %v", limit, left)
 }
 
 func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {
