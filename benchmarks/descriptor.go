@@ -1,6 +1,9 @@
 package benchmarks
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Scope says where a check runs: on one node by the runner, or across the
 // job's nodes in the prolog's cross-node phase.
@@ -79,6 +82,13 @@ func Describe(c Check) Descriptor {
 // use on this node (the model checks: which Python interpreter).
 type ConfigNoter interface {
 	ConfigNote() string
+}
+
+// Budgeter is implemented by a check's settings that hold a budget of
+// their own, start to end (the model check's): a budget longer than the
+// check's timeout is cut short by it (settings.Settings.BudgetWarnings).
+type Budgeter interface {
+	CheckBudget() time.Duration
 }
 
 // ConfigWarner is implemented by a check's settings that can be valid and

@@ -149,6 +149,15 @@ func PrologOverrides() *Overrides { return prologOverrides }
 
 var prologOverrides = NewOverrides("prolog", DefaultProlog())
 
+// TimeoutOf is check name's timeout: its [prolog] timeouts entry, else
+// check_timeout.
+func (p Prolog) TimeoutOf(name string) time.Duration {
+	if d, ok := p.Timeouts[name]; ok {
+		return d
+	}
+	return p.CheckTimeout
+}
+
 // DefaultEpilog returns the shipped [epilog] settings.
 func DefaultEpilog() Epilog {
 	return Epilog{KillProcesses: true, KillGrace: 5 * time.Second, Recheck: true}

@@ -11,7 +11,6 @@ import (
 	"github.com/vigil-hpc/vigil/benchmarks"
 	"github.com/vigil-hpc/vigil/benchmarks/crossnet"
 	"github.com/vigil-hpc/vigil/cgo/munge"
-	"github.com/vigil-hpc/vigil/config"
 	"github.com/vigil-hpc/vigil/lifecycle/decide"
 	"github.com/vigil-hpc/vigil/lifecycle/notice"
 	"github.com/vigil-hpc/vigil/lifecycle/settings"
@@ -145,7 +144,7 @@ func (c crossPhase) run(ctx context.Context, checks []benchmarks.Check, failing 
 	for _, ch := range checks {
 		name := benchmarks.Describe(ch).Name
 		names = append(names, name)
-		timeout += checkTimeout(c.s.Prolog, name)
+		timeout += c.s.Prolog.TimeoutOf(name)
 	}
 	// The phase gets the checks' deadlines, inside what is left of the
 	// budget (less the reserve for draining and writing the report).
@@ -210,14 +209,6 @@ func (c crossPhase) badLinks(ctx context.Context, o crossnet.Outcome) (mine []re
 	return mine, names
 }
 
-// checkTimeout is a check's timeout: [prolog] timeouts, else check_timeout.
-func checkTimeout(p config.Prolog, name string) time.Duration {
-	if d, ok := p.Timeouts[name]; ok {
-		return d
-	}
-	return p.CheckTimeout
-}
-
 // prepare prepares this node's part: the settings, PrologFlags=Alloc, the
 // job's node addresses (one scontrol call) and MUNGE.
 func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase, string, error) {
@@ -235,7 +226,7 @@ func (c crossPhase) prepare(ctx context.Context, names []string) (crossnet.Phase
 	}
 	timeouts := map[string]time.Duration{}
 	for _, n := range names {
-		timeouts[n] = checkTimeout(c.s.Prolog, n)
+		timeouts[n] = c.s.Prolog.TimeoutOf(n)
 	}
 	conf := c.sl.Settings(ctx)
 	flags, _ := slurm.ConfValue(conf, "PrologFlags")

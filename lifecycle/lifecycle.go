@@ -117,6 +117,9 @@ func (r *run) do(ctx context.Context) int {
 	if len(errs) > 0 {
 		return r.invalidConfig(errs)
 	}
+	for _, w := range s.BudgetWarnings() {
+		r.log.Warn(w)
+	}
 	if r.rep.Accelerators.Count.None() {
 		r.log.Info(vendors.NoneFound())
 	}

@@ -53,7 +53,7 @@ func runBudgetOf(mode decide.Mode, s *settings.Settings) time.Duration {
 // check_timeout, or the check's [prolog.timeouts] entry when longer.
 func timeoutOf(mode decide.Mode, s *settings.Settings, name string) time.Duration {
 	if mode != decide.ModeValidate {
-		return checkTimeout(s.Prolog, name)
+		return s.Prolog.TimeoutOf(name)
 	}
 	return max(s.Idle.CheckTimeout, s.Prolog.Timeouts[name])
 }

@@ -70,6 +70,9 @@ type Settings struct {
 	SlowFactor float64 `toml:"slow_factor"`
 }
 
+// CheckBudget is s.Budget (benchmarks.Budgeter).
+func (s Settings) CheckBudget() time.Duration { return s.Budget }
+
 // StepMetric is the value name of a run's median step time, and its key
 // in thresholds.
 const StepMetric = "step_ms"

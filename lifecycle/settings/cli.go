@@ -86,6 +86,9 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 	}
 	writeConfigNotes(w, s.Checks)
 	writeConfigWarnings(w, s.Checks)
+	for _, warning := range s.BudgetWarnings() {
+		fmt.Fprintf(w, "# WARNING %s\n", warning)
+	}
 	silent := silentChecks()
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "\n# These checks do not publish their settings; see their documentation: %s\n", strings.Join(silent, ", "))
@@ -124,6 +127,36 @@ func writeConfigWarnings(w io.Writer, checks map[string]any) {
 			}
 		}
 	}
+}
+
+// BudgetWarnings are the checks whose own budget (benchmarks.Budgeter) is
+// longer than their timeout in the prolog ([prolog] timeouts, else
+// check_timeout): the timeout ends such a check first, and it fails with
+// "the budget ran out" though its budget did not. One line each, in name
+// order, naming both keys.
+func (s *Settings) BudgetWarnings() []string {
+	names := make([]string, 0, len(s.Checks))
+	for n := range s.Checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		b, ok := s.Checks[n].(benchmarks.Budgeter)
+		if !ok {
+			continue
+		}
+		key := "check_timeout"
+		if _, set := s.Prolog.Timeouts[n]; set {
+			key = "timeouts." + n
+		}
+		if budget, timeout := b.CheckBudget(), s.Prolog.TimeoutOf(n); budget > timeout {
+			out = append(out, fmt.Sprintf("[checks.%s] budget %v is longer than the check's timeout, [prolog] %s = %v: "+
+				"the timeout ends the check first, and it fails with \"the budget ran out\"; raise [prolog] %s or lower the budget",
+				n, budget, key, timeout, key))
+		}
+	}
+	return out
 }
 
 // SetupLog configures the standard logrus logger: level ("info", "debug"
