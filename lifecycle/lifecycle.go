@@ -117,9 +117,7 @@ func (r *run) do(ctx context.Context) int {
 	if len(errs) > 0 {
 		return r.invalidConfig(errs)
 	}
-	for _, w := range s.BudgetWarnings() {
-		r.log.Warn(w)
-	}
+	warnAll(r.log, s.BudgetWarnings())
 	if r.rep.Accelerators.Count.None() {
 		r.log.Info(vendors.NoneFound())
 	}
@@ -176,6 +174,13 @@ func (r *run) do(ctx context.Context) int {
 		record.CleanJobFiles(s.Prolog.RunDir, r.job, o.DryRun, r.notes.add)
 	}
 	return code
+}
+
+// warnAll logs each of warnings at level warn.
+func warnAll(log logrus.FieldLogger, warnings []string) {
+	for _, w := range warnings {
+		log.Warn(w)
+	}
 }
 
 // readJob reads the job from Slurm's environment (not in health mode).
