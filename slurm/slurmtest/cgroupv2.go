@@ -207,11 +207,15 @@ func (c *Cluster) restartLostRace(bin string) (bool, error) {
 }
 
 // lostRootRace says node's slurmd log ends with Slurm 24.11's failure to
-// empty the namespace's root cgroup (a process left it while it moved it).
+// empty the namespace's root cgroup (a process left it while it moved it),
+// or to make its scope beside it: on a loaded machine (a fresh-clone CI
+// run) a slurmd once read its cgroup as the namespace's parent ("Could
+// not create scope directory /sys/fs/cgroup/../system.slice/..._slurmstepd.scope:
+// Operation not permitted") while its peers moved theirs.
 func (c *Cluster) lostRootRace(node string) bool {
 	lines := readLines(filepath.Join(c.Dir, "log", "slurmd-"+node+".log"))
 	return slices.ContainsFunc(lines[max(0, len(lines)-8):], func(l string) bool {
-		return strings.Contains(l, "cannot empty the false root cgroup")
+		return strings.Contains(l, "cannot empty the false root cgroup") || strings.Contains(l, "Could not create scope directory")
 	})
 }
 

@@ -88,6 +88,26 @@ func TestFailedJobDigest(t *testing.T) {
 			"slurmstepd-gpu01: error: *** JOB 8 ON gpu01 CANCELLED AT 2026-12-02T17:37:13 ***",
 			"srun: error: gpu03: task 2: Terminated",
 		}, true, "", "", "", ""},
+		// watcher/realjob row h on Slurm 22.05 (cgroup v1), cancelled by its
+		// user: rank 1's peers died of the SIGTERM first, so it failed on
+		// the closed connection, and its traceback reached the file before
+		// slurmstepd's words of the cancel.
+		{"a job cancelled, a rank's traceback first", trace.RoleCoordinator, []string{
+			"srun: Job step aborted: Waiting up to 7 seconds for job step to finish.",
+			"Traceback (most recent call last):",
+			"RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:59609",
+			"slurmstepd-gpu01: error: *** STEP 7.1 ON gpu01 CANCELLED AT 2026-12-02T21:03:28 ***",
+			"slurmstepd-gpu01: error: *** JOB 7 ON gpu01 CANCELLED AT 2026-12-02T21:03:28 ***",
+		}, true, "", "", "", ""},
+		// A step that failed long before the job was cancelled: the failure
+		// stands.
+		{"a rank killed, the job cancelled later", trace.RoleCoordinator, append([]string{
+			"srun: error: gpu02: task 1: Killed",
+			"RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:56211: Connection reset by peer",
+			"[rank0]: epoch 3 step 250/250 loss 0.01", "[rank0]: epoch 3 step 250/250 loss 0.01", "[rank0]: epoch 3 step 250/250 loss 0.01",
+			"[rank0]: epoch 3 step 250/250 loss 0.01", "[rank0]: epoch 3 step 250/250 loss 0.01", "[rank0]: epoch 3 step 250/250 loss 0.01"},
+			"slurmstepd-gpu01: error: *** JOB 7 ON gpu01 CANCELLED AT 2026-12-02T21:03:28 ***",
+		), false, digest.CauseRankFailed, digest.OriginJob, "gpu02", digest.DigestRankKilled},
 		{"a clean end", trace.RoleCoordinator, []string{"[rank0]: epoch 3 step 250/250 loss 0.01"}, true, "", "", "", ""},
 		{"a member's end", trace.RoleMember, []string{"srun: error: gpu02: task 1: Killed"}, true, "", "", "", ""},
 	} {

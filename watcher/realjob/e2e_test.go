@@ -128,20 +128,23 @@ func TestE2ERealPyTorch(t *testing.T) {
 	}
 }
 
-// A run is one cluster the table runs on; the runs go in parallel: Debian
-// 12's PyTorch 1.13 on its Slurm 22.05 under cgroup v1 and v2, and Debian
-// 13's PyTorch 2.6 on its Slurm 24.11 (the Slurm root) under cgroup v2.
-// Debian 13's PyTorch is built without libuv, which torchrun's stores ask
-// for whatever USE_LIBUV says: that run's torchrun goes through
-// testdata/nolibuv.py (noLibuv).
+// A run is one cluster the table runs on; the two runs go side by side.
+// Both are the deployed path (auto): the SPANK plugin starts the watchers
+// (watch=auto) with the shipped [watch] settings, the jobs ask for their
+// webhook and window with sbatch's --vigil-webhook and --vigil-hang-time,
+// and they train at a pace that gives the shipped pulse its beats (5 polls
+// at 30 s) before the faults (autoStepSleep). Between them they cover
+// both Slurms, both cgroup versions and both PyTorches: Debian 12's
+// PyTorch 1.13 on its Slurm 22.05 under cgroup v2, and Debian 13's PyTorch
+// 2.6 on its Slurm 24.11 (the Slurm root, whose headers the plugin is
+// built against) under cgroup v1. Debian 13's PyTorch is built without
+// libuv, which torchrun's stores ask for whatever USE_LIBUV says: that
+// run's torchrun goes through testdata/nolibuv.py (noLibuv).
 //
-// The 22.05 cgroup v2 run is the deployed path (auto): the SPANK plugin
-// starts the watchers (watch=auto) with the shipped [watch] settings, the
-// jobs ask for their webhook and window with sbatch's --vigil-webhook and
-// --vigil-hang-time, and they train at a pace that gives the shipped
-// pulse its beats (5 polls at 30 s) before the faults (autoStepSleep).
-// The other two start their watchers in the batch script with a 10 s
-// period and a 30 s pulse floor (watchConfig), as a site may set them.
+// A run with auto false starts its watchers in the batch script
+// (watchStep) with a 10 s period and a 30 s pulse floor (watchConfig), as
+// docs/watch.md tells sites without the plugin; TestE2ETorchrunRankMap and
+// TestE2ENVMLXIDUnhealable run that way.
 type run struct {
 	name    string
 	cgroup  slurmtest.CgroupMode
@@ -150,17 +153,24 @@ type run struct {
 	auto    bool
 }
 
-var runs = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false, false}, {"cgroup-v2-watch-auto", slurmtest.CgroupV2, false, false, true},
+var runs = []run{{"cgroup-v2-watch-auto", slurmtest.CgroupV2, false, false, true},
+	{"slurm24.11-cgroup-v1-watch-auto", slurmtest.CgroupV1, true, true, true}}
+
+// batchRuns start their watchers in the batch script: PyTorch 1.13 on
+// Slurm 22.05 (cgroup v1), 2.6 on 24.11 (cgroup v2).
+var batchRuns = []run{{"cgroup-v1", slurmtest.CgroupV1, false, false, false},
 	{"slurm24.11-cgroup-v2", slurmtest.CgroupV2, true, true, false}}
 
 // faults are the run's rows: every row, but row i (a node cut off
-// entirely) on one cluster only, the deployed path (22.05 under cgroup v2
-// through watch=auto): it measured right on all three with the batch
-// script's watchers (docs/testing.md), and its three more nodes and ranks
-// on a second cluster loaded the 2-core CI machine enough to upset the
-// timed tests beside it.
+// entirely) only where the plugin starts the watchers.
 func (r run) faults() []fault {
 	return slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return f.cutOff && !r.auto })
+}
+
+// include is where the Slurm that loads the SPANK plugin keeps its
+// headers: the root's for Slurm 24.11.
+func (r run) include() string {
+	return filepath.Join("/", r.root(), "usr", "include")
 }
 
 func (r run) root() string {
@@ -180,7 +190,7 @@ func runFaults(t *testing.T, bin string, r run, o slurmtest.Options, faults []fa
 		conf = fmt.Sprintf("[watch]\nrecord = \"rec-%%j-%%N.jsonl\"\n[policy]\nnotify = [\"webhook\"]\nwebhooks = [%q]\n", url+"/")
 		o.PrologFlags = "Alloc,Contain"
 		o.PlugStack = fmt.Sprintf("required %s config=%s watcher=%s watch=auto state_dir=%s\n",
-			buildSpank(t, jobsDir(t), "/usr/include"), cfg, bin, filepath.Join(jobsDir(t), "state"))
+			buildSpank(t, jobsDir(t), r.include()), cfg, bin, filepath.Join(jobsDir(t), "state"))
 	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func TestE2ETorchrunRankMap(t *testing.T) {
 		t.Skip("starts a Slurm cluster and a real PyTorch job")
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
-	for _, r := range []run{runs[0], runs[2]} { // PyTorch 1.13 on Slurm 22.05, 2.6 on 24.11
+	for _, r := range batchRuns { // PyTorch 1.13 on Slurm 22.05, 2.6 on 24.11
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			torchrunRankMap(t, bin, r)

@@ -41,6 +41,9 @@ func newEvidence(in DigestInput) evidence {
 			outside[l.Host] && reSrunKilled.MatchString(l.Line)) {
 			continue
 		}
+		if (l.Match.Kind == joblog.KindTraceback || l.Match.Kind == joblog.KindPeerClosed) && inOutsideTeardown(l.Time, sched) {
+			continue
+		}
 		if unmet[l.Host] && (l.Match.Kind == joblog.KindTaskExit || l.Match.Kind == joblog.KindTraceback) {
 			continue
 		}
@@ -154,16 +157,18 @@ var reSrunKilled = regexp.MustCompile(`: tasks? ([\d,-]+): Killed\b`)
 // cancels are the times of the first cancel of the step or the job that
 // slurmstepd reported: plain ("*** STEP 7.0 ON n1 CANCELLED AT ... ***":
 // scancel, or srun's own teardown after a task failed) and from outside
-// ("... DUE TO TIME LIMIT ***", a requeue, a preemption, and srun's
-// "forcing job termination" when it was signalled); zero for none.
+// ("... DUE TO TIME LIMIT ***", a requeue, a preemption, srun's "forcing
+// job termination" when it was signalled, and "*** JOB 7 ON n1 CANCELLED
+// AT ... ***": the whole job cancelled, which srun's teardown of a step
+// never does); zero for none.
 func cancels(ls []LogEvidence) (plain, sched time.Time) {
 	for _, l := range ls {
 		if l.Match.Kind != joblog.KindCancelled {
 			continue
 		}
 		t := &plain
-		if strings.Contains(l.Line, " DUE TO ") || strings.Contains(l.Line, "forcing job termination") {
-			t = &sched // the scheduler's, or srun signalled from outside (joblog's reCancelled)
+		if strings.Contains(l.Line, " DUE TO ") || strings.Contains(l.Line, "forcing job termination") || strings.Contains(l.Line, "*** JOB ") {
+			t = &sched // the scheduler's, srun signalled from outside (joblog's reCancelled), or the whole job cancelled
 		}
 		if t.IsZero() || l.Time.Before(*t) {
 			*t = l.Time
@@ -178,6 +183,20 @@ func cancels(ls []LogEvidence) (plain, sched time.Time) {
 // does not wait for a task; a task that failed before it was read before).
 func afterCancel(t, plain, sched time.Time) bool {
 	return !plain.IsZero() && t.After(plain) || !sched.IsZero() && !t.Before(sched)
+}
+
+// outsideSlack is how long before the line of a cancel from outside its
+// teardown may already show in the job's output: the ranks die of the
+// signal slurmstepd sends before it writes the line, and their output
+// reaches the file first (a rank whose peers died first prints gloo's
+// "Connection closed by peer" and a traceback).
+const outsideSlack = 5 * time.Second
+
+// inOutsideTeardown reports whether a traceback or a peer's closed
+// connection read at t belongs to the teardown of a cancel from outside at
+// sched: at most outsideSlack before it, or after it.
+func inOutsideTeardown(t, sched time.Time) bool {
+	return !sched.IsZero() && !t.Before(sched.Add(-outsideSlack))
 }
 
 // reTeardown is a task ended by SIGTERM: srun's "task 0: Terminated"
