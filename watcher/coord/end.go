@@ -23,6 +23,9 @@ import (
 // (EndRecords), its own view's digest of the failed job, announced.
 func (n *Node) End(ctx context.Context, now time.Time) []Out {
 	role, out := n.takeQueue()
+	if role != roleCoordinator && n.endsAlone() {
+		role = roleMember // its rounds may have turned it lone as the job ended: it still speaks for the job
+	}
 	switch role {
 	case roleCoordinator:
 		outs := n.hub.Ingest(now, map[string]Summary{n.cfg.Self: n.pend.take()})
@@ -78,7 +81,9 @@ const endWait = 5 * time.Second
 // takeover's wait had passed, which is what a node cut off entirely
 // looks like where Slurm's SlurmdTimeout is shorter than that wait (its
 // NODE_FAIL ends the job first). Silent is no tick for a period and the
-// gather since the last one, and no farewell within endWait. Only the
+// gather since the last one, and no farewell within endWait (its rounds
+// may see the loss meanwhile, as the job's end stops them: the takeover
+// they begin ends with the job). Only the
 // member next in line (the takeover's next coordinator) speaks, from its
 // own view and its probe of the lost node, so that the job gets one
 // digest. Elsewhere it returns nothing.
@@ -90,10 +95,11 @@ func (n *Node) EndRecords(ctx context.Context, host, job string, at time.Time) [
 		return nil
 	}
 	n.awaitFarewell(ctx)
-	select {
-	case <-n.stopped:
-		return nil // a farewell, or a loss the member's rounds took up
-	default:
+	n.mu.Lock()
+	bye, took := n.byeHeard, n.sess != s
+	n.mu.Unlock()
+	if bye || took {
+		return nil // a farewell, or a loss the member's rounds took up before the end
 	}
 	silent := time.Since(last)
 	if silent < n.cfg.Hang.Period+n.gatherWait() {

@@ -90,6 +90,7 @@ type Node struct {
 	log      logrus.FieldLogger // Config.Log through sessionLog
 	closing  atomic.Bool        // Close has begun
 	byeSaid  bool               // the coordinator's farewell went out (End)
+	byeHeard bool               // a member heard its coordinator's farewell
 	// stopped is closed when a member's rounds end (the coordinator's
 	// farewell, or its loss): End waits for it.
 	stopped  chan struct{}
@@ -407,6 +408,9 @@ func (n *Node) memberRounds(ctx context.Context, s *rendezvous.Session) error {
 		}
 		if bye, ok := strings.CutPrefix(string(tick), tickBye); ok {
 			n.lastWord(bye)
+			n.mu.Lock()
+			n.byeHeard = true
+			n.mu.Unlock()
 			return errCoordinatorStopped
 		}
 		rest, suspect := strings.CutPrefix(string(tick), tickSuspect)

@@ -151,11 +151,12 @@ func (f fault) rankOn() int { return f.per*f.node + f.per - 1 }
 // strong evidence 3 flat periods of 30 s. The bounds grow with them:
 // a hang's digest within the floor, two periods, the coordinator's
 // gather and slack for a loaded 2-core machine; a failed job's, whose
-// watchers meet at 30 s periods, within 90 s; a straggler within the
+// watchers meet at 30 s periods, within 60 s of the job's end (measured:
+// 0.3 to 2.1 s); a straggler within the
 // 2-minute window (--vigil-hang-time 2, sampled every 20 s) and slack.
 const (
 	autoStepSleep       = "0.5"
-	autoFailedWithin    = 90 * time.Second
+	autoFailedWithin    = 60 * time.Second
 	autoHungWithin      = 240 * time.Second
 	autoStragglerWithin = 300 * time.Second
 	autoCutOffWithin    = 240 * time.Second
