@@ -312,7 +312,7 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs s
 func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook, auto bool) {
 	limit := 9 * time.Minute
 	if auto {
-		limit = 13 * time.Minute
+		limit = 15 * time.Minute
 	}
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
