@@ -497,49 +497,6 @@ func (c *Cluster) waitIdle(timeout time.Duration) error {
 	return nil
 }
 
-// Restart stops every slurmd and starts it again (slurmd reads
-// plugstack.conf only when it starts), then waits until each has started
-// (read its configuration and loaded its plugins). Running jobs survive in
-// their slurmstepd.
-func (c *Cluster) Restart(t testing.TB) {
-	t.Helper()
-	bin, err := c.lookBin("slurmd")
-	if err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	begin := time.Now()
-	starts := make([]int, len(c.Nodes))
-	for i, n := range c.Nodes {
-		starts[i] = c.slurmdStarts(n)
-	}
-	stopAll(c.slurmds, 15*time.Second)
-	c.slurmds = nil
-	for i, n := range c.Nodes {
-		d, err := c.startSlurmd(bin, n, nil)
-		if err != nil {
-			t.Fatalf("slurmtest: %v", err)
-		}
-		c.slurmds = append(c.slurmds, d)
-		c.waitRestartV2(n, starts[i], d)
-	}
-	err = c.waitFor(60*time.Second, "slurmd to start again", func() (bool, error) {
-		for i, d := range c.slurmds {
-			if err := d.exited(); err != nil {
-				return false, err
-			}
-			if c.slurmdStarts(c.Nodes[i]) <= starts[i] {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("slurmtest: restart: %v\n%s", err, c.Dump(""))
-	}
-	t.Logf("slurmtest: slurmd restarted in %.2fs", time.Since(begin).Seconds())
-}
 
 // slurmdStarts counts the "slurmd started on" lines in the node's log:
 // slurmd writes one when it has read its configuration and loaded its
