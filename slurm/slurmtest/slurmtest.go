@@ -497,7 +497,6 @@ func (c *Cluster) waitIdle(timeout time.Duration) error {
 	return nil
 }
 
-
 // slurmdStarts counts the "slurmd started on" lines in the node's log:
 // slurmd writes one when it has read its configuration and loaded its
 // plugins (SPANK included) and is about to register.
