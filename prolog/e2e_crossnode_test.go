@@ -211,7 +211,7 @@ func TestE2ENetConnect(t *testing.T) {
 func testE2ENetConnect(t *testing.T, f slurmtest.Flavour) {
 	c, s, port := crossSetup(t, 4, `"net-connect", "net-bandwidth"`, f)
 	job := c.Sbatch(t, "echo ok\n", "-N", "3")
-	c.WaitJob(t, job, 40*time.Second, "COMPLETED")
+	c.WaitJob(t, job, 90*time.Second, "COMPLETED") // its prologs took 56 s beside two 30-node clusters starting (CI, 2 cores)
 	passed := 0
 	for _, r := range nodeReports(t, s) {
 		if r.Job != job || r.Mode != "prolog" {

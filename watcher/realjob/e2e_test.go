@@ -118,12 +118,27 @@ func TestE2ERealPyTorch(t *testing.T) {
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/watcher")
 	// Two runs at a time on a 2-core machine (-parallel): three clusters
 	// of training jobs at once starve them of CPU and memory until jobs
-	// stay pending and a straggler looks hung (measured).
-	for _, r := range runs {
+	// stay pending and a straggler looks hung (measured). The second run
+	// starts its cluster once the first run's jobs train (or 5 minutes
+	// at most): both clusters' 30 slurmds and 30 PyTorch ranks starting
+	// at once kept a slurmctld from answering scontrol within 30 s, and
+	// the prolog tests beside them waited a minute for a healthy job.
+	first := make(chan struct{})
+	var once sync.Once
+	started := func() { once.Do(func() { close(first) }) }
+	for i, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
+			if i > 0 {
+				select {
+				case <-first:
+				case <-time.After(5 * time.Minute):
+				}
+			} else {
+				defer started()
+			}
 			fs := r.faults()
-			runFaults(t, bin, r, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs)
+			runFaults(t, bin, r, slurmtest.Options{Nodes: 3 * len(fs), NodeAddrs: true, Cgroup: r.cgroup, Root: r.root()}, fs, started)
 		})
 	}
 }
@@ -180,7 +195,9 @@ func (r run) root() string {
 	return ""
 }
 
-func runFaults(t *testing.T, bin string, r run, o slurmtest.Options, faults []fault) {
+// runFaults runs the table's faults on one cluster; started is called once
+// every job trains (its output shows a step).
+func runFaults(t *testing.T, bin string, r run, o slurmtest.Options, faults []fault, started func()) {
 	url, hooksOf := notifytest.Recorder(t)
 	cfg := filepath.Join(jobsDir(t), "vigil.toml")
 	conf := watchConfig
@@ -229,7 +246,7 @@ func runFaults(t *testing.T, bin string, r run, o slurmtest.Options, faults []fa
 			c.Command(t, "scancel", j.id)
 		}
 	}()
-	waitAll(t, c, jobs, hooksOf, r.auto)
+	waitAll(t, c, jobs, hooksOf, r.auto, started)
 	t.Logf("all jobs settled %.0fs after submission", time.Since(start).Seconds())
 	states := map[string]string{}
 	undone := map[string][]notifytest.Hook{} // a job's webhooks before its fault was undone (a thawed job recovers)
@@ -309,7 +326,7 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs s
 // waitAll polls the jobs until each has settled: ended, or given its
 // digest, or past its fault by settle(); the network fault is injected
 // here once its job trains.
-func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook, auto bool) {
+func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(string) []notifytest.Hook, auto bool, started func()) {
 	limit := 9 * time.Minute
 	if auto {
 		limit = 15 * time.Minute
@@ -347,6 +364,9 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 				done++
 			}
 		}
+		if trains(c, jobs) {
+			started()
+		}
 		if done == len(jobs) {
 			return
 		}
@@ -375,6 +395,16 @@ func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []
 		}
 	}
 	return time.Since(at) > j.settle()
+}
+
+// trains reports whether every job's output shows a step (PyTorch is up).
+func trains(c *slurmtest.Cluster, jobs []*job) bool {
+	for _, j := range jobs {
+		if !strings.Contains(c.JobOutput(j.id), " step ") {
+			return false
+		}
+	}
+	return true
 }
 
 // jobsDir holds the jobs' directories; it is kept, and named, when the
