@@ -48,17 +48,13 @@ slurm-root: ## build the Debian 13 root with Slurm 24.11 that the e2e tests also
 run: build ## run vigil's main job, the node sanity suite, on this machine without changing anything
 	$(BIN)/vigil-prolog --dry-run
 
-# The real-PyTorch table (two 30-node clusters of training jobs) goes
-# first, beside every other package but the prolog's; the prolog's e2e
-# tests, which bound their own phases' times, run after it. On 2 cores the
-# two side by side starved the prolog's timed tests (a drain, a job, an
-# scontrol waited past their bounds in three fresh-clone runs).
-HEAVY_TESTS = ./watcher/realjob
-TIMED_TESTS = ./prolog
+# The two longest packages (real Slurm clusters, real PyTorch jobs) go
+# first, so that go test's two lanes start them at once and share out the
+# rest, instead of starting the longest last.
+LONGEST_TESTS = ./prolog ./watcher/realjob
 
 test: ## run every test: unit, fuzz seeds, and e2e on a real local Slurm (root)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(HEAVY_TESTS) $$($(GO) list ./... | grep -v -e '/watcher/realjob$$' -e '/prolog$$')
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TIMED_TESTS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
 
 test-short: ## unit tests only: no Slurm cluster is started
 	$(GO) test -count=1 -short ./...
