@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -135,13 +137,8 @@ func writeConfigWarnings(w io.Writer, checks map[string]any) {
 // "the budget ran out" though its budget did not. One line each, in name
 // order, naming both keys.
 func (s *Settings) BudgetWarnings() []string {
-	names := make([]string, 0, len(s.Checks))
-	for n := range s.Checks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Checks)) {
 		b, ok := s.Checks[n].(benchmarks.Budgeter)
 		if !ok {
 			continue
