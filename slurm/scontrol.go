@@ -190,7 +190,18 @@ func (c *Client) run(ctx context.Context, argv ...string) ([]byte, error) {
 		out, err = c.runner().Run(ctx, argv)
 	}
 	var ce *CommandError
-	if errors.As(err, &ce) && (controllerDown(ce.Output()) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil) {
+	if !errors.As(err, &ce) {
+		return out, err
+	}
+	timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil
+	if timedOut {
+		// Say whose silence it was: scontrol itself keeps trying an
+		// unreachable slurmctld for longer than a short timeout.
+		cp := *ce
+		cp.Err = fmt.Errorf("%w: no answer from slurmctld within %s", ce.Err, t)
+		ce, err = &cp, &cp
+	}
+	if controllerDown(ce.Output()) || timedOut {
 		// slurmctld could not be reached, or did not answer within the
 		// timeout: later commands would wait as long for nothing.
 		c.down.CompareAndSwap(nil, ce)

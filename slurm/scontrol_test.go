@@ -478,3 +478,31 @@ func TestControllerDownFailsFast(t *testing.T) {
 		t.Errorf("another error latched the client: %v", f2.calls)
 	}
 }
+
+// slowRunner is scontrol still trying an unreachable slurmctld: it
+// answers only when its context ends.
+type slowRunner struct{ calls int }
+
+func (r *slowRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
+	r.calls++
+	<-ctx.Done()
+	return nil, &CommandError{Argv: argv, ExitCode: -1, Err: fmt.Errorf("signal: killed: %w", ctx.Err())}
+}
+
+// TestControllerSilentFailsFast: a scontrol killed at the client's
+// timeout says whose answer it lacked, and latches the client as down.
+func TestControllerSilentFailsFast(t *testing.T) {
+	r := &slowRunner{}
+	c := &Client{Runner: r, BinDir: bin, Timeout: 20 * time.Millisecond}
+	_, err := c.Node(context.Background(), "n1")
+	if !ControllerDown(err) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer from slurmctld within 20ms") {
+		t.Fatalf("first call: %v, want the controller down, saying it did not answer within 20ms", err)
+	}
+	err = c.Drain(context.Background(), "n1", "vigil: gemm GEMMBelowThreshold")
+	if !errors.Is(err, ErrControllerDown) || !strings.Contains(err.Error(), "no answer from slurmctld") {
+		t.Fatalf("second call: %v, want ErrControllerDown naming the first error", err)
+	}
+	if r.calls != 1 {
+		t.Errorf("%d commands run, want 1", r.calls)
+	}
+}

@@ -441,10 +441,14 @@ func (c *Cluster) startErr(err error) error {
 	return fmt.Errorf("%w\n%s", err, logs)
 }
 
-// waitFor polls cond every 20 ms until it reports true, returns an error, or
-// timeout passes.
+// waitFor polls cond until it reports true, returns an error, or timeout
+// passes: after 20 ms at first, twice as long each time up to
+// maxPollGap. A cond that runs scontrol costs a process (through the
+// Slurm root, a mount namespace and chroot: about 0.1 s of CPU); polled
+// without a pause, one waiting test kept a core busy on a 2-core machine.
 func (c *Cluster) waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
+	gap := 20 * time.Millisecond
 	for {
 		done, err := cond()
 		if err != nil {
@@ -456,9 +460,14 @@ func (c *Cluster) waitFor(timeout time.Duration, what string, cond func() (bool,
 		if time.Now().After(deadline) {
 			return fmt.Errorf("waiting for %s: timed out after %v", what, timeout)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(gap)
+		gap = min(2*gap, maxPollGap)
 	}
 }
+
+// maxPollGap is the longest pause between two of waitFor's polls: a state
+// that lasts a second (a short job running) is still seen.
+const maxPollGap = 320 * time.Millisecond
 
 // waitIdle waits until every node reports idle, failing early when a slurmd exits.
 func (c *Cluster) waitIdle(timeout time.Duration) error {
