@@ -123,8 +123,8 @@ func (s e2eSetup) countScontrol(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	real := filepath.Join(scontrolDir(t), "scontrol")
-	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s\nexec %s \"$@\"\n", log, real)
+	orig := scontrolDir(t)
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s\nexec %s \"$@\"\n", log, filepath.Join(orig, "scontrol"))
 	if err := os.WriteFile(filepath.Join(dir, "scontrol"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (s e2eSetup) countScontrol(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := fmt.Sprintf("slurm_bin_dir = %q\n", scontrolDir(t))
+	old := fmt.Sprintf("slurm_bin_dir = %q\n", orig)
 	if !strings.Contains(string(b), old) {
 		t.Fatalf("no %q in the config:\n%s", old, b)
 	}
