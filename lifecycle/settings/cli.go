@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -101,12 +100,7 @@ func CheckConfig(w io.Writer, path string, explicit bool, lookup func(string) (s
 // writeConfigNotes prints what each check's settings say of this node
 // beyond their values (benchmarks.ConfigNoter), one comment line each.
 func writeConfigNotes(w io.Writer, checks map[string]any) {
-	names := make([]string, 0, len(checks))
-	for n := range checks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(checks)) {
 		if c, ok := checks[n].(benchmarks.ConfigNoter); ok {
 			fmt.Fprintf(w, "# [checks.%s] %s\n", n, c.ConfigNote())
 		}
@@ -117,12 +111,7 @@ func writeConfigNotes(w io.Writer, checks map[string]any) {
 // could turn against the node (benchmarks.ConfigWarner), one comment line
 // each, starting "# WARNING".
 func writeConfigWarnings(w io.Writer, checks map[string]any) {
-	names := make([]string, 0, len(checks))
-	for n := range checks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(checks)) {
 		if c, ok := checks[n].(benchmarks.ConfigWarner); ok {
 			for _, warning := range c.ConfigWarnings() {
 				fmt.Fprintf(w, "# WARNING [checks.%s] %s\n", n, warning)

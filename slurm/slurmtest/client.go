@@ -132,6 +132,27 @@ func (c *Cluster) JobInfo(t testing.TB, id string) slurm.JobInfo {
 	return j
 }
 
+// Jobs reads every job slurmctld still holds with one `scontrol show job -o`,
+// by id: one command for a test that follows many jobs, where JobInfo costs
+// one each. A job that is gone is absent. It fails the test when scontrol
+// fails.
+func (c *Cluster) Jobs(t testing.TB) map[string]slurm.JobInfo {
+	t.Helper()
+	out, err := c.Command(t, "scontrol", "show", "job", "-o")
+	if err != nil {
+		t.Fatalf("slurmtest: %v\n%s", err, out)
+	}
+	list, err := slurm.ParseJobs([]byte(out))
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	jobs := make(map[string]slurm.JobInfo, len(list))
+	for _, j := range list {
+		jobs[j.ID] = j
+	}
+	return jobs
+}
+
 // jobInfo reads the job, trying 3 times: a slurmctld that two clusters of
 // 30 nodes starting beside it keep busy answered no scontrol within 30 s
 // once (a fresh-clone CI run on 2 cores).

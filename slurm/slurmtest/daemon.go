@@ -27,6 +27,11 @@ type daemon struct {
 // startDaemon starts bin with args and PATH (plus env) in its own process
 // group, its output appended to logFile.
 func startDaemon(name, logFile string, env []string, bin string, args ...string) (*daemon, error) {
+	return spawn(name, logFile, env, nil, bin, args...)
+}
+
+// spawn is startDaemon with stdin (nil: /dev/null).
+func spawn(name, logFile string, env []string, stdin *os.File, bin string, args ...string) (*daemon, error) {
 	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -34,6 +39,9 @@ func startDaemon(name, logFile string, env []string, bin string, args ...string)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	cmd.Env = append([]string{"PATH=" + searchPath}, env...)
 	cmd.Dir = filepath.Dir(logFile)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -175,6 +183,10 @@ func (c *Cluster) stop(t testing.TB) {
 	stopAll(c.slurmds, 5*time.Second)
 	c.ctld.stop(10 * time.Second)
 	c.munge.stop(5 * time.Second)
+	c.holder.stop(time.Second)
+	if c.holderIn != nil {
+		c.holderIn.Close()
+	}
 	killed := cleanCgroups(c.Nodes)
 	if c.opts.Cgroup == CgroupV2 {
 		killed += cleanCgroupV2(c.CgroupRoot)

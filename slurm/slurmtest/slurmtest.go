@@ -143,9 +143,12 @@ type Cluster struct {
 	rootBin string // Dir/rootbin when the cluster runs from Options.Root
 	preload string // the cgroup v2 LD_PRELOAD library (CgroupV2)
 	mu      sync.Mutex
-	munge   *daemon
-	ctld    *daemon
-	slurmds []*daemon
+	holder  *daemon // holds the root's mount namespace for its clients (Options.Root)
+	// holderIn is the write end of the holder's standard input.
+	holderIn *os.File
+	munge    *daemon
+	ctld     *daemon
+	slurmds  []*daemon
 	// rebootQuit and rebootDone end and wait for watchReboots.
 	rebootQuit, rebootDone chan struct{}
 }
@@ -267,6 +270,9 @@ func startOnce(t testing.TB, o Options, bins map[string]string) (*Cluster, error
 	}()
 	if o.Root != "" {
 		if bins, err = c.writeRootBins(); err != nil {
+			return nil, err
+		}
+		if err := c.startHolder(); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package slurmtest_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,6 +28,9 @@ func testClusterRunsJobs(t *testing.T, f slurmtest.Flavour) {
 	if out, err := c.Command(t, "scontrol", "--version"); err != nil || !strings.Contains(out, " "+f.Version) {
 		t.Errorf("scontrol --version = %q (%v), want a version starting %q", out, err, f.Version)
 	}
+	if f.Root != "" {
+		clientEntersHolder(t, c)
+	}
 	out, err := c.Command(t, "sinfo", "-h", "-N", "-o", "%N %T %G")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -48,6 +52,26 @@ func testClusterRunsJobs(t *testing.T, f slurmtest.Flavour) {
 	j := c.JobInfo(t, id)
 	if j.ID != id || j.NodeList != c.Nodes[1] || j.State != "COMPLETED" {
 		t.Errorf("JobInfo = %+v", j)
+	}
+}
+
+// clientEntersHolder checks that a client of a root's cluster enters the
+// namespace the cluster's holder set up (nsenter) rather than setting up one
+// of its own (unshare and eight mounts): sh -x shows the command the
+// wrapper runs.
+func clientEntersHolder(t *testing.T, c *slurmtest.Cluster) {
+	t.Helper()
+	bin := filepath.Join(c.Dir, "rootbin", "scontrol")
+	cmd := exec.Command("/bin/sh", "-x", bin, "--version")
+	cmd.Env = append(os.Environ(), c.Env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), " 24.11") {
+		t.Errorf("%s --version = %q (%v)\n%s", bin, out, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "exec /usr/bin/nsenter -t ") || strings.Contains(stderr.String(), "unshare") {
+		t.Errorf("scontrol did not enter the holder's namespace:\n%s", stderr.String())
 	}
 }
 

@@ -266,21 +266,94 @@ func memberSpeaksAtTheEnd(t *testing.T, silent time.Duration) {
 	if l, ok := trace.ParseLost(recs[1][0].Log.Line); !ok || l.Host != s.names[0] || l.Addr != addrs[s.names[0]] || l.AfterS < 6 {
 		t.Errorf("lost %+v, want %s at %s, silent 6 s or more", l, s.names[0], addrs[s.names[0]])
 	}
-	for _, i := range []int{1, 2} {
-		for _, r := range recs[i] {
-			s.nodes[i].Observe(r, nil)
-		}
-		// what its ranks wait on, read at the end (the loop's last poll)
-		w := trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}}, RetransTo: []string{addrs[s.names[0]]}}
-		s.nodes[i].Observe(trace.WaitsRecord(s.names[i], "42", end, w), nil)
-		b, _ := json.Marshal(trace.End{Role: s.nodes[i].Role(), Why: trace.EndSignalled})
-		s.nodes[i].Observe(trace.Sample{V: trace.Version, Time: end, Host: s.names[i], Job: "42", Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
-	}
+	endOfJob(s, recs[:], addrs[s.names[0]], end)
 	n1, _ := digests(s.nodes[1].End(ctx, end.Add(time.Second)))
 	if len(n1) != 1 || n1[0].Event != digest.EventFailed || n1[0].Cause != digest.CauseNetwork || len(n1[0].Culprits) != 1 || n1[0].Culprits[0].Host != s.names[0] {
 		t.Errorf("%s announced %+v, want the failed job's digest naming %s (network)", s.names[1], n1, s.names[0])
 	}
 	if n2, _ := digests(s.nodes[2].End(ctx, end.Add(time.Second))); len(n2) != 0 {
 		t.Errorf("%s announced %+v, want nothing", s.names[2], n2)
+	}
+}
+
+// TestTakeoverAsTheJobEnds: the coordinator's node is cut off, the members
+// take over, and Slurm ends the job (NODE_FAIL) seconds later, before the
+// new coordinator's first round. The new coordinator gives the failed
+// job's digest from the loss it recorded at the takeover (the loop takes
+// it at the end: LostRecords) and its ranks' data to the lost node in
+// flight: network, the lost node. The member that reports to it waits for
+// its farewell: the new coordinator has not been silent (its meeting was
+// its first word), so the member does not speak for the job and names
+// nobody.
+func TestTakeoverAsTheJobEnds(t *testing.T) {
+	c := testHang()
+	c.Period = time.Second
+	s := startSimWith(t, 3, c)
+	_, addrs := rdvtest.Cluster(3)
+	for k := range 2 {
+		s.period(k, []int{0, 1, 2}, func(int) hostState { return hostState{procs: 4} })
+	}
+	time.Sleep(200 * time.Millisecond) // the members take in the last tick
+	time.Sleep(3 * c.Period)           // node 0 ticks no more (its node cut off): silent longer than a period and the gather
+	s.nodes[0].mu.Lock()
+	s.nodes[0].byeSaid = true // no farewell: it is lost, not stopping
+	s.nodes[0].mu.Unlock()
+	s.nodes[0].Close()
+	s.waitCoordinator(1)
+	// The job ends at once, before the new coordinator's first tick.
+	end := t0.Add(3 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var recs [3][]trace.Sample
+	var wg sync.WaitGroup
+	for _, i := range []int{1, 2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = append(s.nodes[i].LostRecords(s.names[i], "42", end), s.nodes[i].EndRecords(ctx, s.names[i], "42", end)...)
+		}()
+	}
+	wg.Wait()
+	if len(recs[1]) != 1 {
+		t.Fatalf("%s, the new coordinator: end records %+v, want the loss it recorded at the takeover", s.names[1], recs[1])
+	}
+	if l, ok := trace.ParseLost(recs[1][0].Log.Line); !ok || l.Host != s.names[0] {
+		t.Errorf("%s: lost %+v, want %s", s.names[1], l, s.names[0])
+	}
+	for _, r := range recs[2] {
+		if l, ok := trace.ParseLost(r.Log.Line); !ok || l.Host != s.names[0] {
+			t.Errorf("%s: end record %+v, want only the loss of %s (its new coordinator %s just met it)", s.names[2], l, s.names[0], s.names[1])
+		}
+	}
+	endOfJob(s, recs[:], addrs[s.names[0]], end)
+	var n2 []digest.DigestEvent
+	done := make(chan struct{})
+	go func() { defer close(done); n2, _ = digests(s.nodes[2].End(ctx, end.Add(time.Second))) }()
+	n1, _ := digests(s.nodes[1].End(ctx, end.Add(time.Second)))
+	<-done
+	if len(n1) != 1 || n1[0].Event != digest.EventFailed || n1[0].Cause != digest.CauseNetwork || len(n1[0].Culprits) != 1 || n1[0].Culprits[0].Host != s.names[0] {
+		t.Errorf("%s, the new coordinator, announced %+v, want the failed job's digest naming %s (network)", s.names[1], n1, s.names[0])
+	}
+	for _, d := range n2 {
+		for _, cu := range d.Culprits {
+			if cu.Host == s.names[1] {
+				t.Errorf("%s's digest names its live coordinator %s: %+v", s.names[2], s.names[1], d)
+			}
+		}
+	}
+}
+
+// endOfJob gives nodes 1 and 2 of s what their loops give them as the job
+// ends: their end records recs[i], what their ranks wait on (data to
+// lostAddr, node 0's, in flight: the loop's last poll) and their end record.
+func endOfJob(s *sim, recs [][]trace.Sample, lostAddr string, end time.Time) {
+	for _, i := range []int{1, 2} {
+		for _, r := range recs[i] {
+			s.nodes[i].Observe(r, nil)
+		}
+		w := trace.Waits{Procs: 4, Waits: []trace.Wait{{On: trace.WaitFutex, Syscall: "futex", Procs: 4}}, RetransTo: []string{lostAddr}}
+		s.nodes[i].Observe(trace.WaitsRecord(s.names[i], "42", end, w), nil)
+		b, _ := json.Marshal(trace.End{Role: s.nodes[i].Role(), Why: trace.EndSignalled})
+		s.nodes[i].Observe(trace.Sample{V: trace.Version, Time: end, Host: s.names[i], Job: "42", Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
 	}
 }

@@ -391,6 +391,7 @@ func (n *Node) serve(ctx context.Context, s *rendezvous.Session) {
 		}
 		n.mu.Lock()
 		n.sess = s
+		n.lastTick = time.Now() // the meeting is the new coordinator's first word: its silence counts from here
 		n.mu.Unlock()
 		n.log.WithField("coordinator", s.CoordinatorName()).Info("reporting to the new coordinator")
 	}

@@ -278,12 +278,17 @@ func (l *Loop) finish(why string) {
 	if l.Logs != nil {
 		recs = l.Logs.Poll(now)
 	}
+	var lost []trace.Sample
+	if v, ok := l.Job.(lostRecorder); ok { // a coordinator lost since the last step (a takeover as the job ended)
+		lost = v.LostRecords(l.host, l.job, now)
+	}
 	if v, ok := l.Job.(endRecorder); ok { // a coordinator silent at the end: its loss
-		if lost := v.EndRecords(ctx, l.host, l.job, now); len(lost) > 0 {
-			recs = append(recs, lost...)
-			if l.Waits != nil { // and what the processes still here wait on: data to it in flight
-				recs = append(recs, l.Waits.Poll(trace.Sample{Host: l.host, Job: l.job, Time: now}, nil, true)...)
-			}
+		lost = append(lost, v.EndRecords(ctx, l.host, l.job, now)...)
+	}
+	if len(lost) > 0 {
+		recs = append(recs, lost...)
+		if l.Waits != nil { // and what the processes still here wait on: data to it in flight
+			recs = append(recs, l.Waits.Poll(trace.Sample{Host: l.host, Job: l.job, Time: now}, nil, true)...)
 		}
 	}
 	line, _ := json.Marshal(trace.End{Role: l.Job.Role(), Why: why})

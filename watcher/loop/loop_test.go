@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/vigil-hpc/vigil/watcher/coord"
 	"github.com/vigil-hpc/vigil/watcher/hang"
 	"github.com/vigil-hpc/vigil/watcher/hangview"
 	"github.com/vigil-hpc/vigil/watcher/trace"
@@ -242,5 +244,58 @@ func TestLoopViewBeforeActions(t *testing.T) {
 	}
 	if n := len(view.Data().Hosts["n1"]); n != 4 {
 		t.Errorf("the view holds %d readings, want 4", n)
+	}
+}
+
+// lostAtEnd is a job's view (a new coordinator) holding the record of the
+// coordinator it lost at a takeover the loop has not stepped since.
+type lostAtEnd struct {
+	pending  []trace.Sample
+	observed []trace.Sample
+	ended    bool
+}
+
+func (v *lostAtEnd) Observe(s trace.Sample, _ []hang.Event) {
+	if !v.ended {
+		v.observed = append(v.observed, s)
+	}
+}
+func (v *lostAtEnd) Due(context.Context, time.Time) []coord.Out { return nil }
+func (v *lostAtEnd) Role() string                               { return trace.RoleCoordinator }
+func (v *lostAtEnd) End(context.Context, time.Time) []coord.Out {
+	v.ended = true
+	return nil
+}
+func (v *lostAtEnd) LostRecords(host, job string, at time.Time) []trace.Sample {
+	out := v.pending
+	v.pending = nil
+	for i := range out {
+		out[i].Time = at
+	}
+	return out
+}
+
+// A takeover between the loop's last step and the job's end (Slurm's
+// NODE_FAIL for the node cut off, seconds after its watcher was found
+// lost): the loss goes into the job's view before its end record, so the
+// new coordinator's digest of the failed job knows who stopped answering.
+func TestLoopFinishTakesTheLossOfATakeover(t *testing.T) {
+	lost := trace.LostRecord("n1", "7", t0, trace.Lost{Host: "n0", Addr: "10.0.0.1", Unreachable: true, AfterS: 97})
+	v := &lostAtEnd{pending: []trace.Sample{lost}}
+	l := &Loop{Period: time.Minute, Sampler: &fakeSampler{}, Detector: &scriptDetector{}, Job: v, Log: quiet()}
+	if _, err := l.Step(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	v.pending = []trace.Sample{lost} // the takeover comes after the step
+	v.observed = nil
+	l.finish(trace.EndSignalled)
+	var streams []string
+	for _, s := range v.observed {
+		if s.Log != nil {
+			streams = append(streams, s.Log.Stream)
+		}
+	}
+	if want := []string{trace.StreamLost, trace.StreamEnd}; !slices.Equal(streams, want) {
+		t.Errorf("the view observed %v at the end, want %v", streams, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigil-hpc/vigil/config/watchcfg"
 	"github.com/vigil-hpc/vigil/notify/notifytest"
+	"github.com/vigil-hpc/vigil/slurm"
 	"github.com/vigil-hpc/vigil/slurm/slurmtest"
 )
 
@@ -101,7 +102,11 @@ func jobState(t *testing.T, c *slurmtest.Cluster, j *job) string {
 	if j.state != "" {
 		return j.state
 	}
-	info := c.JobInfo(t, j.id)
+	return j.observe(c.JobInfo(t, j.id))
+}
+
+// observe returns the job's state in info, remembering it once it has ended.
+func (j *job) observe(info slurm.JobInfo) string {
 	st := info.State
 	switch st {
 	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
@@ -334,12 +339,18 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		done := 0
+		infos := c.Jobs(t) // one scontrol a round, not one per job
 		for _, j := range jobs {
-			if j.hosts == nil {
-				if nl := c.JobInfo(t, j.id).NodeList; nl != "" {
-					out, _ := c.Command(t, "scontrol", "show", "hostnames", nl)
-					j.hosts = strings.Fields(out)
+			info, ok := infos[j.id]
+			if j.state == "" {
+				if !ok {
+					info = c.JobInfo(t, j.id)
 				}
+				j.observe(info)
+			}
+			if j.hosts == nil && info.NodeList != "" {
+				out, _ := c.Command(t, "scontrol", "show", "hostnames", info.NodeList)
+				j.hosts = strings.Fields(out)
 			}
 			if j.block && !j.blocked && j.hosts != nil && strings.Contains(c.JobOutput(j.id), fmt.Sprintf("step %d/", blockAt)) {
 				i := slices.Index(c.Nodes, j.hosts[j.node])
@@ -360,7 +371,7 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 					t.Logf("job %s: froze rank %d's step on %s", j.id, j.rankOn(), j.hosts[j.node])
 				}
 			}
-			if settled(t, c, j, hooksOf) {
+			if settled(j, hooksOf) {
 				done++
 			}
 		}
@@ -374,15 +385,17 @@ func waitAll(t *testing.T, c *slurmtest.Cluster, jobs []*job, hooksOf func(strin
 	}
 	var left []string
 	for _, j := range jobs {
-		if !settled(t, c, j, hooksOf) {
+		if !settled(j, hooksOf) {
 			left = append(left, j.name)
 		}
 	}
 	t.Errorf("the jobs did not settle within %v: %v", limit, left)
 }
 
-func settled(t *testing.T, c *slurmtest.Cluster, j *job, hooksOf func(string) []notifytest.Hook) bool {
-	if jobState(t, c, j); j.state != "" {
+// settled reports whether the job ended (as last observed), or its fault
+// has had its digest or its time.
+func settled(j *job, hooksOf func(string) []notifytest.Hook) bool {
+	if j.state != "" {
 		return true
 	}
 	at, ok := faultTime(j.dir)
