@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,15 +58,39 @@ func nodeReports(t *testing.T, s e2eSetup) []report.Report {
 	return out
 }
 
+// freeTCPPort picks the port of a test's cross-node meeting: free now, at
+// random in 10000-11999, below the kernel's ephemeral range and the ports
+// the other harnesses pick (watcher/realjob 12000-19999, slurmtest
+// 20000-31999), and never the same twice in the run. A port from the
+// ephemeral range (a listener on port 0) was taken meanwhile by an
+// outgoing connection or a listener of PyTorch's gloo beside it: the
+// fallback coordinator's "bind: address already in use" (CI, 2 cores).
 func freeTCPPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
+	meetingPorts.Lock()
+	defer meetingPorts.Unlock()
+	for range 1000 {
+		p := 10000 + rand.IntN(2000)
+		if meetingPorts.used[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		meetingPorts.used[p] = true
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free TCP port in 10000-11999")
+	return 0
 }
+
+// meetingPorts are the ports freeTCPPort gave.
+var meetingPorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
 
 // tool runs a fault-injection command as root and fails the test loudly
 // when it is missing or fails.
@@ -181,7 +206,10 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 	if out, err := c.Command(t, "scontrol", "update", "JobId="+job, "StartTime=now"); err != nil {
 		t.Fatalf("scontrol update StartTime=now: %v\n%s", err, out)
 	}
-	c.WaitJob(t, job, 60*time.Second, "COMPLETED")
+	// Its prologs run again: 55 s once beside the real-PyTorch table (CI,
+	// 2 cores), where a prolog that starts late finds the meeting over and
+	// says unknown (no drain), and the job runs.
+	c.WaitJob(t, job, 2*time.Minute, "COMPLETED")
 	got := c.JobOutput(job)
 	ran, _ := hostlist.Expand(strings.TrimSpace(strings.TrimPrefix(got, "ran on ")))
 	if len(ran) != nodes || slices.Contains(ran, faulty) {
