@@ -36,7 +36,10 @@ func crossSetupWith(t *testing.T, n int, checks, extra string, f slurmtest.Flavo
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
 	port := freeTCPPort(t)
-	s := newSetup(t, fmt.Sprintf("checks = [%s]\nbudget = \"60s\"\ncheck_timeout = \"20s\"", checks),
+	// slurm_timeout 60 s: slurmctld answered no drain within the default
+	// 30 s once beside the real-PyTorch table's 60 slurmds starting (CI,
+	// 2 cores), and Slurm drained the node "Prolog error" instead.
+	s := newSetup(t, fmt.Sprintf("checks = [%s]\nbudget = \"60s\"\ncheck_timeout = \"20s\"\nslurm_timeout = \"60s\"", checks),
 		fmt.Sprintf("[checks.net-connect]\nport = %d\njoin = \"5s\"\nconnect_timeout = \"1s\"\n"+
 			"[checks.net-bandwidth]\nsize_mib = 32\nduration = \"1s\"\n%s", port, extra))
 	// All nodes share this machine, and the prologs of one job finish
@@ -169,7 +172,8 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 		if t.Failed() { // what each node's prolog measured and decided
 			for _, r := range nodeReports(t, s) {
 				b, _ := json.Marshal(r.Results)
-				t.Logf("report of %s (%s): %s", r.Node, r.Mode, b)
+				a, _ := json.Marshal(r.Action)
+				t.Logf("report of %s (%s): %s; action %s", r.Node, r.Mode, b, a)
 			}
 		}
 	})

@@ -430,6 +430,43 @@ func TestHubJobRecoveredOnce(t *testing.T) {
 	}
 }
 
+// A hang that ends with the job (the test's scancel of a hung job, a
+// requeue) is not a recovery: the coordinator's end record comes with the
+// readings whose processes are gone, and no JobRecovered is announced.
+func TestHubNoRecoveryAtTheJobsEnd(t *testing.T) {
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
+	var all []Out
+	for k := range 9 {
+		sums := map[string]Summary{}
+		for _, host := range []string{"n1", "n2", "n3"} {
+			p := newPending()
+			st := hostState{procs: 4}
+			switch {
+			case k >= 4 && k < 8:
+				st.event = hang.EventHung
+			case k == 8:
+				st.procs, st.event = 0, hang.EventRecovered
+			}
+			observe(pendingView{p}, host, k, st)
+			if host == "n1" && k == 8 {
+				b, _ := json.Marshal(trace.End{Role: trace.RoleCoordinator, Why: trace.EndSignalled})
+				p.observe(trace.Sample{V: trace.Version, Time: reading(host, k, 0).Time, Host: host, Job: "42",
+					Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
+			}
+			sums[host] = p.take()
+		}
+		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
+	}
+	if n, _ := digests(all); len(n) != 1 {
+		t.Fatalf("digests = %+v, want the hang's", n)
+	}
+	for _, o := range all {
+		if e, ok := o.Event.(JobRecovered); ok {
+			t.Errorf("announced %+v as the job ended", e)
+		}
+	}
+}
+
 // Seen is given every host's reading the hub takes in, once, with the
 // state change it carries, and no log line.
 func TestHubSeen(t *testing.T) {

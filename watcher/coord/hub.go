@@ -57,9 +57,12 @@ type announcement struct{ digest, since time.Time }
 func (a *announcement) open(d digest.DigestEvent) { a.digest, a.since = d.Time, d.Since }
 
 // end appends to out, when a hang is announced and the job is no longer
-// hung, the announcement of its end at now, and forgets the hang.
-func (a *announcement) end(out []Out, now time.Time, job string, hung bool) []Out {
-	if a.digest.IsZero() || hung {
+// hung, the announcement of its end at now, and forgets the hang. A job
+// that ended (its watcher's end record: cancelled, requeued, killed) is
+// not announced recovered: its processes went with it, which is what
+// moved it.
+func (a *announcement) end(out []Out, now time.Time, job string, hung, ended bool) []Out {
+	if a.digest.IsZero() || hung || ended {
 		return out
 	}
 	out = append(out, Out{Event: JobRecovered{Time: now, Job: job, Event: hang.EventRecovered,
@@ -131,7 +134,7 @@ func (h *Hub) Ingest(now time.Time, sums map[string]Summary) []Out {
 		}
 	}
 	var out []Out
-	out = h.announced.end(out, now, h.job, h.anyHung())
+	out = h.announced.end(out, now, h.job, h.anyHung(), h.ep.Ended(h.job))
 	for _, e := range h.ep.Due(now) {
 		d, ok := e.(digest.DigestEvent)
 		if ok && h.suppress {

@@ -179,7 +179,7 @@ func (l *Lone) Observe(s trace.Sample, evs []hang.Event) {
 // Due returns the digests and stragglers due at now.
 func (l *Lone) Due(_ context.Context, now time.Time) []Out {
 	var out []Out
-	out = l.announced.end(out, now, l.job, l.ep.Hung(l.job))
+	out = l.announced.end(out, now, l.job, l.ep.Hung(l.job), l.ep.Ended(l.job))
 	for _, e := range l.ep.Due(now) {
 		d, ok := e.(digest.DigestEvent)
 		fast := ok && d.Event == digest.EventDigest && d.Detection != nil && d.Detection.By != digest.DetectedWindow

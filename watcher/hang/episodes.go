@@ -246,6 +246,13 @@ func (j *jobTrack) closeEpisode() {
 	}
 }
 
+// Ended reports whether the watcher of job id's view stopped (its end
+// record): a hang open then ends with the job, which is no recovery.
+func (e *Episodes) Ended(id string) bool {
+	j := e.jobs[id]
+	return j != nil && j.ended
+}
+
 // Hung reports whether job id is hung now: a host of it is hung, or the
 // pulse or evidence rule called it hung and it has not moved since.
 func (e *Episodes) Hung(id string) bool {
