@@ -153,6 +153,11 @@ func slowPath(t *testing.T, addr, rate string) {
 	t.Cleanup(func() { undo(t, "tc", "qdisc", "del", "dev", "lo", "root") })
 	tool(t, "tc", "class", "add", "dev", "lo", "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
 		"burst", "128k", "cburst", "128k")
+	// A short queue, as a real shaper keeps: the class's default queue
+	// (1000 packets of up to 64 KiB on lo) held half a minute of traffic
+	// at 20 Mbit/s, and slurmctld's messages to the node waited in it
+	// behind the bandwidth test's.
+	tool(t, "tc", "qdisc", "add", "dev", "lo", "parent", "1:1", "handle", "10:", "bfifo", "limit", "256kb")
 	tool(t, "tc", "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
 		"match", "ip", "dst", addr+"/32", "flowid", "1:1")
 }
@@ -180,7 +185,7 @@ func faultRun(t *testing.T, c *slurmtest.Cluster, s e2eSetup, nodes int, faulty,
 	job := c.Sbatch(t, "sleep 8; echo ran on $SLURM_JOB_NODELIST\n", "-N", strconv.Itoa(nodes))
 	n := c.WaitNode(t, faulty, 90*time.Second, func(n slurm.Node) bool { return n.Drained() }) // the prologs' budget (60 s) and slack for a loaded machine
 	if !strings.HasPrefix(n.Reason, wantReason) {
-		t.Fatalf("%s drained with %q, want %q...", faulty, n.Reason, wantReason)
+		t.Fatalf("%s drained with %q, want %q...\n%s", faulty, n.Reason, wantReason, c.Dump(""))
 	}
 	t.Logf("%s: %s", faulty, n.Reason)
 	c.WaitJob(t, job, 30*time.Second, "PENDING")
