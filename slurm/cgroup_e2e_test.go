@@ -125,7 +125,7 @@ wait
 		t.Fatalf("%v\n%s", err, out)
 	}
 	c.WaitJob(t, id, 60*time.Second, "CANCELLED")
-	waitNoJobCgroup(t, root, id, uid, node)
+	waitNoJobCgroup(t, c, root, id, uid, node)
 	if pids, err := slurm.CgroupPIDs(dirs); err == nil && len(pids) > 0 {
 		t.Errorf("after the job: CgroupPIDs = %v, want none", pids)
 	}
@@ -159,7 +159,7 @@ func checkListPIDs(t *testing.T, c *slurmtest.Cluster, id, node string, pids ...
 }
 
 // waitNoJobCgroup waits (20 s at most) until the job's cgroup is gone.
-func waitNoJobCgroup(t *testing.T, root, id string, uid int, node string) {
+func waitNoJobCgroup(t *testing.T, c *slurmtest.Cluster, root, id string, uid int, node string) {
 	t.Helper()
 	// slurmstepd removes the job's cgroup once its processes are gone; on
 	// a loaded 2-core machine that took more than 20 s after Slurm called
@@ -171,10 +171,29 @@ func waitNoJobCgroup(t *testing.T, root, id string, uid int, node string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s ended but its cgroup on %s is still there (err %v)", id, node, err)
+			t.Fatalf("job %s ended but its cgroup on %s is still there (err %v)\n%s\n%s", id, node, err, cgroupLeft(root, id, uid, node), c.Dump(id))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// cgroupLeft says what holds a job cgroup that outlived its job: each
+// directory and its processes, with their name and state from /proc.
+func cgroupLeft(root, id string, uid int, node string) string {
+	dirs, err := slurm.JobCgroups(root, id, uid, node)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, d := range dirs {
+		pids, _ := slurm.CgroupPIDs([]string{d})
+		fmt.Fprintf(&b, "%s: processes %v\n", d, pids)
+		for _, p := range pids {
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			fmt.Fprintf(&b, "  %d: %s\n", p, strings.TrimSpace(string(st)))
+		}
+	}
+	return b.String()
 }
 
 // testE2EJobCgroupTasks: a two-task step over two nodes (one task each)
@@ -236,6 +255,6 @@ wait
 	}
 	c.WaitJob(t, id, 60*time.Second, "CANCELLED")
 	for _, node := range nodes {
-		waitNoJobCgroup(t, c.CgroupRoot, id, 0, node)
+		waitNoJobCgroup(t, c, c.CgroupRoot, id, 0, node)
 	}
 }
