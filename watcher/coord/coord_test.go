@@ -396,10 +396,32 @@ func TestHubLineAboutAnotherHost(t *testing.T) {
 // When no host is hung any more after an announced hang, the hub says the
 // job recovered, once.
 func TestHubJobRecoveredOnce(t *testing.T) {
-	h := NewHub("42", testHang(), nil, nil, logrus.New())
 	var recovered []JobRecovered
 	var digestAt time.Time
-	for k := range 14 {
+	for _, o := range hungThenRecovered(14, nil) {
+		switch e := o.Event.(type) {
+		case JobRecovered:
+			if !o.Notify {
+				t.Errorf("recovery not announced")
+			}
+			recovered = append(recovered, e)
+		case digest.DigestEvent:
+			digestAt = e.Time
+		}
+	}
+	if len(recovered) != 1 || digestAt.IsZero() || !recovered[0].Digest.Equal(digestAt) || recovered[0].Event != hang.EventRecovered {
+		t.Fatalf("recovered = %+v (digest at %v), want one, after the digest", recovered, digestAt)
+	}
+}
+
+// hungThenRecovered feeds a new hub rounds 0 to rounds-1 of three hosts:
+// hung in rounds 4 to 7, recovered in round 8. at, when set, changes a
+// host's round and may add to its records first (its pending summary).
+// It returns every Out the hub gave.
+func hungThenRecovered(rounds int, at func(host string, k int, st *hostState, p *pending)) []Out {
+	h := NewHub("42", testHang(), nil, nil, logrus.New())
+	var all []Out
+	for k := range rounds {
 		sums := map[string]Summary{}
 		for _, host := range []string{"n1", "n2", "n3"} {
 			p := newPending()
@@ -410,53 +432,32 @@ func TestHubJobRecoveredOnce(t *testing.T) {
 			case k == 8:
 				st.event = hang.EventRecovered
 			}
+			if at != nil {
+				at(host, k, &st, p)
+			}
 			observe(pendingView{p}, host, k, st)
 			sums[host] = p.take()
 		}
-		for _, o := range h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums) {
-			switch e := o.Event.(type) {
-			case JobRecovered:
-				if !o.Notify {
-					t.Errorf("recovery not announced")
-				}
-				recovered = append(recovered, e)
-			case digest.DigestEvent:
-				digestAt = e.Time
-			}
-		}
+		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
 	}
-	if len(recovered) != 1 || digestAt.IsZero() || !recovered[0].Digest.Equal(digestAt) || recovered[0].Event != hang.EventRecovered {
-		t.Fatalf("recovered = %+v (digest at %v), want one, after the digest", recovered, digestAt)
-	}
+	return all
 }
 
 // A hang that ends with the job (the test's scancel of a hung job, a
 // requeue) is not a recovery: the coordinator's end record comes with the
 // readings whose processes are gone, and no JobRecovered is announced.
 func TestHubNoRecoveryAtTheJobsEnd(t *testing.T) {
-	h := NewHub("42", testHang(), nil, nil, logrus.New())
-	var all []Out
-	for k := range 9 {
-		sums := map[string]Summary{}
-		for _, host := range []string{"n1", "n2", "n3"} {
-			p := newPending()
-			st := hostState{procs: 4}
-			switch {
-			case k >= 4 && k < 8:
-				st.event = hang.EventHung
-			case k == 8:
-				st.procs, st.event = 0, hang.EventRecovered
-			}
-			observe(pendingView{p}, host, k, st)
-			if host == "n1" && k == 8 {
-				b, _ := json.Marshal(trace.End{Role: trace.RoleCoordinator, Why: trace.EndSignalled})
-				p.observe(trace.Sample{V: trace.Version, Time: reading(host, k, 0).Time, Host: host, Job: "42",
-					Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
-			}
-			sums[host] = p.take()
+	all := hungThenRecovered(9, func(host string, k int, st *hostState, p *pending) {
+		if k != 8 {
+			return
 		}
-		all = append(all, h.Ingest(t0.Add(time.Duration(k)*time.Minute+time.Second), sums)...)
-	}
+		st.procs = 0 // the job's processes are gone
+		if host == "n1" {
+			b, _ := json.Marshal(trace.End{Role: trace.RoleCoordinator, Why: trace.EndSignalled})
+			p.observe(trace.Sample{V: trace.Version, Time: reading(host, k, 0).Time, Host: host, Job: "42",
+				Log: &trace.Log{Stream: trace.StreamEnd, Line: string(b)}}, nil)
+		}
+	})
 	if n, _ := digests(all); len(n) != 1 {
 		t.Fatalf("digests = %+v, want the hang's", n)
 	}
