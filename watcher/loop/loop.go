@@ -295,10 +295,16 @@ func (l *Loop) finish(why string) {
 	recs = append(recs, trace.Sample{V: trace.Version, Time: now, Host: l.host, Job: l.job,
 		Log: &trace.Log{Stream: trace.StreamEnd, Line: string(line)}})
 	l.record(recs)
+	end := now
 	for _, r := range recs {
 		l.Job.Observe(r, nil)
+		if r.Time.After(end) {
+			end = r.Time // the waits record comes just after now
+		}
 	}
-	l.jobEvents(ctx, l.Job.End(ctx, now.Add(time.Nanosecond)))
+	// The end is judged after every record it was given: a view does not
+	// judge the instant of its latest record, since more may come then.
+	l.jobEvents(ctx, l.Job.End(ctx, end.Add(time.Nanosecond)))
 }
 
 // record writes the records to the trace.
