@@ -133,7 +133,7 @@ var faults = []fault{
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "data-stall", culprits: []int{1}, within: hungWithin}},
 	{name: "g-frozen", launch: "srun", per: 1, args: "", window: faultWindow, node: 1, freeze: true,
 		want: outcome{state: "RUNNING", verdict: true, digest: true, cause: "rank-failed", culprits: []int{1}, hintNot: "input file system", within: hungWithin}},
-	{name: "h-slow", launch: "srun", per: 1, args: "--fault slow --fault-step 150 --pause 240 --stop-share 0.6", window: healthyWindow, node: 1,
+	{name: "h-slow", launch: "srun", per: 1, args: "--fault slow --fault-step 150 --pause 300 --stop-share 0.67", window: healthyWindow, node: 1,
 		want: outcome{state: "RUNNING", straggler: []int{1}, output: "initialised gloo", within: stragglerWithin}},
 	{name: "f-checkpoint", launch: "torchrun", per: 1, args: "--fault ckpt --fault-step 150 --pause 90 --steps 250", window: healthyWindow, node: 0,
 		want: outcome{state: "COMPLETED", output: "checkpoint saved in 90s"}},
