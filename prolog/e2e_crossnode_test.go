@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +33,7 @@ func crossSetupWith(t *testing.T, n int, checks, extra string, f slurmtest.Flavo
 		t.Skip("e2e: starts a Slurm cluster")
 	}
 	bin := slurmtest.BuildBinary(t, "github.com/vigil-hpc/vigil/prolog")
-	port := freeTCPPort(t)
+	port := slurmtest.FreePort(t, slurmtest.MeetingPorts)
 	// slurm_timeout 60 s: slurmctld answered no drain within the default
 	// 30 s once beside the real-PyTorch table's 60 slurmds starting (CI,
 	// 2 cores), and Slurm drained the node "Prolog error" instead.
@@ -60,40 +58,6 @@ func nodeReports(t *testing.T, s e2eSetup) []report.Report {
 	}
 	return out
 }
-
-// freeTCPPort picks the port of a test's cross-node meeting: free now, at
-// random in 10000-11999, below the kernel's ephemeral range and the ports
-// the other harnesses pick (watcher/realjob 12000-19999, slurmtest
-// 20000-31999), and never the same twice in the run. A port from the
-// ephemeral range (a listener on port 0) was taken meanwhile by an
-// outgoing connection or a listener of PyTorch's gloo beside it: the
-// fallback coordinator's "bind: address already in use" (CI, 2 cores).
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	meetingPorts.Lock()
-	defer meetingPorts.Unlock()
-	for range 1000 {
-		p := 10000 + rand.IntN(2000)
-		if meetingPorts.used[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		meetingPorts.used[p] = true
-		return p
-	}
-	t.Fatal("no free TCP port in 10000-11999")
-	return 0
-}
-
-// meetingPorts are the ports freeTCPPort gave.
-var meetingPorts = struct {
-	sync.Mutex
-	used map[int]bool
-}{used: map[int]bool{}}
 
 // tool runs a fault-injection command as root and fails the test loudly
 // when it is missing or fails.

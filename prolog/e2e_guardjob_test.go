@@ -27,7 +27,7 @@ func TestE2EGuardOneBigJob(t *testing.T) {
 	srv := httptest.NewServer(hooks)
 	defer srv.Close()
 	marks := t.TempDir()
-	port := freeTCPPort(t)
+	port := slurmtest.FreePort(t, slurmtest.MeetingPorts)
 	s := newSetup(t, `checks = ["command", "net-connect"]
 budget = "60s"
 check_timeout = "20s"`, fmt.Sprintf(`[checks.command]

@@ -91,7 +91,7 @@ func TestE2EAutoWatchFailedJobs(t *testing.T) {
 
 	for _, k := range cases {
 		d := filepath.Join(dir, k.name)
-		script := fmt.Sprintf(autoJob, d, strings.Join(addrs, ","), freePort(t), k.launch, k.after)
+		script := fmt.Sprintf(autoJob, d, strings.Join(addrs, ","), slurmtest.FreePort(t, slurmtest.JobPorts), k.launch, k.after)
 		ids[k.name] = c.Sbatch(t, script, "--vigil-webhook="+url+"/hook", "--chdir="+d, "-N", fmt.Sprint(len(k.nodes)), "--ntasks-per-node=1",
 			"--mem=1500", "-w", strings.Join(k.nodes, ","), "--job-name", k.name, "--output", filepath.Join(d, "job.out"))
 	}

@@ -314,7 +314,7 @@ func submit(t *testing.T, c *slurmtest.Cluster, f fault, nodes []string, addrs s
 			t.Fatal(err)
 		}
 	}
-	script := fmt.Sprintf(jobScript, dir, f.window, addrs, freePort(t), w.step, f.command(dir, torchrunCmd(dir, noLibuv)))
+	script := fmt.Sprintf(jobScript, dir, f.window, addrs, slurmtest.FreePort(t, slurmtest.JobPorts), w.step, f.command(dir, torchrunCmd(dir, noLibuv)))
 	tasks := f.per
 	if f.launch == "torchrun" {
 		tasks = 1

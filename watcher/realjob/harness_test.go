@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,38 +39,6 @@ func torchVersion(t *testing.T, c *slurmtest.Cluster, root string) string {
 		t.Fatalf("%s cannot import torch with gloo (%v): %s\n%s", python, err, hint, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// masterPorts are the ports handed out to this run's jobs so far.
-var masterPorts = struct {
-	sync.Mutex
-	used map[int]bool
-}{used: map[int]bool{}}
-
-// freePort returns a TCP port for a job's TCPStore (rank 0 listens on
-// every address), free right now. The job starts minutes later, so the
-// port is drawn below the kernel's ephemeral range (outgoing connections
-// and gloo's own listeners never take it) and below slurmtest's daemon
-// ports (20000 and up), and no two jobs of the run get the same one.
-func freePort(t *testing.T) int {
-	t.Helper()
-	masterPorts.Lock()
-	defer masterPorts.Unlock()
-	for range 1000 {
-		p := 12000 + mrand.IntN(8000)
-		if masterPorts.used[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		masterPorts.used[p] = true
-		return p
-	}
-	t.Fatal("no free TCP port found for the job's TCPStore between 12000 and 20000")
-	return 0
 }
 
 // blockNode drops node addr's traffic to and from every other address,

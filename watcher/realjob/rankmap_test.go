@@ -82,7 +82,7 @@ srun --ntasks-per-node=1 sh -c 'exec %[4]s --nnodes=$SLURM_JOB_NUM_NODES --nproc
 rc=$?
 echo "training exit $rc"
 exit $rc
-`, dir, freePort(t), bin, torchrunCmd(dir, r.noLibuv))
+`, dir, slurmtest.FreePort(t, slurmtest.JobPorts), bin, torchrunCmd(dir, r.noLibuv))
 	id := c.Sbatch(t, script, "--chdir="+dir, "-N", "2", "--mem=1500", "--ntasks-per-node=1", "--job-name", "rankmap")
 	t0 := time.Now()
 	state := c.WaitJob(t, id, 3*time.Minute, "FAILED", "COMPLETED", "CANCELLED", "TIMEOUT")
