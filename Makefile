@@ -48,11 +48,13 @@ slurm-root: ## build the Debian 13 root with Slurm 24.11 that the e2e tests also
 run: build ## run vigil's main job, the node sanity suite, on this machine without changing anything
 	$(BIN)/vigil-prolog --dry-run
 
-# The two longest packages (real Slurm clusters, real PyTorch jobs) start
-# at once; the rest start beside them once their clusters are up
-# (.ci/test, VIGIL_REST_AFTER).
+# The two longest packages (real Slurm clusters, real PyTorch jobs) go
+# first, so that go test's two lanes start them at once and share out the
+# rest, instead of starting the longest last.
+LONGEST_TESTS = ./prolog ./watcher/realjob
+
 test: ## run every test: unit, fuzz seeds, and e2e on a real local Slurm (root)
-	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) bash .ci/test
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
 
 test-short: ## unit tests only: no Slurm cluster is started
 	$(GO) test -count=1 -short ./...
