@@ -1,7 +1,6 @@
 package slurmtest
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -57,6 +56,6 @@ func FreePort(t testing.TB, b PortBand) int {
 		givenPorts.used[p] = true
 		return p
 	}
-	t.Fatal(fmt.Sprintf("no free TCP port for %s in %d-%d", b.What, b.Lo, b.Hi-1))
+	t.Fatalf("no free TCP port for %s in %d-%d", b.What, b.Lo, b.Hi-1)
 	return 0
 }
