@@ -116,7 +116,9 @@ func testE2ENetIsolated(t *testing.T, f slurmtest.Flavour) {
 	defer srv.Close()
 	// Every job asks to hear of a failed prolog by mail, as
 	// --vigil-notify=mail does through the SPANK plugin.
-	c, s, _ := crossSetupWith(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nsecrets_file = %q\n", adminSecrets(t, srv.URL)), f,
+	// Its nodes cut off are absent by design: every fault waits the join
+	// deadline, kept at 5 s.
+	c, s, _ := crossSetupJoin(t, 5, `"net-connect"`, fmt.Sprintf("[notify]\nsecrets_file = %q\n", adminSecrets(t, srv.URL)), "5s", f,
 		policy.EnvSpankNotify+"="+policy.NotifyMail)
 
 	// (d) every node healthy.
