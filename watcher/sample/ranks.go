@@ -136,10 +136,13 @@ func ReadRanks(root string, pids []int, launched bool) (ranks []int, launchedNow
 // rankCache is what each process's environment said of its rank, by pid:
 // the environment a process was started with does not change, so a rank
 // is read once while the process lives (a pid that leaves the list is
-// forgotten, so a pid the kernel hands out again is read anew). An
-// environment that names no rank is read again next time: a process
-// caught between its fork and its exec (torchrun starting a rank) still
-// shows its parent's environment, which has none.
+// forgotten, so a pid the kernel hands out again is read anew). Only a
+// launcher's variable is kept: an environment that names no rank, or only
+// SLURM_PROCID, is read again next time. A process caught between its
+// fork and its exec (torchrun starting a rank) still shows its parent's
+// environment, and torchrun's, under srun, names its task
+// (SLURM_PROCID): kept, it hid the rank the process execs as for the
+// whole job (CI, rank 2 of a torchrun job never placed).
 type rankCache map[int]rankEntry
 
 type rankEntry struct {
@@ -171,7 +174,7 @@ func readRanks(root string, pids []int, launched bool, c rankCache) (ranks []int
 				continue // gone, or not ours to read: tried again next time
 			}
 			e.env, e.ok = ParseRankEnv(b)
-			if e.ok {
+			if e.ok && e.env.Launcher {
 				c[pid] = e
 			}
 		}

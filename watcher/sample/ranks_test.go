@@ -214,3 +214,33 @@ func TestRankCacheRereadsNoRank(t *testing.T) {
 		t.Fatalf("ranks %v after the exec, want [3]", ranks)
 	}
 }
+
+// TestRankCacheRereadsTheLaunchersTask: a rank read between torchrun's fork
+// and its exec, under srun, shows torchrun's environment, which names its
+// srun task (SLURM_PROCID 1 on the second node). Kept, it hid the rank
+// the process execs as (RANK=2) for the whole job; it is read again.
+func TestRankCacheRereadsTheLaunchersTask(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, env string) {
+		dir := filepath.Join(root, "proc", pid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(env), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const agent = "PATH=/usr/bin\x00SLURM_JOB_ID=9\x00SLURM_STEP_ID=0\x00SLURM_PROCID=1\x00SLURM_LOCALID=0\x00"
+	c := rankCache{}
+	write("6", agent)                                                              // torchrun, srun's task 1
+	write("7", agent)                                                              // its child, forked, not yet exec'd
+	write("8", agent+"RANK=3\x00LOCAL_RANK=1\x00GROUP_RANK=1\x00WORLD_SIZE=4\x00") // the other child, exec'd
+	ranks, launched := readRanks(root, []int{6, 7, 8}, false, c)
+	if !launched || !slices.Equal(ranks, []int{3}) {
+		t.Fatalf("ranks %v (launched %v) before the exec, want [3] and launched", ranks, launched)
+	}
+	write("7", agent+"RANK=2\x00LOCAL_RANK=0\x00GROUP_RANK=1\x00WORLD_SIZE=4\x00")
+	if ranks, _ := readRanks(root, []int{6, 7, 8}, launched, c); !slices.Equal(ranks, []int{2, 3}) {
+		t.Fatalf("ranks %v after the exec, want [2 3]", ranks)
+	}
+}
