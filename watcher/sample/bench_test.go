@@ -136,3 +136,44 @@ func BenchmarkParse(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRanks reads the ranks of a node's 8 and 128 processes, as the
+// watcher does each period: torchrun's children (RANK, read once and
+// kept) and srun's tasks (SLURM_PROCID only, read again every period: a
+// process caught before its exec shows its parent's environment).
+func BenchmarkRanks(b *testing.B) {
+	for _, launcher := range []bool{true, false} {
+		for _, n := range []int{8, 128} {
+			name := fmt.Sprintf("procs=%d,srun-tasks", n)
+			if launcher {
+				name = fmt.Sprintf("procs=%d,torchrun", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				root := b.TempDir()
+				pids := make([]int, n)
+				for i := range n {
+					pids[i] = 1000 + i
+					env := fmt.Sprintf("PATH=/usr/bin\x00HOME=/home/u\x00SLURM_JOB_ID=9\x00SLURM_STEP_ID=0\x00SLURM_PROCID=%d\x00SLURM_LOCALID=%d\x00", i, i)
+					if launcher {
+						env += fmt.Sprintf("RANK=%d\x00LOCAL_RANK=%d\x00WORLD_SIZE=%d\x00", i, i, n)
+					}
+					dir := filepath.Join(root, "proc", strconv.Itoa(pids[i]))
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						b.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(env+strings.Repeat("X=1\x00", 100)), 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c := rankCache{}
+				if ranks, _ := readRanks(root, pids, false, c); len(ranks) != n {
+					b.Fatalf("%d ranks, want %d", len(ranks), n)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					readRanks(root, pids, false, c)
+				}
+			})
+		}
+	}
+}
