@@ -138,13 +138,13 @@ func releasePorts(ps []*port) {
 	}
 }
 
-// reservePorts picks n free TCP ports below the kernel's ephemeral range
-// (so outgoing connections never take them) at random, so that clusters
-// started at the same time by other test binaries rarely pick the same, and
-// holds each open (on all addresses, as the daemons bind) until released.
-// Ports 29000 to 29999 stay free: vigil-watch's meetings listen there by
-// default (four of 29000 to 29999, by a hash of the job id), as the
-// real-PyTorch e2e starts them.
+// reservePorts picks n free TCP ports of daemonPorts (below the kernel's
+// ephemeral range, so outgoing connections never take them) at random, so
+// that clusters started at the same time by other test binaries rarely
+// pick the same, and holds each open (on all addresses, as the daemons
+// bind) until released. watchPorts stay free: vigil-watch's meetings
+// listen there by default (four of 29000 to 29999, by a hash of the job
+// id), as the real-PyTorch e2e starts them.
 func reservePorts(n int) ([]*port, error) {
 	var ps []*port
 	for tries := 0; len(ps) < n; tries++ {
@@ -152,8 +152,8 @@ func reservePorts(n int) ([]*port, error) {
 			releasePorts(ps)
 			return nil, errors.New("no free TCP ports found")
 		}
-		p := 20000 + rand.IntN(12000)
-		if p >= 29000 && p < 30000 {
+		p := daemonPorts.Lo + rand.IntN(daemonPorts.Hi-daemonPorts.Lo)
+		if p >= watchPorts.Lo && p < watchPorts.Hi {
 			continue
 		}
 		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))

@@ -22,6 +22,8 @@ import (
 var (
 	MeetingPorts = PortBand{Lo: 10000, Hi: 12000, What: "the prolog's cross-node meeting"}
 	JobPorts     = PortBand{Lo: 12000, Hi: 20000, What: "a job's TCPStore"}
+	daemonPorts  = PortBand{Lo: 20000, Hi: 32000, What: "a cluster's daemons"}
+	watchPorts   = PortBand{Lo: 29000, Hi: 30000, What: "vigil-watch's default meetings"}
 )
 
 // PortBand is a band of TCP ports [Lo, Hi) for one use (What).
